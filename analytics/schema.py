@@ -1,0 +1,190 @@
+"""Table contracts: the column names and polars dtypes every stage promises to return.
+
+Data flows one way (see the README): sources -> EVENTS (+ ISSUES, MODEL_METRICS) -> CALLS ->
+CALLS with tokens -> PRICED -> reports. Each stage ends with ``conform(frame, CONTRACT)`` so a
+downstream stage can rely on names, order and dtypes. Column names carry their unit
+(``*_tokens``, ``*_ms``, ``*_usd``, ``*_nano_aiu``). Unknown is null, never zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+#: Timestamps are UTC inside agentcost; rendering converts to the user's timezone.
+TIMESTAMP = pl.Datetime("ms", "UTC")
+
+#: Money: exact decimals. 38 digits with 18 after the point hold any realistic bill exactly
+#: (a price of $0.015 per million tokens is 1.5e-8 dollars per token).
+MONEY = pl.Decimal(38, 18)
+
+#: Provenance travels with every row so any number can be traced back to a log line.
+PROVENANCE: dict[str, pl.DataType] = {
+    "source_file": pl.String(),
+    "source_line": pl.Int64(),
+}
+
+#: One row per log line that could be used. ``process_index`` is 0 for the process that wrote
+#: ``session.start`` and grows by one at each ``session.resume``. ``content_bytes`` is the size of
+#: the text this event adds to the model's context (user/system/assistant text, tool requests,
+#: tool results), null for events that add nothing.
+EVENTS: dict[str, pl.DataType] = {
+    **PROVENANCE,
+    "session_id": pl.String(),
+    "process_index": pl.Int32(),
+    "event_type": pl.String(),
+    "event_id": pl.String(),
+    "timestamp": TIMESTAMP,
+    "agent_id": pl.String(),
+    "parent_tool_call_id": pl.String(),
+    "turn_id": pl.String(),
+    "interaction_id": pl.String(),
+    "model": pl.String(),
+    "api_call_id": pl.String(),
+    "tool_call_id": pl.String(),
+    "tool_name": pl.String(),
+    "success": pl.Boolean(),
+    "output_tokens": pl.Int64(),
+    "content_bytes": pl.Int64(),
+    "is_autopilot": pl.Boolean(),
+    "text": pl.String(),
+    # assistant.usage (SDK captures only: ephemeral, never in events.jsonl) and compaction calls
+    "input_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "nano_aiu": pl.String(),
+    "initiator": pl.String(),
+    "duration_ms": pl.Int64(),
+    # context snapshots (session.shutdown, session.compaction_*)
+    "current_tokens": pl.Int64(),
+    "system_tokens": pl.Int64(),
+    "conversation_tokens": pl.Int64(),
+    "tool_definitions_tokens": pl.Int64(),
+    "pre_compaction_tokens": pl.Int64(),
+    "post_compaction_tokens": pl.Int64(),
+    # session metadata (session.start / session.resume / session.shutdown)
+    "cwd": pl.String(),
+    "repository": pl.String(),
+    "copilot_version": pl.String(),
+    "status_detail": pl.String(),
+    "total_nano_aiu": pl.String(),
+    "total_premium_requests": pl.String(),
+    "total_api_duration_ms": pl.Int64(),
+}
+
+#: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the
+#: log wrote them: cumulative or per process depending on the CLI version (see ``sessions.py``).
+MODEL_METRICS: dict[str, pl.DataType] = {
+    **PROVENANCE,
+    "session_id": pl.String(),
+    "process_index": pl.Int32(),
+    "model": pl.String(),
+    "requests_count": pl.Int64(),
+    "requests_cost": pl.String(),
+    "input_tokens": pl.Int64(),
+    "output_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "total_nano_aiu": pl.String(),
+}
+
+#: Everything that could not be used, or that looks wrong. Nothing is dropped silently.
+ISSUES: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "severity": pl.String(),  # "error" (data lost) or "warning" (data kept, but suspect)
+    "message": pl.String(),
+}
+
+#: One row per LLM call. ``kind`` is ``main`` (an ``assistant.turn_start``), ``subagent`` (a
+#: sub-agent ``assistant.message`` or ``assistant.usage``) or ``compaction``.
+CALLS: dict[str, pl.DataType] = {
+    **PROVENANCE,
+    "session_id": pl.String(),
+    "call_index": pl.Int64(),
+    "kind": pl.String(),
+    "model": pl.String(),
+    "agent_id": pl.String(),
+    "agent_name": pl.String(),
+    "parent_tool_call_id": pl.String(),
+    "interaction_id": pl.String(),
+    "process_index": pl.Int32(),
+    "start_time": TIMESTAMP,
+    "end_time": TIMESTAMP,
+    "interrupted": pl.Boolean(),
+    "output_tokens": pl.Int64(),
+}
+
+#: Per-call token columns added by ``tokens.py``. ``input_tokens`` includes cache reads and
+#: writes (as Copilot counts it); uncached input = input - cache_read - cache_write.
+#: ``token_source`` is ``observed`` (a per-call record), ``calibrated`` (reconstructed, then scaled
+#: to the log's exact totals) or ``estimated`` (reconstructed, no ground truth to scale to).
+CALL_TOKENS: dict[str, pl.DataType] = {
+    "input_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "token_source": pl.String(),
+    "billed_nano_aiu": pl.String(),
+}
+
+#: Exact per-call usage read from a persisted per-call record (session-store.db rows,
+#: OpenTelemetry ``chat`` spans, ``assistant.usage`` in SDK captures).
+OBSERVED_USAGE: dict[str, pl.DataType] = {
+    **PROVENANCE,
+    "session_id": pl.String(),
+    "seq": pl.Int64(),  # order of the call within its session in that source
+    "agent_id": pl.String(),
+    "parent_tool_call_id": pl.String(),
+    "model": pl.String(),
+    "input_tokens": pl.Int64(),
+    "output_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "total_nano_aiu": pl.String(),
+    "initiator": pl.String(),
+    "created_at": TIMESTAMP,
+}
+
+#: Cost columns added by ``pricing.py`` (exact decimals; null when the model is unpriced).
+COSTS: dict[str, pl.DataType] = {
+    "rates": pl.String(),
+    "priced_model": pl.String(),
+    "input_cost_usd": MONEY,
+    "cache_read_cost_usd": MONEY,
+    "cache_write_cost_usd": MONEY,
+    "output_cost_usd": MONEY,
+    "request_cost_usd": MONEY,
+    "cost_usd": MONEY,
+}
+
+
+def empty(contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with the contract's columns, for stages that found nothing."""
+    return pl.DataFrame(schema=dict(contract))
+
+
+def conform(frame: pl.DataFrame, contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """Return ``frame`` with exactly the contract's columns, in order, with its dtypes.
+
+    Missing columns are added as nulls; extra columns are dropped. A column whose dtype differs
+    is cast strictly, so a stage that produces the wrong type fails loudly here rather than
+    downstream.
+    """
+    exprs = [
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in contract.items()
+    ]
+    return frame.select(exprs)
+
+
+def combine(*contracts: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """Concatenate contracts, for stages that add columns to an earlier table."""
+    merged: dict[str, pl.DataType] = {}
+    for contract in contracts:
+        merged.update(contract)
+    return merged
