@@ -115,6 +115,7 @@ CALLS: dict[str, pl.DataType] = {
     "start_time": TIMESTAMP,
     "end_time": TIMESTAMP,
     "interrupted": pl.Boolean(),
+    "user_initiated": pl.Boolean(),  # the first call after a user prompt (a premium request)
     "output_tokens": pl.Int64(),
 }
 

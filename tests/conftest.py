@@ -1,0 +1,31 @@
+"""Shared test fixtures: hypothesis profiles and the location of the shared real logs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_LOGS = REPO / "sample_logs"
+REAL_LOGS = REPO.parent / "shared" / "real_logs"
+
+
+@pytest.fixture
+def real_logs() -> Path:
+    """``../shared/real_logs``; tests that need it skip, saying why, where it is absent."""
+    if not REAL_LOGS.is_dir():
+        pytest.skip(f"real Copilot logs not present at {REAL_LOGS} (the shared/ folder is absent)")
+    return REAL_LOGS
