@@ -7,7 +7,18 @@ Heavy modules are imported inside commands so ``agentcost --help`` stays fast.
 
 from __future__ import annotations
 
+import sys
+from datetime import date
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
 import typer
+
+from analytics.errors import AgentcostError, StrictModeError, UsageError
+
+if TYPE_CHECKING:
+    from analytics.analysis import Analysis, Window
 
 app = typer.Typer(
     name="agentcost",
@@ -17,7 +28,115 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def root() -> None:
+    """Facts about LLM calls, tokens and money from AI coding-agent session logs."""
+
+
+class Format(StrEnum):
+    """Output formats of the analysis commands."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+PathsArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Session directories, events.jsonl files, session-state directories or Copilot "
+        "homes. Default: $COPILOT_HOME or ~/.copilot.",
+        show_default=False,
+    ),
+]
+SinceOpt = Annotated[
+    str | None, typer.Option(help="Only sessions starting on or after this day (YYYY-MM-DD).")
+]
+UntilOpt = Annotated[
+    str | None, typer.Option(help="Only sessions starting on or before this day (YYYY-MM-DD).")
+]
+ZoneOpt = Annotated[
+    str | None,
+    typer.Option(help="IANA timezone for days and displayed times. Default: the local zone."),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+StrictOpt = Annotated[
+    bool, typer.Option(help="Exit with status 1 if any input problem (issue) was found.")
+]
+
+
+def _fail(error: AgentcostError) -> NoReturn:
+    """Print one line on stderr and exit with the error's code."""
+    typer.echo(f"agentcost: error: {error}", err=True)
+    raise typer.Exit(error.exit_code)
+
+
+def _day(value: str | None, option: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{option} {value!r} is not a date; use YYYY-MM-DD") from None
+
+
+def _window(since: str | None, until: str | None, timezone: str | None) -> Window:
+    from analytics.analysis import Window
+    from analytics.timezones import resolve_zone
+
+    return Window(_day(since, "--since"), _day(until, "--until"), resolve_zone(timezone))
+
+
+def _report_issues(result: Analysis, strict: bool) -> None:
+    """Issue count on stderr; with --strict, any issue fails the run."""
+    from analytics.analysis import issue_summary
+
+    if result.issues.height:
+        typer.echo(
+            f"agentcost: {issue_summary(result.issues)} in the input; "
+            "see the issues list of --format json",
+            err=True,
+        )
+        if strict:
+            raise StrictModeError("--strict: the input has issues")
+
+
 # --- commands: analyze ---
+
+
+@app.command()
+def analyze(
+    paths: PathsArg = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    output_format: FormatOpt = Format.table,
+    calls: Annotated[
+        bool, typer.Option("--calls", help="One row per LLM call instead of per session.")
+    ] = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Count LLM calls and tokens per session (or per call) and check them against the log."""
+    from analytics import report
+    from analytics.analysis import analyze as run
+
+    try:
+        window = _window(since, until, timezone)
+        result = run(paths or [], window)
+        frame, key = (result.calls, "calls") if calls else (result.sessions, "sessions")
+        if output_format is Format.json:
+            typer.echo(report.render_json(key, frame, result.issues))
+        elif output_format is Format.csv:
+            typer.echo(report.render_csv(frame), nl=False)
+        else:
+            zone = str(window.zone)
+            table = report.call_table if calls else report.session_table
+            typer.echo(table(frame, zone))
+        _report_issues(result, strict)
+    except AgentcostError as error:
+        _fail(error)
+
 
 # --- commands: compare ---
 
@@ -32,4 +151,4 @@ app = typer.Typer(
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    sys.exit(app())

@@ -32,6 +32,7 @@ PROVENANCE: dict[str, pl.DataType] = {
 EVENTS: dict[str, pl.DataType] = {
     **PROVENANCE,
     "session_id": pl.String(),
+    "event_seq": pl.Int64(),  # order within the session, across all of its files
     "process_index": pl.Int32(),
     "event_type": pl.String(),
     "event_id": pl.String(),
@@ -104,6 +105,7 @@ ISSUES: dict[str, pl.DataType] = {
 CALLS: dict[str, pl.DataType] = {
     **PROVENANCE,
     "session_id": pl.String(),
+    "event_seq": pl.Int64(),  # the call's first event, in the session's event order
     "call_index": pl.Int64(),
     "kind": pl.String(),
     "model": pl.String(),
@@ -117,6 +119,46 @@ CALLS: dict[str, pl.DataType] = {
     "interrupted": pl.Boolean(),
     "user_initiated": pl.Boolean(),  # the first call after a user prompt (a premium request)
     "output_tokens": pl.Int64(),
+}
+
+#: One row per session, reconciled with the log's own totals (see ``sessions.py``).
+SESSIONS: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "source_files": pl.List(pl.String()),
+    "start_time": TIMESTAMP,
+    "end_time": TIMESTAMP,
+    "cwd": pl.String(),
+    "repository": pl.String(),
+    "copilot_version": pl.String(),
+    "models": pl.List(pl.String()),
+    "processes": pl.Int64(),
+    "shutdowns": pl.Int64(),
+    "shutdown_mode": pl.String(),  # "cumulative", "per_process", or null without a shutdown
+    "llm_calls": pl.Int64(),
+    "main_calls": pl.Int64(),
+    "subagent_calls": pl.Int64(),
+    "compaction_calls": pl.Int64(),
+    "interrupted_calls": pl.Int64(),
+    "shutdown_requests": pl.Int64(),  # null when the log has no shutdown with modelMetrics
+    "calls_checked": pl.Int64(),  # main + sub-agent calls the shutdown totals cover
+    "calls_delta": pl.Int64(),  # calls_checked - shutdown_requests
+    "calls_agree": pl.Boolean(),
+    "user_messages": pl.Int64(),
+    "autopilot_nudges": pl.Int64(),
+    "tool_calls": pl.List(pl.Struct({"tool": pl.String(), "calls": pl.Int64()})),
+    "tool_calls_total": pl.Int64(),
+    "wall_time_ms": pl.Int64(),  # summed over processes: time between resumes is not counted
+    "api_time_ms": pl.Int64(),  # from the shutdown totals; null without one
+    "status": pl.String(),  # complete | idle | error | interrupted
+    "status_detail": pl.String(),
+    "input_tokens": pl.Int64(),  # includes cache reads and writes
+    "output_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | messages | null
+    "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
+    "premium_requests": pl.String(),
 }
 
 #: Per-call token columns added by ``tokens.py``. ``input_tokens`` includes cache reads and

@@ -1,0 +1,120 @@
+"""The whole pipeline in one call: find logs, read them, count calls, summarise sessions.
+
+This is the library entry point the CLI and the notebooks use::
+
+    from analytics.analysis import analyze
+    result = analyze([Path("sample_logs")])
+    result.sessions  # one row per session (schema.SESSIONS)
+    result.calls     # one row per LLM call (schema.CALLS)
+
+Files are read in parallel (polars releases the GIL while decoding), then every later stage
+works on whole tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from analytics.calls import build_calls
+from analytics.events import order_events
+from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
+from analytics.sessions import summarize_sessions
+from analytics.sources.copilot_events import read_events
+from analytics.sources.discover import Found, discover
+
+_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Every table of one run. ``issues`` lists each problem with its file and line."""
+
+    events: pl.DataFrame
+    calls: pl.DataFrame
+    sessions: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    found: Found
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which sessions to keep: those starting on ``since``..``until`` (inclusive) in ``zone``."""
+
+    since: date | None = None
+    until: date | None = None
+    zone: ZoneInfo | None = None
+
+
+def analyze(paths: Sequence[Path], window: Window | None = None) -> Analysis:
+    """Analyse the logs under ``paths`` (the Copilot home when empty)."""
+    found = discover(paths)
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        parsed = list(pool.map(lambda log: read_events(log.path, log.session_hint), found.logs))
+    events = order_events(_stack([p.events for p in parsed], EVENTS))
+    calls, call_issues = build_calls(events)
+    sessions = summarize_sessions(
+        events, calls, _stack([p.model_metrics for p in parsed], MODEL_METRICS)
+    )
+    problems = conform(
+        pl.DataFrame(
+            {
+                "file": [path for path, _ in found.problems],
+                "line": [None] * len(found.problems),
+                "severity": ["warning"] * len(found.problems),
+                "message": [message for _, message in found.problems],
+            },
+            schema_overrides={"line": pl.Int64},
+        ),
+        ISSUES,
+    )
+    issues = _stack([problems, *(p.issues for p in parsed), call_issues], ISSUES)
+    result = Analysis(
+        events=events,
+        calls=calls,
+        sessions=sessions,
+        model_metrics=_stack([p.model_metrics for p in parsed], MODEL_METRICS),
+        issues=issues.sort("file", "line", nulls_last=False),
+        found=found,
+    )
+    return _within(result, window) if window else result
+
+
+def _stack(frames: Sequence[pl.DataFrame], contract: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Concatenate frames of one contract (an empty frame when there are none)."""
+    present = [frame for frame in frames if frame.height]
+    return pl.concat(present) if present else empty(contract)
+
+
+def _within(result: Analysis, window: Window) -> Analysis:
+    """Keep the sessions that start inside the window, and their calls and events."""
+    zone = str(window.zone) if window.zone else "UTC"
+    day = pl.col("start_time").dt.convert_time_zone(zone).dt.date()
+    keep = pl.lit(True)
+    if window.since:
+        keep = keep & (day >= window.since)
+    if window.until:
+        keep = keep & (day <= window.until)
+    sessions = result.sessions.filter(keep)
+    ids = sessions["session_id"].implode()
+    return Analysis(
+        events=result.events.filter(pl.col("session_id").is_in(ids)),
+        calls=result.calls.filter(pl.col("session_id").is_in(ids)),
+        sessions=sessions,
+        model_metrics=result.model_metrics.filter(pl.col("session_id").is_in(ids)),
+        issues=result.issues,
+        found=result.found,
+    )
+
+
+def issue_summary(issues: pl.DataFrame) -> str:
+    """One line for stderr: how many issues, how many lost data."""
+    errors = issues.filter(pl.col("severity") == "error").height
+    return f"{issues.height} issues ({errors} errors, {issues.height - errors} warnings)"

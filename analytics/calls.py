@@ -1,0 +1,275 @@
+"""EVENTS -> CALLS: one row per LLM call, counted by the rules of the Copilot agent loop.
+
+- A main-agent call is an ``assistant.turn_start`` without ``agentId``; the next main
+  ``assistant.turn_end`` closes it. A start that is never closed is an interrupted call (counted
+  and flagged); an end with no open start is reported as an issue.
+- Sub-agent calls have no turn pair: each sub-agent ``assistant.message`` (envelope ``agentId``
+  or ``data.parentToolCallId``) is one call, deduplicated by ``apiCallId`` where chunks share it.
+  Where the log carries ``assistant.usage`` (SDK captures), sub-agent calls are taken from those
+  instead, since a capture may hold usage without the messages.
+- Each ``session.compaction_complete`` is one compaction call (its own LLM request, with tokens
+  in ``compactionTokensUsed``).
+
+Input must be ordered by ``events.order_events``. Pure function: frames in, frames out.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analytics.schema import CALLS, ISSUES, conform
+
+_MAIN = (
+    pl.col("agent_id").is_null()
+    & pl.col("parent_tool_call_id").is_null()
+    & (pl.col("initiator") != "sub-agent").fill_null(True)
+)
+_SESSION_MODEL_EVENTS = [
+    "session.start",
+    "session.resume",
+    "session.model_change",
+    "session.auto_mode_resolved",
+]
+
+
+def build_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (CALLS, ISSUES) for ordered EVENTS of any number of sessions."""
+    main, orphans = _main_calls(events)
+    calls = pl.concat(
+        [main, _subagent_calls(events), _compaction_calls(events)], how="diagonal_relaxed"
+    )
+    calls = _fill_models(calls, events)
+    calls = calls.sort("session_id", "_seq").with_columns(
+        pl.col("_seq").alias("event_seq"),
+        pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("call_index"),
+    )
+    return conform(calls, CALLS), orphans
+
+
+def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Pair main ``turn_start``/``turn_end`` lines; attach each call's messages and tools."""
+    kind = pl.col("event_type")
+    # Every main event belongs to the most recent main turn_start before it (0 = none yet).
+    main = events.filter(_MAIN).with_columns(
+        (kind == "assistant.turn_start").cum_sum().over("session_id").alias("_call")
+    )
+    starts = main.filter(kind == "assistant.turn_start")
+    ends = main.filter(kind == "assistant.turn_end").with_columns(
+        pl.int_range(pl.len()).over("session_id", "_call").alias("_nth")
+    )
+    # An end closes its call if it is the first end after the start, in the same process.
+    closing = ends.join(
+        starts.select("session_id", "_call", pl.col("process_index").alias("_start_process")),
+        on=["session_id", "_call"],
+        how="left",
+    ).with_columns(
+        (
+            (pl.col("_call") > 0)
+            & (pl.col("_nth") == 0)
+            & (pl.col("process_index") == pl.col("_start_process"))
+        ).alias("_closes")
+    )
+    orphans = closing.filter(~pl.col("_closes")).select(
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.format(
+            "assistant.turn_end (turnId {}) without a matching assistant.turn_start",
+            pl.col("turn_id").fill_null("?"),
+        ).alias("message"),
+    )
+    end_of_call = closing.filter(pl.col("_closes")).select(
+        "session_id", "_call", pl.col("timestamp").alias("end_time")
+    )
+    is_message = pl.col("event_type") == "assistant.message"
+    messages = (
+        main.filter(kind.is_in(["assistant.message", "assistant.usage"]))
+        .group_by("session_id", "_call")
+        .agg(
+            pl.col("output_tokens").filter(is_message).sum().alias("_message_output"),
+            pl.col("output_tokens").filter(is_message).is_not_null().any().alias("_in_messages"),
+            pl.col("output_tokens").filter(~is_message).sum().alias("_usage_output"),
+            pl.col("output_tokens").filter(~is_message).is_not_null().any().alias("_in_usage"),
+            pl.col("model").drop_nulls().first().alias("_message_model"),
+        )
+    )
+    tool_model = (
+        main.filter(kind == "tool.execution_start")
+        .group_by("session_id", "_call")
+        .agg(pl.col("model").drop_nulls().first().alias("_tool_model"))
+    )
+    prompted = _user_initiated(main)
+    calls = (
+        starts.join(end_of_call, on=["session_id", "_call"], how="left")
+        .join(messages, on=["session_id", "_call"], how="left")
+        .join(tool_model, on=["session_id", "_call"], how="left")
+        .join(prompted, on=["session_id", "_call"], how="left")
+        .select(
+            "source_file",
+            "source_line",
+            "session_id",
+            pl.col("event_seq").alias("_seq"),
+            pl.lit("main").alias("kind"),
+            pl.coalesce("model", "_message_model", "_tool_model").alias("model"),
+            "interaction_id",
+            "process_index",
+            pl.col("timestamp").alias("start_time"),
+            "end_time",
+            pl.col("end_time").is_null().alias("interrupted"),
+            pl.col("_user_initiated").fill_null(False).alias("user_initiated"),
+            pl.when(pl.col("_in_messages"))
+            .then(pl.col("_message_output"))
+            .when(pl.col("_in_usage"))
+            .then(pl.col("_usage_output"))
+            .alias("output_tokens"),
+        )
+    )
+    return calls, conform(orphans, ISSUES)
+
+
+def _user_initiated(main: pl.DataFrame) -> pl.DataFrame:
+    """Calls that answer a person's prompt: the first turn after a non-autopilot user message.
+
+    These are the premium requests of request-based billing ("each prompt uses one premium
+    request"); autopilot nudges and the agent's own follow-up turns are not.
+    """
+    kind = pl.col("event_type")
+    drivers = main.filter(kind.is_in(["user.message", "assistant.turn_start"])).with_columns(
+        (
+            (kind.shift(1).over("session_id") == "user.message")
+            & ~pl.col("is_autopilot").shift(1).over("session_id").fill_null(False)
+        ).alias("_user_initiated")
+    )
+    return drivers.filter(kind == "assistant.turn_start").select(
+        "session_id", "_call", "_user_initiated"
+    )
+
+
+def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
+    """One call per sub-agent message (or per sub-agent ``assistant.usage`` where captured)."""
+    kind = pl.col("event_type")
+    has_usage = events.group_by("session_id").agg(
+        (kind == "assistant.usage").any().alias("_captured")
+    )
+    tagged = events.join(has_usage, on="session_id").with_columns(
+        pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent")
+    )
+    from_usage = (kind == "assistant.usage") & (
+        (pl.col("initiator") == "sub-agent") | pl.col("parent_tool_call_id").is_not_null()
+    )
+    from_message = (kind == "assistant.message") & ~_MAIN
+    sub = tagged.filter(pl.when(pl.col("_captured")).then(from_usage).otherwise(from_message))
+    sub = sub.filter(
+        pl.col("api_call_id").is_null()
+        | pl.col("api_call_id").is_first_distinct().over("session_id", "_agent")
+    )
+    started = _subagents(events)
+    return sub.join(
+        started, left_on=["session_id", "_agent"], right_on=["session_id", "_key"], how="left"
+    ).select(
+        "source_file",
+        "source_line",
+        "session_id",
+        pl.col("event_seq").alias("_seq"),
+        pl.lit("subagent").alias("kind"),
+        pl.coalesce("model", "_agent_model").alias("model"),
+        pl.col("_agent").alias("agent_id"),
+        "agent_name",
+        pl.coalesce("parent_tool_call_id", "_spawned_by").alias("parent_tool_call_id"),
+        "interaction_id",
+        "process_index",
+        pl.col("timestamp").alias("start_time"),
+        pl.col("timestamp").alias("end_time"),
+        pl.lit(False).alias("interrupted"),
+        pl.lit(False).alias("user_initiated"),
+        "output_tokens",
+    )
+
+
+def _subagents(events: pl.DataFrame) -> pl.DataFrame:
+    """Sub-agents by the key their events carry (envelope agentId, else the task tool call id)."""
+    life = events.filter(
+        pl.col("event_type").is_in(["subagent.started", "subagent.completed", "subagent.failed"])
+    )
+    keyed = pl.concat(
+        [
+            life.select(
+                "session_id", pl.col("agent_id").alias("_key"), "tool_call_id", "tool_name", "model"
+            ),
+            life.select(
+                "session_id",
+                pl.col("tool_call_id").alias("_key"),
+                "tool_call_id",
+                "tool_name",
+                "model",
+            ),
+        ]
+    ).filter(pl.col("_key").is_not_null())
+    return keyed.group_by("session_id", "_key").agg(
+        pl.col("tool_name").drop_nulls().first().alias("agent_name"),
+        pl.col("model").drop_nulls().first().alias("_agent_model"),
+        pl.col("tool_call_id").drop_nulls().first().alias("_spawned_by"),
+    )
+
+
+def _compaction_calls(events: pl.DataFrame) -> pl.DataFrame:
+    """One call per ``session.compaction_complete``; it starts at the open compaction_start."""
+    kind = pl.col("event_type")
+    phases = events.filter(kind.is_in(["session.compaction_start", "session.compaction_complete"]))
+    with_start = phases.with_columns(
+        pl.when(kind == "session.compaction_start")
+        .then(pl.col("timestamp"))
+        .forward_fill()
+        .over("session_id")
+        .alias("_started"),
+        pl.when(kind == "session.compaction_start")
+        .then(pl.col("model"))
+        .forward_fill()
+        .over("session_id")
+        .alias("_start_model"),
+    )
+    return with_start.filter(kind == "session.compaction_complete").select(
+        "source_file",
+        "source_line",
+        "session_id",
+        pl.col("event_seq").alias("_seq"),
+        pl.lit("compaction").alias("kind"),
+        pl.coalesce("model", "_start_model").alias("model"),
+        "interaction_id",
+        "process_index",
+        pl.coalesce("_started", "timestamp").alias("start_time"),
+        pl.col("timestamp").alias("end_time"),
+        pl.lit(False).alias("interrupted"),
+        pl.lit(False).alias("user_initiated"),
+        "output_tokens",
+    )
+
+
+def _fill_models(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Name the model of calls whose own events do not (older and scrubbed logs).
+
+    A main call without a model takes the session's selected model at that point (start,
+    resume, model change, auto-mode resolution; ``auto`` is a router, not a model, and is
+    skipped), else the previous call's of its kind, else the next one's.
+    """
+    selected = (
+        events.filter(
+            pl.col("event_type").is_in(_SESSION_MODEL_EVENTS)
+            & _MAIN
+            & pl.col("model").is_not_null()
+            & (pl.col("model") != "auto")
+        )
+        .select("session_id", pl.col("event_seq").alias("_seq"), pl.col("model").alias("_selected"))
+        .sort("session_id", "_seq")
+    )
+    calls = calls.sort("session_id", "_seq")
+    filled = calls.join_asof(
+        selected, on="_seq", by="session_id", strategy="backward", check_sortedness=False
+    )
+    main_fill = pl.col("model").forward_fill().backward_fill().over("session_id", "kind")
+    return filled.with_columns(
+        pl.when(pl.col("kind") == "main")
+        .then(pl.coalesce(pl.col("model"), pl.col("_selected"), main_fill))
+        .otherwise(pl.coalesce(pl.col("model"), main_fill))
+        .alias("model")
+    ).drop("_selected")

@@ -1,0 +1,196 @@
+"""Render tables for people (aligned text) and for machines (JSON, CSV).
+
+Pure functions from frames to strings; only ``cli.py`` prints. The JSON shape is a stable
+contract documented in the README: ``{"sessions": [...], "issues": [...]}`` or
+``{"calls": [...], "issues": [...]}``. Times are ISO-8601 UTC (``...Z``) in JSON and CSV and
+the user's timezone in the text table; decimals are strings so no digit is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+
+_ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
+
+
+def to_records(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: times as ISO UTC strings, decimals as strings."""
+    temporal = [name for name, dtype in frame.schema.items() if dtype == pl.Datetime("ms", "UTC")]
+    rows = frame.with_columns(
+        pl.col(name).dt.convert_time_zone("UTC").dt.strftime(_ISO) for name in temporal
+    ).to_dicts()
+    for row in rows:
+        for key, value in row.items():
+            if key == "tool_calls" and value is not None:
+                row[key] = {item["tool"]: item["calls"] for item in value}
+    return rows
+
+
+def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
+    """``{key: [...], "issues": [...]}`` as indented JSON."""
+    document = {key: to_records(frame), "issues": to_records(issues)}
+    return json.dumps(document, indent=2, default=_json_default)
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def render_csv(frame: pl.DataFrame) -> str:
+    """CSV with lists joined by ``;`` and tool counts as ``tool=n``."""
+    flat = frame.with_columns(
+        pl.col(name)
+        .list.eval(
+            pl.format("{}={}", pl.element().struct["tool"], pl.element().struct["calls"])
+            if isinstance(dtype.inner, pl.Struct)
+            else pl.element().cast(pl.String)
+        )
+        .list.join(";")
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.List)
+    )
+    temporal = [name for name, dtype in flat.schema.items() if isinstance(dtype, pl.Datetime)]
+    flat = flat.with_columns(pl.col(name).dt.strftime(_ISO) for name in temporal)
+    return flat.write_csv()
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a text table: header, how to format a value, right-aligned or not."""
+
+    header: str
+    field: str
+    format: Callable[[Any], str]
+    right: bool = True
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _models(value: Any) -> str:
+    return ", ".join(value) if value else "-"
+
+
+def render_table(
+    frame: pl.DataFrame, columns: Sequence[Column], totals: dict[str, str] | None
+) -> str:
+    """Aligned plain text, one row per frame row, with an optional totals row."""
+    header = [c.header for c in columns]
+    rows = [[c.format(row[c.field]) for c in columns] for row in frame.iter_rows(named=True)]
+    if totals is not None:
+        rows.append([totals.get(c.field, "") for c in columns])
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if col.right else cell.ljust(width)
+            for cell, width, col in zip(cells, widths, columns, strict=True)
+        ).rstrip()
+
+    out = [line(header), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in rows[: len(rows) - (totals is not None)])
+    if totals is not None:
+        out.append(line(["-" * w for w in widths]))
+        out.append(line(rows[-1]))
+    return "\n".join(out)
+
+
+def session_table(sessions: pl.DataFrame, zone: str) -> str:
+    """The per-session table of ``agentcost analyze``, times in ``zone``."""
+    local = sessions.with_columns(
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("start_time")
+        .dt.convert_time_zone(zone)
+        .dt.strftime("%Y-%m-%d %H:%M")
+        .alias("_start"),
+        pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
+        _check().alias("_check"),
+    )
+    columns = [
+        Column("SESSION", "_id", _text, right=False),
+        Column(f"START ({zone})", "_start", _text, right=False),
+        Column("MODELS", "models", _models, right=False),
+        Column("CALLS", "llm_calls", _count),
+        Column("MAIN/SUB/COMPACT", "_split", _text),
+        Column("INTERRUPTED", "interrupted_calls", _count),
+        Column("SHUTDOWN CHECK", "_check", _text, right=False),
+        Column("INPUT TOK", "input_tokens", _count),
+        Column("OUTPUT TOK", "output_tokens", _count),
+        Column("STATUS", "status", _text, right=False),
+    ]
+    totals = {
+        "_id": f"{sessions.height} sessions",
+        "llm_calls": _count(sessions["llm_calls"].sum()),
+        "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
+        "input_tokens": _sum_known(sessions["input_tokens"]),
+        "output_tokens": _sum_known(sessions["output_tokens"]),
+    }
+    return render_table(local, columns, totals)
+
+
+def _check() -> pl.Expr:
+    """``ok 5=5`` when counted calls equal the shutdown's requests, else the difference."""
+    return (
+        pl.when(pl.col("shutdown_requests").is_null())
+        .then(pl.lit("no shutdown totals"))
+        .when(pl.col("calls_agree"))
+        .then(pl.format("ok {}={}", "calls_checked", "shutdown_requests"))
+        .otherwise(
+            pl.format("MISMATCH {} counted vs {} logged", "calls_checked", "shutdown_requests")
+        )
+    )
+
+
+def _sum_known(series: pl.Series) -> str:
+    """A column total that says when some rows are unknown (null) instead of hiding them."""
+    known = series.drop_nulls()
+    if not known.len():
+        return "-"
+    total = f"{known.sum():,}"
+    missing = series.null_count()
+    return f"{total} (+{missing} unknown)" if missing else total
+
+
+def call_table(calls: pl.DataFrame, zone: str) -> str:
+    """The per-call table of ``agentcost analyze --calls``."""
+    local = calls.with_columns(
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("start_time")
+        .dt.convert_time_zone(zone)
+        .dt.strftime("%Y-%m-%d %H:%M:%S")
+        .alias("_start"),
+        ((pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds() / 1000)
+        .round(1)
+        .cast(pl.String)
+        .alias("_seconds"),
+        pl.when(pl.col("interrupted")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_cut"),
+    )
+    columns = [
+        Column("SESSION", "_id", _text, right=False),
+        Column("#", "call_index", _count),
+        Column("KIND", "kind", _text, right=False),
+        Column("MODEL", "model", _text, right=False),
+        Column("AGENT", "agent_name", _text, right=False),
+        Column(f"START ({zone})", "_start", _text, right=False),
+        Column("SECONDS", "_seconds", _text),
+        Column("OUTPUT TOK", "output_tokens", _count),
+        Column("INTERRUPTED", "_cut", _text, right=False),
+    ]
+    totals = {"_id": f"{calls.height} calls", "output_tokens": _sum_known(calls["output_tokens"])}
+    return render_table(local, columns, totals)

@@ -1,0 +1,341 @@
+"""EVENTS + CALLS + MODEL_METRICS -> SESSIONS: one row per session, reconciled with the log.
+
+The log's own ground truth is ``session.shutdown``: per-model request counts and tokens. A
+file holds one shutdown per process, and CLI versions differ: since 1.0.66 (the release that
+added ``session.usage_checkpoint``) every shutdown is cumulative over the whole session;
+earlier builds reset the counters per process. ``shutdown_mode`` records which reading was
+used: ``cumulative`` (take the last shutdown) or ``per_process`` (sum them), decided by the
+CLI version or checkpoints when present, otherwise by which reading agrees with the calls
+counted before each shutdown. Totals are therefore taken once, never once per process.
+
+Compaction calls are excluded from the comparison: Copilot leaves them out of
+``modelMetrics``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analytics.schema import SESSIONS, conform
+
+_CUMULATIVE_SINCE = (1, 0, 66)
+_TOKENS = [
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+]
+
+
+def summarize_sessions(
+    events: pl.DataFrame, calls: pl.DataFrame, model_metrics: pl.DataFrame
+) -> pl.DataFrame:
+    """One SESSIONS row per session found in ``events``."""
+    shutdowns = _shutdowns(events, calls, model_metrics)
+    mode = _shutdown_mode(events, shutdowns)
+    truth = _ground_truth(shutdowns, mode)
+    sessions = (
+        _overview(events)
+        .join(_call_counts(calls), on="session_id", how="left")
+        .join(_tools(events), on="session_id", how="left")
+        .join(mode, on="session_id", how="left")
+        .join(truth, on="session_id", how="left")
+        .join(_uncovered(calls, truth), on="session_id", how="left")
+        .join(_billed(events, mode), on="session_id", how="left")
+    )
+    sessions = sessions.with_columns(pl.col("tool_calls_total").fill_null(0))
+    covered = pl.col("llm_calls") - pl.col("compaction_calls") - pl.col("_uncovered_calls")
+    sessions = sessions.with_columns(
+        pl.when(pl.col("shutdown_requests").is_not_null()).then(covered).alias("calls_checked"),
+        (covered - pl.col("shutdown_requests")).alias("calls_delta"),
+        *_token_totals(),
+        *_status(),
+    ).with_columns((pl.col("calls_delta") == 0).alias("calls_agree"))
+    return conform(sessions.sort("start_time", "session_id"), SESSIONS)
+
+
+def _overview(events: pl.DataFrame) -> pl.DataFrame:
+    """Identity, place, time and conversation counts of each session."""
+    kind = pl.col("event_type")
+    main = pl.col("agent_id").is_null() & pl.col("parent_tool_call_id").is_null()
+    user = (kind == "user.message") & main
+    process_span = (
+        events.group_by("session_id", "process_index")
+        .agg((pl.col("timestamp").max() - pl.col("timestamp").min()).alias("_span"))
+        .group_by("session_id")
+        .agg(pl.col("_span").sum().dt.total_milliseconds().alias("wall_time_ms"))
+    )
+    last = pl.col("event_seq") == pl.col("event_seq").max()
+    return (
+        events.group_by("session_id")
+        .agg(
+            pl.col("source_file").unique(maintain_order=True).alias("source_files"),
+            pl.col("timestamp").min().alias("start_time"),
+            pl.col("timestamp").max().alias("end_time"),
+            pl.col("cwd").drop_nulls().first().alias("cwd"),
+            pl.col("repository").drop_nulls().first().alias("repository"),
+            pl.col("copilot_version").drop_nulls().last().alias("copilot_version"),
+            (pl.col("process_index").max() + 1).alias("processes"),
+            (user & ~pl.col("is_autopilot")).sum().alias("user_messages"),
+            (user & pl.col("is_autopilot")).sum().alias("autopilot_nudges"),
+            (kind == "session.task_complete").any().alias("_completed"),
+            pl.col("text").filter(kind == "session.task_complete").last().alias("_summary"),
+            pl.col("text").filter(kind == "abort").last().alias("_abort"),
+            pl.col("status_detail")
+            .filter(kind == "session.shutdown")
+            .last()
+            .alias("_shutdown_type"),
+            pl.col("text").filter(kind == "session.error").last().alias("_error"),
+            kind.filter(last).first().alias("_last_type"),
+            (kind == "session.shutdown")
+            .filter(pl.col("process_index") == pl.col("process_index").max())
+            .any()
+            .alias("_final_shutdown"),
+        )
+        .join(process_span, on="session_id", how="left")
+    )
+
+
+def _call_counts(calls: pl.DataFrame) -> pl.DataFrame:
+    """Calls by kind, models by number of calls, and whether the last main call was cut off."""
+    kind = pl.col("kind")
+    by_model = (
+        calls.filter(pl.col("model").is_not_null())
+        .group_by("session_id", "model")
+        .agg(pl.len().alias("n"))
+        .sort("session_id", "n", "model", descending=[False, True, False])
+        .group_by("session_id", maintain_order=True)
+        .agg(pl.col("model").alias("models"))
+    )
+    counts = calls.group_by("session_id").agg(
+        pl.len().alias("llm_calls"),
+        (kind == "main").sum().alias("main_calls"),
+        (kind == "subagent").sum().alias("subagent_calls"),
+        (kind == "compaction").sum().alias("compaction_calls"),
+        pl.col("interrupted").sum().alias("interrupted_calls"),
+        pl.col("interrupted").filter(kind == "main").last().alias("_last_interrupted"),
+    )
+    return counts.join(by_model, on="session_id", how="left")
+
+
+def _tools(events: pl.DataFrame) -> pl.DataFrame:
+    """Tool calls per tool name (main agent and sub-agents), most used first."""
+    starts = events.filter(pl.col("event_type") == "tool.execution_start")
+    return (
+        starts.group_by("session_id", pl.col("tool_name").fill_null("?").alias("tool"))
+        .agg(pl.len().alias("calls"))
+        .sort("session_id", "calls", "tool", descending=[False, True, False])
+        .group_by("session_id", maintain_order=True)
+        .agg(
+            pl.struct("tool", "calls").alias("tool_calls"),
+            pl.col("calls").sum().alias("tool_calls_total"),
+        )
+    )
+
+
+def _shutdowns(events: pl.DataFrame, calls: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    """Every shutdown with its request and token sums and the calls counted before it."""
+    marks = events.filter(pl.col("event_type") == "session.shutdown").select(
+        "session_id", "source_file", "source_line", "event_seq", "process_index"
+    )
+    sums = metrics.group_by("source_file", "source_line").agg(
+        pl.col("requests_count").sum().alias("requests"),
+        *(pl.col(c).sum().alias(c) for c in _TOKENS),
+        *(pl.col(c).is_not_null().any().alias(f"_has_{c}") for c in _TOKENS),
+    )
+    llm = calls.filter(pl.col("kind") != "compaction")
+    joined = marks.join(sums, on=["source_file", "source_line"], how="left").join(
+        llm.select("session_id", "event_seq", "process_index"),
+        on="session_id",
+        how="left",
+        suffix="_call",
+    )
+    return joined.group_by("session_id", "event_seq", "process_index", maintain_order=True).agg(
+        pl.col("requests").first(),
+        *(pl.when(pl.col(f"_has_{c}").first()).then(pl.col(c).first()).alias(c) for c in _TOKENS),
+        (pl.col("event_seq_call") < pl.col("event_seq")).sum().alias("calls_before"),
+        (
+            (pl.col("event_seq_call") < pl.col("event_seq"))
+            & (pl.col("process_index_call") == pl.col("process_index"))
+        )
+        .sum()
+        .alias("calls_in_process"),
+    )
+
+
+def _shutdown_mode(events: pl.DataFrame, shutdowns: pl.DataFrame) -> pl.DataFrame:
+    """Decide per session whether shutdown counters are cumulative or per process."""
+    parts = pl.col("copilot_version").str.extract_groups(r"^(\d+)\.(\d+)\.(\d+)")
+    version = (
+        parts.struct["1"].cast(pl.Int64) * 1_000_000
+        + parts.struct["2"].cast(pl.Int64) * 1_000
+        + parts.struct["3"].cast(pl.Int64)
+    )
+    evidence = events.group_by("session_id").agg(
+        (pl.col("event_type") == "session.usage_checkpoint").any().alias("_checkpoints"),
+        pl.col("copilot_version").drop_nulls().first().alias("copilot_version"),
+    )
+    fit = (
+        shutdowns.filter(pl.col("requests").is_not_null())
+        .group_by("session_id")
+        .agg(
+            pl.len().alias("_with_metrics"),
+            (pl.col("requests") - pl.col("calls_before")).abs().sum().alias("_cumulative_error"),
+            (pl.col("requests") - pl.col("calls_in_process")).abs().sum().alias("_process_error"),
+        )
+    )
+    counted = shutdowns.group_by("session_id").agg(pl.len().alias("shutdowns"))
+    major, minor, patch = _CUMULATIVE_SINCE
+    newer = version >= major * 1_000_000 + minor * 1_000 + patch
+    return (
+        evidence.join(counted, on="session_id", how="left")
+        .join(fit, on="session_id", how="left")
+        .select(
+            "session_id",
+            pl.col("shutdowns").fill_null(0),
+            pl.when(pl.col("shutdowns").fill_null(0) == 0)
+            .then(None)
+            .when(pl.col("_checkpoints") | newer.fill_null(False))
+            .then(pl.lit("cumulative"))
+            .when(pl.col("_process_error") < pl.col("_cumulative_error"))
+            .then(pl.lit("per_process"))
+            .otherwise(pl.lit("cumulative"))
+            .alias("shutdown_mode"),
+        )
+    )
+
+
+def _ground_truth(shutdowns: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
+    """Session totals from the shutdowns: the last one if cumulative, else their sum."""
+    ordered = shutdowns.join(mode.select("session_id", "shutdown_mode"), on="session_id").filter(
+        pl.col("requests").is_not_null()
+    )
+    cumulative = pl.col("shutdown_mode").first() == "cumulative"
+    return (
+        ordered.sort("session_id", "event_seq")
+        .group_by("session_id")
+        .agg(
+            pl.when(cumulative)
+            .then(pl.col("requests").last())
+            .otherwise(pl.col("requests").sum())
+            .alias("shutdown_requests"),
+            *(
+                pl.when(cumulative)
+                .then(pl.col(c).last())
+                .otherwise(pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()))
+                .alias(f"_shutdown_{c}")
+                for c in _TOKENS
+            ),
+            pl.col("event_seq").last().alias("_covered_until"),
+            pl.col("process_index").alias("_covered_processes"),
+            cumulative.alias("_cumulative"),
+        )
+    )
+
+
+def _uncovered(calls: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
+    """Calls the shutdown totals do not include: those after the last shutdown (a crash)."""
+    llm = calls.filter(pl.col("kind") != "compaction").join(
+        truth.select("session_id", "_covered_until", "_covered_processes", "_cumulative"),
+        on="session_id",
+        how="left",
+    )
+    after = pl.col("_covered_until").is_null() | pl.when(pl.col("_cumulative")).then(
+        pl.col("event_seq") > pl.col("_covered_until")
+    ).otherwise(~pl.col("_covered_processes").list.contains(pl.col("process_index")))
+    return llm.group_by("session_id").agg(
+        after.sum().alias("_uncovered_calls"),
+        pl.col("output_tokens").filter(after).sum().alias("_uncovered_output"),
+        pl.col("output_tokens").filter(after).is_not_null().any().alias("_uncovered_has_output"),
+        pl.col("output_tokens").is_not_null().any().alias("_any_output"),
+    )
+
+
+def _billed(events: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
+    """The log's own bill, in nano-AIU: the last cumulative total, or the per-process sum."""
+    bills = events.filter(
+        pl.col("event_type").is_in(["session.shutdown", "session.usage_checkpoint"])
+        & pl.col("total_nano_aiu").is_not_null()
+    ).join(mode.select("session_id", "shutdown_mode"), on="session_id", how="left")
+    per_process = pl.col("shutdown_mode").first() == "per_process"
+    shutdown = pl.col("event_type") == "session.shutdown"
+    return (
+        bills.sort("session_id", "event_seq")
+        .group_by("session_id")
+        .agg(
+            pl.when(per_process)
+            .then(
+                pl.col("total_nano_aiu")
+                .filter(shutdown)
+                .cast(pl.Decimal(38, 6))
+                .sum()
+                .cast(pl.String)
+            )
+            .otherwise(pl.col("total_nano_aiu").last())
+            .alias("billed_nano_aiu"),
+            pl.when(per_process)
+            .then(pl.col("total_api_duration_ms").filter(shutdown).sum())
+            .otherwise(pl.col("total_api_duration_ms").filter(shutdown).last())
+            .alias("api_time_ms"),
+            pl.when(per_process)
+            .then(
+                pl.col("total_premium_requests")
+                .filter(shutdown)
+                .cast(pl.Decimal(38, 6))
+                .sum()
+                .cast(pl.String)
+            )
+            .otherwise(pl.col("total_premium_requests").drop_nulls().last())
+            .alias("premium_requests"),
+        )
+    )
+
+
+def _token_totals() -> list[pl.Expr]:
+    """Session token totals: shutdown figures, plus output of calls after the last shutdown."""
+    has_truth = pl.col("shutdown_requests").is_not_null()
+    extra = pl.when(pl.col("_uncovered_has_output")).then(pl.col("_uncovered_output")).otherwise(0)
+    partial = has_truth & (pl.col("_uncovered_calls") > 0)
+    exprs = [
+        pl.when(has_truth)
+        .then(pl.col("_shutdown_output_tokens") + extra)
+        .when(pl.col("_any_output"))
+        .then(pl.col("_uncovered_output"))
+        .alias("output_tokens"),
+        pl.when(~has_truth)
+        .then(pl.when(pl.col("_any_output")).then(pl.lit("messages")))
+        .when(partial)
+        .then(pl.lit("shutdown+messages"))
+        .otherwise(pl.lit("shutdown"))
+        .alias("token_totals_source"),
+    ]
+    for column in ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]:
+        exprs.append(pl.when(has_truth).then(pl.col(f"_shutdown_{column}")).alias(column))
+    return exprs
+
+
+def _status() -> list[pl.Expr]:
+    """How the session ended: error, interrupted, complete or idle."""
+    return [
+        pl.when(pl.col("_shutdown_type") == "error")
+        .then(pl.lit("error"))
+        .when(
+            pl.col("_last_interrupted").fill_null(False)
+            | (pl.col("_last_type") == "abort")
+            | ~pl.col("_final_shutdown")
+        )
+        .then(pl.lit("interrupted"))
+        .when(pl.col("_completed"))
+        .then(pl.lit("complete"))
+        .otherwise(pl.lit("idle"))
+        .alias("status"),
+        pl.coalesce(
+            pl.when(pl.col("_shutdown_type") == "error").then(pl.col("_error")),
+            pl.when(pl.col("_last_type") == "abort").then(pl.col("_abort")),
+            pl.col("_summary"),
+            pl.when(~pl.col("_final_shutdown")).then(
+                pl.lit("no session.shutdown in the last process (crashed, killed or still running)")
+            ),
+        ).alias("status_detail"),
+    ]
