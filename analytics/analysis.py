@@ -13,7 +13,7 @@ works on whole tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -24,10 +24,13 @@ import polars as pl
 
 from analytics.calls import build_calls
 from analytics.events import order_events
-from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
+from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, OBSERVED_USAGE, conform, empty
 from analytics.sessions import summarize_sessions
 from analytics.sources.copilot_events import read_events
+from analytics.sources.copilot_store import read_session_store
 from analytics.sources.discover import Found, discover
+from analytics.sources.otel import read_otel_export
+from analytics.tokens import add_call_tokens
 
 _WORKERS = 2
 
@@ -59,10 +62,11 @@ def analyze(paths: Sequence[Path], window: Window | None = None) -> Analysis:
     with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         parsed = list(pool.map(lambda log: read_events(log.path, log.session_hint), found.logs))
     events = order_events(_stack([p.events for p in parsed], EVENTS))
+    metrics = _stack([p.model_metrics for p in parsed], MODEL_METRICS)
     calls, call_issues = build_calls(events)
-    sessions = summarize_sessions(
-        events, calls, _stack([p.model_metrics for p in parsed], MODEL_METRICS)
-    )
+    sessions = summarize_sessions(events, calls, metrics)
+    observed, observed_issues = _observed_usage(found, sessions["session_id"].to_list())
+    calls, token_issues = add_call_tokens(calls, events, sessions, metrics, observed)
     problems = conform(
         pl.DataFrame(
             {
@@ -75,19 +79,31 @@ def analyze(paths: Sequence[Path], window: Window | None = None) -> Analysis:
         ),
         ISSUES,
     )
-    issues = _stack([problems, *(p.issues for p in parsed), call_issues], ISSUES)
+    issues = _stack(
+        [problems, *(p.issues for p in parsed), call_issues, observed_issues, token_issues], ISSUES
+    )
     result = Analysis(
         events=events,
         calls=calls,
         sessions=sessions,
-        model_metrics=_stack([p.model_metrics for p in parsed], MODEL_METRICS),
+        model_metrics=metrics,
         issues=issues.sort("file", "line", nulls_last=False),
         found=found,
     )
     return _within(result, window) if window else result
 
 
-def _stack(frames: Sequence[pl.DataFrame], contract: dict[str, pl.DataType]) -> pl.DataFrame:
+def _observed_usage(found: Found, session_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-call token records kept beside the logs: session-store.db rows, OTel spans."""
+    read = [read_session_store(store, session_ids) for store in found.stores]
+    read += [read_otel_export(export) for export in found.otel]
+    return (
+        _stack([rows for rows, _ in read], OBSERVED_USAGE),
+        _stack([issues for _, issues in read], ISSUES),
+    )
+
+
+def _stack(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """Concatenate frames of one contract (an empty frame when there are none)."""
     present = [frame for frame in frames if frame.height]
     return pl.concat(present) if present else empty(contract)

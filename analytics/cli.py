@@ -61,6 +61,19 @@ ZoneOpt = Annotated[
     typer.Option(help="IANA timezone for days and displayed times. Default: the local zone."),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+RatesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
+        "openai, google, openrouter, deepseek) or a TOML file.",
+    ),
+]
+ModelMapOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model-map", help="Price calls of model OLD as model NEW: OLD=NEW (repeatable)."
+    ),
+]
 StrictOpt = Annotated[
     bool, typer.Option(help="Exit with status 1 if any input problem (issue) was found.")
 ]
@@ -86,6 +99,18 @@ def _window(since: str | None, until: str | None, timezone: str | None) -> Windo
     from analytics.timezones import resolve_zone
 
     return Window(_day(since, "--since"), _day(until, "--until"), resolve_zone(timezone))
+
+
+def _model_map(pairs: list[str] | None) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for pair in pairs or []:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise UsageError(
+                f"--model-map {pair!r}: expected OLD=NEW, e.g. gpt-5=claude-sonnet-4.6"
+            )
+        mapping[old] = new
+    return mapping
 
 
 def _report_issues(result: Analysis, strict: bool) -> None:
@@ -115,24 +140,32 @@ def analyze(
     calls: Annotated[
         bool, typer.Option("--calls", help="One row per LLM call instead of per session.")
     ] = False,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
     strict: StrictOpt = False,
 ) -> None:
-    """Count LLM calls and tokens per session (or per call) and check them against the log."""
+    """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
     from analytics.analysis import analyze as run
+    from analytics.costs import price_analysis
+    from analytics.rates import load_rate_table
 
     try:
         window = _window(since, until, timezone)
+        table = load_rate_table(rates)
         result = run(paths or [], window)
-        frame, key = (result.calls, "calls") if calls else (result.sessions, "sessions")
+        priced_calls, priced_sessions = price_analysis(
+            result.calls, result.sessions, table, _model_map(model_map)
+        )
+        frame, key = (priced_calls, "calls") if calls else (priced_sessions, "sessions")
         if output_format is Format.json:
             typer.echo(report.render_json(key, frame, result.issues))
         elif output_format is Format.csv:
             typer.echo(report.render_csv(frame), nl=False)
         else:
             zone = str(window.zone)
-            table = report.call_table if calls else report.session_table
-            typer.echo(table(frame, zone))
+            render = report.call_table if calls else report.session_table
+            typer.echo(render(frame, zone))
         _report_issues(result, strict)
     except AgentcostError as error:
         _fail(error)
@@ -140,7 +173,74 @@ def analyze(
 
 # --- commands: compare ---
 
+
+@app.command()
+def compare(
+    paths: PathsArg = None,
+    rates: Annotated[
+        str, typer.Option(help="Comma-separated rate tables (bundled names or TOML files).")
+    ] = "github-copilot,anthropic,openai,google,openrouter,deepseek",
+    model_map: ModelMapOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    output_format: FormatOpt = Format.table,
+) -> None:
+    """Re-price the same sessions under several rate tables and name the cheapest."""
+    from analytics import report
+    from analytics.analysis import analyze as run
+    from analytics.compare import compare_tables
+    from analytics.rates import load_rate_table
+
+    try:
+        window = _window(since, until, timezone)
+        tables = [load_rate_table(name.strip()) for name in rates.split(",") if name.strip()]
+        result = run(paths or [], window)
+        wide, cheapest = compare_tables(
+            result.calls, result.sessions, tables, _model_map(model_map)
+        )
+        if output_format is Format.json:
+            typer.echo(report.render_json("sessions", wide, result.issues))
+        elif output_format is Format.csv:
+            typer.echo(report.render_csv(wide), nl=False)
+        else:
+            typer.echo(report.comparison_table(wide, [t.name for t in tables], str(window.zone)))
+            verdict = (
+                f"cheapest complete table: {cheapest}"
+                if cheapest
+                else ("no table priced every call; totals are lower bounds")
+            )
+            typer.echo(verdict)
+        _report_issues(result, strict=False)
+    except AgentcostError as error:
+        _fail(error)
+
+
 # --- commands: validate ---
+
+
+@app.command()
+def validate(paths: PathsArg = None, output_format: FormatOpt = Format.table) -> None:
+    """Measure the per-call token reconstruction against observed per-call records."""
+    from analytics import report
+    from analytics.analysis import analyze as run
+    from analytics.validate import error_summary, reconstruction_errors
+
+    try:
+        result = run(paths or [])
+        errors = reconstruction_errors(result)
+        summary = error_summary(errors)
+        if output_format is Format.json:
+            typer.echo(report.render_json("sessions", summary, result.issues))
+        elif output_format is Format.csv:
+            typer.echo(report.render_csv(summary), nl=False)
+        elif not errors.height:
+            typer.echo("no observed per-call tokens in these logs: nothing to validate against")
+        else:
+            typer.echo(report.plain_table(summary))
+    except AgentcostError as error:
+        _fail(error)
+
 
 # --- commands: simulate ---
 

@@ -132,16 +132,44 @@ def session_table(sessions: pl.DataFrame, zone: str) -> str:
         Column("SHUTDOWN CHECK", "_check", _text, right=False),
         Column("INPUT TOK", "input_tokens", _count),
         Column("OUTPUT TOK", "output_tokens", _count),
+        Column("COST USD", "_cost", _text),
+        Column("BILLED USD", "billed_usd", _money),
         Column("STATUS", "status", _text, right=False),
     ]
+    local = local.with_columns(_cost_cell().alias("_cost"))
     totals = {
         "_id": f"{sessions.height} sessions",
         "llm_calls": _count(sessions["llm_calls"].sum()),
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
         "input_tokens": _sum_known(sessions["input_tokens"]),
         "output_tokens": _sum_known(sessions["output_tokens"]),
+        "_cost": _money_total(sessions["cost_usd"], sessions["unpriced_calls"].sum()),
+        "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     return render_table(local, columns, totals)
+
+
+def _money(value: Any) -> str:
+    """Dollars rounded for display only (the data keeps every digit)."""
+    return "-" if value is None else f"{Decimal(value):,.4f}"
+
+
+def _cost_cell() -> pl.Expr:
+    """The cost cell: the amount, marked when some calls could not be priced."""
+    amount = pl.col("cost_usd").cast(pl.Float64).round(4).cast(pl.String)
+    return (
+        pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
+        .then(amount)
+        .when(pl.col("cost_usd").is_null())
+        .then(pl.format("unpriced ({})", pl.col("unpriced_models").list.join(",")))
+        .otherwise(pl.format("{} + {} unpriced", amount, pl.col("unpriced_calls")))
+    )
+
+
+def _money_total(series: pl.Series, unpriced: object) -> str:
+    known = series.drop_nulls()
+    total = _money(known.sum()) if known.len() else "-"
+    return f"{total} (+{unpriced} calls unpriced)" if unpriced else total
 
 
 def _check() -> pl.Expr:
@@ -194,3 +222,40 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
     ]
     totals = {"_id": f"{calls.height} calls", "output_tokens": _sum_known(calls["output_tokens"])}
     return render_table(local, columns, totals)
+
+
+def comparison_table(wide: pl.DataFrame, tables: Sequence[str], zone: str) -> str:
+    """Sessions x rate tables: each table's cost, marked where calls were left unpriced."""
+    cells = wide.with_columns(
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d").alias("_day"),
+        *(
+            pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
+            .then(
+                pl.format(
+                    "{} +{} unpriced",
+                    pl.col(name).cast(pl.Float64).round(4).cast(pl.String).fill_null("-"),
+                    pl.col(f"{name}_unpriced_calls"),
+                )
+            )
+            .otherwise(pl.col(name).cast(pl.Float64).round(4).cast(pl.String))
+            .alias(f"_{name}")
+            for name in tables
+        ),
+    )
+    columns = [
+        Column("SESSION", "_id", _text, right=False),
+        Column(f"DAY ({zone})", "_day", _text, right=False),
+        Column("CALLS", "llm_calls", _count),
+        *(Column(f"{name} USD", f"_{name}", _text) for name in tables),
+    ]
+    totals = {"_id": "total", "llm_calls": _count(wide["llm_calls"].sum())}
+    for name in tables:
+        totals[f"_{name}"] = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
+    return render_table(cells, columns, totals)
+
+
+def plain_table(frame: pl.DataFrame) -> str:
+    """Every column of a small frame, as aligned text."""
+    columns = [Column(name.upper(), name, _text, right=False) for name in frame.columns]
+    return render_table(frame, columns, None)

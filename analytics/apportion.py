@@ -1,0 +1,33 @@
+"""Split an integer total over rows in proportion to weights, exactly (largest remainder).
+
+Used wherever agentcost must make estimated per-call figures add up to a total the log states
+exactly: each row gets ``floor(total * w / sum(w))`` and the units left over go, one each, to
+the rows with the largest remainders (ties: earlier rows first). The result sums to ``total``
+exactly, and no row exceeds ``ceil(total * w / sum(w))``, so a share <= 1 never exceeds the
+row's weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+
+def apportion(total: pl.Expr, weight: pl.Expr, by: Sequence[str], order: str) -> pl.Expr:
+    """Integer shares of ``total`` (constant within each ``by`` group) in proportion to ``weight``.
+
+    Integer arithmetic throughout (no float rounding). Weights must be non-null and >= 0; a
+    group whose weights sum to zero shares the total equally. ``order`` breaks ties.
+    """
+    weight = weight.cast(pl.Int64)
+    group_sum = weight.sum().over(by)
+    count = weight.count().over(by)
+    w = pl.when(group_sum > 0).then(weight).otherwise(pl.lit(1, pl.Int64))
+    denominator = pl.when(group_sum > 0).then(group_sum).otherwise(count)
+    scaled = total.cast(pl.Int64) * w
+    base = scaled // denominator
+    remainder = scaled % denominator
+    leftover = total.cast(pl.Int64) - base.sum().over(by)
+    rank = pl.struct(remainder.neg().alias("r"), pl.col(order).alias("o")).rank("ordinal").over(by)
+    return base + (rank <= leftover).cast(pl.Int64)

@@ -1,0 +1,438 @@
+"""CALLS -> CALLS with per-call tokens, from the best source available for each call.
+
+1. ``observed``: a per-call record. In the log itself: ``assistant.usage`` (SDK captures) and
+   ``compactionTokensUsed``; beside it: ``session-store.db`` rows and OpenTelemetry spans
+   (``OBSERVED_USAGE``), matched to calls in order within each session, main calls to main
+   rows and sub-agent calls to sub-agent rows.
+2. ``calibrated``: reconstructed from the log with the agent-loop growth model, then scaled so
+   the calls of each model add up exactly to the shutdown's per-model totals.
+3. ``estimated``: reconstructed, with no total to scale to (no shutdown: a crash, or calls
+   after the last shutdown).
+
+The growth model: call k of an agent re-sends a fixed part (system prompt + tool definitions)
+and the whole conversation so far: every user, assistant and tool-result text of that agent
+before the call, restarted at a compaction's post-compaction size. Text is converted at
+``BYTES_PER_TOKEN``. Calibration keeps the fixed part and scales the conversation part, so the
+shape of the growth is the log's, and the totals are the shutdown's. Cache reads and writes are
+split like Anthropic-style prompt caching: a call within the cache TTL of the previous call of
+the same model and agent reads that call's prompt from cache and writes the new part; the split
+is then scaled to the shutdown's cache totals, exactly. All arithmetic is integer.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analytics.apportion import apportion
+from analytics.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
+
+#: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
+BYTES_PER_TOKEN = 4
+#: Tool definitions, in tokens, when no shutdown or compaction states them: the middle of the
+#: values seen in real 1.0.49-1.0.91 logs (8,395-13,097).
+DEFAULT_TOOL_DEFINITIONS_TOKENS = 11_000
+#: Prompt cache lifetime used for the read/write split (Anthropic's default: 5 minutes).
+CACHE_TTL_MS = 5 * 60 * 1000
+
+_TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
+_CONVERSATION = ["user.message", "assistant.message", "tool.execution_complete", "skill.invoked"]
+_LLM = pl.col("kind") != "compaction"
+
+
+def add_call_tokens(
+    calls: pl.DataFrame,
+    events: pl.DataFrame,
+    sessions: pl.DataFrame,
+    model_metrics: pl.DataFrame,
+    observed: pl.DataFrame | None = None,
+    *,
+    use_observed: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (CALLS + CALL_TOKENS, ISSUES). ``observed`` is an OBSERVED_USAGE frame.
+
+    ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
+    ``agentcost validate`` compares against the records to measure the reconstruction's error.
+    """
+    if use_observed:
+        with_log = _observed_in_log(calls, events)
+        matched, issues = _observed_beside_log(with_log, observed)
+    else:
+        matched = calls.with_columns(
+            *(pl.lit(None, pl.Int64).alias(c) for c in _TOKENS),
+            pl.lit(None, pl.String).alias("billed_nano_aiu"),
+            pl.lit(None, pl.String).alias("token_source"),
+        )
+        issues = empty(ISSUES)
+    estimated = _reconstruct(matched, events)
+    calibrated = _calibrate(estimated, sessions, model_metrics, events)
+    return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
+
+
+def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Tokens the log holds per call: compaction usage, and ``assistant.usage`` in captures."""
+    usage_cols = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
+    own = events.select(
+        "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
+    )
+    calls = calls.join(own, on=["source_file", "source_line"], how="left")
+    main_usage = (
+        events.filter(
+            (pl.col("event_type") == "assistant.usage")
+            & pl.col("agent_id").is_null()
+            & pl.col("parent_tool_call_id").is_null()
+            & (pl.col("initiator") != "sub-agent").fill_null(True)
+        )
+        .select(
+            "session_id",
+            pl.col("event_seq").alias("_usage_seq"),
+            *(pl.col(c).alias(f"_u_{c}") for c in usage_cols),
+            pl.col("nano_aiu").alias("_u_nano"),
+        )
+        .sort("session_id", "_usage_seq")
+    )
+    main = calls.filter(pl.col("kind") == "main").sort("session_id", "event_seq")
+    # Each main usage event belongs to the latest main call that started before it.
+    owner = main_usage.join_asof(
+        main.select("session_id", "event_seq"),
+        left_on="_usage_seq",
+        right_on="event_seq",
+        by="session_id",
+        strategy="backward",
+        check_sortedness=False,
+    ).filter(pl.col("event_seq").is_not_null())
+    owner = owner.group_by("session_id", "event_seq").agg(
+        *(pl.col(f"_u_{c}").first() for c in usage_cols), pl.col("_u_nano").first()
+    )
+    calls = calls.join(owner, on=["session_id", "event_seq"], how="left")
+    return calls.with_columns(
+        *(pl.coalesce(c, f"_u_{c}").alias(c) for c in usage_cols),
+        pl.coalesce("billed_nano_aiu", "_u_nano").alias("billed_nano_aiu"),
+    ).with_columns(
+        pl.when(pl.col("input_tokens").is_not_null()).then(pl.lit("observed")).alias("token_source")
+    )
+
+
+def _observed_beside_log(
+    calls: pl.DataFrame, observed: pl.DataFrame | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Match per-call records (session store, OTel) to calls, in order within each session.
+
+    Main calls pair with rows without an agent id and sub-agent calls with rows that have one,
+    each in their own order. A session whose row count differs from its call count is
+    reported, and only the leading calls are matched.
+    """
+    if observed is None or not observed.height:
+        return calls, empty(ISSUES)
+    rows = observed.with_columns(
+        pl.col("agent_id").is_not_null().alias("_sub"),
+    ).with_columns(
+        pl.int_range(pl.len()).over("session_id", "_sub").alias("_nth"),
+    )
+    # One source per session: the first file that has rows for it.
+    first_source = rows.group_by("session_id").agg(pl.col("source_file").first().alias("_src"))
+    rows = rows.join(first_source, on="session_id").filter(pl.col("source_file") == pl.col("_src"))
+    llm = calls.with_columns(
+        (pl.col("kind") == "subagent").alias("_sub"),
+    ).with_columns(
+        pl.when(_LLM).then(pl.int_range(pl.len()).over("session_id", "_sub", "kind")).alias("_nth")
+    )
+    picked = rows.select(
+        "session_id",
+        "_sub",
+        "_nth",
+        *(pl.col(c).alias(f"_o_{c}") for c in [*_TOKENS, "output_tokens"]),
+        pl.col("total_nano_aiu").alias("_o_nano"),
+    )
+    joined = llm.join(picked, on=["session_id", "_sub", "_nth"], how="left")
+    use = pl.col("token_source").is_null() & pl.col("_o_input_tokens").is_not_null() & _LLM
+    merged = joined.with_columns(
+        *(pl.when(use).then(pl.col(f"_o_{c}")).otherwise(pl.col(c)).alias(c) for c in _TOKENS),
+        pl.when(use)
+        .then(pl.col("_o_output_tokens"))
+        .otherwise(pl.col("output_tokens"))
+        .alias("output_tokens"),
+        pl.when(use)
+        .then(pl.col("_o_nano"))
+        .otherwise(pl.col("billed_nano_aiu"))
+        .alias("billed_nano_aiu"),
+        pl.when(use)
+        .then(pl.lit("observed"))
+        .otherwise(pl.col("token_source"))
+        .alias("token_source"),
+    )
+    counts = (
+        llm.filter(_LLM)
+        .group_by("session_id")
+        .agg(pl.len().alias("calls"), pl.col("source_file").first().alias("log"))
+        .join(
+            rows.group_by("session_id").agg(pl.len().alias("rows"), pl.col("_src").first()),
+            on="session_id",
+        )
+        .filter(pl.col("calls") != pl.col("rows"))
+    )
+    issues = counts.select(
+        pl.col("_src").alias("file"),
+        pl.lit(None, pl.Int64).alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.format(
+            "session {}: {} per-call usage rows for {} counted calls; matched in order",
+            "session_id",
+            "rows",
+            "calls",
+        ).alias("message"),
+    )
+    return merged, conform(issues, ISSUES)
+
+
+def _text_tokens(bytes_: pl.Expr) -> pl.Expr:
+    """Tokens for a number of bytes of text (rounded up)."""
+    return (bytes_ + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+
+
+def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Estimate each call's prompt: fixed part + conversation so far (``_estimate``)."""
+    agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
+    items = (
+        events.filter(pl.col("event_type").is_in([*_CONVERSATION, "session.compaction_complete"]))
+        .with_columns(agent)
+        .sort("session_id", "event_seq")
+        .with_columns(
+            pl.col("content_bytes")
+            .fill_null(0)
+            .cum_sum()
+            .over("session_id", "_agent")
+            .alias("_bytes_so_far")
+        )
+    )
+    compactions = items.filter(pl.col("event_type") == "session.compaction_complete").select(
+        "session_id",
+        "_agent",
+        "event_seq",
+        pl.col("_bytes_so_far").alias("_bytes_at_compaction"),
+        pl.col("post_compaction_tokens").fill_null(0).alias("_post_tokens"),
+    )
+    conversation = items.select("session_id", "_agent", "event_seq", "_bytes_so_far")
+    fixed = _fixed_part(events)
+    keyed = calls.with_columns(
+        pl.coalesce(
+            pl.when(pl.col("kind") == "subagent").then(pl.col("agent_id")),
+            pl.lit("main"),
+        ).alias("_agent")
+    ).sort("session_id", "event_seq")
+    asof = {
+        "on": "event_seq",
+        "by": ["session_id", "_agent"],
+        "strategy": "backward",
+        "allow_exact_matches": False,
+        "check_sortedness": False,
+    }
+    estimated = (
+        keyed.join_asof(conversation.sort("session_id", "event_seq"), **asof)  # type: ignore[arg-type]
+        .join_asof(compactions.sort("session_id", "event_seq"), **asof)  # type: ignore[arg-type]
+        .join(fixed, on="session_id", how="left")
+    )
+    since_compaction = pl.col("_bytes_so_far").fill_null(0) - pl.col(
+        "_bytes_at_compaction"
+    ).fill_null(0)
+    conversation_tokens = pl.col("_post_tokens").fill_null(0) + _text_tokens(since_compaction)
+    return estimated.with_columns(
+        pl.col("_fixed").fill_null(DEFAULT_TOOL_DEFINITIONS_TOKENS).alias("_fixed"),
+        conversation_tokens.alias("_conversation"),
+    ).with_columns((pl.col("_fixed") + pl.col("_conversation")).alias("_estimate"))
+
+
+def _fixed_part(events: pl.DataFrame) -> pl.DataFrame:
+    """Per session: system prompt + tool definitions, in tokens.
+
+    Stated by shutdowns and compaction starts (``systemTokens + toolDefinitionsTokens``); else
+    the first main system message converted to tokens plus a default for tool definitions.
+    """
+    stated = pl.col("system_tokens") + pl.col("tool_definitions_tokens")
+    system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
+    return events.group_by("session_id").agg(
+        pl.coalesce(
+            stated.drop_nulls().first(),
+            _text_tokens(pl.col("content_bytes").filter(system_text).first())
+            + DEFAULT_TOOL_DEFINITIONS_TOKENS,
+        ).alias("_fixed")
+    )
+
+
+def _calibrate(
+    calls: pl.DataFrame,
+    sessions: pl.DataFrame,
+    model_metrics: pl.DataFrame,
+    events: pl.DataFrame,
+) -> pl.DataFrame:
+    """Fill unobserved calls: scaled to the shutdown's per-model totals where they exist."""
+    segments = _segments(calls, sessions, events)
+    totals = _segment_totals(model_metrics, sessions, events)
+    keyed = segments.join(totals, on=["session_id", "_segment", "model"], how="left")
+    open_call = pl.col("token_source").is_null()
+    group = ["session_id", "_segment", "model"]
+    # Scale only where the calls counted for this model are exactly the requests the shutdown
+    # counted: otherwise (an excerpt, a lost line) the total belongs to calls we cannot see.
+    counts_agree = pl.col("_covered").sum().over(group) == pl.col("_t_requests")
+    calibrate = (
+        open_call & pl.col("_t_input_tokens").is_not_null() & pl.col("_covered") & counts_agree
+    )
+    # What the shutdown total leaves for the calls without an observed figure.
+    known = {
+        c: pl.col(c).filter(~open_call | ~pl.col("_covered")).sum().over(group) for c in _TOKENS
+    }
+    left = {c: (pl.col(f"_t_{c}") - known[c]).clip(lower_bound=0) for c in _TOKENS}
+    frame = keyed.with_columns(
+        *(left[c].alias(f"_left_{c}") for c in _TOKENS),
+        calibrate.alias("_calibrate"),
+    )
+    target = frame.filter(pl.col("_calibrate"))
+    rest = frame.filter(~pl.col("_calibrate"))
+    target = _scale_inputs(target, group)
+    rest = _estimate_inputs(rest)
+    out = pl.concat([target, rest], how="diagonal_relaxed").sort("session_id", "event_seq")
+    return out
+
+
+def _scale_inputs(frame: pl.DataFrame, group: list[str]) -> pl.DataFrame:
+    """Scale conversation parts so the inputs sum to the shutdown's; split the caches exactly."""
+    n = pl.len().over(group)
+    fixed_total = (pl.col("_fixed") * n).cast(pl.Int64)
+    room = pl.col("_left_input_tokens") - fixed_total
+    keep_fixed = room >= 0
+    # Conversation shares of what is left after every call's fixed part; if the fixed parts
+    # alone exceed the total, the estimate as a whole is scaled instead.
+    conversation = apportion(room.clip(lower_bound=0), pl.col("_conversation"), group, "event_seq")
+    whole = apportion(pl.col("_left_input_tokens"), pl.col("_estimate"), group, "event_seq")
+    frame = frame.with_columns(
+        pl.when(keep_fixed.all().over(group))
+        .then(pl.col("_fixed") + conversation)
+        .otherwise(whole)
+        .alias("input_tokens")
+    )
+    frame = _split_cache(frame, group, exact=True)
+    reasoning = apportion(
+        pl.col("_left_reasoning_tokens").fill_null(0),
+        pl.col("output_tokens").fill_null(0),
+        group,
+        "event_seq",
+    )
+    return frame.with_columns(
+        pl.when(pl.col("_left_reasoning_tokens").is_not_null())
+        .then(reasoning)
+        .alias("reasoning_tokens"),
+        pl.lit("calibrated").alias("token_source"),
+    )
+
+
+def _estimate_inputs(frame: pl.DataFrame) -> pl.DataFrame:
+    """Calls with no per-call record and no total to scale to: the growth model as it is."""
+    open_call = pl.col("token_source").is_null()
+    frame = frame.with_columns(
+        pl.when(open_call)
+        .then(pl.col("_estimate"))
+        .otherwise(pl.col("input_tokens"))
+        .alias("input_tokens")
+    )
+    estimated = _split_cache(frame.filter(open_call), ["session_id"], exact=False).with_columns(
+        pl.lit("estimated").alias("token_source")
+    )
+    return pl.concat([estimated, frame.filter(~open_call)], how="diagonal_relaxed")
+
+
+def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.DataFrame:
+    """Cache read = previous prompt of the same model and agent within the TTL; write = rest.
+
+    With ``exact``, the reads, writes and uncached parts are apportioned so each sums to the
+    shutdown's figure while read + write + uncached = input on every call.
+    """
+    chain = [*group, "_agent"]
+    ordered = frame.sort("session_id", "event_seq")
+    previous = pl.col("input_tokens").shift(1).over(chain)
+    gap = (pl.col("start_time") - pl.col("start_time").shift(1).over(chain)).dt.total_milliseconds()
+    warm = previous.is_not_null() & (gap <= CACHE_TTL_MS).fill_null(False)
+    ordered = ordered.with_columns(
+        pl.when(warm)
+        .then(pl.min_horizontal(previous, pl.col("input_tokens")))
+        .otherwise(0)
+        .alias("_raw_read")
+    )
+    if not exact:
+        return ordered.with_columns(
+            pl.col("_raw_read").alias("cache_read_tokens"),
+            (pl.col("input_tokens") - pl.col("_raw_read")).alias("cache_write_tokens"),
+        )
+    total_in = pl.col("input_tokens").sum().over(group)
+    uncached_total = (
+        pl.col("_left_input_tokens")
+        - pl.col("_left_cache_read_tokens")
+        - pl.col("_left_cache_write_tokens")
+    ).clip(lower_bound=0)
+    uncached = apportion(
+        pl.min_horizontal(uncached_total, total_in), pl.col("input_tokens"), group, "event_seq"
+    )
+    ordered = ordered.with_columns(uncached.alias("_uncached"))
+    capacity = pl.col("input_tokens") - pl.col("_uncached")
+    reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens"), capacity.sum().over(group))
+    warm_capacity = pl.when(pl.col("_raw_read") > 0).then(capacity).otherwise(0)
+    fits = reads_total <= warm_capacity.sum().over(group)
+    overflow = (reads_total - warm_capacity.sum().over(group)).clip(lower_bound=0)
+    cold_capacity = pl.when(pl.col("_raw_read") > 0).then(0).otherwise(capacity)
+    read = (
+        pl.when(fits)
+        .then(apportion(reads_total, warm_capacity, group, "event_seq"))
+        .otherwise(warm_capacity + apportion(overflow, cold_capacity, group, "event_seq"))
+    )
+    return ordered.with_columns(read.alias("cache_read_tokens")).with_columns(
+        (capacity - pl.col("cache_read_tokens")).alias("cache_write_tokens")
+    )
+
+
+def _segments(calls: pl.DataFrame, sessions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Which shutdown total covers each call: the session's last (cumulative) or its process's."""
+    last_shutdown = (
+        events.filter(pl.col("event_type") == "session.shutdown")
+        .group_by("session_id", "process_index")
+        .agg(pl.col("event_seq").max().alias("_shutdown_seq"))
+    )
+    mode = sessions.select("session_id", "shutdown_mode")
+    final = last_shutdown.group_by("session_id").agg(
+        pl.col("_shutdown_seq").max().alias("_final_seq")
+    )
+    keyed = (
+        calls.join(mode, on="session_id", how="left")
+        .join(last_shutdown, on=["session_id", "process_index"], how="left")
+        .join(final, on="session_id", how="left")
+    )
+    cumulative = pl.col("shutdown_mode") == "cumulative"
+    return keyed.with_columns(
+        pl.when(cumulative).then(0).otherwise(pl.col("process_index")).alias("_segment"),
+        (
+            _LLM
+            & pl.when(cumulative)
+            .then(pl.col("event_seq") < pl.col("_final_seq"))
+            .otherwise(pl.col("event_seq") < pl.col("_shutdown_seq"))
+        )
+        .fill_null(False)
+        .alias("_covered"),
+    )
+
+
+def _segment_totals(
+    model_metrics: pl.DataFrame, sessions: pl.DataFrame, events: pl.DataFrame
+) -> pl.DataFrame:
+    """Per (session, segment, model): the shutdown's token totals."""
+    placed = model_metrics.join(
+        events.select("source_file", "source_line", "event_seq"), on=["source_file", "source_line"]
+    ).join(sessions.select("session_id", "shutdown_mode"), on="session_id", how="left")
+    cumulative = pl.col("shutdown_mode") == "cumulative"
+    latest = placed.with_columns(
+        pl.when(cumulative).then(0).otherwise(pl.col("process_index")).alias("_segment")
+    ).filter(pl.col("event_seq") == pl.col("event_seq").max().over("session_id", "_segment"))
+    return latest.select(
+        "session_id",
+        "_segment",
+        "model",
+        *(pl.col(c).alias(f"_t_{c}") for c in _TOKENS),
+        pl.col("output_tokens").alias("_t_output_tokens"),
+        pl.col("requests_count").alias("_t_requests"),
+    )

@@ -1,0 +1,58 @@
+"""Measure the per-call token reconstruction against per-call truth.
+
+Wherever a session has observed per-call tokens (session-store rows, OTel spans, SDK
+``assistant.usage``), the calls are reconstructed again as if those records did not exist
+(``tokens.add_call_tokens(..., use_observed=False)``: calibrated to the shutdown totals where
+the log has them) and compared call by call. The result is the reconstruction's measured
+error, per session and overall; the README quotes it.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analytics.analysis import Analysis
+from analytics.tokens import add_call_tokens
+
+
+def reconstruction_errors(result: Analysis) -> pl.DataFrame:
+    """One row per observed call: observed vs reconstructed input tokens and the error."""
+    blind, _ = add_call_tokens(
+        result.calls, result.events, result.sessions, result.model_metrics, use_observed=False
+    )
+    observed = result.calls.filter(pl.col("token_source") == "observed")
+    return (
+        observed.select(
+            "session_id", "call_index", "kind", "model", pl.col("input_tokens").alias("observed")
+        )
+        .join(
+            blind.select(
+                "session_id",
+                "call_index",
+                pl.col("input_tokens").alias("reconstructed"),
+                pl.col("token_source").alias("method"),
+            ),
+            on=["session_id", "call_index"],
+        )
+        .with_columns(
+            ((pl.col("reconstructed") - pl.col("observed")).abs() / pl.col("observed") * 100)
+            .round(2)
+            .alias("abs_error_pct")
+        )
+    )
+
+
+def error_summary(errors: pl.DataFrame) -> pl.DataFrame:
+    """Per session, and overall (``session_id`` = ``ALL``): calls, median, p90 and max error."""
+    stats = [
+        pl.len().alias("calls"),
+        pl.col("abs_error_pct").median().round(2).alias("median_abs_error_pct"),
+        pl.col("abs_error_pct").quantile(0.9, "nearest").round(2).alias("p90_abs_error_pct"),
+        pl.col("abs_error_pct").max().round(2).alias("max_abs_error_pct"),
+        pl.col("observed").sum().alias("observed_input_tokens"),
+        pl.col("reconstructed").sum().alias("reconstructed_input_tokens"),
+        pl.col("method").unique().sort().str.join(",").alias("methods"),
+    ]
+    per_session = errors.group_by("session_id").agg(stats).sort("session_id")
+    overall = errors.select(pl.lit("ALL").alias("session_id"), *stats)
+    return pl.concat([per_session, overall], how="vertical_relaxed")
