@@ -5,7 +5,9 @@ set beside the log's own charge (``totalNanoAiu``: USD = nano-AIU / 1e11). A ses
 unpriced model says so (``unpriced_calls``, ``unpriced_models``) and its ``cost_usd`` covers
 only the priced calls; ``cost_source`` tells which figure a reader should use:
 ``rates`` (every call priced), ``billed`` (some calls unpriced, but the log's bill covers the
-session) or ``partial`` (a lower bound).
+session) or ``partial`` (a lower bound). Sessions also get the sums of their calls' tokens
+(``calls_input_tokens``, ``calls_output_tokens``) and how many calls' tokens were observed,
+calibrated or estimated (``token_sources``), so an estimate is never shown as a fact.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _PARTS = [
     "request_cost_usd",
 ]
 _NANO_PER_USD = Decimal(10) ** 11
+_SOURCES = ("observed", "calibrated", "estimated")
 
 
 def billed_usd(nano: pl.Expr) -> pl.Expr:
@@ -52,6 +55,13 @@ def price_analysis(
         pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
         unpriced.sum().alias("unpriced_calls"),
         pl.col("model").filter(unpriced).drop_nulls().unique().sort().alias("unpriced_models"),
+        *(
+            pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
+            for c in ("input_tokens", "output_tokens")
+        ),
+        pl.struct(*((pl.col("token_source") == s).sum().alias(s) for s in _SOURCES)).alias(
+            "token_sources"
+        ),
     )
     joined = sessions.join(per_session, on="session_id", how="left").with_columns(
         billed_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),

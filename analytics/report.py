@@ -130,23 +130,79 @@ def session_table(sessions: pl.DataFrame, zone: str) -> str:
         Column("MAIN/SUB/COMPACT", "_split", _text),
         Column("INTERRUPTED", "interrupted_calls", _count),
         Column("SHUTDOWN CHECK", "_check", _text, right=False),
-        Column("INPUT TOK", "input_tokens", _count),
-        Column("OUTPUT TOK", "output_tokens", _count),
+        Column("INPUT TOK", "_input", _text),
+        Column("OUTPUT TOK", "_output", _text),
+        Column("PER-CALL TOKENS", "_sources", _text, right=False),
         Column("COST USD", "_cost", _text),
         Column("BILLED USD", "billed_usd", _money),
         Column("STATUS", "status", _text, right=False),
     ]
-    local = local.with_columns(_cost_cell().alias("_cost"))
+    local = local.with_columns(
+        *_token_value("input_tokens"), *_token_value("output_tokens")
+    ).with_columns(
+        _cost_cell().alias("_cost"),
+        _tokens_cell("input_tokens").alias("_input"),
+        _tokens_cell("output_tokens").alias("_output"),
+        _sources_cell().alias("_sources"),
+    )
     totals = {
         "_id": f"{sessions.height} sessions",
         "llm_calls": _count(sessions["llm_calls"].sum()),
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
-        "input_tokens": _sum_known(sessions["input_tokens"]),
-        "output_tokens": _sum_known(sessions["output_tokens"]),
+        "_input": _tokens_total(local, "input_tokens"),
+        "_output": _tokens_total(local, "output_tokens"),
         "_cost": _money_total(sessions["cost_usd"], sessions["unpriced_calls"].sum()),
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     return render_table(local, columns, totals)
+
+
+def _token_value(column: str) -> list[pl.Expr]:
+    """The log's session total, else the sum of per-call figures; and whether it is estimated."""
+    calls = pl.col(f"calls_{column}")
+    value = pl.coalesce(pl.col(column), calls)
+    estimated = (
+        pl.col(column).is_null()
+        & calls.is_not_null()
+        & (pl.col("token_sources").struct["estimated"] > 0)
+    )
+    return [value.alias(f"_{column}"), estimated.fill_null(False).alias(f"_{column}_est")]
+
+
+def _tokens_cell(column: str) -> pl.Expr:
+    """A token figure, ``~`` marking an estimate, ``-`` an unknown."""
+    value = pl.col(f"_{column}")
+    return (
+        pl.when(value.is_null())
+        .then(pl.lit("-"))
+        .when(pl.col(f"_{column}_est"))
+        .then(pl.format("~{}", _thousands(value)))
+        .otherwise(_thousands(value))
+    )
+
+
+def _tokens_total(frame: pl.DataFrame, column: str) -> str:
+    """Total of a token column: ``~`` if any part is estimated, and how many are unknown."""
+    total = _sum_known(frame[f"_{column}"])
+    return f"~{total}" if frame[f"_{column}_est"].any() and total != "-" else total
+
+
+def _thousands(expr: pl.Expr) -> pl.Expr:
+    """An integer with thousands separators (1234567 -> "1,234,567")."""
+    digits = expr.cast(pl.String)
+    return (
+        digits.str.reverse().str.replace_all(r"(\d{3})", "$1,").str.reverse().str.strip_prefix(",")
+    )
+
+
+def _sources_cell() -> pl.Expr:
+    """How the calls' tokens are known: ``5 obs``, ``3 cal``, ``45 est``."""
+    sources = pl.col("token_sources")
+    parts = [
+        pl.when(sources.struct[name] > 0).then(pl.format("{} " + short, sources.struct[name]))
+        for name, short in (("observed", "obs"), ("calibrated", "cal"), ("estimated", "est"))
+    ]
+    return pl.concat_str(parts, separator=" ", ignore_nulls=True)
 
 
 def _money(value: Any) -> str:

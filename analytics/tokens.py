@@ -63,7 +63,7 @@ def add_call_tokens(
             pl.lit(None, pl.String).alias("token_source"),
         )
         issues = empty(ISSUES)
-    estimated = _reconstruct(matched, events)
+    estimated = _reconstruct(_reply_bytes(matched, events), events)
     calibrated = _calibrate(estimated, sessions, model_metrics, events)
     return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
 
@@ -90,16 +90,7 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("session_id", "_usage_seq")
     )
-    main = calls.filter(pl.col("kind") == "main").sort("session_id", "event_seq")
-    # Each main usage event belongs to the latest main call that started before it.
-    owner = main_usage.join_asof(
-        main.select("session_id", "event_seq"),
-        left_on="_usage_seq",
-        right_on="event_seq",
-        by="session_id",
-        strategy="backward",
-        check_sortedness=False,
-    ).filter(pl.col("event_seq").is_not_null())
+    owner = _owning_main_call(main_usage.rename({"_usage_seq": "_event_seq"}), calls)
     owner = owner.group_by("session_id", "event_seq").agg(
         *(pl.col(f"_u_{c}").first() for c in usage_cols), pl.col("_u_nano").first()
     )
@@ -109,6 +100,53 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("billed_nano_aiu", "_u_nano").alias("billed_nano_aiu"),
     ).with_columns(
         pl.when(pl.col("input_tokens").is_not_null()).then(pl.lit("observed")).alias("token_source")
+    )
+
+
+def _owning_main_call(items: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Give main-agent events (column ``_event_seq``) the ``event_seq`` of their call.
+
+    A main call owns every main event from its ``turn_start`` up to the next main call.
+    """
+    main = calls.filter(pl.col("kind") == "main").select("session_id", "event_seq")
+    return (
+        items.sort("session_id", "_event_seq")
+        .join_asof(
+            main.sort("session_id", "event_seq"),
+            left_on="_event_seq",
+            right_on="event_seq",
+            by="session_id",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("event_seq").is_not_null())
+    )
+
+
+def _reply_bytes(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Per call, the bytes of text the model wrote (its messages): the weight for splitting a
+    shutdown's output total over calls whose output the log does not state (CLI >= 1.0.91)."""
+    messages = events.filter(pl.col("event_type") == "assistant.message")
+    main = (
+        _owning_main_call(
+            messages.filter(
+                pl.col("agent_id").is_null() & pl.col("parent_tool_call_id").is_null()
+            ).select("session_id", pl.col("event_seq").alias("_event_seq"), "content_bytes"),
+            calls,
+        )
+        .group_by("session_id", "event_seq")
+        .agg(pl.col("content_bytes").sum().alias("_reply_bytes"))
+    )
+    own = messages.select(
+        "source_file", "source_line", pl.col("content_bytes").alias("_own_reply_bytes")
+    )
+    return (
+        calls.join(main, on=["session_id", "event_seq"], how="left")
+        .join(own, on=["source_file", "source_line"], how="left")
+        .with_columns(
+            pl.coalesce("_reply_bytes", "_own_reply_bytes").fill_null(0).alias("_reply_bytes")
+        )
+        .drop("_own_reply_bytes")
     )
 
 
@@ -277,12 +315,15 @@ def _calibrate(
         open_call & pl.col("_t_input_tokens").is_not_null() & pl.col("_covered") & counts_agree
     )
     # What the shutdown total leaves for the calls without an observed figure.
-    known = {
-        c: pl.col(c).filter(~open_call | ~pl.col("_covered")).sum().over(group) for c in _TOKENS
+    observed_here = ~open_call & pl.col("_covered")
+    left = {
+        c: (pl.col(f"_t_{c}") - pl.col(c).filter(observed_here).sum().over(group)).clip(
+            lower_bound=0
+        )
+        for c in [*_TOKENS, "output_tokens"]
     }
-    left = {c: (pl.col(f"_t_{c}") - known[c]).clip(lower_bound=0) for c in _TOKENS}
     frame = keyed.with_columns(
-        *(left[c].alias(f"_left_{c}") for c in _TOKENS),
+        *(expr.alias(f"_left_{c}") for c, expr in left.items()),
         calibrate.alias("_calibrate"),
     )
     target = frame.filter(pl.col("_calibrate"))
@@ -320,7 +361,22 @@ def _scale_inputs(frame: pl.DataFrame, group: list[str]) -> pl.DataFrame:
         pl.when(pl.col("_left_reasoning_tokens").is_not_null())
         .then(reasoning)
         .alias("reasoning_tokens"),
+        _fill_output(group).alias("output_tokens"),
         pl.lit("calibrated").alias("token_source"),
+    )
+
+
+def _fill_output(group: list[str]) -> pl.Expr:
+    """Output of calls the log gives none for: the shutdown's remaining output, split by the
+    size of each call's reply. Calls with a stated output keep it."""
+    missing = pl.col("output_tokens").is_null()
+    left = pl.col("_left_output_tokens") - pl.col("output_tokens").sum().over(group)
+    weight = pl.when(missing).then(pl.col("_reply_bytes")).otherwise(0)
+    share = apportion(left.clip(lower_bound=0), weight, group, "event_seq")
+    return (
+        pl.when(missing & pl.col("_t_output_tokens").is_not_null())
+        .then(share)
+        .otherwise(pl.col("output_tokens"))
     )
 
 
