@@ -244,7 +244,104 @@ def validate(paths: PathsArg = None, output_format: FormatOpt = Format.table) ->
 
 # --- commands: simulate ---
 
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Argument(help="Directory to write session-state/ and truth into.")],
+    seed: Annotated[int, typer.Option(help="Random seed: same seed, identical files.")] = 0,
+    sessions: Annotated[
+        int | None, typer.Option(help="Number of sessions. Default: 10 unless --size-mb.")
+    ] = None,
+    size_mb: Annotated[
+        float | None,
+        typer.Option("--size-mb", help="Generate sessions until session-state/ has this many MB."),
+    ] = None,
+    store: Annotated[
+        bool, typer.Option("--store/--no-store", help="Also write session-store.db (call rows).")
+    ] = False,
+    calls: Annotated[str, typer.Option(help="Main LLM calls per session, LOW-HIGH.")] = "4-40",
+    model: Annotated[
+        list[str] | None,
+        typer.Option(help="Main model and its share, NAME=SHARE (repeatable). Default: a mix."),
+    ] = None,
+    subagent_probability: Annotated[
+        float, typer.Option(help="Chance that a tool-using main call spawns a sub-agent.")
+    ] = 0.08,
+    resume_probability: Annotated[
+        float, typer.Option(help="Chance that a later prompt starts a new process (a resume).")
+    ] = 0.1,
+    crash_probability: Annotated[
+        float, typer.Option(help="Chance that a session's last process crashes mid-call.")
+    ] = 0.05,
+    compaction_threshold: Annotated[
+        int, typer.Option(help="Prompt tokens at which the context is compacted.")
+    ] = 120_000,
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")] = "2026-08-03",
+    timezone: Annotated[str, typer.Option(help="IANA timezone of the simulated user.")] = "UTC",
+) -> None:
+    """Write simulated Copilot CLI session logs with exact per-call ground truth."""
+    from analytics import simulate as sim
+
+    try:
+        params = sim.SimulationParams(
+            seed=seed,
+            sessions=sessions if sessions is not None or size_mb is not None else 10,
+            target_size_mb=size_mb,
+            calls_per_session=sim.parse_range(calls, "--calls"),
+            models=sim.parse_model_shares(model) if model else sim.SimulationParams.models,
+            subagent_probability=subagent_probability,
+            resume_probability=resume_probability,
+            crash_probability=crash_probability,
+            compaction_threshold=compaction_threshold,
+            start=start,
+            timezone=timezone,
+        )
+        summary = sim.simulate(out, params, store=store)
+    except AgentcostError as error:
+        _fail(error)
+    megabytes = summary.bytes_written / 1e6
+    typer.echo(
+        f"wrote {summary.sessions} sessions, {summary.llm_calls} LLM calls, {megabytes:.1f} MB "
+        f"to {out} in {summary.seconds:.1f} s ({megabytes / max(summary.seconds, 1e-9):.0f} MB/s)"
+    )
+
+
 # --- commands: reports ---
+
+
+@app.command()
+def report(
+    html_file: Annotated[
+        Path, typer.Option("--html", help="Write the report to this HTML file (works offline).")
+    ],
+    paths: PathsArg = None,
+    rates: Annotated[
+        str, typer.Option(help="Rate table (bundled name or TOML file) for the cost charts.")
+    ] = "github-copilot",
+    timezone: ZoneOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
+    from analytics.analysis import analyze as run
+    from analytics.html_report import render_report
+    from analytics.rates import bundled_rate_tables, load_rate_table
+
+    try:
+        zone = _window(None, None, timezone).zone
+        result = run(paths or [])
+        tables = [load_rate_table(name) for name in bundled_rate_tables()]
+        page = render_report(result, load_rate_table(rates), tables, str(zone))
+        try:
+            html_file.write_text(page, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(
+                f"{html_file}: cannot write ({err.strerror}); choose another path"
+            ) from None
+        typer.echo(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)", err=True)
+        _report_issues(result, strict)
+    except AgentcostError as error:
+        _fail(error)
+
 
 # --- commands: export ---
 

@@ -265,13 +265,7 @@ def _billed(events: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
         .group_by("session_id")
         .agg(
             pl.when(per_process)
-            .then(
-                pl.col("total_nano_aiu")
-                .filter(shutdown)
-                .cast(pl.Decimal(38, 6))
-                .sum()
-                .cast(pl.String)
-            )
+            .then(_decimal_sum(pl.col("total_nano_aiu").filter(shutdown)))
             .otherwise(pl.col("total_nano_aiu").last())
             .alias("billed_nano_aiu"),
             pl.when(per_process)
@@ -279,17 +273,23 @@ def _billed(events: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.col("total_api_duration_ms").filter(shutdown).last())
             .alias("api_time_ms"),
             pl.when(per_process)
-            .then(
-                pl.col("total_premium_requests")
-                .filter(shutdown)
-                .cast(pl.Decimal(38, 6))
-                .sum()
-                .cast(pl.String)
-            )
+            .then(_decimal_sum(pl.col("total_premium_requests").filter(shutdown)))
             .otherwise(pl.col("total_premium_requests").drop_nulls().last())
             .alias("premium_requests"),
         )
     )
+
+
+def _decimal_sum(texts: pl.Expr) -> pl.Expr:
+    """Exact sum of decimal strings, written like the log writes them (``"80"``, ``"2.31"``).
+
+    The sum is a decimal (never a float); trailing zeros of the fixed scale are removed so a
+    per-process total reads the same as a cumulative one taken from a single line. No value at
+    all is unknown (null), not 0.
+    """
+    text = texts.cast(pl.Decimal(38, 9)).sum().cast(pl.String)
+    exact = text.str.replace(r"(\.\d*?)0+$", "${1}").str.strip_suffix(".")
+    return pl.when(texts.is_not_null().any()).then(exact)
 
 
 def _token_totals() -> list[pl.Expr]:
@@ -336,6 +336,9 @@ def _status() -> list[pl.Expr]:
             pl.col("_summary"),
             pl.when(~pl.col("_final_shutdown")).then(
                 pl.lit("no session.shutdown in the last process (crashed, killed or still running)")
+            ),
+            pl.when(pl.col("_last_interrupted")).then(
+                pl.lit("the last LLM call has no assistant.turn_end (cut off)")
             ),
         ).alias("status_detail"),
     ]

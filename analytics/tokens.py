@@ -250,7 +250,7 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         pl.col("post_compaction_tokens").fill_null(0).alias("_post_tokens"),
     )
     conversation = items.select("session_id", "_agent", "event_seq", "_bytes_so_far")
-    fixed = _fixed_part(events)
+    fixed = fixed_part(events)
     keyed = calls.with_columns(
         pl.coalesce(
             pl.when(pl.col("kind") == "subagent").then(pl.col("agent_id")),
@@ -279,7 +279,7 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).with_columns((pl.col("_fixed") + pl.col("_conversation")).alias("_estimate"))
 
 
-def _fixed_part(events: pl.DataFrame) -> pl.DataFrame:
+def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     """Per session: system prompt + tool definitions, in tokens.
 
     Stated by shutdowns and compaction starts (``systemTokens + toolDefinitionsTokens``); else

@@ -18,6 +18,10 @@ from analytics.errors import InputError
 
 _EVENTS = "events.jsonl"
 _MAX_DEPTH = 6
+_NOTHING_HERE = (
+    "no Copilot session log here (no events.jsonl or <sessionId>.jsonl); name a session "
+    "directory, a session-state directory or a Copilot home"
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,11 @@ def copilot_home() -> Path:
 
 
 def discover(paths: Sequence[Path]) -> Found:
-    """Resolve user paths to log files. A path that does not exist raises ``InputError``."""
+    """Resolve user paths to log files. A path that does not exist raises ``InputError``.
+
+    A named path that holds no log at all is a problem (reported, not fatal), so a mistyped
+    directory never reads as "0 sessions" without a word.
+    """
     found = Found()
     targets = list(paths) or [_default_target()]
     for target in targets:
@@ -56,7 +64,10 @@ def discover(paths: Sequence[Path]) -> Found:
             )
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
+        before = (len(found.logs), len(found.problems))
         _collect(target, found, depth=0)
+        if (len(found.logs), len(found.problems)) == before:
+            found.problems.append((str(target), _NOTHING_HERE))
     unique = {log.path.resolve(): log for log in found.logs}
     found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
     return found
