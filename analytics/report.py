@@ -48,7 +48,12 @@ def _json_default(value: object) -> str:
 
 
 def render_csv(frame: pl.DataFrame) -> str:
-    """CSV with lists joined by ``;`` and tool counts as ``tool=n``."""
+    """CSV with lists joined by ``;``, tool counts as ``tool=n``, struct fields as columns
+    named ``struct.field``."""
+    structs = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Struct)]
+    frame = frame.with_columns(
+        pl.col(name).struct.unnest().name.prefix(f"{name}.") for name in structs
+    ).drop(structs)
     flat = frame.with_columns(
         pl.col(name)
         .list.eval(
