@@ -242,12 +242,38 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             .alias("_bytes_so_far")
         )
     )
-    compactions = items.filter(pl.col("event_type") == "session.compaction_complete").select(
-        "session_id",
-        "_agent",
-        "event_seq",
-        pl.col("_bytes_so_far").alias("_bytes_at_compaction"),
-        pl.col("post_compaction_tokens").fill_null(0).alias("_post_tokens"),
+    # postCompactionTokens counts the whole new prompt; its conversation part is what is left
+    # after the system prompt and tool definitions the compaction start reported.
+    stated = (
+        events.filter(
+            pl.col("event_type").is_in(["session.compaction_start", "session.compaction_complete"])
+        )
+        .sort("session_id", "event_seq")
+        .select(
+            "session_id",
+            "event_seq",
+            (pl.col("system_tokens") + pl.col("tool_definitions_tokens"))
+            .forward_fill()
+            .over("session_id")
+            .alias("_stated_fixed"),
+        )
+    )
+    compactions = (
+        items.filter(pl.col("event_type") == "session.compaction_complete")
+        .join(stated, on=["session_id", "event_seq"], how="left")
+        .join(fixed_part(events), on="session_id", how="left")
+        .select(
+            "session_id",
+            "_agent",
+            "event_seq",
+            pl.col("_bytes_so_far").alias("_bytes_at_compaction"),
+            (
+                pl.col("post_compaction_tokens").fill_null(0)
+                - pl.coalesce("_stated_fixed", "_fixed", pl.lit(0))
+            )
+            .clip(lower_bound=0)
+            .alias("_post_tokens"),
+        )
     )
     conversation = items.select("session_id", "_agent", "event_seq", "_bytes_so_far")
     fixed = fixed_part(events)
