@@ -2,7 +2,8 @@
 
 Used wherever agentcost must make estimated per-call figures add up to a total the log states
 exactly: each row gets ``floor(total * w / sum(w))`` and the units left over go, one each, to
-the rows with the largest remainders (ties: earlier rows first). The result sums to ``total``
+the rows with the largest remainders (ties: later rows first, so that weights that never
+decrease along ``order`` give shares that never decrease either). The result sums to ``total``
 exactly, and no row exceeds ``ceil(total * w / sum(w))``, so a share <= 1 never exceeds the
 row's weight.
 """
@@ -29,5 +30,9 @@ def apportion(total: pl.Expr, weight: pl.Expr, by: Sequence[str], order: str) ->
     base = scaled // denominator
     remainder = scaled % denominator
     leftover = total.cast(pl.Int64) - base.sum().over(by)
-    rank = pl.struct(remainder.neg().alias("r"), pl.col(order).alias("o")).rank("ordinal").over(by)
+    rank = (
+        pl.struct(remainder.neg().alias("r"), pl.col(order).neg().alias("o"))
+        .rank("ordinal")
+        .over(by)
+    )
     return base + (rank <= leftover).cast(pl.Int64)

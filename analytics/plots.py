@@ -1,0 +1,321 @@
+"""Charts: pure functions from polars frames to plotly figures.
+
+The only module that imports plotly, so ``import analytics`` and the text commands stay fast.
+Each builder takes the frames of the pipeline (``schema.CALLS`` + ``CALL_TOKENS`` + ``COSTS``,
+or a small summary frame documented on the function) and returns a ``plotly`` Figure; nothing
+here reads files or prints. Money arrives as exact decimals and becomes float only here, for
+drawing; labels show four decimals, six below a cent (``$0.0123``, ``$0.000412``). An unknown
+token count or cost stays unknown: it is left out of a line or bar and named "unknown" or
+"unpriced" in the hover text, never drawn as zero.
+
+>>> import polars as pl
+>>> calls = pl.DataFrame({"call_index": [1, 2], "kind": ["main", "main"],
+...     "model": ["m", "m"], "input_tokens": [2000, 3500], "token_source": ["observed"] * 2})
+>>> [trace["name"] for trace in context_growth(calls).to_dict()["data"]]
+['input tokens of the call (observed)', 'input tokens sent so far']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import polars as pl
+
+#: Cost parts of ``schema.COSTS`` drawn as the stacked bars of :func:`cost_per_call`.
+COST_PARTS: dict[str, str] = {
+    "input_cost_usd": "uncached input",
+    "cache_read_cost_usd": "cache read",
+    "cache_write_cost_usd": "cache write",
+    "output_cost_usd": "output",
+    "request_cost_usd": "per-request charge",
+}
+
+_TEMPLATE = "plotly_white"
+_FIXED_COLOR = "rgba(120, 120, 120, 0.18)"
+
+#: Call details shown on hover, in this order (``customdata`` columns).
+_CALL_HOVER = (
+    "<b>call %{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
+    "input %{customdata[3]} tokens (cache read %{customdata[4]}, write %{customdata[5]})<br>"
+    "output %{customdata[6]} tokens · tokens %{customdata[7]}<br>"
+    "cost %{customdata[8]}"
+)
+
+
+def context_growth(
+    calls: pl.DataFrame, *, fixed_tokens: int | None = None, title: str = ""
+) -> go.Figure:
+    """Input tokens of each call of one session, and the running total sent so far.
+
+    ``calls`` are one session's calls with ``call_index``, ``kind``, ``model``,
+    ``input_tokens`` and ``token_source`` (cost and cache columns are shown when present). An
+    optional ``reconstructed_input_tokens`` column (the same calls reconstructed from the log
+    alone) is drawn as a second line where observed tokens exist, to show the reconstruction's
+    error. ``fixed_tokens`` (system prompt + tool definitions) is shaded: the part every call
+    re-sends however short the conversation is.
+    """
+    frame = calls.sort("call_index")
+    hover = _call_customdata(frame)
+    sources = frame["token_source"].drop_nulls().unique().sort().to_list()
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=frame["call_index"].to_list(),
+            y=frame["input_tokens"].to_list(),
+            name=f"input tokens of the call ({', '.join(sources) or 'unknown'})",
+            mode="lines+markers",
+            customdata=hover,
+            hovertemplate=_CALL_HOVER + "<extra></extra>",
+        )
+    )
+    observed = frame["token_source"] == "observed"
+    if "reconstructed_input_tokens" in frame.columns and observed.any():
+        fig.add_trace(
+            go.Scatter(
+                x=frame["call_index"].to_list(),
+                y=frame["reconstructed_input_tokens"].to_list(),
+                name="reconstructed from the log alone",
+                mode="lines+markers",
+                line={"dash": "dot"},
+                hovertemplate="call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=frame["call_index"].to_list(),
+            y=frame["input_tokens"].cum_sum().to_list(),
+            name="input tokens sent so far",
+            mode="lines",
+            line={"color": "rgba(90, 90, 90, 0.7)", "width": 1.5},
+            yaxis="y2",
+            hovertemplate="after call %{x}: %{y:,} input tokens in total<extra></extra>",
+        )
+    )
+    if fixed_tokens is not None:
+        fig.add_hrect(
+            y0=0,
+            y1=fixed_tokens,
+            fillcolor=_FIXED_COLOR,
+            line_width=0,
+            layer="below",
+            annotation_text=f"system prompt + tool definitions: {fixed_tokens:,} tokens",
+            annotation_position="bottom right",
+        )
+    fig.update_layout(
+        title=title or "Context growth: input tokens per call",
+        xaxis_title="LLM call (index in the session)",
+        yaxis={"title": {"text": "input tokens of the call"}, "rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": "input tokens sent so far"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+        legend={"orientation": "h", "y": -0.2},
+        template=_TEMPLATE,
+    )
+    return fig
+
+
+def cost_per_call(calls: pl.DataFrame, *, title: str = "") -> go.Figure:
+    """Cost of each call of one session, stacked by what it pays for.
+
+    ``calls`` are priced calls (``schema.COSTS`` columns). Parts: uncached input, cache read,
+    cache write, output, and the per-request charge when the table has one. A call whose cost
+    is unknown (unpriced model, unknown tokens) has no bar and says so on hover.
+    """
+    frame = calls.sort("call_index")
+    hover = _call_customdata(frame)
+    fig = go.Figure()
+    for column, label in COST_PARTS.items():
+        values = _usd(frame[column])
+        if column == "request_cost_usd" and not any(values):
+            continue
+        fig.add_trace(
+            go.Bar(
+                x=frame["call_index"].to_list(),
+                y=values,
+                name=label,
+                customdata=hover,
+                hovertemplate=f"{label}: $%{{y:.4f}}<br>" + _CALL_HOVER + "<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        title=title or "Cost per call, by part",
+        xaxis_title="LLM call (index in the session)",
+        yaxis_title="cost (USD)",
+        yaxis_tickprefix="$",
+        legend={"orientation": "h", "y": -0.2},
+        template=_TEMPLATE,
+    )
+    return fig
+
+
+def carried_items(items: pl.DataFrame, *, top: int = 15, title: str = "") -> go.Figure:
+    """The context items carried the most: horizontal bars of tokens x times carried.
+
+    ``items`` has ``item`` (a label), ``tokens`` (the item's size), ``times_carried`` (how many
+    later calls re-sent it) and ``cost_usd`` (its share of those calls' input cost; null when
+    unpriced). The ``top`` items by carried tokens are drawn, the largest at the top.
+    """
+    frame = (
+        items.with_columns((pl.col("tokens") * pl.col("times_carried")).alias("carried_tokens"))
+        .sort("carried_tokens", descending=True, nulls_last=True)
+        .head(top)
+        .reverse()
+    )
+    costs = _money_text(frame["cost_usd"])
+    fig = go.Figure(
+        go.Bar(
+            x=frame["carried_tokens"].to_list(),
+            y=frame["item"].to_list(),
+            orientation="h",
+            text=costs,
+            textposition="auto",
+            customdata=list(
+                zip(
+                    frame["tokens"].to_list(),
+                    frame["times_carried"].to_list(),
+                    costs,
+                    strict=True,
+                )
+            ),
+            hovertemplate=(
+                "<b>%{y}</b><br>%{customdata[0]:,} tokens, carried by %{customdata[1]} calls"
+                "<br>= %{x:,} input tokens · cost %{customdata[2]}<extra></extra>"
+            ),
+        )
+    )
+    fig.update_layout(
+        title=title or f"Top {top} carried context items",
+        xaxis_title="input tokens re-sent (item tokens x times carried)",
+        yaxis={"title": {"text": "context item"}, "automargin": True},
+        height=max(360, 28 * frame.height + 160),
+        template=_TEMPLATE,
+    )
+    return fig
+
+
+def cost_per_day(calls: pl.DataFrame, zone: str, *, title: str = "") -> go.Figure:
+    """Cost per calendar day in ``zone``, stacked by model.
+
+    ``calls`` are priced calls with ``start_time``; unpriced calls add nothing to a bar and are
+    counted in the hover text instead. Calls without a start time have no day and are left out.
+    """
+    daily = (
+        calls.filter(pl.col("start_time").is_not_null())
+        .with_columns(pl.col("start_time").dt.convert_time_zone(zone).dt.date().alias("day"))
+        .group_by("day", "model")
+        .agg(
+            pl.when(pl.col("cost_usd").count() > 0)
+            .then(pl.col("cost_usd").sum())
+            .alias("cost_usd"),
+            pl.len().alias("calls"),
+            pl.col("cost_usd").null_count().alias("unpriced_calls"),
+        )
+        .sort("day", "model", nulls_last=True)
+    )
+    fig = go.Figure()
+    for (model,), group in daily.group_by("model", maintain_order=True):
+        fig.add_trace(
+            go.Bar(
+                x=group["day"].to_list(),
+                y=_usd(group["cost_usd"]),
+                name=str(model),
+                customdata=list(
+                    zip(group["calls"].to_list(), group["unpriced_calls"].to_list(), strict=True)
+                ),
+                hovertemplate=(
+                    f"<b>{model}</b> · %{{x|%Y-%m-%d}}<br>$%{{y:.4f}} for %{{customdata[0]}} "
+                    "calls (%{customdata[1]} unpriced)<extra></extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        title=title or f"Cost per day ({zone})",
+        xaxis={"title": {"text": f"day ({zone})"}, "type": "date", "tickformat": "%Y-%m-%d"},
+        yaxis_title="cost (USD)",
+        yaxis_tickprefix="$",
+        template=_TEMPLATE,
+    )
+    return fig
+
+
+def provider_comparison(totals: pl.DataFrame, *, title: str = "") -> go.Figure:
+    """The same calls priced under several rate tables: one bar per table.
+
+    ``totals`` has ``rates`` (table name), ``cost_usd`` (the priced calls' total; null when no
+    call was priced), ``calls`` and ``priced_calls``. The label says how many calls the table
+    could price, so a cheap bar that covers few calls is not mistaken for a cheap provider.
+    """
+    frame = totals.sort("rates")
+    labels = [
+        f"{cost} · {priced}/{calls} calls priced"
+        for cost, priced, calls in zip(
+            _money_text(frame["cost_usd"]),
+            frame["priced_calls"].to_list(),
+            frame["calls"].to_list(),
+            strict=True,
+        )
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=frame["rates"].to_list(),
+            y=_usd(frame["cost_usd"]),
+            text=labels,
+            textposition="outside",
+            hovertemplate="<b>%{x}</b><br>%{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title or "The same sessions under each rate table",
+        xaxis_title="rate table",
+        yaxis={"title": {"text": "cost of the priced calls (USD)"}, "tickprefix": "$"},
+        template=_TEMPLATE,
+    )
+    return fig
+
+
+def _usd(money: pl.Series) -> list[float | None]:
+    """Exact decimals as floats, for drawing only; null stays null."""
+    return money.cast(pl.Float64).to_list()
+
+
+def _money_text(money: pl.Series) -> list[str]:
+    """Dollar amounts for labels (``$0.0123``, ``$0.000412``), ``unpriced`` where unknown."""
+    return [
+        "unpriced" if value is None else f"${value:,.{4 if abs(value) >= 0.01 else 6}f}"
+        for value in money.cast(pl.Float64).to_list()
+    ]
+
+
+def _count_text(counts: pl.Series) -> list[str]:
+    """Token counts with thousands separators, ``unknown`` where null."""
+    return ["unknown" if value is None else f"{value:,}" for value in counts.to_list()]
+
+
+def _call_customdata(frame: pl.DataFrame) -> list[Sequence[object]]:
+    """Per-call hover fields in ``_CALL_HOVER`` order; missing columns read as unknown."""
+
+    def column(name: str) -> pl.Series:
+        if name in frame.columns:
+            return frame[name]
+        return pl.Series(name, [None] * frame.height, dtype=pl.Int64)
+
+    cost = column("cost_usd") if "cost_usd" in frame.columns else None
+    fields = [
+        frame["call_index"].to_list(),
+        frame["kind"].to_list(),
+        ["unknown model" if m is None else m for m in frame["model"].to_list()],
+        _count_text(column("input_tokens")),
+        _count_text(column("cache_read_tokens")),
+        _count_text(column("cache_write_tokens")),
+        _count_text(column("output_tokens")),
+        ["unknown" if s is None else s for s in column("token_source").cast(pl.String).to_list()],
+        _money_text(cost) if cost is not None else ["not priced here"] * frame.height,
+    ]
+    return [list(row) for row in zip(*fields, strict=True)]
