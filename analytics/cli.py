@@ -343,7 +343,209 @@ def report(
         _fail(error)
 
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import polars as pl
+
+    from analytics.periods import Breakdown, Period
+
+
+class PeriodFormat(StrEnum):
+    """Output formats of the period reports (parquet needs --output)."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    parquet = "parquet"
+
+
+class By(StrEnum):
+    """Breakdowns of the period reports."""
+
+    model = "model"
+    project = "project"
+    session = "session"
+
+
+class TopBy(StrEnum):
+    """What ``agentcost top`` ranks: single context items per session, or tools overall."""
+
+    item = "item"
+    tool = "tool"
+
+
+def _priced(
+    paths: list[Path] | None, rates: str, model_map: list[str] | None
+) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
+    """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs)."""
+    from analytics.analysis import analyze as run
+    from analytics.costs import price_analysis
+    from analytics.rates import load_rate_table
+
+    table = load_rate_table(rates)
+    result = run(paths or [])
+    priced_calls, priced_sessions = price_analysis(
+        result.calls, result.sessions, table, _model_map(model_map)
+    )
+    return result, priced_calls, priced_sessions
+
+
+def _write_frame(frame: pl.DataFrame, output: Path, output_format: PeriodFormat) -> None:
+    """Write a machine format to ``output``, as a usage error when the file cannot be written."""
+    from analytics import report
+
+    try:
+        if output_format is PeriodFormat.parquet:
+            frame.write_parquet(output)
+        else:
+            output.write_text(report.render_csv(frame), encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{output}: cannot write ({err.strerror}); choose another path") from None
+
+
+def _period_command(period: Period, noun: str) -> Callable[..., None]:
+    """The ``daily``/``weekly``/``monthly`` command for one period length."""
+
+    def command(
+        paths: PathsArg = None,
+        by: Annotated[By | None, typer.Option(help="Break each period down by this.")] = None,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        timezone: ZoneOpt = None,
+        rates: RatesOpt = "github-copilot",
+        model_map: ModelMapOpt = None,
+        output_format: Annotated[
+            PeriodFormat, typer.Option("--format", "-f", help="Output format.")
+        ] = PeriodFormat.table,
+        output: Annotated[
+            Path | None, typer.Option(help="Write csv or parquet to this file (parquet needs it).")
+        ] = None,
+        strict: StrictOpt = False,
+    ) -> None:
+        from analytics import report
+        from analytics.periods import period_report
+        from analytics.timezones import resolve_zone
+
+        try:
+            if output_format is PeriodFormat.parquet and output is None:
+                raise UsageError("--format parquet writes a file; add --output FILE")
+            zone = resolve_zone(timezone)
+            start, end = _day(since, "--since"), _day(until, "--until")
+            result, priced_calls, priced_sessions = _priced(paths, rates, model_map)
+            breakdown = _BREAKDOWN[by] if by else None
+            rep = period_report(
+                priced_calls,
+                priced_sessions,
+                period=period,
+                zone=zone,
+                by=breakdown,
+                since=start,
+                until=end,
+            )
+            if output is not None and output_format in (PeriodFormat.csv, PeriodFormat.parquet):
+                _write_frame(rep.rows, output, output_format)
+            elif output_format is PeriodFormat.json:
+                typer.echo(
+                    report.render_sections_json(
+                        {"periods": rep.rows, "totals": rep.totals},
+                        result.issues,
+                        timezone=rep.zone,
+                    )
+                )
+            elif output_format is PeriodFormat.csv:
+                typer.echo(report.render_csv(rep.rows), nl=False)
+            else:
+                typer.echo(report.period_table(rep.rows, rep.totals, period, rep.zone))
+            _report_issues(result, strict)
+        except AgentcostError as error:
+            _fail(error)
+
+    command.__doc__ = (
+        f"Calls, tokens and cost per {noun} (in --timezone), across all sessions found."
+    )
+    return command
+
+
+_BREAKDOWN: dict[By, Breakdown] = {By.model: "model", By.project: "project", By.session: "session"}
+app.command("daily")(_period_command("day", "day"))
+app.command("weekly")(_period_command("week", "ISO week"))
+app.command("monthly")(_period_command("month", "month"))
+
+
+@app.command()
+def top(
+    paths: PathsArg = None,
+    limit: Annotated[int, typer.Option(min=1, help="Rows per session (or tools) to show.")] = 10,
+    by: Annotated[
+        TopBy, typer.Option(help="item: costliest items per session; tool: per tool overall.")
+    ] = TopBy.item,
+    behaviour: Annotated[
+        bool, typer.Option(help="Also show compactions and agent-loop behaviour.")
+    ] = True,
+    timezone: ZoneOpt = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    output_format: FormatOpt = Format.table,
+    strict: StrictOpt = False,
+) -> None:
+    """Where the input money goes: context items re-sent on every call, and what they cost."""
+    from analytics import report
+    from analytics.attribution import attribute_context, by_tool, top_items
+    from analytics.behaviour import compaction_savings, loop_behaviour
+    from analytics.timezones import resolve_zone
+
+    try:
+        zone = str(resolve_zone(timezone))
+        result, priced_calls, _ = _priced(paths, rates, model_map)
+        _, items = attribute_context(priced_calls, result.events)
+        ranked = by_tool(items, limit) if by is TopBy.tool else top_items(items, limit)
+        sections = {"tools" if by is TopBy.tool else "items": ranked}
+        if behaviour:
+            sections["compactions"] = compaction_savings(priced_calls, result.events)
+            sections["behaviour"] = loop_behaviour(priced_calls, result.events)
+        if output_format is Format.json:
+            typer.echo(report.render_sections_json(sections, result.issues, timezone=zone))
+        elif output_format is Format.csv:
+            typer.echo(report.render_csv(ranked), nl=False)
+        else:
+            typer.echo(report.attribution_table(ranked, by.value))
+            if behaviour:
+                typer.echo("\ncompactions (saved tokens: (pre - post) x later calls, an estimate)")
+                typer.echo(report.compaction_table(sections["compactions"], zone))
+                typer.echo("\nagent loop")
+                typer.echo(report.behaviour_table(sections["behaviour"]))
+        _report_issues(result, strict)
+    except AgentcostError as error:
+        _fail(error)
+
+
 # --- commands: export ---
+
+
+@app.command()
+def export(
+    directory: Annotated[
+        Path, typer.Argument(help="Directory to write <table>/day=YYYY-MM-DD/*.parquet into.")
+    ],
+    paths: PathsArg = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """Write events, calls, sessions, priced calls and issues as Parquet partitioned by day."""
+    from analytics.export import export_tables, write_export
+
+    try:
+        result, priced_calls, priced_sessions = _priced(paths, rates, model_map)
+        tables = export_tables(
+            result.events, result.calls, priced_sessions, priced_calls, result.issues
+        )
+        written = write_export(directory, tables, rates)
+        typer.echo(f"agentcost: wrote {len(written)} files to {directory}", err=True)
+        _report_issues(result, strict)
+    except AgentcostError as error:
+        _fail(error)
 
 
 def main() -> None:

@@ -320,3 +320,177 @@ def plain_table(frame: pl.DataFrame) -> str:
     """Every column of a small frame, as aligned text."""
     columns = [Column(name.upper(), name, _text, right=False) for name in frame.columns]
     return render_table(frame, columns, None)
+
+
+# --- period reports, context attribution and agent-loop behaviour (agentcost daily/top) ---
+
+
+def render_sections_json(
+    sections: dict[str, pl.DataFrame], issues: pl.DataFrame, **meta: str
+) -> str:
+    """``{**meta, section: [...], ..., "issues": [...]}`` as indented JSON."""
+    document: dict[str, Any] = dict(meta)
+    document.update(
+        {
+            name: to_records(frame.with_columns(pl.col(pl.Date).dt.to_string()))
+            for name, frame in sections.items()
+        }
+    )
+    document["issues"] = to_records(issues)
+    return json.dumps(document, indent=2, default=_json_default)
+
+
+def _usd(amount: str, unpriced: str) -> pl.Expr:
+    """A money cell: rounded for display, ``+ N unpriced`` when calls were left out, and
+    ``unpriced (N calls)`` when none was priced; never a silent $0."""
+    value = _dollars(pl.col(amount))
+    left_out = pl.col(unpriced).fill_null(0)
+    return (
+        pl.when(left_out == 0)
+        .then(value)
+        .when(pl.col(amount).is_null())
+        .then(pl.format("unpriced ({} calls)", left_out))
+        .otherwise(pl.format("{} + {} unpriced", value, left_out))
+    )
+
+
+def _dollars(amount: pl.Expr) -> pl.Expr:
+    """An exact decimal amount shown with 4 decimals (rounded half to even, for display only)."""
+    return amount.round(4).cast(pl.Decimal(38, 4)).cast(pl.String)
+
+
+def _count_cell(column: str) -> pl.Expr:
+    """An integer with thousands separators, ``-`` when unknown."""
+    return _thousands(pl.col(column)).fill_null("-")
+
+
+_PERIOD_HEADER = {"day": "DAY", "week": "WEEK", "month": "MONTH"}
+_TOKEN_HEADERS = {
+    "input_tokens": "INPUT TOK",
+    "cache_read_tokens": "CACHE READ",
+    "cache_write_tokens": "CACHE WRITE",
+    "output_tokens": "OUTPUT TOK",
+}
+
+
+def period_table(rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: str) -> str:
+    """The table of ``agentcost daily|weekly|monthly``: one row per period (and key), totals.
+
+    ``BILLED USD`` is marked ``~`` where part of a session's bill was split over its calls.
+    """
+    keys = [c for c in ("model", "project", "session_id") if c in rows.columns]
+
+    def cells(frame: pl.DataFrame) -> pl.DataFrame:
+        billed = _dollars(pl.col("billed_usd"))
+        return frame.with_columns(
+            pl.col("period").fill_null("unknown").alias("_period"),
+            *(_count_cell(c).alias(f"_{c}") for c in ["sessions", "calls", *_TOKEN_HEADERS]),
+            _usd("cost_usd", "unpriced_calls").alias("_cost"),
+            pl.when(pl.col("billed_split_calls") > 0)
+            .then(pl.format("~{}", billed))
+            .otherwise(billed)
+            .fill_null("-")
+            .alias("_billed"),
+        )
+
+    columns = [
+        Column(f"{_PERIOD_HEADER[period]} ({zone})", "_period", _text, right=False),
+        *(Column(key.removesuffix("_id").upper(), key, _text, right=False) for key in keys),
+        Column("SESSIONS", "_sessions", _text),
+        Column("CALLS", "_calls", _text),
+        *(Column(header, f"_{c}", _text) for c, header in _TOKEN_HEADERS.items()),
+        Column("COST USD", "_cost", _text),
+        Column("BILLED USD", "_billed", _text),
+    ]
+    total = cells(totals).row(0, named=True)
+    return render_table(
+        cells(rows), columns, {c.field: str(total.get(c.field, "")) for c in columns}
+    )
+
+
+def attribution_table(frame: pl.DataFrame, by: str) -> str:
+    """``agentcost top``: the costliest context items per session, or per tool."""
+    cells = frame.with_columns(
+        *(
+            _count_cell(c).alias(f"_{c}")
+            for c in ("tokens_added", "sends", "tokens_sent", "content_bytes", "items")
+            if c in frame.columns
+        ),
+        _usd("cost_usd", "unpriced_sends").alias("_cost"),
+    )
+    if by == "tool":
+        columns = [
+            Column("SOURCE", "source", _text, right=False),
+            Column("ITEMS", "_items", _text),
+            Column("BYTES", "_content_bytes", _text),
+            Column("TIMES SENT", "_sends", _text),
+            Column("TOKENS SENT", "_tokens_sent", _text),
+            Column("COST USD", "_cost", _text),
+        ]
+    else:
+        cells = cells.with_columns(pl.col("session_id").str.slice(0, 12).alias("_id"))
+        columns = [
+            Column("SESSION", "_id", _text, right=False),
+            Column("ITEM", "label", _text, right=False),
+            Column("TOKENS", "_tokens_added", _text),
+            Column("TIMES SENT", "_sends", _text),
+            Column("TOKENS SENT", "_tokens_sent", _text),
+            Column("COST USD", "_cost", _text),
+        ]
+    return render_table(cells, columns, None)
+
+
+def compaction_table(frame: pl.DataFrame, zone: str) -> str:
+    """Compaction calls: cost, pre/post tokens and the estimated input tokens saved."""
+    cells = frame.with_columns(
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d %H:%M").alias("_at"),
+        _dollars(pl.col("cost_usd")).fill_null("unpriced"),
+        *(
+            _count_cell(c).alias(f"_{c}")
+            for c in (
+                "pre_compaction_tokens",
+                "post_compaction_tokens",
+                "later_calls",
+                "saved_input_tokens_estimate",
+            )
+        ),
+    )
+    columns = [
+        Column("SESSION", "_id", _text, right=False),
+        Column("#", "call_index", _count),
+        Column(f"AT ({zone})", "_at", _text, right=False),
+        Column("COST USD", "cost_usd", _text),
+        Column("PRE TOK", "_pre_compaction_tokens", _text),
+        Column("POST TOK", "_post_compaction_tokens", _text),
+        Column("LATER CALLS", "_later_calls", _text),
+        Column("SAVED INPUT TOK (EST.)", "_saved_input_tokens_estimate", _text),
+    ]
+    return render_table(cells, columns, None)
+
+
+def behaviour_table(frame: pl.DataFrame) -> str:
+    """Agent-loop behaviour per session: prompts, calls, nudges, unfinished and cut-off work."""
+    cells = frame.with_columns(
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("calls_per_user_message").round(1).cast(pl.String).fill_null("-").alias("_ratio"),
+        _usd("nudge_cost_usd", "nudge_unpriced_calls").alias("_nudge_cost"),
+        _usd("interrupted_cost_usd", "interrupted_unpriced_calls").alias("_cut_cost"),
+        pl.when(pl.col("ended_without_task_complete"))
+        .then(pl.lit("no"))
+        .otherwise(pl.lit("yes"))
+        .alias("_done"),
+    )
+    columns = [
+        Column("SESSION", "_id", _text, right=False),
+        Column("PROMPTS", "user_messages", _count),
+        Column("CALLS", "llm_calls", _count),
+        Column("CALLS/PROMPT", "_ratio", _text),
+        Column("NUDGES", "autopilot_nudges", _count),
+        Column("NUDGE CALLS", "nudge_calls", _count),
+        Column("NUDGE USD", "_nudge_cost", _text),
+        Column("TASK COMPLETE", "_done", _text, right=False),
+        Column("INTERRUPTED", "interrupted_calls", _count),
+        Column("INTERRUPTED USD", "_cut_cost", _text),
+    ]
+    return render_table(cells, columns, None)
