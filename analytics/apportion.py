@@ -15,24 +15,32 @@ from collections.abc import Sequence
 import polars as pl
 
 
-def apportion(total: pl.Expr, weight: pl.Expr, by: Sequence[str], order: str) -> pl.Expr:
+def apportion(
+    total: pl.Expr,
+    weight: pl.Expr,
+    by: Sequence[str],
+    order: str,
+    dtype: pl.DataType | type[pl.DataType] = pl.Int64,
+) -> pl.Expr:
     """Integer shares of ``total`` (constant within each ``by`` group) in proportion to ``weight``.
 
-    Integer arithmetic throughout (no float rounding). Weights must be non-null and >= 0; a
-    group whose weights sum to zero shares the total equally. ``order`` breaks ties.
+    Integer arithmetic throughout (no float rounding), in ``dtype``: Int64 for tokens, Int128
+    for money in 1e-18 dollar units. Weights must be non-null and >= 0; a group whose weights
+    sum to zero shares the total equally; a null total gives null shares. ``order`` breaks
+    ties.
     """
-    weight = weight.cast(pl.Int64)
+    weight = weight.cast(dtype)
     group_sum = weight.sum().over(by)
-    count = weight.count().over(by)
-    w = pl.when(group_sum > 0).then(weight).otherwise(pl.lit(1, pl.Int64))
+    count = weight.count().over(by).cast(dtype)
+    w = pl.when(group_sum > 0).then(weight).otherwise(pl.lit(1, dtype))
     denominator = pl.when(group_sum > 0).then(group_sum).otherwise(count)
-    scaled = total.cast(pl.Int64) * w
+    scaled = total.cast(dtype) * w
     base = scaled // denominator
     remainder = scaled % denominator
-    leftover = total.cast(pl.Int64) - base.sum().over(by)
+    leftover = total.cast(dtype) - base.sum().over(by)
     rank = (
-        pl.struct(remainder.neg().alias("r"), pl.col(order).neg().alias("o"))
+        pl.struct((denominator - remainder).alias("r"), pl.col(order).neg().alias("o"))
         .rank("ordinal")
         .over(by)
     )
-    return base + (rank <= leftover).cast(pl.Int64)
+    return base + (rank.cast(dtype) <= leftover).cast(dtype)

@@ -223,8 +223,12 @@ def _shares(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
     )
     parts = pl.concat([fixed, in_context], how="diagonal_relaxed")
-    units = _apportion_units(
-        pl.col("call_cost_usd").to_physical(), pl.col("tokens"), ["session_id", "call_seq"]
+    units = apportion(
+        pl.col("call_cost_usd").to_physical(),
+        pl.col("tokens"),
+        ["session_id", "call_seq"],
+        "item_seq",
+        dtype=pl.Int128,
     )
     return parts.with_columns(
         (units.cast(pl.Decimal(38, 0)) * pl.lit(_UNIT, MONEY)).cast(MONEY).alias("cost_usd")
@@ -252,29 +256,6 @@ def _calls_with_context(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.
         .join(fixed_part(events), on="session_id", how="left")
         .with_columns(pl.col("_fixed").fill_null(DEFAULT_TOOL_DEFINITIONS_TOKENS))
     )
-
-
-def _apportion_units(total: pl.Expr, weight: pl.Expr, by: list[str]) -> pl.Expr:
-    """Largest-remainder split of an Int128 ``total`` (money in 1e-18 USD units) by ``weight``.
-
-    ``apportion.apportion`` works in Int64, which 1e-18 units of a few dollars overflow; this
-    is the same rule in Int128. Ties go to the row with the smaller ``item_seq``. A null total
-    gives null shares.
-    """
-    w = weight.cast(pl.Int128)
-    group_sum = w.sum().over(by)
-    even = group_sum == 0
-    w = pl.when(even).then(pl.lit(1, pl.Int128)).otherwise(w)
-    denominator = pl.when(even).then(w.count().over(by).cast(pl.Int128)).otherwise(group_sum)
-    scaled = total.cast(pl.Int128) * w
-    base = scaled // denominator
-    leftover = total.cast(pl.Int128) - base.sum().over(by)
-    rank = (
-        pl.struct((denominator - scaled % denominator).alias("r"), pl.col("item_seq").alias("o"))
-        .rank("ordinal")
-        .over(by)
-    )
-    return base + (rank.cast(pl.Int128) <= leftover).cast(pl.Int128)
 
 
 def top_items(items: pl.DataFrame, limit: int) -> pl.DataFrame:

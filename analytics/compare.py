@@ -8,7 +8,30 @@ from decimal import Decimal
 import polars as pl
 
 from analytics.costs import price_analysis
+from analytics.pricing import price_calls
 from analytics.rates import RateTable
+from analytics.schema import MONEY
+
+
+def table_totals(calls: pl.DataFrame, tables: Sequence[RateTable]) -> pl.DataFrame:
+    """Total cost of the same calls under each table: rates, cost_usd, calls, priced_calls.
+
+    ``calls`` are CALLS + CALL_TOKENS. ``cost_usd`` sums the calls the table could price and is
+    null when it priced none (unknown, not $0).
+    """
+    totals = [
+        price_calls(calls, table).select(
+            pl.lit(table.name).alias("rates"),
+            pl.when(pl.col("cost_usd").count() > 0)
+            .then(pl.col("cost_usd").sum())
+            .cast(MONEY)
+            .alias("cost_usd"),
+            pl.len().cast(pl.Int64).alias("calls"),
+            pl.col("cost_usd").count().cast(pl.Int64).alias("priced_calls"),
+        )
+        for table in tables
+    ]
+    return pl.concat(totals) if totals else pl.DataFrame()
 
 
 def compare_tables(

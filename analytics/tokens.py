@@ -305,20 +305,30 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).with_columns((pl.col("_fixed") + pl.col("_conversation")).alias("_estimate"))
 
 
-def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
-    """Per session: system prompt + tool definitions, in tokens.
-
-    Stated by shutdowns and compaction starts (``systemTokens + toolDefinitionsTokens``); else
-    the first main system message converted to tokens plus a default for tool definitions.
-    """
+def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
+    """Per session: system prompt + tool definitions in tokens (``fixed_tokens``), as the log
+    states them (the first shutdown or compaction giving both); null where none does."""
     stated = pl.col("system_tokens") + pl.col("tool_definitions_tokens")
+    return events.group_by("session_id").agg(stated.drop_nulls().first().alias("fixed_tokens"))
+
+
+def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
+    """Per session: system prompt + tool definitions, in tokens (``_fixed``).
+
+    As the log states them (``stated_fixed_part``); else the first main system message
+    converted to tokens plus a default for tool definitions.
+    """
     system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
-    return events.group_by("session_id").agg(
-        pl.coalesce(
-            stated.drop_nulls().first(),
+    estimated = events.group_by("session_id").agg(
+        (
             _text_tokens(pl.col("content_bytes").filter(system_text).first())
-            + DEFAULT_TOOL_DEFINITIONS_TOKENS,
-        ).alias("_fixed")
+            + DEFAULT_TOOL_DEFINITIONS_TOKENS
+        ).alias("_estimated")
+    )
+    return (
+        stated_fixed_part(events)
+        .join(estimated, on="session_id")
+        .select("session_id", pl.coalesce("fixed_tokens", "_estimated").alias("_fixed"))
     )
 
 

@@ -1,4 +1,4 @@
-"""The HTML report: carried-context arithmetic on literal frames, the page, and a real browser."""
+"""The HTML report: its chart inputs, the page, and the page in a real browser."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from analytics.analysis import analyze
+from analytics.attribution import attribute_context
 from analytics.cli import app
-from analytics.html_report import carried_context, compare_rate_tables
-from analytics.rates import parse_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, conform
+from analytics.compare import table_totals
+from analytics.html_report import carried_context
+from analytics.pricing import price_calls
+from analytics.rates import load_rate_table, parse_rate_table
+from analytics.schema import CALL_TOKENS, CALLS, MONEY, combine, conform
 from tests.conftest import SAMPLE_LOGS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -28,65 +32,15 @@ def frame(rows: list[dict[str, Any]], contract: dict[str, pl.DataType]) -> pl.Da
     return conform(pl.DataFrame(rows, infer_schema_length=None), contract)
 
 
-def event(seq: int, kind: str, size: int | None = None, **more: Any) -> dict[str, Any]:
-    return {"session_id": "s1", "event_seq": seq, "event_type": kind, "content_bytes": size, **more}
-
-
-EVENTS_ROWS = [
-    event(1, "system.message", 9000),
-    event(2, "user.message", 400),  # 100 tokens
-    event(4, "assistant.message", 40),  # 10 tokens
-    event(5, "tool.execution_start", tool_name="view", tool_call_id="t1"),
-    event(6, "tool.execution_complete", 8, tool_call_id="t1"),  # 2 tokens
-    event(8, "session.compaction_complete"),
-    event(10, "user.message", 80),  # after the last main call: never carried
-    event(11, "assistant.message", 40, agent_id="sub", parent_tool_call_id="sub"),
-]
-
-
-def call(
-    seq: int, tokens: int, cost: str | None, kind: str = "main", **more: Any
-) -> dict[str, Any]:
-    return {
-        "session_id": "s1",
-        "event_seq": seq,
-        "call_index": seq,
-        "kind": kind,
-        "input_tokens": tokens,
-        "input_cost_usd": None if cost is None else Decimal(cost),
-        "cache_read_cost_usd": Decimal(0),
-        "cache_write_cost_usd": Decimal(0),
-        **more,
-    }
-
-
-def carried(costs: tuple[str | None, str, str, str]) -> dict[str, tuple[int, Decimal | None]]:
-    calls = frame(
-        [
-            call(3, 1000, costs[0]),  # $1e-6 per input token when priced
-            call(7, 2000, costs[1]),  # $2e-6
-            call(9, 500, costs[2]),  # after the compaction
-            call(12, 100, costs[3], kind="subagent", agent_id="sub"),  # $1e-6
-        ],
-        combine(CALLS, CALL_TOKENS, COSTS),
-    )
-    out = carried_context(frame(EVENTS_ROWS, EVENTS), calls)
-    return {row["item"]: (row["times_carried"], row["cost_usd"]) for row in out.to_dicts()}
-
-
-def test_items_are_carried_by_later_calls_of_their_agent_until_a_compaction() -> None:
-    assert carried(("0.001", "0.004", "0.0005", "0.0001")) == {
-        "s1 · user prompt · event 2": (2, Decimal("0.0003")),
-        "s1 · assistant reply · event 4": (1, Decimal("0.00002")),
-        "s1 · tool result: view · event 6": (1, Decimal("0.000004")),
-        "s1 · assistant reply · event 11": (1, Decimal("0.00001")),
-    }
-
-
-def test_an_unpriced_carrying_call_makes_the_item_cost_unknown() -> None:
-    out = carried((None, "0.004", "0.0005", "0.0001"))
-    assert out["s1 · user prompt · event 2"] == (2, None)
-    assert out["s1 · assistant reply · event 4"] == (1, Decimal("0.00002"))
+def test_carried_items_are_the_attributed_conversation_items() -> None:
+    result = analyze([SAMPLE_LOGS])
+    priced = price_calls(result.calls, load_rate_table("github-copilot"))
+    chart = carried_context(result.events, priced)
+    _, items = attribute_context(priced, result.events)
+    conversation = items.filter(pl.col("item_kind") != "fixed")
+    assert chart.height == conversation.height > 0
+    assert chart["cost_usd"].sum() == conversation["cost_usd"].sum()
+    assert (chart["times_carried"] >= 1).all()
 
 
 TEST_TABLE = """
@@ -103,7 +57,7 @@ cache_write_5m = "1.25"
 """
 
 
-def test_compare_rate_tables_reports_unpriced_tables_as_unknown() -> None:
+def test_table_totals_report_unpriced_tables_as_unknown() -> None:
     calls = frame(
         [
             {"model": model, "input_tokens": 1_000_000, "cache_read_tokens": 0}
@@ -114,7 +68,7 @@ def test_compare_rate_tables_reports_unpriced_tables_as_unknown() -> None:
     )
     known = parse_rate_table(TEST_TABLE, name="known")
     nothing = parse_rate_table(TEST_TABLE.replace('"m"', '"x"'), name="nothing")
-    totals = compare_rate_tables(calls, [known, nothing])
+    totals = table_totals(calls, [known, nothing])
     assert totals.to_dicts() == [
         {"rates": "known", "cost_usd": Decimal(2), "calls": 3, "priced_calls": 2},
         {"rates": "nothing", "cost_usd": None, "calls": 3, "priced_calls": 0},
