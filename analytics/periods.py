@@ -24,8 +24,7 @@ import polars as pl
 
 from analytics.apportion import apportion
 from analytics.costs import billed_usd
-from analytics.errors import UsageError
-from analytics.schema import MONEY, TIMESTAMP
+from analytics.schema import MONEY
 
 Period = Literal["day", "week", "month"]
 Breakdown = Literal["model", "project", "session"]
@@ -70,7 +69,7 @@ def period_report(
     ``repository``, ``cwd`` and ``billed_nano_aiu``. A call without a start time has no
     period (null) and is kept unless a window is given.
     """
-    name = _polars_zone(zone)
+    name = str(zone)
     local = pl.col("start_time").dt.convert_time_zone(name).dt.date()
     calls = with_call_bills(priced_calls, sessions).with_columns(
         local.dt.truncate(_TRUNCATE[period]).alias("period_start"),
@@ -92,17 +91,6 @@ def period_report(
         pl.lit(name).alias("timezone"), pl.lit("total").alias("period"), *_aggregates()
     )
     return PeriodReport(rows=rows, totals=totals, zone=name)
-
-
-def _polars_zone(zone: ZoneInfo) -> str:
-    """The zone's name, checked against the timezone database polars uses."""
-    try:
-        pl.select(pl.lit(None, TIMESTAMP).dt.convert_time_zone(str(zone)))
-    except pl.exceptions.PolarsError:
-        raise UsageError(
-            f"timezone {zone} is not supported for grouping; use an IANA name such as Europe/Paris"
-        ) from None
-    return str(zone)
 
 
 _OUTPUT = [

@@ -6,18 +6,26 @@ import os
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import polars as pl
+
 from analytics.errors import UsageError
 
 
 def resolve_zone(name: str | None) -> ZoneInfo:
-    """The named IANA zone, or the local zone (``$TZ``, ``/etc/localtime``), else UTC."""
+    """The named IANA zone, or the local zone (``$TZ``, ``/etc/localtime``), else UTC.
+
+    A name must also be one polars can convert to (it rejects a few of the system database's
+    entries, such as ``Factory``), since every grouping by day happens in polars.
+    """
     if name:
         try:
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+            zone = ZoneInfo(name)
+            pl.select(pl.lit(None, pl.Datetime("ms", "UTC")).dt.convert_time_zone(name))
+        except (ZoneInfoNotFoundError, ValueError, pl.exceptions.PolarsError):
             raise UsageError(
                 f"unknown timezone {name!r}; use an IANA name such as Europe/Paris or UTC"
             ) from None
+        return zone
     return _local_zone()
 
 
