@@ -1,0 +1,242 @@
+"""``agentcost analyze`` through typer's CliRunner: formats, filters, exit codes, side effects.
+
+Exit codes (``errors.py``): 0 success, 1 ``--strict`` with issues, 2 bad usage or unreadable
+input, always with one line on stderr that says what to do. Sessions are small literal logs
+written to ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+from analytics.cli import app
+
+RUNNER = CliRunner()
+
+
+def event(kind: str, stamp: str, **data: object) -> str:
+    return json.dumps({"type": kind, "data": data, "id": kind, "timestamp": stamp})
+
+
+def write_session(root: Path, session: str, day: str = "2026-05-01T10:00", extra: str = "") -> Path:
+    """A complete one-call session starting at ``day`` (UTC)."""
+    directory = root / "session-state" / session
+    directory.mkdir(parents=True)
+    lines = [
+        event(
+            "session.start",
+            f"{day}:00.000Z",
+            sessionId=session,
+            copilotVersion="1.0.80",
+            selectedModel="claude-sonnet-4.6",
+        ),
+        event("user.message", f"{day}:01.000Z", content="hi"),
+        event("assistant.turn_start", f"{day}:02.000Z", turnId="0"),
+        event("assistant.message", f"{day}:03.000Z", content="ok", outputTokens=12),
+        event("assistant.turn_end", f"{day}:04.000Z", turnId="0"),
+        event(
+            "session.shutdown",
+            f"{day}:05.000Z",
+            shutdownType="routine",
+            totalNanoAiu=5,
+            modelMetrics={
+                "claude-sonnet-4.6": {
+                    "requests": {"count": 1, "cost": 1},
+                    "usage": {"inputTokens": 900, "outputTokens": 12},
+                }
+            },
+        ),
+    ]
+    (directory / "events.jsonl").write_text("\n".join(lines) + "\n" + extra)
+    return directory
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """Two sessions: s-late starts 23:30 UTC on May 1 (May 2 in Paris), s-early May 1 10:00."""
+    root = tmp_path / "home"
+    write_session(root, "s-early")
+    write_session(root, "s-late", day="2026-05-01T23:30")
+    return root
+
+
+def run(*args: str | Path) -> Result:
+    return RUNNER.invoke(app, [str(arg) for arg in args])
+
+
+def session_ids(result: Result) -> list[str]:
+    assert result.exit_code == 0, result.output
+    return [row["session_id"] for row in json.loads(result.stdout)["sessions"]]
+
+
+def test_table_is_the_default(home: Path) -> None:
+    result = run("analyze", home, "--timezone", "UTC")
+    assert result.exit_code == 0, result.output
+    assert "s-early" in result.stdout and "s-late" in result.stdout
+    assert "2 sessions" in result.stdout
+    assert result.stderr == ""
+
+
+def test_json_sessions_and_calls(home: Path) -> None:
+    sessions = json.loads(run("analyze", home, "-f", "json").stdout)
+    assert [s["llm_calls"] for s in sessions["sessions"]] == [1, 1]
+    assert sessions["issues"] == []
+    calls = json.loads(run("analyze", home, "--format", "json", "--calls").stdout)
+    assert [c["session_id"] for c in calls["calls"]] == ["s-early", "s-late"]
+    assert calls["calls"][0]["start_time"] == "2026-05-01T10:00:02.000Z"
+    assert calls["calls"][0]["output_tokens"] == 12
+
+
+@pytest.mark.parametrize("calls", [False, True], ids=["sessions", "calls"])
+def test_csv(home: Path, calls: bool) -> None:
+    result = run("analyze", home, "-f", "csv", *(["--calls"] if calls else []))
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [row["session_id"] for row in rows] == ["s-early", "s-late"]
+    assert "kind" in rows[0] if calls else "llm_calls" in rows[0]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--since", "2026-05-02", "--timezone", "Europe/Paris"], ["s-late"]),
+        (["--until", "2026-05-01", "--timezone", "Europe/Paris"], ["s-early"]),
+        (["--since", "2026-05-02", "--timezone", "UTC"], []),
+        (["--until", "2026-05-01", "--timezone", "UTC"], ["s-early", "s-late"]),
+        (
+            ["--since", "2026-05-01", "--until", "2026-05-01", "--timezone", "America/New_York"],
+            ["s-early", "s-late"],
+        ),
+        (
+            ["--since", "2026-04-30", "--until", "2026-04-30", "--timezone", "Pacific/Kiritimati"],
+            [],
+        ),
+    ],
+    ids=["paris-since", "paris-until", "utc-since", "utc-until", "new-york-day", "empty-window"],
+)
+def test_day_window_uses_the_timezone(home: Path, options: list[str], expected: list[str]) -> None:
+    assert session_ids(run("analyze", home, "-f", "json", *options)) == expected
+
+
+def test_window_also_filters_calls(home: Path) -> None:
+    result = run(
+        "analyze",
+        home,
+        "-f",
+        "json",
+        "--calls",
+        "--since",
+        "2026-05-02",
+        "--timezone",
+        "Europe/Paris",
+    )
+    assert [c["session_id"] for c in json.loads(result.stdout)["calls"]] == ["s-late"]
+
+
+def test_strict_fails_only_when_there_are_issues(tmp_path: Path) -> None:
+    clean = write_session(tmp_path / "clean", "s1")
+    assert run("analyze", clean, "--strict").exit_code == 0
+    torn = write_session(tmp_path / "torn", "s2", extra='{"type":"assistant.turn_st')
+    lenient = run("analyze", torn, "-f", "json")
+    assert lenient.exit_code == 0
+    assert "1 issues (1 errors" in lenient.stderr
+    issue = json.loads(lenient.stdout)["issues"][0]
+    assert (issue["line"], issue["severity"]) == (7, "error")
+    strict = run("analyze", torn, "--strict")
+    assert strict.exit_code == 1
+    assert "--strict" in strict.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["{missing}"], "no such file or directory"),
+        (["{inside_file}"], "no such file or directory"),
+        (["{ok}", "--since", "2026-13-01"], "--since"),
+        (["{ok}", "--until", "yesterday"], "--until"),
+        (["{ok}", "--timezone", "Mars/Olympus_Mons"], "unknown timezone"),
+    ],
+    ids=["missing-path", "path-inside-a-file", "bad-since", "bad-until", "unknown-timezone"],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
+    ok = write_session(tmp_path, "s1")
+    paths = {"missing": tmp_path / "nope", "inside_file": ok / "events.jsonl" / "x", "ok": ok}
+    result = run("analyze", *(arg.format(**paths) for arg in args))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentcost: error: ")
+    assert words in lines[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 directory anyway")
+def test_unreadable_path_exit_2(tmp_path: Path) -> None:
+    locked = write_session(tmp_path, "s1")
+    locked.chmod(0)
+    try:
+        result = run("analyze", locked)
+    finally:
+        locked.chmod(0o755)
+    assert result.exit_code == 2
+    assert "permission denied" in result.stderr
+
+
+def test_a_directory_without_events_is_an_issue_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "session-state" / "abc" / "checkpoints").mkdir(parents=True)
+    result = run("analyze", tmp_path / "session-state" / "abc", "-f", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["sessions"] == []
+    assert len(document["issues"]) == 1
+    assert "1 issues" in result.stderr
+    assert run("analyze", tmp_path / "session-state" / "abc", "--strict").exit_code == 1
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(path.relative_to(root)): (path.stat().st_mtime_ns, path.stat().st_size)
+        for path in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(
+    "options", [[], ["-f", "json"], ["-f", "csv", "--calls"], ["--strict"]], ids=str
+)
+def test_never_writes_inside_the_session_directory(home: Path, options: list[str]) -> None:
+    before = _tree(home)
+    run("analyze", home, *options)
+    assert _tree(home) == before
+
+
+@pytest.mark.parametrize("command", [[], ["analyze"]], ids=str)
+def test_help(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.stdout
+
+
+def test_every_command_has_help() -> None:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    names = sorted(group.commands)
+    assert "analyze" in names
+    for name in names:
+        result = run(name, "--help")
+        assert result.exit_code == 0, (name, result.output)
+        assert len(result.stdout.strip().splitlines()) > 2, name
+
+
+def test_cli_import_does_not_import_plotly() -> None:
+    code = "import sys, analytics.cli; print('plotly' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]

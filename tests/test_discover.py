@@ -1,0 +1,140 @@
+"""Finding session logs (``sources/discover.discover``) in the layouts Copilot writes.
+
+Each test builds a small directory tree in ``tmp_path``: session directories
+(``<id>/events.jsonl``), legacy flat ``<id>.jsonl`` files, ``session-state`` directories, Copilot
+homes (with ``session-store.db`` and ``otel/``), and checks which logs are found, which session
+id each one would get if it does not name its own, and what is reported as a problem.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from analytics.errors import InputError
+from analytics.sources.discover import Found, copilot_home, discover
+
+LOG = '{"type":"session.start","data":{},"timestamp":"2026-05-01T10:00:00.000Z"}\n'
+
+
+def touch(path: Path, text: str = LOG) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def logs(found: Found, root: Path) -> list[tuple[str, str]]:
+    return [(str(log.path.relative_to(root)), log.session_hint) for log in found.logs]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A Copilot home: two session dirs, a legacy flat log, an empty session dir, records."""
+    root = tmp_path / ".copilot"
+    touch(root / "session-state" / "aaa" / "events.jsonl")
+    touch(root / "session-state" / "aaa" / "workspace.yaml", "id: aaa\n")
+    touch(root / "session-state" / "bbb" / "events.jsonl")
+    touch(root / "session-state" / "ccc.jsonl")
+    (root / "session-state" / "ddd" / "checkpoints").mkdir(parents=True)
+    touch(root / "session-store.db", "")
+    touch(root / "otel" / "run.jsonl", "{}\n")
+    return root
+
+
+def test_copilot_home(home: Path) -> None:
+    found = discover([home])
+    assert logs(found, home) == [
+        ("session-state/aaa/events.jsonl", "aaa"),
+        ("session-state/bbb/events.jsonl", "bbb"),
+        ("session-state/ccc.jsonl", "ccc"),
+    ]
+    assert found.stores == [home / "session-store.db"]
+    assert found.otel == [home / "otel" / "run.jsonl"]
+    assert found.problems == [
+        (str(home / "session-state" / "ddd"), "session directory has no events.jsonl")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("session-state", ["aaa", "bbb", "ccc"]),
+        ("session-state/aaa", ["aaa"]),
+        ("session-state/aaa/events.jsonl", ["aaa"]),
+        ("session-state/ccc.jsonl", ["ccc"]),
+    ],
+)
+def test_narrower_targets(home: Path, target: str, expected: list[str]) -> None:
+    found = discover([home / target])
+    assert [log.session_hint for log in found.logs] == expected
+    assert found.stores == [] and found.otel == []
+
+
+def test_a_log_named_twice_is_found_once(home: Path) -> None:
+    found = discover(
+        [home, home / "session-state" / "aaa", home / "session-state" / "aaa" / "events.jsonl"]
+    )
+    assert [log.session_hint for log in found.logs] == ["aaa", "bbb", "ccc"]
+
+
+def test_any_tree_of_session_directories(tmp_path: Path) -> None:
+    touch(tmp_path / "backup" / "2026" / "x1" / "events.jsonl")
+    touch(tmp_path / "backup" / "notes" / "y2.jsonl")
+    found = discover([tmp_path / "backup"])
+    assert logs(found, tmp_path) == [
+        ("backup/2026/x1/events.jsonl", "x1"),
+        ("backup/notes/y2.jsonl", "y2"),
+    ]
+    assert found.problems == []
+
+
+@pytest.mark.parametrize("layout", ["empty", "unrelated-files", "empty-session-state"])
+def test_a_directory_without_logs_is_a_problem_not_silence(tmp_path: Path, layout: str) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    if layout == "unrelated-files":
+        touch(target / "notes.txt", "hello\n")
+        touch(target / "sub" / "workspace.yaml", "id: x\n")
+    if layout == "empty-session-state":
+        (target / "session-state").mkdir()
+    found = discover([target])
+    assert found.logs == []
+    assert [path for path, _ in found.problems] == [str(target)]
+    assert "no Copilot session log" in found.problems[0][1]
+
+
+def test_missing_path_raises_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file or directory") as raised:
+        discover([tmp_path / "nope"])
+    assert raised.value.exit_code == 2
+
+
+def test_path_inside_a_file_raises_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        discover([touch(tmp_path / "events.jsonl") / "sub"])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read a chmod 000 directory")
+def test_unreadable_path_raises_input_error(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    touch(locked / "events.jsonl")
+    locked.chmod(0)
+    try:
+        with pytest.raises(InputError, match="permission denied"):
+            discover([locked])
+    finally:
+        locked.chmod(0o755)
+
+
+def test_default_is_copilot_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COPILOT_HOME", str(home))
+    assert copilot_home() == home
+    assert [log.session_hint for log in discover([]).logs] == ["aaa", "bbb", "ccc"]
+
+
+def test_missing_default_home_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "absent"))
+    with pytest.raises(InputError, match="COPILOT_HOME"):
+        discover([])

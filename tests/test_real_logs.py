@@ -1,0 +1,160 @@
+"""Golden tests on the real Copilot logs in ``../shared/real_logs`` (see its README).
+
+The figures asserted here are the acceptance figures: each was checked by hand against the
+log's own shutdown totals or the matching ``session-store.db`` rows. The ``--format json``
+output of ``agentcost analyze`` for each log is also compared with a reviewed snapshot in
+``tests/snapshots/<name>.json``: the ``schema.SESSIONS`` columns and the issues, with absolute
+paths replaced by ``<real_logs>``. Cost columns are left out: they depend on the rate table
+and are pinned by the pricing tests.
+
+To regenerate the snapshots after an intended change, run::
+
+    .venv/bin/python tests/test_real_logs.py
+
+then review the diff (``git diff tests/snapshots``) before committing it. Tests never write them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from analytics.analysis import Analysis, analyze
+from analytics.cli import app
+from analytics.schema import SESSIONS
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+DEFAULT_REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
+
+SDK = "darthmolen-sdk-wire-usage-excerpts"
+#: snapshot name -> the path (relative to real_logs) given to ``agentcost analyze``
+TARGETS = {
+    "qiaolei81-session-demo": "qiaolei81-session-demo",
+    "qiaolei81-session-medium": "qiaolei81-session-medium",
+    "session-bench-excerpt": "session-bench-copilot-2026-10-04-01-excerpt",
+    "aiusage-core-1.0.80": "aiusage-core-session-store-1.0.80",
+    "darthmolen-spike-01": f"{SDK}/spike-01-single-agent.usage-excerpt.jsonl",
+    "darthmolen-spike-07": f"{SDK}/spike-07-fleet-subagents.usage-excerpt.jsonl",
+}
+
+
+def session_of(real_logs: Path, name: str) -> tuple[dict[str, Any], Analysis]:
+    result = analyze([real_logs / TARGETS[name]])
+    assert result.sessions.height == 1
+    return result.sessions.row(0, named=True), result
+
+
+def test_qiaolei81_session_demo(real_logs: Path) -> None:
+    """3 turn pairs but 5 LLM calls: 2 come from the explore sub-agent's messages."""
+    row, result = session_of(real_logs, "qiaolei81-session-demo")
+    assert (row["llm_calls"], row["main_calls"], row["subagent_calls"]) == (5, 3, 2)
+    assert row["shutdown_requests"] == 5
+    assert row["calls_agree"] is True
+    assert row["output_tokens"] == 747 == 521 + 226
+    assert row["input_tokens"] == 98_716 == 81_666 + 17_050
+    assert row["cache_read_tokens"] == 68_028
+    assert row["cache_write_tokens"] == 30_663
+    assert row["billed_nano_aiu"] == "21893915000"
+    sub = result.calls.filter(pl.col("kind") == "subagent")
+    assert sub["model"].to_list() == ["claude-haiku-4.5"] * 2
+    assert sub["agent_name"].to_list() == ["explore"] * 2
+    assert sub["output_tokens"].sum() == 226
+    assert result.calls.filter(pl.col("kind") == "main")["output_tokens"].sum() == 521
+    assert result.issues.height == 0
+
+
+def test_aiusage_core_three_processes(real_logs: Path) -> None:
+    """45 calls = the 45 session-store rows; the bill is the last cumulative total."""
+    row, result = session_of(real_logs, "aiusage-core-1.0.80")
+    assert (row["llm_calls"], row["main_calls"], row["subagent_calls"]) == (45, 40, 5)
+    assert row["interrupted_calls"] == 1
+    assert (row["processes"], row["shutdowns"], row["shutdown_mode"]) == (3, 3, "cumulative")
+    assert row["billed_nano_aiu"] == "18913170000"
+    by_model = dict(result.calls.group_by("model").len().iter_rows())
+    assert by_model == {"claude-haiku-4.5": 19, "gpt-5-mini": 26}
+    last = result.calls.filter(pl.col("call_index") == 45).row(0, named=True)
+    assert (last["kind"], last["interrupted"]) == ("main", True)
+
+
+def test_qiaolei81_session_medium(real_logs: Path) -> None:
+    row, _ = session_of(real_logs, "qiaolei81-session-medium")
+    assert (row["llm_calls"], row["shutdown_requests"], row["calls_agree"]) == (2, 2, True)
+    assert (row["input_tokens"], row["output_tokens"]) == (48_243, 414)
+    assert row["input_tokens"] == 4 + row["cache_read_tokens"] + row["cache_write_tokens"]
+
+
+def test_session_bench_excerpt(real_logs: Path) -> None:
+    """The excerpt drops the middle of the file: its first turn_end has no start left."""
+    row, result = session_of(real_logs, "session-bench-excerpt")
+    orphan = result.issues.row(0, named=True)
+    assert result.issues.height == 1
+    assert orphan["file"].endswith("session-bench-copilot-2026-10-04-01-excerpt/events.jsonl")
+    assert orphan["line"] == 5
+    assert "turn_end" in orphan["message"]
+    assert (row["shutdown_requests"], row["calls_checked"]) == (7, 1)
+    assert (row["calls_agree"], row["calls_delta"]) == (False, -6)
+    assert row["models"] == ["gpt-6-luna"]
+    assert row["shutdown_mode"] == "cumulative"
+    assert (row["input_tokens"], row["output_tokens"], row["reasoning_tokens"]) == (
+        98_270,
+        676,
+        153,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "calls", "main", "sub"),
+    [("darthmolen-spike-07", 57, 5, 52), ("darthmolen-spike-01", 5, 5, 0)],
+)
+def test_sdk_wire_captures(real_logs: Path, name: str, calls: int, main: int, sub: int) -> None:
+    row, _ = session_of(real_logs, name)
+    assert (row["llm_calls"], row["main_calls"], row["subagent_calls"]) == (calls, main, sub)
+    assert row["input_tokens"] is None  # no shutdown: unknown, never 0
+
+
+# --- every file through the CLI, and the snapshots -----------------------------------------
+
+
+def test_every_real_log_file_through_the_cli(real_logs: Path) -> None:
+    files = sorted(real_logs.rglob("*.jsonl"))
+    assert len(files) == 6
+    runner = CliRunner()
+    for target in [real_logs, *files]:
+        result = runner.invoke(app, ["analyze", str(target), "--format", "json"])
+        assert result.exit_code == 0, (target, result.output)
+        assert json.loads(result.stdout)["sessions"]
+
+
+def render(real_logs: Path, name: str) -> str:
+    """The snapshot text: ``analyze --format json`` with the real_logs path made relative."""
+    result = CliRunner().invoke(app, ["analyze", str(real_logs / TARGETS[name]), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout.replace(str(real_logs), "<real_logs>"))
+    sessions = [{k: v for k, v in row.items() if k in SESSIONS} for row in document["sessions"]]
+    facts = {"sessions": sessions, "issues": document["issues"]}
+    return json.dumps(facts, indent=2, sort_keys=True) + "\n"
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_snapshot(real_logs: Path, name: str) -> None:
+    snapshot = SNAPSHOTS / f"{name}.json"
+    assert snapshot.is_file(), f"missing {snapshot}; see this module's docstring"
+    assert render(real_logs, name) == snapshot.read_text()
+
+
+def regenerate(real_logs: Path = DEFAULT_REAL_LOGS) -> None:
+    """Rewrite every snapshot from the current code (run by hand, then review the diff)."""
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for name in sorted(TARGETS):
+        (SNAPSHOTS / f"{name}.json").write_text(render(real_logs, name))
+        print(f"wrote {SNAPSHOTS / name}.json", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    regenerate()
