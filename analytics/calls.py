@@ -151,8 +151,15 @@ def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
     has_usage = events.group_by("session_id").agg(
         (kind == "assistant.usage").any().alias("_captured")
     )
-    tagged = events.join(has_usage, on="session_id").with_columns(
-        pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent")
+    tagged = (
+        events.join(has_usage, on="session_id")
+        .with_columns(pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent"))
+        .sort("session_id", "event_seq")
+        .with_columns(
+            # A sub-agent call starts when the agent's previous event (its start, or the tool
+            # result it answers) ended, unless the record states its duration.
+            pl.col("timestamp").shift(1).over("session_id", "_agent").alias("_previous_time")
+        )
     )
     from_usage = (kind == "assistant.usage") & (
         (pl.col("initiator") == "sub-agent") | pl.col("parent_tool_call_id").is_not_null()
@@ -178,7 +185,11 @@ def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce("parent_tool_call_id", "_spawned_by").alias("parent_tool_call_id"),
         "interaction_id",
         "process_index",
-        pl.col("timestamp").alias("start_time"),
+        pl.coalesce(
+            pl.col("timestamp") - pl.duration(milliseconds=pl.col("duration_ms")),
+            "_previous_time",
+            "timestamp",
+        ).alias("start_time"),
         pl.col("timestamp").alias("end_time"),
         pl.lit(False).alias("interrupted"),
         pl.lit(False).alias("user_initiated"),

@@ -269,6 +269,10 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
         .cast(pl.String)
         .alias("_seconds"),
         pl.when(pl.col("interrupted")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_cut"),
+        pl.when(pl.col("cost_usd").is_null())
+        .then(pl.lit("unpriced"))
+        .otherwise(pl.col("cost_usd").cast(pl.Float64).round(6).cast(pl.String))
+        .alias("_cost"),
     )
     columns = [
         Column("SESSION", "_id", _text, right=False),
@@ -278,10 +282,23 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
         Column("AGENT", "agent_name", _text, right=False),
         Column(f"START ({zone})", "_start", _text, right=False),
         Column("SECONDS", "_seconds", _text),
+        Column("INPUT TOK", "input_tokens", _count),
+        Column("CACHE READ", "cache_read_tokens", _count),
+        Column("CACHE WRITE", "cache_write_tokens", _count),
         Column("OUTPUT TOK", "output_tokens", _count),
+        Column("TOKENS", "token_source", _text, right=False),
+        Column("COST USD", "_cost", _text),
         Column("INTERRUPTED", "_cut", _text, right=False),
     ]
-    totals = {"_id": f"{calls.height} calls", "output_tokens": _sum_known(calls["output_tokens"])}
+    totals = {
+        "_id": f"{calls.height} calls",
+        **{
+            column: _sum_known(calls[column])
+            for column in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+        },
+        "output_tokens": _sum_known(calls["output_tokens"]),
+        "_cost": _money_total(calls["cost_usd"], calls["cost_usd"].null_count()),
+    }
     return render_table(local, columns, totals)
 
 

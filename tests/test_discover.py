@@ -67,8 +67,16 @@ def test_copilot_home(home: Path) -> None:
     ],
 )
 def test_narrower_targets(home: Path, target: str, expected: list[str]) -> None:
+    """A session named inside a Copilot home still gets the home's per-call token records."""
     found = discover([home / target])
     assert [log.session_hint for log in found.logs] == expected
+    assert found.stores == [home / "session-store.db"]
+    assert found.otel == [home / "otel" / "run.jsonl"]
+
+
+def test_a_session_outside_a_copilot_home_has_no_token_records(tmp_path: Path) -> None:
+    touch(tmp_path / "loose" / "events.jsonl")
+    found = discover([tmp_path / "loose"])
     assert found.stores == [] and found.otel == []
 
 

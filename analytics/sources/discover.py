@@ -88,9 +88,11 @@ def _collect(target: Path, found: Found, depth: int) -> None:
     if target.is_file():
         hint = target.parent.name if target.name == _EVENTS else target.stem
         found.logs.append(LogFile(target, hint))
+        _add_home_of(target.parent if target.name == _EVENTS else target, found)
         return
     if (target / _EVENTS).is_file():
         found.logs.append(LogFile(target / _EVENTS, target.name))
+        _add_home_of(target, found)
         return
     if depth >= _MAX_DEPTH:
         return
@@ -113,6 +115,13 @@ def _collect(target: Path, found: Found, depth: int) -> None:
                 found.problems.append((str(child), "session directory has no events.jsonl"))
     if (target / "session-store.db").is_file() and target.name != "session-state":
         _add_token_records(target, found)
+
+
+def _add_home_of(session: Path, found: Found) -> None:
+    """A single session named inside a Copilot home still gets that home's token records."""
+    state = session.resolve().parent
+    if state.name == "session-state":
+        _add_token_records(state.parent, found)
 
 
 def _add_token_records(home: Path, found: Found) -> None:
