@@ -43,7 +43,8 @@ def reconstruction_errors(result: Analysis) -> pl.DataFrame:
 
 
 def error_summary(errors: pl.DataFrame) -> pl.DataFrame:
-    """Per session, and overall (``session_id`` = ``ALL``): calls, median, p90 and max error."""
+    """Per session, then overall by kind of call (``ALL main``, ``ALL subagent``, ...) and for
+    every call (``ALL``): calls, median, p90 and max error."""
     stats = [
         pl.len().alias("calls"),
         pl.col("abs_error_pct").median().round(2).alias("median_abs_error_pct"),
@@ -54,5 +55,10 @@ def error_summary(errors: pl.DataFrame) -> pl.DataFrame:
         pl.col("method").unique().sort().str.join(",").alias("methods"),
     ]
     per_session = errors.group_by("session_id").agg(stats).sort("session_id")
+    per_kind = (
+        errors.group_by(pl.format("ALL {}", "kind").alias("session_id"))
+        .agg(stats)
+        .sort("session_id")
+    )
     overall = errors.select(pl.lit("ALL").alias("session_id"), *stats)
-    return pl.concat([per_session, overall], how="vertical_relaxed")
+    return pl.concat([per_session, per_kind, overall], how="vertical_relaxed")
