@@ -14,7 +14,6 @@ works on whole tables.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -22,17 +21,16 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from analytics.cache import LogCache
 from analytics.calls import build_calls
 from analytics.events import order_events
 from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, OBSERVED_USAGE, conform, empty
 from analytics.sessions import summarize_sessions
-from analytics.sources.copilot_events import read_events
+from analytics.sources.copilot_events import Progress, read_logs
 from analytics.sources.copilot_store import read_session_store
 from analytics.sources.discover import Found, discover
 from analytics.sources.otel import read_otel_export
 from analytics.tokens import add_call_tokens
-
-_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,21 @@ class Window:
     zone: ZoneInfo | None = None
 
 
-def analyze(paths: Sequence[Path], window: Window | None = None) -> Analysis:
-    """Analyse the logs under ``paths`` (the Copilot home when empty)."""
+def analyze(
+    paths: Sequence[Path],
+    window: Window | None = None,
+    *,
+    use_cache: bool = False,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Analyse the logs under ``paths`` (the Copilot home when empty).
+
+    ``use_cache`` keeps parsed files in ``analytics.cache.cache_dir()`` so an unchanged file
+    is not parsed again and a grown one only for its new bytes; ``progress`` is called with
+    (bytes parsed, bytes to parse) while files are read.
+    """
     found = discover(paths)
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-        parsed = list(pool.map(lambda log: read_events(log.path, log.session_hint), found.logs))
+    parsed = [read_logs(found.logs, LogCache() if use_cache else None, progress)]
     events = order_events(_stack([p.events for p in parsed], EVENTS))
     metrics = _stack([p.model_metrics for p in parsed], MODEL_METRICS)
     calls, call_issues = build_calls(events)

@@ -1,19 +1,33 @@
-"""Read one Copilot CLI ``events.jsonl`` (or legacy ``<sessionId>.jsonl``) into tables.
+"""Read Copilot CLI ``events.jsonl`` files (or legacy ``<sessionId>.jsonl``) into tables.
 
 Returns the EVENTS, MODEL_METRICS and ISSUES tables of ``schema.py``. The reader is tolerant:
 every line becomes an event or an error issue (with file and line), never an exception.
 
-How it stays fast: the file is split into a polars string column and decoded with one
+How it stays fast: lines are held in a polars string column and decoded with one
 ``str.json_decode`` against a struct of only the fields agentcost needs, every scalar typed as a
 string so any JSON scalar fits. Lines that do not fit (invalid JSON, a torn last line, a field
 with an unexpected shape) are found by bisection and handled one by one, so a single bad line
 costs a few extra decodes, not a slow path for the whole file.
+
+How it stays fast and flat at any size: files are cut into *pieces* of whole lines (a small
+file is one piece, a huge one is read in chunks split at newlines, and the bytes after the last
+newline are a piece of their own), and the pieces of many files are parsed together in batches
+of a few MB on a small thread pool, so each polars operation's fixed cost is paid per batch, not
+per file, and no more than a few batches of raw bytes are held at once. A piece is parsed in
+*local* form: line numbers and ``process_index`` count from the piece's start and the session
+is left open; ``place`` then adds each piece's offsets within its file and the file's session
+id. ``analytics.cache`` stores exactly these local tables, which is how a file that grew parses
+only its new bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -23,6 +37,7 @@ import polars as pl
 
 from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
 from analytics.sources.copilot_event_types import KNOWN_EVENT_TYPES
+from analytics.sources.discover import LogFile
 
 S = pl.String()
 
@@ -105,14 +120,138 @@ _LINE = pl.Struct({"type": S, "id": S, "timestamp": S, "agentId": S, "ephemeral"
 
 _TEXT_LIMIT = 500  # characters of free text (summaries, errors) kept per event
 
+#: Bytes read from a file at once: a larger file is parsed in pieces of about this size.
+CHUNK_BYTES = 8 * 2**20
+#: Raw bytes of pieces parsed together in one batch (many small files share a batch).
+BATCH_BYTES = 8 * 2**20
+#: Threads parsing batches (polars releases the GIL while it decodes).
+WORKERS = 2
+
 
 @dataclass(frozen=True)
 class ParsedLog:
-    """What one log file yields: its events, its shutdown per-model totals, its problems."""
+    """What log files yield: their events, their shutdown per-model totals, their problems."""
 
     events: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Bytes of one file parsed as a unit: whole lines, or the file's unterminated tail."""
+
+    id: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class PieceInfo:
+    """What placing a parsed piece in its file needs.
+
+    ``lines`` and ``resumes`` (its ``session.resume`` events) offset the line numbers and
+    ``process_index`` of the pieces after it; ``session`` is the session id of its first
+    ``session.start``, if any (a file's session is the first of these, else the hint).
+    """
+
+    id: int
+    lines: int
+    resumes: int
+    session: str | None
+
+
+#: Local form: the contracts plus the piece each row came from; file-level columns
+#: (``source_file``, ``session_id``, ``file``) stay null until ``place``.
+LOCAL_EVENTS: dict[str, pl.DataType] = {"piece": pl.Int64(), **EVENTS}
+LOCAL_MODEL_METRICS: dict[str, pl.DataType] = {"piece": pl.Int64(), **MODEL_METRICS}
+LOCAL_ISSUES: dict[str, pl.DataType] = {"piece": pl.Int64(), **ISSUES}
+
+
+@dataclass(frozen=True)
+class LocalTables:
+    """Parsed pieces in local form (see the module docstring)."""
+
+    events: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    infos: tuple[PieceInfo, ...] = ()
+
+    def only(self, pieces: Iterable[int]) -> LocalTables:
+        """The rows of ``pieces`` alone (``infos`` unchanged)."""
+        keep = pl.col("piece").is_in(pl.Series(list(pieces), dtype=pl.Int64).implode())
+        return LocalTables(
+            self.events.filter(keep),
+            self.model_metrics.filter(keep),
+            self.issues.filter(keep),
+            self.infos,
+        )
+
+    @staticmethod
+    def stack(parts: Sequence[LocalTables]) -> LocalTables:
+        """All pieces of ``parts`` in one set of tables."""
+
+        def stacked(name: str, contract: dict[str, pl.DataType]) -> pl.DataFrame:
+            frames = [getattr(part, name) for part in parts]
+            return pl.concat(frames) if frames else empty(contract)
+
+        return LocalTables(
+            stacked("events", LOCAL_EVENTS),
+            stacked("model_metrics", LOCAL_MODEL_METRICS),
+            stacked("issues", LOCAL_ISSUES),
+            tuple(info for part in parts for info in part.infos),
+        )
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where to read a file: up to ``size`` bytes from ``start``; ``cached`` covers the rest.
+
+    ``error`` is set (and nothing is read) when the file cannot even be inspected.
+    """
+
+    size: int = 0
+    mtime_ns: int = 0
+    start: int = 0
+    cached: tuple[PieceInfo, ...] = ()
+    error: str | None = None
+
+
+@dataclass
+class _FileRead:
+    """One file during a run: how it was resumed and the pieces read from it, in order."""
+
+    log: LogFile
+    resume: Resume
+    complete: list[int] = dataclasses.field(default_factory=list)  # pieces of whole lines
+    tail: int | None = None  # the piece after the last newline, never cached
+    boundary: int = 0  # byte offset just after the last complete line read
+    error: str | None = None
+
+
+class PieceStore:
+    """Where parsed pieces are kept between runs (``analytics.cache.LogCache``); no-op here."""
+
+    def resume(self, path: Path) -> Resume:
+        """Where to start reading ``path``: here, from the beginning."""
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            return Resume(error=str(exc))
+        return Resume(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+    def load(self, resumes: Sequence[Resume]) -> tuple[LocalTables, list[Resume]]:
+        """The cached pieces of ``resumes``; a resume whose pieces are gone restarts at 0."""
+        return LocalTables.stack([]), list(resumes)
+
+    def save(self, tables: LocalTables, ids: set[int]) -> None:
+        """Keep the pieces ``ids`` of ``tables`` for later runs."""
+
+    def commit(self, files: Sequence[tuple[Path, Resume, int, tuple[PieceInfo, ...]]]) -> None:
+        """Record, per file, what was read: (path, resume, boundary, pieces up to boundary)."""
+
+
+Progress = Callable[[int, int], None]
+"""Called with (bytes parsed so far, bytes to parse) as batches finish."""
 
 
 def read_events(path: Path, session_hint: str) -> ParsedLog:
@@ -122,99 +261,391 @@ def read_events(path: Path, session_hint: str) -> ParsedLog:
     the first line was flushed, or an excerpt): the session directory name or the file stem.
     An unreadable file yields one error issue and no events.
     """
-    file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return ParsedLog(
-            empty(EVENTS), empty(MODEL_METRICS), _issues([(file, None, "error", str(exc))])
-        )
-    lines, issues = _split_lines(raw, file)
+    return read_logs([LogFile(path, session_hint)])
+
+
+def read_logs(
+    logs: Sequence[LogFile],
+    store: PieceStore | None = None,
+    progress: Progress | None = None,
+) -> ParsedLog:
+    """Parse many events files into one set of tables, reusing what ``store`` kept.
+
+    Files are read once, in chunks; batches of pieces are parsed on ``WORKERS`` threads while
+    the next batch is read, and at most a few batches are in flight, so memory stays flat.
+    """
+    store = store or PieceStore()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        cached, resumes = store.load(list(pool.map(store.resume, [log.path for log in logs])))
+        reads = [_FileRead(log, resume) for log, resume in zip(logs, resumes, strict=True)]
+        parsed = _parse_files(reads, pool, store, progress)
+    local = LocalTables.stack([cached, *parsed])
+    new = {info.id: info for info in local.infos}
+    store.commit(
+        [
+            (read.log.path, read.resume, read.boundary, _infos_of(read, new, tail=False))
+            for read in reads
+            if read.error is None and read.resume.error is None
+        ]
+    )
+    return place(local, reads, new)
+
+
+def _parse_files(
+    reads: Sequence[_FileRead],
+    pool: ThreadPoolExecutor,
+    store: PieceStore,
+    progress: Progress | None,
+) -> list[LocalTables]:
+    """Read the files' new bytes as pieces and parse them in batches on ``pool``."""
+    total = sum(r.resume.size - r.resume.start for r in reads if r.resume.error is None)
+    done: list[LocalTables] = []
+    pending: deque[tuple[Future[LocalTables], int]] = deque()
+    parsed_bytes = 0
+
+    def finish() -> None:
+        nonlocal parsed_bytes
+        future, batch_bytes = pending.popleft()
+        done.append(future.result())
+        parsed_bytes += batch_bytes
+        if progress:
+            progress(parsed_bytes, total)
+
+    batch: list[Piece] = []
+    complete: set[int] = set()
+    size = 0
+    for piece, is_complete in _pieces(reads):
+        batch.append(piece)
+        size += len(piece.data)
+        if is_complete:
+            complete.add(piece.id)
+        if size >= BATCH_BYTES:
+            pending.append((pool.submit(_parse_and_keep, batch, complete, store), size))
+            batch, complete, size = [], set(), 0
+            if len(pending) > WORKERS:
+                finish()
+    if batch:
+        pending.append((pool.submit(_parse_and_keep, batch, complete, store), size))
+    while pending:
+        finish()
+    return done
+
+
+def _parse_and_keep(batch: Sequence[Piece], complete: set[int], store: PieceStore) -> LocalTables:
+    """Parse a batch and keep its complete pieces in ``store`` (on a worker thread)."""
+    tables = parse_pieces(batch)
+    store.save(tables, complete)
+    return tables
+
+
+def _pieces(reads: Sequence[_FileRead]) -> Iterator[tuple[Piece, bool]]:
+    """Each file's unread bytes as pieces (and whether the piece ends with a newline).
+
+    Reads at most ``CHUNK_BYTES`` at once; a chunk is cut after its last newline and the rest
+    carried into the next one, so every piece but a file's tail holds whole lines.
+    """
+    for read in reads:
+        resume = read.resume
+        read.boundary = resume.start
+        if resume.error is not None or resume.size <= resume.start:
+            continue
+        try:
+            with read.log.path.open("rb") as handle:
+                handle.seek(resume.start)
+                left = resume.size - resume.start
+                carry = b""
+                while left > 0:
+                    block = handle.read(min(CHUNK_BYTES, left))
+                    if not block:
+                        break
+                    left -= len(block)
+                    data = carry + block if carry else block
+                    cut = data.rfind(b"\n") + 1
+                    carry = data[cut:]
+                    if cut:
+                        piece = Piece(_new_id(), data[:cut])
+                        read.complete.append(piece.id)
+                        read.boundary += cut
+                        yield piece, True
+                if carry:
+                    piece = Piece(_new_id(), carry)
+                    read.tail = piece.id
+                    yield piece, False
+        except OSError as exc:
+            read.error = str(exc)
+
+
+def _new_id() -> int:
+    """A piece id unique across runs (pieces of many runs share the cache)."""
+    return random.getrandbits(62)
+
+
+def _infos_of(read: _FileRead, new: dict[int, PieceInfo], *, tail: bool) -> tuple[PieceInfo, ...]:
+    """The pieces of one file in order: cached, newly read, and (``tail``) its tail."""
+    ids = read.complete + ([read.tail] if tail and read.tail is not None else [])
+    return read.resume.cached + tuple(new[i] for i in ids)
+
+
+def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceInfo]) -> ParsedLog:
+    """Final tables: each piece's rows moved to their place in their file.
+
+    Line numbers and ``process_index`` are offset by the pieces before it in the same file;
+    ``session_id`` is the file's (its first ``session.start``, else the hint). Unknown event
+    types are reported here, once per file and type, because a type's lines can span pieces.
+    """
+    rows: list[tuple[int, int, str, int, int, str]] = []
+    failed: list[tuple[str, int | None, str, str]] = []
+    for order, read in enumerate(reads):
+        file = str(read.log.path)
+        error = read.resume.error or read.error
+        if error is not None:
+            failed.append((file, None, "error", error))
+            continue
+        pieces = _infos_of(read, new, tail=True)
+        session = next((p.session for p in pieces if p.session), read.log.session_hint)
+        lines = resumes = 0
+        for info in pieces:
+            rows.append((info.id, order, file, lines, resumes, session))
+            lines += info.lines
+            resumes += info.resumes
+    where = pl.DataFrame(
+        rows,
+        schema={
+            "piece": pl.Int64,
+            "_order": pl.Int64,
+            "_file": pl.String,
+            "_lines": pl.Int64,
+            "_resumes": pl.Int32,
+            "_session": pl.String,
+        },
+        orient="row",
+    )
+    events = _moved(local.events, where, "source_file", "source_line").with_columns(
+        pl.col("source_line").alias("event_seq")
+    )
+    metrics = _moved(local.model_metrics, where, "source_file", "source_line")
+    issues = _moved(local.issues, where, "file", "line")
+    issues = pl.concat([conform(issues, ISSUES), _unknown_types(events), _issues(failed)])
+    return ParsedLog(
+        conform(events, EVENTS),
+        conform(metrics, MODEL_METRICS),
+        issues.sort("file", "line", nulls_last=False, maintain_order=True),
+    )
+
+
+def _moved(frame: pl.DataFrame, where: pl.DataFrame, file: str, line: str) -> pl.DataFrame:
+    """Rows of ``frame`` with their file, line, process and session from ``where`` (by piece),
+    in file and line order.
+
+    The new values are looked up per column, so the other columns are shared, not copied, and
+    the rows are re-ordered only when they are not in order already (pieces usually arrive in
+    order). Rows of a piece ``where`` does not name (its file failed) are dropped.
+    """
+
+    def of(column: str) -> pl.Expr:
+        return pl.col("piece").replace_strict(where["piece"], where[column], default=None)
+
+    moved = frame.with_columns(
+        of("_file").alias(file),
+        (pl.col(line) + of("_lines")).alias(line),
+        of("_order").alias("_order"),
+        *(
+            [of("_session").alias("session_id"), pl.col("process_index") + of("_resumes")]
+            if "session_id" in frame.columns
+            else []
+        ),
+    )
+    if moved[file].null_count():
+        moved = moved.filter(pl.col(file).is_not_null())
+    order = (pl.col("_order") * 2**32 + pl.col(line)).alias("_key")
+    if not moved.select(order)["_key"].is_sorted():
+        moved = moved.sort("_order", line, maintain_order=True)
+    return moved
+
+
+def _unknown_types(events: pl.DataFrame) -> pl.DataFrame:
+    """One warning per file and unknown event type, at its first line, with its count."""
+    unknown = (
+        events.filter(~pl.col("event_type").is_in(list(KNOWN_EVENT_TYPES)))
+        .group_by("source_file", "event_type")
+        .agg(pl.col("source_line").min(), pl.len())
+        .sort("source_file", "source_line")
+    )
+    return _issues(
+        [
+            (
+                file,
+                first,
+                "warning",
+                f"unknown event type {kind!r} ({count} lines) kept, not analysed",
+            )
+            for file, kind, first, count in unknown.iter_rows()
+        ]
+    )
+
+
+IssueRow = tuple[str, int | None, str, str]
+LocalIssue = tuple[int, int, str, str]  # (piece, line within the piece, severity, message)
+
+
+def _issues(rows: Sequence[IssueRow]) -> pl.DataFrame:
+    """ISSUES table from (file, line, severity, message) tuples."""
+    return _issue_table(rows, "file", ISSUES)
+
+
+def _local_issues(rows: Sequence[LocalIssue]) -> pl.DataFrame:
+    """Local ISSUES table from (piece, line, severity, message) tuples."""
+    return _issue_table(rows, "piece", LOCAL_ISSUES)
+
+
+def _issue_table(
+    rows: Sequence[IssueRow] | Sequence[LocalIssue], where: str, contract: dict[str, pl.DataType]
+) -> pl.DataFrame:
+    """An issues table from (file or piece, line, severity, message) tuples."""
+    if not rows:
+        return empty(contract)
+    places, lines, severities, messages = zip(*rows, strict=True)
+    return conform(
+        pl.DataFrame(
+            {where: places, "line": lines, "severity": severities, "message": messages},
+            schema_overrides={where: contract[where], "line": pl.Int64},
+        ),
+        contract,
+    )
+
+
+def parse_pieces(pieces: Sequence[Piece]) -> LocalTables:
+    """Parse pieces (of any files) together into local tables."""
+    lines, issues = _split_lines(pieces)
     decoded, bad = _decode_tolerantly(lines)
-    rescued, more_issues = _rescue(lines, bad, file)
+    rescued, more_issues = _rescue(lines, bad)
     issues.extend(more_issues)
-    rows = pl.concat([decoded, rescued]).sort("source_line")
-    events, typed_issues = _to_events(rows, file, session_hint)
+    rows = (
+        pl.concat([decoded, rescued])
+        .join(lines.select("row", "piece", "source_line"), on="row")
+        .sort("row")
+    )
+    events, typed_issues = _to_events(rows)
     events = _add_tool_sizes(events, lines)
     issues.extend(typed_issues)
     metrics, metric_issues = _model_metrics(lines, events)
     issues.extend(metric_issues)
-    return ParsedLog(events, metrics, _issues(issues))
-
-
-IssueRow = tuple[str, int | None, str, str]
-
-
-def _issues(rows: list[IssueRow]) -> pl.DataFrame:
-    """ISSUES table from (file, line, severity, message) tuples."""
-    if not rows:
-        return empty(ISSUES)
-    files, lines, severities, messages = zip(*rows, strict=True)
-    return conform(
-        pl.DataFrame(
-            {"file": files, "line": lines, "severity": severities, "message": messages},
-            schema_overrides={"line": pl.Int64},
-        ),
-        ISSUES,
+    return LocalTables(
+        conform(events, LOCAL_EVENTS), metrics, _local_issues(issues), _piece_infos(pieces, events)
     )
 
 
-def _split_lines(raw: bytes, file: str) -> tuple[pl.DataFrame, list[IssueRow]]:
-    """Split raw bytes into numbered text lines; report NUL bytes, bad UTF-8, blank lines.
+def _piece_infos(pieces: Sequence[Piece], events: pl.DataFrame) -> tuple[PieceInfo, ...]:
+    """Line count, resume count and first session id of each piece."""
+    per_piece = events.group_by("piece").agg(
+        (pl.col("event_type") == "session.resume").sum().alias("resumes"),
+        pl.col("_start_session").drop_nulls().first().alias("session"),
+    )
+    found = {piece: (resumes, session) for piece, resumes, session in per_piece.iter_rows()}
+    return tuple(PieceInfo(p.id, _line_count(p.data), *found.get(p.id, (0, None))) for p in pieces)
 
-    Returns a frame (source_line, line) of the lines worth decoding. NUL bytes (left by a crash)
-    are removed; a line that was only NULs or blank is reported and not decoded. Bytes that are
-    not UTF-8 are replaced (U+FFFD) so the rest of the line is still analysed, with a warning.
+
+def _line_count(data: bytes) -> int:
+    """Lines in a piece: one per newline, plus an unterminated last line."""
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+
+
+def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[LocalIssue]]:
+    """Split pieces into numbered text lines; report NUL bytes, bad UTF-8, blank lines.
+
+    Returns a frame (row, piece, source_line, line) of the lines worth decoding. NUL bytes
+    (left by a crash) are removed; a line that was only NULs or blank is reported and not
+    decoded. Bytes that are not UTF-8 are replaced (U+FFFD) so the rest of the line is still
+    analysed, with a warning.
     """
-    issues: list[IssueRow] = []
-    parts = raw.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()
-    binary = pl.Series("raw", parts, dtype=pl.Binary)
-    text = binary.cast(pl.String, strict=False)
-    bad_utf8 = text.is_null() & binary.is_not_null()
-    if bad_utf8.any():
-        fixed = [parts[i].decode("utf-8", errors="replace") for i in bad_utf8.arg_true().to_list()]
-        text = text.scatter(bad_utf8.arg_true(), fixed)
-        issues.extend(
-            (file, i + 1, "warning", "line is not valid UTF-8; bad bytes replaced")
-            for i in bad_utf8.arg_true().to_list()
+    issues: list[LocalIssue] = []
+    parts: list[bytes] = []
+    counts: list[int] = []
+    for piece in pieces:
+        split = piece.data.split(b"\n")
+        if split and split[-1] == b"":
+            split.pop()
+        counts.append(len(split))
+        parts.extend(split)
+    try:
+        text = pl.Series("line", parts, dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.PolarsError:  # bytes that are not UTF-8 somewhere: find and fix them
+        text = pl.Series("line", _repair_utf8(parts, pieces, counts, issues), dtype=pl.String)
+    numbering = (
+        pl.DataFrame(
+            {"piece": [p.id for p in pieces], "n": counts},
+            schema={"piece": pl.Int64, "n": pl.Int64},
         )
-    frame = pl.DataFrame({"source_line": pl.int_range(1, len(parts) + 1, eager=True), "line": text})
-    frame = frame.with_columns(pl.col("source_line").cast(pl.Int64))
+        .filter(pl.col("n") > 0)
+        .select(
+            pl.col("piece").repeat_by("n").explode(),
+            pl.int_ranges(1, pl.col("n") + 1, dtype=pl.Int64).explode().alias("source_line"),
+        )
+    )
+    frame = numbering.with_columns(text, pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     has_nul = frame.filter(pl.col("line").str.contains("\x00", literal=True))
     if has_nul.height:
         frame = frame.with_columns(pl.col("line").str.replace_all("\x00", "", literal=True))
         issues.extend(
-            (file, n, "warning", "NUL bytes removed (left by a crash)")
-            for n in has_nul["source_line"].to_list()
+            (piece, n, "warning", "NUL bytes removed (left by a crash)")
+            for piece, n in has_nul.select("piece", "source_line").iter_rows()
         )
-    blank = frame["line"].str.strip_chars().str.len_bytes() == 0
-    issues.extend(
-        (file, n, "warning", "blank line ignored")
-        for n in frame.filter(blank)["source_line"].to_list()
-    )
-    return frame.filter(~blank).with_columns(pl.col("line").str.strip_chars_end("\r")), issues
+    # Regexes, not strip_chars: same whitespace (Unicode White_Space), but no copy of the text.
+    blank = frame["line"].str.contains(r"^\s*$")
+    if blank.any():
+        issues.extend(
+            (piece, n, "warning", "blank line ignored")
+            for piece, n in frame.filter(blank).select("piece", "source_line").iter_rows()
+        )
+        frame = frame.filter(~blank)
+    if frame["line"].str.ends_with("\r").any():
+        frame = frame.with_columns(pl.col("line").str.strip_chars_end("\r"))
+    return frame, issues
+
+
+def _repair_utf8(
+    lines: list[bytes], pieces: Sequence[Piece], counts: list[int], issues: list[LocalIssue]
+) -> list[str]:
+    """Lines as text, bytes that are not UTF-8 replaced (U+FFFD), each such line reported."""
+    texts: list[str] = []
+    for piece, count in zip(pieces, counts, strict=True):
+        first = len(texts)
+        for number, line in enumerate(lines[first : first + count], start=1):
+            text = line.decode("utf-8", errors="replace")
+            if "\ufffd" in text and text.encode() != line:
+                issues.append(
+                    (piece.id, number, "warning", "line is not valid UTF-8; bad bytes replaced")
+                )
+            texts.append(text)
+    return texts
 
 
 def _decode_tolerantly(lines: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
-    """Decode every line that fits ``_LINE``; return them and the row positions that did not."""
-    decoded: list[pl.DataFrame] = []
-    bad: list[int] = []
-    for start, stop in _good_ranges(lines["line"], 0, lines.height, bad):
-        chunk = lines.slice(start, stop - start)
-        decoded.append(
-            chunk.select("source_line", pl.col("line").str.json_decode(_LINE).alias("e"))
-        )
+    """Decode every line that fits ``_LINE``; return them and the ``row`` of those that did not.
+
+    A line that cannot be a JSON object (it does not end with ``}``, and is not ``null``) is
+    set aside at once: a torn last line is common and would otherwise cost a bisection.
+    """
+    text = pl.col("line")
+    hopeless = ~text.str.contains(r"\}\s*$|^\s*null\s*$")
+    candidates = lines.filter(~hopeless)
+    bad = lines.filter(hopeless)["row"].to_list()
+    failed: list[int] = []
+    decoded = [
+        candidates.slice(start, values.len()).select("row").with_columns(values.alias("e"))
+        for start, values in _good_ranges(candidates["line"], 0, candidates.height, failed)
+    ]
+    bad.extend(candidates["row"].gather(failed).to_list())
     if not decoded:
-        return pl.DataFrame(schema={"source_line": pl.Int64, "e": _LINE}), bad
+        return pl.DataFrame(schema={"row": pl.Int64, "e": _LINE}), bad
     return pl.concat(decoded), bad
 
 
 def _good_ranges(
     series: pl.Series, start: int, stop: int, bad: list[int]
-) -> Iterator[tuple[int, int]]:
-    """Yield ranges of ``series`` that decode as ``_LINE``; append undecodable positions to bad.
+) -> Iterator[tuple[int, pl.Series]]:
+    """Yield (start, decoded values) of ranges of ``series`` that decode as ``_LINE``; append
+    the positions that do not to ``bad``.
 
     Bisection: a range that fails is split in two until the failing lines are isolated, so k
     bad lines cost O(k log n) decodes of shrinking ranges.
@@ -222,7 +653,7 @@ def _good_ranges(
     if start >= stop:
         return
     try:
-        series.slice(start, stop - start).str.json_decode(_LINE)
+        values = series.slice(start, stop - start).str.json_decode(_LINE)
     except pl.exceptions.PolarsError:
         if stop - start == 1:
             bad.append(start)
@@ -231,40 +662,39 @@ def _good_ranges(
         yield from _good_ranges(series, start, middle, bad)
         yield from _good_ranges(series, middle, stop, bad)
         return
-    yield start, stop
+    yield start, values
 
 
-def _rescue(lines: pl.DataFrame, bad: list[int], file: str) -> tuple[pl.DataFrame, list[IssueRow]]:
-    """Handle the lines bisection isolated: report invalid JSON, repair unexpected shapes.
+def _rescue(lines: pl.DataFrame, bad: list[int]) -> tuple[pl.DataFrame, list[LocalIssue]]:
+    """Handle the lines (by ``row``) that did not decode: report invalid JSON, repair shapes.
 
     A valid JSON object whose fields have shapes agentcost does not expect keeps its event: the
     odd fields are dropped (with a warning naming them). Anything else is an error issue.
     """
-    issues: list[IssueRow] = []
+    issues: list[LocalIssue] = []
     repaired: list[tuple[int, str]] = []
-    for position in bad:
-        number = int(lines["source_line"][position])
-        line = str(lines["line"][position])
+    suspects = lines.filter(pl.col("row").is_in(bad)).select("row", "piece", "source_line", "line")
+    for row, piece, number, line in suspects.iter_rows():
         try:
             obj = json.loads(line)
         except ValueError as exc:
             torn = " (truncated line?)" if not line.rstrip().endswith("}") else ""
-            issues.append((file, number, "error", f"invalid JSON{torn}: {exc}"))
+            issues.append((piece, number, "error", f"invalid JSON{torn}: {exc}"))
             continue
         if not isinstance(obj, dict):
-            issues.append((file, number, "error", f"not a JSON object: {type(obj).__name__}"))
+            issues.append((piece, number, "error", f"not a JSON object: {type(obj).__name__}"))
             continue
         dropped: list[str] = []
         clean = _fit(obj, _LINE, "", dropped)
         if dropped:
             fields = ", ".join(dropped)
-            issues.append((file, number, "warning", f"unexpected shape, ignored: {fields}"))
-        repaired.append((number, json.dumps(clean)))
+            issues.append((piece, number, "warning", f"unexpected shape, ignored: {fields}"))
+        repaired.append((row, json.dumps(clean)))
     frame = pl.DataFrame(
-        {"source_line": [n for n, _ in repaired], "line": [t for _, t in repaired]},
-        schema={"source_line": pl.Int64, "line": pl.String},
+        {"row": [n for n, _ in repaired], "line": [t for _, t in repaired]},
+        schema={"row": pl.Int64, "line": pl.String},
     )
-    return frame.select("source_line", pl.col("line").str.json_decode(_LINE).alias("e")), issues
+    return frame.select("row", pl.col("line").str.json_decode(_LINE).alias("e")), issues
 
 
 def _fit(
@@ -294,43 +724,34 @@ def _int(expr: pl.Expr) -> pl.Expr:
     return expr.cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
 
 
-def _to_events(
-    rows: pl.DataFrame, file: str, session_hint: str
-) -> tuple[pl.DataFrame, list[IssueRow]]:
-    """Flatten decoded lines into the EVENTS contract; report lines without a type."""
-    flat = rows.select("source_line", pl.col("e").struct.unnest()).unnest("data")
-    issues: list[IssueRow] = [
-        (file, n, "error", "event has no 'type'")
-        for n in flat.filter(pl.col("type").is_null())["source_line"].to_list()
+def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
+    """Flatten decoded lines into local EVENTS; report lines without a type or time.
+
+    Besides the contract's columns the result keeps ``row`` (the line's position in the
+    batch) and ``_start_session`` (the ``sessionId`` of a ``session.start``).
+    """
+    flat = rows.select("row", "piece", "source_line", pl.col("e").struct.unnest()).unnest("data")
+    where = ["piece", "source_line"]
+    issues: list[LocalIssue] = [
+        (piece, n, "error", "event has no 'type'")
+        for piece, n in flat.filter(pl.col("type").is_null()).select(where).iter_rows()
     ]
     flat = flat.filter(pl.col("type").is_not_null())
-    unknown = (
-        flat.filter(~pl.col("type").is_in(list(KNOWN_EVENT_TYPES)))
-        .group_by("type")
-        .agg(pl.col("source_line").min(), pl.len())
-        .sort("source_line")
-    )
+    stamp = pl.col("timestamp")
+    bad_time = stamp.is_null() | stamp.str.to_datetime(time_zone="UTC", strict=False).is_null()
     issues.extend(
-        (file, first, "warning", f"unknown event type {kind!r} ({count} lines) kept, not analysed")
-        for kind, first, count in unknown.iter_rows()
-    )
-    bad_time = flat.filter(pl.col("timestamp").is_not_null()).select(
-        "source_line", pl.col("timestamp").str.to_datetime(time_zone="UTC", strict=False).alias("t")
-    )
-    issues.extend(
-        (file, n, "warning", "timestamp missing or not ISO-8601")
-        for n in flat.filter(pl.col("timestamp").is_null())["source_line"].to_list()
-        + bad_time.filter(pl.col("t").is_null())["source_line"].to_list()
+        (piece, n, "warning", "timestamp missing or not ISO-8601")
+        for piece, n in flat.filter(bad_time).select(where).iter_rows()
     )
     kind = pl.col("type")
-    session_id = flat.filter(kind == "session.start")["sessionId"].drop_nulls()
     usage = pl.col("compactionTokensUsed")
     events = flat.select(
-        pl.lit(file).alias("source_file"),
+        "row",
+        "piece",
         "source_line",
-        pl.lit(session_id[0] if session_id.len() else session_hint).alias("session_id"),
+        pl.when(kind == "session.start").then("sessionId").alias("_start_session"),
         pl.col("source_line").alias("event_seq"),
-        (kind == "session.resume").cum_sum().alias("process_index"),
+        (kind == "session.resume").cum_sum().over("piece").alias("process_index"),
         kind.alias("event_type"),
         pl.col("id").alias("event_id"),
         pl.col("timestamp").str.to_datetime(time_zone="UTC", strict=False).alias("timestamp"),
@@ -403,7 +824,11 @@ def _to_events(
         pl.col("totalNanoAiu").alias("total_nano_aiu"),
         pl.col("totalPremiumRequests").alias("total_premium_requests"),
     )
-    return conform(events, EVENTS), issues
+    return events.with_columns(
+        pl.col("process_index").cast(pl.Int32),
+        pl.lit(None, pl.String).alias("source_file"),
+        pl.lit(None, pl.String).alias("session_id"),
+    ), issues
 
 
 def _content_bytes(kind: pl.Expr) -> pl.Expr:
@@ -431,27 +856,31 @@ def _add_tool_sizes(events: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     only ``content`` is sent to the model), so they are read with JSON paths, and only on the
     lines of those two event types.
     """
-    kinds = ["tool.execution_complete", "assistant.message"]
-    sized = (
-        events.filter(pl.col("event_type").is_in(kinds))
-        .select("source_line", "event_type")
-        .join(lines, on="source_line")
-        .select(
-            "source_line",
-            pl.when(pl.col("event_type") == "tool.execution_complete")
-            .then(
-                pl.coalesce(
-                    pl.col("line").str.json_path_match("$.data.result.content"),
-                    pl.col("line").str.json_path_match("$.data.result"),
-                ).str.len_bytes()
-            )
-            .otherwise(pl.col("line").str.json_path_match("$.data.toolRequests").str.len_bytes())
-            .cast(pl.Int64)
-            .alias("extra_bytes"),
+
+    def measured(kind: str, *paths: str) -> pl.DataFrame:
+        """Bytes at the first of ``paths`` that is present, on the lines of one event type."""
+        todo = (
+            events.filter(pl.col("event_type") == kind)
+            .select("row")
+            .join(lines.select("row", "line"), on="row")
         )
+        found: list[pl.DataFrame] = []
+        for path in paths:
+            sized = todo.select("row", pl.col("line").str.json_path_match(path).alias("text"))
+            found.append(sized.filter(pl.col("text").is_not_null()))
+            todo = todo.join(sized.filter(pl.col("text").is_null()), on="row", how="semi")
+        return pl.concat(found).select(
+            "row", pl.col("text").str.len_bytes().cast(pl.Int64).alias("extra_bytes")
+        )
+
+    sized = pl.concat(
+        [
+            measured("tool.execution_complete", "$.data.result.content", "$.data.result"),
+            measured("assistant.message", "$.data.toolRequests"),
+        ]
     )
     return (
-        events.join(sized, on="source_line", how="left")
+        events.join(sized, on="row", how="left")
         .with_columns(
             pl.when(pl.col("extra_bytes").is_not_null())
             .then(pl.col("content_bytes").fill_null(0) + pl.col("extra_bytes"))
@@ -464,24 +893,24 @@ def _add_tool_sizes(events: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
 
 def _model_metrics(
     lines: pl.DataFrame, events: pl.DataFrame
-) -> tuple[pl.DataFrame, list[IssueRow]]:
+) -> tuple[pl.DataFrame, list[LocalIssue]]:
     """Per-model totals of every ``session.shutdown``, and tool-result/request sizes.
 
     ``modelMetrics`` is keyed by model name, which no fixed struct can describe, so the few
     shutdown lines are decoded with ``json`` (one per process, never a hot loop).
     """
     shutdowns = events.filter(pl.col("event_type") == "session.shutdown").select(
-        "source_file", "source_line", "session_id", "process_index"
+        "row", "piece", "source_line", "process_index"
     )
     if not shutdowns.height:
-        return empty(MODEL_METRICS), []
-    raw = shutdowns.join(lines, on="source_line").with_columns(
+        return empty(LOCAL_MODEL_METRICS), []
+    raw = shutdowns.join(lines.select("row", "line"), on="row").with_columns(
         pl.col("line").str.json_path_match("$.data.modelMetrics").alias("mm")
     )
     rows: list[dict[str, Any]] = []
-    issues: list[IssueRow] = []
-    for file, line, session, process, metrics in raw.select(
-        "source_file", "source_line", "session_id", "process_index", "mm"
+    issues: list[LocalIssue] = []
+    for piece, line, process, metrics in raw.select(
+        "piece", "source_line", "process_index", "mm"
     ).iter_rows():
         if metrics is None:
             continue
@@ -491,20 +920,19 @@ def _model_metrics(
             per_model = None
         if not isinstance(per_model, dict):
             issues.append(
-                (file, line, "warning", "shutdown modelMetrics is not an object; ignored")
+                (piece, line, "warning", "shutdown modelMetrics is not an object; ignored")
             )
             continue
         for model, values in per_model.items():
             if not isinstance(values, dict):
-                issues.append((file, line, "warning", f"modelMetrics[{model!r}] is not an object"))
+                issues.append((piece, line, "warning", f"modelMetrics[{model!r}] is not an object"))
                 continue
             requests = _object(values.get("requests"))
             usage = _object(values.get("usage"))
             rows.append(
                 {
-                    "source_file": file,
+                    "piece": piece,
                     "source_line": line,
-                    "session_id": session,
                     "process_index": process,
                     "model": model,
                     "requests_count": _whole(requests.get("count")),
@@ -518,8 +946,9 @@ def _model_metrics(
                 }
             )
     if not rows:
-        return empty(MODEL_METRICS), issues
-    return conform(pl.DataFrame(rows, schema=dict(MODEL_METRICS)), MODEL_METRICS), issues
+        return empty(LOCAL_MODEL_METRICS), issues
+    schema = {k: v for k, v in LOCAL_MODEL_METRICS.items() if k in rows[0]}
+    return conform(pl.DataFrame(rows, schema=schema), LOCAL_MODEL_METRICS), issues
 
 
 def _object(value: object) -> dict[str, Any]:

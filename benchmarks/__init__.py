@@ -1,0 +1,1 @@
+"""Benchmarks of agentcost against ccusage; run ``python -m benchmarks.run`` (``make bench``)."""

@@ -1,0 +1,161 @@
+"""Where the time and memory of one ``analyze`` go, per stage, cold (empty cache) and warm.
+
+Stage functions are wrapped in place (``analytics.analysis`` names, the reader's batch parser
+and its steps, the cache's steps). Per stage: wall seconds and CPU seconds of the calling
+thread (``time.thread_time``; polars' own threads are not counted), summed over calls, and the
+process RSS after its last call. The parser and cache steps run on worker threads, so their
+sums can exceed their share of the wall time. The warm run follows the cold one in the same
+process, so its RSS includes what the cold run left allocated (the benchmark table has the warm
+peak of a fresh process). Import and ``--help`` times are measured in fresh processes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from analytics import analysis, cache, report
+from analytics.sources import copilot_events
+
+_STAGES: list[tuple[Any, str]] = [
+    (analysis, "discover"),
+    (analysis, "read_logs"),
+    (copilot_events, "parse_pieces"),
+    (copilot_events, "_split_lines"),
+    (copilot_events, "_decode_tolerantly"),
+    (copilot_events, "_to_events"),
+    (copilot_events, "_add_tool_sizes"),
+    (copilot_events, "_model_metrics"),
+    (copilot_events, "_piece_infos"),
+    (copilot_events, "place"),
+    (cache.LogCache, "resume"),
+    (cache.LogCache, "load"),
+    (cache.LogCache, "save"),
+    (cache.LogCache, "commit"),
+    (analysis, "order_events"),
+    (analysis, "build_calls"),
+    (analysis, "summarize_sessions"),
+    (analysis, "add_call_tokens"),
+    (report, "render_json"),
+]
+
+
+def stages(tree: Path, cache_root: Path) -> str:
+    """A markdown section: per-stage wall time of a cold and a warm run on ``tree``."""
+    timings: dict[str, list[tuple[float, float, float]]] = {}
+    originals = [(owner, name, getattr(owner, name)) for owner, name in _STAGES]
+    for owner, name, function in originals:
+        setattr(owner, name, _timed(name, function, timings))
+    shutil.rmtree(cache_root, ignore_errors=True)
+    previous = os.environ.get("AGENTCOST_CACHE_DIR")
+    os.environ["AGENTCOST_CACHE_DIR"] = str(cache_root)
+    results = []
+    try:
+        for label in ("cold", "warm"):
+            timings.clear()
+            began = time.perf_counter()
+            result = analysis.analyze([tree], use_cache=True)
+            report.render_json("sessions", result.sessions, result.issues)
+            total = time.perf_counter() - began
+            results.append((label, total, dict(timings), _rss_mb()))
+    finally:
+        for owner, name, function in originals:
+            setattr(owner, name, function)
+        if previous is None:
+            del os.environ["AGENTCOST_CACHE_DIR"]
+        else:
+            os.environ["AGENTCOST_CACHE_DIR"] = previous
+
+    def cells(name: str, measured: dict[str, list[tuple[float, float, float]]]) -> str:
+        calls = measured.get(name, [])
+        if not calls:
+            return "- | - | -"
+        wall, cpu = sum(c[0] for c in calls), sum(c[1] for c in calls)
+        return f"{wall:.2f} | {cpu:.2f} | {calls[-1][2]:.0f}"
+
+    rows = [
+        f"| {name} | " + " | ".join(cells(name, t) for _, _, t, _ in results) + " |"
+        for _, name in _STAGES
+    ]
+    totals = " | ".join(f"{total:.2f} | | {rss:.0f}" for _, total, _, rss in results)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    return "\n".join(
+        [
+            f"## Profile ({tree.name}, in-process `analyze(use_cache=True)` + JSON rendering)",
+            "",
+            "Wall and CPU seconds (CPU of the calling thread; parser and cache steps run on "
+            "worker threads, so their sums can exceed the wall time) and RSS after each stage. "
+            "The warm run follows the cold one in the same process, so its RSS includes what "
+            "the cold run left allocated; the table above has the warm peak of a fresh process.",
+            "",
+            "| stage | cold wall s | cold CPU s | cold RSS after, MB | warm wall s | warm CPU s "
+            "| warm RSS after, MB |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+            f"| **total** | {totals} |",
+            "",
+            f"- peak RSS of this process over both runs: {peak:.0f} MB",
+            *_startup(),
+        ]
+    )
+
+
+def _timed(
+    name: str, function: Callable[..., Any], into: dict[str, list[tuple[float, float, float]]]
+) -> Any:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        began, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent = (time.perf_counter() - began, time.thread_time() - cpu, _rss_mb())
+            into.setdefault(name, []).append(spent)
+
+    return timed
+
+
+def _rss_mb() -> float:
+    """Resident set size of this process now (Linux ``/proc/self/statm``)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _startup() -> list[str]:
+    """Import time of ``analytics.cli`` (``-X importtime``) and wall time of ``--help``."""
+    trace = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import analytics.cli"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
+    cumulative = {
+        m.group(2).strip(): int(m.group(1))
+        for m in re.finditer(r"\|\s*(\d+) \|(.*)$", trace, re.MULTILINE)
+    }
+    heavy = sorted(
+        ((name.strip(), us) for name, us in cumulative.items() if "." not in name.strip()),
+        key=lambda item: -item[1],
+    )[:4]
+    began = time.perf_counter()
+    subprocess.run(
+        [str(Path(sys.executable).parent / "agentcost"), "--help"],
+        capture_output=True,
+        check=True,
+    )
+    help_s = time.perf_counter() - began
+    return [
+        f"- `import analytics.cli`: {cumulative.get('analytics.cli', 0) / 1e6:.2f} s "
+        f"(top-level packages: {', '.join(f'{n} {us / 1e6:.2f} s' for n, us in heavy)}); "
+        f"plotly imported: {'plotly' in cumulative}",
+        f"- `agentcost --help`: {help_s:.2f} s wall",
+    ]

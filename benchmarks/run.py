@@ -1,0 +1,296 @@
+"""Benchmark ``agentcost analyze`` against ``ccusage copilot session`` on simulated trees.
+
+Run from the repository root: ``python -m benchmarks.run`` (``make bench``). For each size it
+generates a tree once with ``agentcost simulate`` (kept in ``benchmarks/data/``), installs
+ccusage (pinned) into ``benchmarks/.tools`` with npm, then alternates, for each repetition:
+ccusage, agentcost cold (empty cache), agentcost warm (the cache the cold run filled). Wall
+time and the child's peak RSS come from ``os.wait4``. It checks that both tools report the same
+per-session tokens where both see a session, prints the table and writes
+``benchmarks/README.md``; with ``--profile`` it adds a per-stage profile of the largest tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import profile
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DATA = HERE / "data"
+RESULTS = HERE / "results"
+TOOLS = HERE / ".tools"
+CCUSAGE_VERSION = "20.0.24"
+CCUSAGE = TOOLS / "node_modules" / ".bin" / "ccusage"
+AGENTCOST = Path(sys.executable).parent / "agentcost"
+SEED = 7
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured child process."""
+
+    tool: str
+    size_mb: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000], help="tree MB")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size")
+    parser.add_argument("--profile", action="store_true", help="profile the largest tree")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    ensure_ccusage()
+    runs: list[Run] = []
+    agreement: dict[int, str] = {}
+    for size in args.sizes:
+        tree = ensure_tree(size)
+        cache = RESULTS / f"cache-{size}mb"
+        for _ in range(args.repeat):
+            ccusage_run, ccusage_out = measure("ccusage", size, ccusage_command(), tree, cache)
+            shutil.rmtree(cache, ignore_errors=True)
+            cold, agentcost_out = measure(
+                "agentcost cold", size, agentcost_command(tree), tree, cache
+            )
+            warm, _ = measure("agentcost warm", size, agentcost_command(tree), tree, cache)
+            runs += [ccusage_run, cold, warm]
+        agreement[size] = compare(agentcost_out, ccusage_out)
+    profiles = (
+        profile.stages(ensure_tree(max(args.sizes)), RESULTS / "profile-cache")
+        if args.profile
+        else ""
+    )
+    report = render(runs, agreement, profiles)
+    print(report)
+    (HERE / "README.md").write_text(report)
+    (RESULTS / f"runs-{dt.date.today()}.json").write_text(
+        json.dumps([run.__dict__ for run in runs], indent=1)
+    )
+
+
+def ensure_ccusage() -> None:
+    """Install the pinned ccusage into benchmarks/.tools (npm), once."""
+    if not CCUSAGE.exists():
+        subprocess.run(
+            ["npm", "install", "--prefix", str(TOOLS), f"ccusage@{CCUSAGE_VERSION}"], check=True
+        )
+
+
+def ensure_tree(size: int) -> Path:
+    """``benchmarks/data/tree-<size>mb`` made by ``agentcost simulate`` (once per seed/size)."""
+    tree = DATA / f"tree-{size}mb"
+    command = [str(AGENTCOST), "simulate", str(tree), "--seed", str(SEED), "--size-mb", str(size)]
+    marker = DATA / f"tree-{size}mb.command"
+    if not marker.exists() or marker.read_text() != " ".join(command[1:]):
+        shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        marker.write_text(" ".join(command[1:]))
+    return tree
+
+
+def ccusage_command() -> list[str]:
+    return [str(CCUSAGE), "copilot", "session", "--json", "--offline"]
+
+
+def agentcost_command(tree: Path) -> list[str]:
+    """``agentcost analyze --format json``; through a wrapper that turns the cache on when the
+    CLI does not yet have ``--no-cache`` (i.e. does not cache by default)."""
+    help_text = subprocess.run(
+        [str(AGENTCOST), "analyze", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    prefix = (
+        [str(AGENTCOST)]
+        if "--no-cache" in help_text
+        else [sys.executable, "-m", "benchmarks.cached_cli"]
+    )
+    return [*prefix, "analyze", str(tree), "--format", "json"]
+
+
+def measure(tool: str, size: int, command: list[str], tree: Path, cache: Path) -> tuple[Run, bytes]:
+    """Run one child; its wall time, CPU time and peak RSS (from ``os.wait4``); its stdout."""
+    env = {**os.environ, "COPILOT_HOME": str(tree), "AGENTCOST_CACHE_DIR": str(cache)}
+    out_path = RESULTS / "stdout.tmp"
+    with out_path.open("wb") as out:
+        began = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - began
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{command} failed with status {status}")
+    run = Run(tool, size, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    return run, out_path.read_bytes()
+
+
+def compare(agentcost_json: bytes, ccusage_json: bytes) -> str:
+    """Per-session token totals of both tools, on the sessions both report.
+
+    A known, explained difference: when a session's last process crashed after its last
+    ``session.shutdown``, agentcost adds the output tokens of the later ``assistant.message``
+    lines (``token_totals_source`` = ``shutdown+messages``); ccusage counts shutdowns only.
+    """
+    sessions = json.loads(agentcost_json)["sessions"]
+    ours = {
+        s["session_id"]: (
+            s["input_tokens"] - s["cache_read_tokens"] - s["cache_write_tokens"],
+            s["output_tokens"],
+            s["cache_read_tokens"],
+            s["cache_write_tokens"],
+        )
+        for s in sessions
+        if s["input_tokens"] is not None
+    }
+    source = {s["session_id"]: s["token_totals_source"] for s in sessions}
+    theirs = {
+        s["sessionId"]: (
+            s["inputTokens"],
+            s["outputTokens"],
+            s["cacheReadTokens"],
+            s["cacheCreationTokens"],
+        )
+        for s in json.loads(ccusage_json)["sessions"]
+    }
+    both = ours.keys() & theirs.keys()
+    differ = sorted(k for k in both if ours[k] != theirs[k])
+    explained = [
+        k
+        for k in differ
+        if source[k] == "shutdown+messages"
+        and ours[k][1] > theirs[k][1]
+        and (ours[k][0], *ours[k][2:]) == (theirs[k][0], *theirs[k][2:])
+    ]
+    unexplained = sorted(set(differ) - set(explained))
+    return (
+        f"{len(both)} sessions in both ({len(ours)} with token totals in agentcost, "
+        f"{len(theirs)} in ccusage); uncached input, output, cache read and cache write "
+        f"tokens agree on {len(both) - len(differ)}; {len(explained)} differ only in output "
+        "tokens after a crash (agentcost adds the messages written after the last shutdown, "
+        f"ccusage does not); {len(unexplained)} differ otherwise"
+        + (f": {', '.join(unexplained[:5])}" if unexplained else "")
+    )
+
+
+def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
+    """benchmarks/README.md: how, where, the table, the targets, the agreement, the profile."""
+    sizes = sorted({run.size_mb for run in runs})
+    rows = []
+    medians: dict[tuple[str, int], tuple[float, float]] = {}
+    for size in sizes:
+        for tool in ("ccusage", "agentcost cold", "agentcost warm"):
+            mine = [run for run in runs if run.tool == tool and run.size_mb == size]
+            wall = statistics.median(run.wall_s for run in mine)
+            rss = statistics.median(run.peak_rss_mb for run in mine)
+            cpu = statistics.median(run.cpu_s for run in mine)
+            medians[tool, size] = (wall, rss)
+            base = medians["ccusage", size][0]
+            walls = ", ".join(f"{run.wall_s:.2f}" for run in mine)
+            rows.append(
+                f"| {size} MB | {tool} | {wall:.2f} | {walls} | {cpu:.2f} | {rss:.0f} "
+                f"| {wall / base:.2f}x |"
+            )
+    return "\n".join(
+        [
+            "# Benchmarks: agentcost analyze vs ccusage copilot session",
+            "",
+            f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by `python -m benchmarks.run` "
+            f"(`make bench`); {len(runs) // (3 * len(sizes))} alternating repetitions per size "
+            "(ccusage, agentcost cold, agentcost warm), medians shown. Numbers are measured, "
+            "never estimated; other processes shared the machine, so compare within a row set.",
+            "",
+            *machine_facts(),
+            "",
+            "| tree | tool | median wall s | each run s | median CPU s | median peak RSS MB "
+            "| wall vs ccusage |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            "## Targets",
+            "",
+            *targets(medians, sizes),
+            "",
+            "## What is being compared",
+            "",
+            "ccusage reports per-session totals from the log's own `session.shutdown` lines "
+            "(the agreement check below shows it ignores calls after the last shutdown). "
+            "agentcost decodes and validates every line (every line becomes an event or an "
+            "issue), builds one row per event (~40 columns) and per LLM call, reconstructs "
+            "per-call tokens and prices them. Cold = empty parse cache; warm = the cache the "
+            "cold run filled (`analytics/cache.py`), so only unterminated last lines are "
+            "parsed again and the remaining time is start-up, discovery, cache checks "
+            "(hashing 2 x 64 KiB per file) and the stages after reading. The profile at the "
+            "end shows where the time and the memory go, stage by stage.",
+            "",
+            "## Do the tools agree?",
+            "",
+            *(f"- {size} MB: {text}" for size, text in agreement.items()),
+            "",
+            profiles,
+        ]
+    )
+
+
+def machine_facts() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    node = subprocess.run(
+        ["node", "--version"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    import polars
+
+    return [
+        f"- machine: {cpu}, {os.cpu_count()} cores, {memory:.0f} GiB RAM, "
+        f"{platform.system()} {platform.release()}",
+        f"- agentcost: Python {platform.python_version()}, polars {polars.__version__}; "
+        f"ccusage {CCUSAGE_VERSION} (npm, native binary) on node {node}",
+        f"- trees: `agentcost simulate --seed {SEED} --size-mb N` (CLI 1.0.80-shaped logs); "
+        "ccusage reads them through `COPILOT_HOME`",
+        f"- agentcost command: `{' '.join(agentcost_command(DATA / 'tree-NNNmb')[:-4])} "
+        "analyze TREE --format json`",
+    ]
+
+
+def targets(medians: dict[tuple[str, int], tuple[float, float]], sizes: list[int]) -> list[str]:
+    big, small = max(sizes), min(sizes)
+    cold, warm, base = (medians[t, big] for t in ("agentcost cold", "agentcost warm", "ccusage"))
+    lines = [
+        f"- cold ≤ 3x ccusage wall on {big} MB: {cold[0] / base[0]:.2f}x "
+        f"({'met' if cold[0] <= 3 * base[0] else 'missed'})",
+        f"- cold peak RSS ≤ 500 MB on {big} MB: {cold[1]:.0f} MB "
+        f"({'met' if cold[1] <= 500 else 'missed'})",
+        f"- warm ≤ 1x ccusage wall on {big} MB: {warm[0] / base[0]:.2f}x "
+        f"({'met' if warm[0] <= base[0] else 'missed'})",
+    ]
+    if big != small:
+        scale = big / small
+        for tool in ("agentcost cold", "agentcost warm"):
+            (w1, r1), (w2, r2) = medians[tool, small], medians[tool, big]
+            lines.append(
+                f"- {tool}, {small} → {big} MB ({scale:.0f}x the data): wall {w2 / w1:.2f}x, "
+                f"peak RSS {r2 / r1:.2f}x"
+            )
+    return lines
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""What keeps the reader fast must not change what it reads.
+
+Huge files are read in chunks split at newlines and many files share a parse batch; with tiny
+chunk and batch sizes (so every file is cut in many pieces, several per line batch) the tables
+must equal a whole-file read, line numbers and process indexes included. Also: ``analyze``
+never imports plotly, and the progress bar stays silent when it should.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analytics.progress import Bar, progress_bar
+from analytics.sources import copilot_events
+from analytics.sources.copilot_events import read_logs
+from analytics.sources.discover import discover
+from tests.conftest import SAMPLE_LOGS
+
+
+@pytest.mark.parametrize("chunk", [64, 1000, 50_000])
+def test_chunked_reads_equal_whole_reads(
+    real_logs: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    logs = discover([real_logs, SAMPLE_LOGS]).logs
+    whole = read_logs(logs)
+    monkeypatch.setattr(copilot_events, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(copilot_events, "BATCH_BYTES", 3 * chunk)
+    pieces = read_logs(logs)
+    for table in ("events", "model_metrics", "issues"):
+        assert getattr(pieces, table).equals(getattr(whole, table)), table
+
+
+def test_torn_line_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"type":"user.message","data":{"content":"' + b"x" * 500 + b'"}}\n{"ty')
+    logs = discover([path]).logs
+    whole = read_logs(logs)
+    monkeypatch.setattr(copilot_events, "CHUNK_BYTES", 100)
+    assert read_logs(logs).issues.equals(whole.issues)
+    assert whole.issues["line"].to_list() == [1, 2]  # no timestamp; torn
+
+
+def test_analyze_does_not_import_plotly() -> None:
+    code = (
+        "import sys; from pathlib import Path; from analytics.analysis import analyze; "
+        f"analyze([Path({str(SAMPLE_LOGS)!r})]); "
+        "assert not [m for m in sys.modules if m.startswith('plotly')]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_progress_bar_waits_a_second_then_draws_and_erases() -> None:
+    stream = io.StringIO()
+    Bar(stream, "reading")(5, 10)
+    assert stream.getvalue() == ""
+    bar = Bar(stream, "reading", delay=0)
+    bar(5, 10)
+    assert "50%" in stream.getvalue()
+    bar.close()
+    assert stream.getvalue().endswith("\r\033[K")
+
+
+def test_no_progress_bar_without_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    with progress_bar() as bar:
+        assert bar is None
+    assert capsys.readouterr().err == ""
