@@ -30,8 +30,19 @@ app = typer.Typer(
 
 
 @app.callback()
-def root() -> None:
+def root(
+    ctx: typer.Context,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Parse every log again instead of reusing the parse cache "
+            "($AGENTCOST_CACHE_DIR, else ~/.cache/agentcost).",
+        ),
+    ] = False,
+) -> None:
     """Facts about LLM calls, tokens and money from AI coding-agent session logs."""
+    ctx.obj = not no_cache
 
 
 class Format(StrEnum):
@@ -113,6 +124,17 @@ def _model_map(pairs: list[str] | None) -> dict[str, str]:
     return mapping
 
 
+def _load(ctx: typer.Context, paths: list[Path] | None, window: Window | None = None) -> Analysis:
+    """Run the analysis with the parse cache (unless ``agentcost --no-cache``) and a progress
+    bar on a terminal."""
+    from analytics.analysis import analyze as run
+    from analytics.progress import progress_bar
+
+    use_cache = bool(ctx.find_root().obj)
+    with progress_bar() as bar:
+        return run(paths or [], window, use_cache=use_cache, progress=bar)
+
+
 def _report_issues(result: Analysis, strict: bool) -> None:
     """Issue count on stderr; with --strict, any issue fails the run."""
     from analytics.analysis import issue_summary
@@ -132,6 +154,7 @@ def _report_issues(result: Analysis, strict: bool) -> None:
 
 @app.command()
 def analyze(
+    ctx: typer.Context,
     paths: PathsArg = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
@@ -146,14 +169,13 @@ def analyze(
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
-    from analytics.analysis import analyze as run
     from analytics.costs import price_analysis
     from analytics.rates import load_rate_table
 
     try:
         window = _window(since, until, timezone)
         table = load_rate_table(rates)
-        result = run(paths or [], window)
+        result = _load(ctx, paths, window)
         priced_calls, priced_sessions = price_analysis(
             result.calls, result.sessions, table, _model_map(model_map)
         )
@@ -176,6 +198,7 @@ def analyze(
 
 @app.command()
 def compare(
+    ctx: typer.Context,
     paths: PathsArg = None,
     rates: Annotated[
         str, typer.Option(help="Comma-separated rate tables (bundled names or TOML files).")
@@ -188,14 +211,13 @@ def compare(
 ) -> None:
     """Re-price the same sessions under several rate tables and name the cheapest."""
     from analytics import report
-    from analytics.analysis import analyze as run
     from analytics.compare import compare_tables
     from analytics.rates import load_rate_table
 
     try:
         window = _window(since, until, timezone)
         tables = [load_rate_table(name.strip()) for name in rates.split(",") if name.strip()]
-        result = run(paths or [], window)
+        result = _load(ctx, paths, window)
         wide, cheapest = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map)
         )
@@ -220,14 +242,15 @@ def compare(
 
 
 @app.command()
-def validate(paths: PathsArg = None, output_format: FormatOpt = Format.table) -> None:
+def validate(
+    ctx: typer.Context, paths: PathsArg = None, output_format: FormatOpt = Format.table
+) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
     from analytics import report
-    from analytics.analysis import analyze as run
     from analytics.validate import error_summary, reconstruction_errors
 
     try:
-        result = run(paths or [])
+        result = _load(ctx, paths)
         errors = reconstruction_errors(result)
         summary = error_summary(errors)
         if output_format is Format.json:
@@ -311,6 +334,7 @@ def simulate(
 
 @app.command()
 def report(
+    ctx: typer.Context,
     html_file: Annotated[
         Path, typer.Option("--html", help="Write the report to this HTML file (works offline).")
     ],
@@ -322,13 +346,12 @@ def report(
     strict: StrictOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
-    from analytics.analysis import analyze as run
     from analytics.html_report import render_report
     from analytics.rates import bundled_rate_tables, load_rate_table
 
     try:
         zone = _window(None, None, timezone).zone
-        result = run(paths or [])
+        result = _load(ctx, paths)
         tables = [load_rate_table(name) for name in bundled_rate_tables()]
         page = render_report(result, load_rate_table(rates), tables, str(zone))
         try:
@@ -376,15 +399,14 @@ class TopBy(StrEnum):
 
 
 def _priced(
-    paths: list[Path] | None, rates: str, model_map: list[str] | None
+    ctx: typer.Context, paths: list[Path] | None, rates: str, model_map: list[str] | None
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
     """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs)."""
-    from analytics.analysis import analyze as run
     from analytics.costs import price_analysis
     from analytics.rates import load_rate_table
 
     table = load_rate_table(rates)
-    result = run(paths or [])
+    result = _load(ctx, paths)
     priced_calls, priced_sessions = price_analysis(
         result.calls, result.sessions, table, _model_map(model_map)
     )
@@ -408,6 +430,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
     """The ``daily``/``weekly``/``monthly`` command for one period length."""
 
     def command(
+        ctx: typer.Context,
         paths: PathsArg = None,
         by: Annotated[By | None, typer.Option(help="Break each period down by this.")] = None,
         since: SinceOpt = None,
@@ -432,7 +455,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 raise UsageError("--format parquet writes a file; add --output FILE")
             zone = resolve_zone(timezone)
             start, end = _day(since, "--since"), _day(until, "--until")
-            result, priced_calls, priced_sessions = _priced(paths, rates, model_map)
+            result, priced_calls, priced_sessions = _priced(ctx, paths, rates, model_map)
             breakdown = _BREAKDOWN[by] if by else None
             rep = period_report(
                 priced_calls,
@@ -475,6 +498,7 @@ app.command("monthly")(_period_command("month", "month"))
 
 @app.command()
 def top(
+    ctx: typer.Context,
     paths: PathsArg = None,
     limit: Annotated[int, typer.Option(min=1, help="Rows per session (or tools) to show.")] = 10,
     by: Annotated[
@@ -497,7 +521,7 @@ def top(
 
     try:
         zone = str(resolve_zone(timezone))
-        result, priced_calls, _ = _priced(paths, rates, model_map)
+        result, priced_calls, _ = _priced(ctx, paths, rates, model_map)
         _, items = attribute_context(priced_calls, result.events)
         ranked = by_tool(items, limit) if by is TopBy.tool else top_items(items, limit)
         sections = {"tools" if by is TopBy.tool else "items": ranked}
@@ -525,6 +549,7 @@ def top(
 
 @app.command()
 def export(
+    ctx: typer.Context,
     directory: Annotated[
         Path, typer.Argument(help="Directory to write <table>/day=YYYY-MM-DD/*.parquet into.")
     ],
@@ -537,7 +562,7 @@ def export(
     from analytics.export import export_tables, write_export
 
     try:
-        result, priced_calls, priced_sessions = _priced(paths, rates, model_map)
+        result, priced_calls, priced_sessions = _priced(ctx, paths, rates, model_map)
         tables = export_tables(
             result.events, result.calls, priced_sessions, priced_calls, result.issues
         )

@@ -1362,6 +1362,8 @@ class _Session:
 # The store and the ground-truth file
 
 _STORE_DDL = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version VALUES (8);
 CREATE TABLE sessions (
   id TEXT PRIMARY KEY, cwd TEXT, repository TEXT, host_type TEXT, branch TEXT,
   summary TEXT, created_at TEXT, updated_at TEXT

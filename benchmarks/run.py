@@ -108,17 +108,8 @@ def ccusage_command() -> list[str]:
 
 
 def agentcost_command(tree: Path) -> list[str]:
-    """``agentcost analyze --format json``; through a wrapper that turns the cache on when the
-    CLI does not yet have ``--no-cache`` (i.e. does not cache by default)."""
-    help_text = subprocess.run(
-        [str(AGENTCOST), "analyze", "--help"], capture_output=True, text=True, check=True
-    ).stdout
-    prefix = (
-        [str(AGENTCOST)]
-        if "--no-cache" in help_text
-        else [sys.executable, "-m", "benchmarks.cached_cli"]
-    )
-    return [*prefix, "analyze", str(tree), "--format", "json"]
+    """``agentcost analyze --format json`` (the parse cache is on by default)."""
+    return [str(AGENTCOST), "analyze", str(tree), "--format", "json"]
 
 
 def measure(tool: str, size: int, command: list[str], tree: Path, cache: Path) -> tuple[Run, bytes]:

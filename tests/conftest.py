@@ -29,3 +29,11 @@ def real_logs() -> Path:
     if not REAL_LOGS.is_dir():
         pytest.skip(f"real Copilot logs not present at {REAL_LOGS} (the shared/ folder is absent)")
     return REAL_LOGS
+
+
+@pytest.fixture(autouse=True)
+def private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test parses into its own cache directory, never the user's ~/.cache."""
+    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path_factory.mktemp("agentcost-cache")))

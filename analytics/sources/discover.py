@@ -127,8 +127,13 @@ def _add_home_of(session: Path, found: Found) -> None:
 def _add_token_records(home: Path, found: Found) -> None:
     """Per-call token records kept beside the session logs in a Copilot home."""
     store = home / "session-store.db"
-    if store.is_file() and store not in found.stores:
+    if store.is_file() and not _listed(store, found.stores):
         found.stores.append(store)
     otel = home / "otel"
     if otel.is_dir():
-        found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if p not in found.otel)
+        found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
+
+
+def _listed(path: Path, paths: list[Path]) -> bool:
+    """Whether ``path`` is already in ``paths`` (however either was spelled)."""
+    return any(path.resolve() == known.resolve() for known in paths)
