@@ -1,7 +1,7 @@
 """Keep parsed log pieces between runs, so re-analysing an unchanged tree parses nothing.
 
 The cache lives in the user's cache directory (``cache_dir()``), never next to the logs. It
-holds what ``sources/copilot_events.py`` produces before placing rows in their files: the local
+holds what ``sources/copilot_lines.py`` produces before placing rows in their files: the local
 tables of each piece (EVENTS, MODEL_METRICS, ISSUES rows tagged with a piece id) as Parquet
 *segments*, one per parsed batch, and a JSON *manifest* that says, per file, which pieces cover
 its bytes up to its last complete line (the *boundary*), in order.
@@ -38,15 +38,11 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from analytics import __version__
-from analytics.sources.copilot_events import (
-    LocalTables,
-    PieceInfo,
-    PieceStore,
-    Resume,
-)
+from analytics.sources.copilot_events import PieceStore, Resume
+from analytics.sources.copilot_lines import LocalTables, PieceInfo
 
 #: Bump when the local tables or the manifest change shape; old caches are then ignored.
-FORMAT = 1
+FORMAT = 2
 #: Bytes hashed at each checked region of a file.
 REGION = 64 * 1024
 #: Unreferenced segments younger than this may belong to a run still in progress.

@@ -55,6 +55,7 @@ EVENTS: dict[str, pl.DataType] = {
     "cache_read_tokens": pl.Int64(),
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
+    "total_tokens": pl.Int64(),  # subagent.completed/failed: input + output of the whole run
     "nano_aiu": pl.String(),
     "initiator": pl.String(),
     "duration_ms": pl.Int64(),

@@ -299,10 +299,69 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "_bytes_at_compaction"
     ).fill_null(0)
     conversation_tokens = pl.col("_post_tokens").fill_null(0) + _text_tokens(since_compaction)
-    return estimated.with_columns(
+    estimated = estimated.with_columns(
         pl.col("_fixed").fill_null(DEFAULT_TOOL_DEFINITIONS_TOKENS).alias("_fixed"),
         conversation_tokens.alias("_conversation"),
-    ).with_columns((pl.col("_fixed") + pl.col("_conversation")).alias("_estimate"))
+    )
+    return _subagent_fixed_parts(estimated, events).with_columns(
+        (pl.col("_fixed") + pl.col("_conversation")).alias("_estimate")
+    )
+
+
+def _subagent_fixed_parts(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A sub-agent's own fixed part, from the run total its completion reports.
+
+    ``subagent.completed.totalTokens`` is the input plus output of all the sub-agent's calls
+    (exactly so in real 1.0.80 logs), so where every call's output is known, the fixed part
+    each call re-sent is (total - outputs - conversation parts) / calls. Sub-agents have their
+    own, smaller system prompt and tools; without a total they keep the session's fixed part.
+    """
+    runs = events.filter(
+        pl.col("event_type").is_in(["subagent.completed", "subagent.failed"])
+        & pl.col("total_tokens").is_not_null()
+    )
+    totals = (
+        pl.concat(
+            [
+                runs.select("session_id", pl.col(key).alias("_agent"), "total_tokens")
+                for key in ("agent_id", "tool_call_id")
+            ]
+        )
+        .drop_nulls("_agent")
+        .unique(["session_id", "_agent"], keep="last")
+    )
+    agent = ["session_id", "_agent"]
+    sub = pl.col("kind") == "subagent"
+    per_agent = (
+        calls.filter(sub)
+        .group_by(agent)
+        .agg(
+            pl.len().alias("_n"),
+            pl.col("_conversation").sum().alias("_conversation_sum"),
+            pl.when(pl.col("output_tokens").is_not_null().all())
+            .then(pl.col("output_tokens").sum())
+            .alias("_output_sum"),
+        )
+        .join(totals, on=agent)
+        .select(
+            *agent,
+            (
+                (pl.col("total_tokens") - pl.col("_output_sum") - pl.col("_conversation_sum"))
+                // pl.col("_n")
+            ).alias("_own_fixed"),
+        )
+        .filter(pl.col("_own_fixed") >= 0)
+    )
+    return (
+        calls.join(per_agent, on=agent, how="left")
+        .with_columns(
+            pl.when(sub & pl.col("_own_fixed").is_not_null())
+            .then(pl.col("_own_fixed"))
+            .otherwise(pl.col("_fixed"))
+            .alias("_fixed")
+        )
+        .drop("_own_fixed")
+    )
 
 
 def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
@@ -372,8 +431,7 @@ def _calibrate(
 
 def _scale_inputs(frame: pl.DataFrame, group: list[str]) -> pl.DataFrame:
     """Scale conversation parts so the inputs sum to the shutdown's; split the caches exactly."""
-    n = pl.len().over(group)
-    fixed_total = (pl.col("_fixed") * n).cast(pl.Int64)
+    fixed_total = pl.col("_fixed").sum().over(group).cast(pl.Int64)
     room = pl.col("_left_input_tokens") - fixed_total
     keep_fixed = room >= 0
     # Conversation shares of what is left after every call's fixed part; if the fixed parts
