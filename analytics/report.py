@@ -116,14 +116,18 @@ def render_table(
     return "\n".join(out)
 
 
+def _id_and_start(zone: str, time_format: str) -> list[pl.Expr]:
+    """A short session id (``_id``) and the start time in ``zone`` (``_start``)."""
+    return [
+        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        pl.col("start_time").dt.convert_time_zone(zone).dt.strftime(time_format).alias("_start"),
+    ]
+
+
 def session_table(sessions: pl.DataFrame, zone: str) -> str:
     """The per-session table of ``agentcost analyze``, times in ``zone``."""
     local = sessions.with_columns(
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
-        pl.col("start_time")
-        .dt.convert_time_zone(zone)
-        .dt.strftime("%Y-%m-%d %H:%M")
-        .alias("_start"),
+        *_id_and_start(zone, "%Y-%m-%d %H:%M"),
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
         _check().alias("_check"),
     )
@@ -259,11 +263,7 @@ def _sum_known(series: pl.Series) -> str:
 def call_table(calls: pl.DataFrame, zone: str) -> str:
     """The per-call table of ``agentcost analyze --calls``."""
     local = calls.with_columns(
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
-        pl.col("start_time")
-        .dt.convert_time_zone(zone)
-        .dt.strftime("%Y-%m-%d %H:%M:%S")
-        .alias("_start"),
+        *_id_and_start(zone, "%Y-%m-%d %H:%M:%S"),
         ((pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds() / 1000)
         .round(1)
         .cast(pl.String)
