@@ -33,6 +33,8 @@ BYTES_PER_TOKEN = 4
 DEFAULT_TOOL_DEFINITIONS_TOKENS = 11_000
 #: Prompt cache lifetime used for the read/write split (Anthropic's default: 5 minutes).
 CACHE_TTL_MS = 5 * 60 * 1000
+#: Automatic prompt caching (OpenAI and others) reuses a prompt prefix in blocks of this size.
+AUTO_CACHE_BLOCK = 128
 
 _TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
 _CONVERSATION = ["user.message", "assistant.message", "tool.execution_complete", "skill.invoked"]
@@ -493,9 +495,12 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
     """Cache read = previous prompt of the same model and agent within the TTL; write = rest.
 
     With ``exact``, the reads, writes and uncached parts are apportioned so each sums to the
-    shutdown's figure while read + write + uncached = input on every call.
+    shutdown's figure while read + write + uncached = input on every call. Without it (no
+    totals to follow), the provider's caching decides: Anthropic models (``claude-*``) write the
+    new part to the cache explicitly; the others cache automatically, reading the previous
+    prompt in blocks of ``AUTO_CACHE_BLOCK`` tokens and writing nothing billable.
     """
-    chain = [*group, "_agent"]
+    chain = list(dict.fromkeys([*group, "model", "_agent"]))
     ordered = frame.sort("session_id", "event_seq")
     previous = pl.col("input_tokens").shift(1).over(chain)
     gap = (pl.col("start_time") - pl.col("start_time").shift(1).over(chain)).dt.total_milliseconds()
@@ -507,9 +512,18 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
         .alias("_raw_read")
     )
     if not exact:
-        return ordered.with_columns(
-            pl.col("_raw_read").alias("cache_read_tokens"),
-            (pl.col("input_tokens") - pl.col("_raw_read")).alias("cache_write_tokens"),
+        explicit = pl.col("model").str.starts_with("claude").fill_null(True)
+        block = AUTO_CACHE_BLOCK
+        read = (
+            pl.when(explicit)
+            .then(pl.col("_raw_read"))
+            .otherwise(pl.col("_raw_read") // block * block)
+        )
+        return ordered.with_columns(read.alias("cache_read_tokens")).with_columns(
+            pl.when(explicit)
+            .then(pl.col("input_tokens") - pl.col("cache_read_tokens"))
+            .otherwise(0)
+            .alias("cache_write_tokens")
         )
     total_in = pl.col("input_tokens").sum().over(group)
     uncached_total = (
