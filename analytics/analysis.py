@@ -24,7 +24,7 @@ import polars as pl
 from analytics.cache import LogCache
 from analytics.calls import build_calls
 from analytics.events import order_events
-from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, OBSERVED_USAGE, conform, empty
+from analytics.schema import ISSUES, OBSERVED_USAGE, conform, empty
 from analytics.sessions import summarize_sessions
 from analytics.sources.copilot_events import Progress, read_logs
 from analytics.sources.copilot_store import read_session_store
@@ -68,9 +68,11 @@ def analyze(
     (bytes parsed, bytes to parse) while files are read.
     """
     found = discover(paths)
-    parsed = [read_logs(found.logs, LogCache() if use_cache else None, progress)]
-    events = order_events(_stack([p.events for p in parsed], EVENTS))
-    metrics = _stack([p.model_metrics for p in parsed], MODEL_METRICS)
+    parsed = read_logs(found.logs, LogCache() if use_cache else None, progress)
+    metrics, read_issues = parsed.model_metrics, parsed.issues
+    # Only the ordered events are kept: the reader's copy is freed if ordering had to move rows.
+    events = order_events(parsed.events)
+    del parsed
     calls, call_issues = build_calls(events)
     sessions = summarize_sessions(events, calls, metrics)
     observed, observed_issues = _observed_usage(found, sessions["session_id"].to_list())
@@ -87,9 +89,7 @@ def analyze(
         ),
         ISSUES,
     )
-    issues = _stack(
-        [problems, *(p.issues for p in parsed), call_issues, observed_issues, token_issues], ISSUES
-    )
+    issues = _stack([problems, read_issues, call_issues, observed_issues, token_issues], ISSUES)
     result = Analysis(
         events=events,
         calls=calls,

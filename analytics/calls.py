@@ -24,6 +24,36 @@ _MAIN = (
     & pl.col("parent_tool_call_id").is_null()
     & (pl.col("initiator") != "sub-agent").fill_null(True)
 )
+#: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.
+_USED = [
+    "source_file",
+    "source_line",
+    "session_id",
+    "event_seq",
+    "process_index",
+    "event_type",
+    "timestamp",
+    "agent_id",
+    "parent_tool_call_id",
+    "turn_id",
+    "interaction_id",
+    "model",
+    "api_call_id",
+    "tool_call_id",
+    "tool_name",
+    "output_tokens",
+    "is_autopilot",
+    "initiator",
+    "duration_ms",
+]
+#: Main events a call is made of; tool starts also name a model, where one is given.
+_CALL_PARTS = [
+    "assistant.turn_start",
+    "assistant.turn_end",
+    "assistant.message",
+    "assistant.usage",
+    "user.message",
+]
 _SESSION_MODEL_EVENTS = [
     "session.start",
     "session.resume",
@@ -34,6 +64,7 @@ _SESSION_MODEL_EVENTS = [
 
 def build_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return (CALLS, ISSUES) for ordered EVENTS of any number of sessions."""
+    events = events.select(_USED)
     main, orphans = _main_calls(events)
     calls = pl.concat(
         [main, _subagent_calls(events), _compaction_calls(events)], how="diagonal_relaxed"
@@ -50,8 +81,15 @@ def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Pair main ``turn_start``/``turn_end`` lines; attach each call's messages and tools."""
     kind = pl.col("event_type")
     # Every main event belongs to the most recent main turn_start before it (0 = none yet).
-    main = events.filter(_MAIN).with_columns(
-        (kind == "assistant.turn_start").cum_sum().over("session_id").alias("_call")
+    # Only the main events a call is made of are kept (not, say, tool results).
+    main = events.with_columns(
+        (_MAIN & (kind == "assistant.turn_start")).cum_sum().over("session_id").alias("_call")
+    ).filter(
+        _MAIN
+        & (
+            kind.is_in(_CALL_PARTS)
+            | ((kind == "tool.execution_start") & pl.col("model").is_not_null())
+        )
     )
     starts = main.filter(kind == "assistant.turn_start")
     ends = main.filter(kind == "assistant.turn_end").with_columns(
@@ -148,18 +186,13 @@ def _user_initiated(main: pl.DataFrame) -> pl.DataFrame:
 def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
     """One call per sub-agent message (or per sub-agent ``assistant.usage`` where captured)."""
     kind = pl.col("event_type")
-    has_usage = events.group_by("session_id").agg(
-        (kind == "assistant.usage").any().alias("_captured")
-    )
-    tagged = (
-        events.join(has_usage, on="session_id")
-        .with_columns(pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent"))
-        .sort("session_id", "event_seq")
-        .with_columns(
-            # A sub-agent call starts when the agent's previous event (its start, or the tool
-            # result it answers) ended, unless the record states its duration.
-            pl.col("timestamp").shift(1).over("session_id", "_agent").alias("_previous_time")
-        )
+    tagged = events.with_columns(
+        (kind == "assistant.usage").any().over("session_id").alias("_captured"),
+        pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent"),
+    ).with_columns(
+        # A sub-agent call starts when the agent's previous event (its start, or the tool
+        # result it answers) ended, unless the record states its duration.
+        pl.col("timestamp").shift(1).over("session_id", "_agent").alias("_previous_time")
     )
     from_usage = (kind == "assistant.usage") & (
         (pl.col("initiator") == "sub-agent") | pl.col("parent_tool_call_id").is_not_null()

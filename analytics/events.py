@@ -5,6 +5,11 @@ to a newer ``<id>/events.jsonl``, or a file copied in parts. Files of one sessio
 by their first timestamp, lines by their number; ``event_seq`` numbers the result and
 ``process_index`` counts the ``session.resume`` events before each line, so every downstream
 stage sees one sequence per session no matter how it was stored.
+
+The order is computed on a few narrow integer columns, never by sorting the wide table: rows
+of one file normally arrive together, so the (session, file) keys are ranked on a small table
+of runs, and the wide table is gathered in the new order only when it is not in order already
+(else just made contiguous).
 """
 
 from __future__ import annotations
@@ -16,19 +21,41 @@ from analytics.schema import EVENTS, conform
 
 def order_events(events: pl.DataFrame) -> pl.DataFrame:
     """EVENTS of any number of files -> EVENTS in session order (event_seq, process_index)."""
-    file_start = events.group_by("session_id", "source_file").agg(
-        pl.col("timestamp").min().alias("_file_start")
+    pair = pl.struct("session_id", "source_file")
+    rows = events.select(
+        pair.rle_id().alias("_run"),
+        "session_id",
+        "source_file",
+        "timestamp",
+        "source_line",
+        (pl.col("event_type") == "session.resume").alias("_resume"),
     )
-    ordered = (
-        events.join(file_start, on=["session_id", "source_file"], how="left")
-        .sort("session_id", "_file_start", "source_file", "source_line", nulls_last=False)
-        .with_columns(
-            pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("event_seq"),
-            (pl.col("event_type") == "session.resume")
-            .cum_sum()
-            .over("session_id")
-            .cast(pl.Int32)
-            .alias("process_index"),
+    runs = (
+        rows.group_by("_run")
+        .agg(
+            pl.col("session_id").first(),
+            pl.col("source_file").first(),
+            pl.col("timestamp").min().alias("_start"),
         )
+        .with_columns(pl.col("_start").min().over("session_id", "source_file"))
+        .sort("session_id", "_start", "source_file", nulls_last=False)
+        .with_columns(pair.rle_id().alias("_file"), pl.col("session_id").rle_id().alias("_session"))
+        .sort("_run")
     )
-    return conform(ordered, EVENTS)
+    keys = pl.DataFrame(
+        {
+            "_file": runs["_file"].gather(rows["_run"]),
+            "_session": runs["_session"].gather(rows["_run"]),
+            "source_line": rows["source_line"],
+            "_resume": rows["_resume"],
+        }
+    ).with_row_index("_row")
+    keys = keys.sort("_file", "source_line", nulls_last=False, maintain_order=True)
+    # One contiguous copy: a frame in many chunks is copied whole again by every later filter
+    # on it that follows a new column (polars aligns the chunks first).
+    events = events.rechunk() if keys["_row"].is_sorted() else events[keys["_row"]]
+    numbered = keys.select(
+        pl.int_range(1, pl.len() + 1).over("_session").cast(pl.Int64).alias("event_seq"),
+        pl.col("_resume").cum_sum().over("_session").cast(pl.Int32).alias("process_index"),
+    )
+    return conform(events.with_columns(numbered), EVENTS)

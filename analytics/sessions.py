@@ -19,6 +19,28 @@ import polars as pl
 from analytics.schema import SESSIONS, conform
 
 _CUMULATIVE_SINCE = (1, 0, 66)
+#: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.
+_USED = [
+    "source_file",
+    "source_line",
+    "session_id",
+    "event_seq",
+    "process_index",
+    "event_type",
+    "timestamp",
+    "agent_id",
+    "parent_tool_call_id",
+    "tool_name",
+    "is_autopilot",
+    "text",
+    "cwd",
+    "repository",
+    "copilot_version",
+    "status_detail",
+    "total_nano_aiu",
+    "total_premium_requests",
+    "total_api_duration_ms",
+]
 _TOKENS = [
     "input_tokens",
     "output_tokens",
@@ -32,6 +54,7 @@ def summarize_sessions(
     events: pl.DataFrame, calls: pl.DataFrame, model_metrics: pl.DataFrame
 ) -> pl.DataFrame:
     """One SESSIONS row per session found in ``events``."""
+    events = events.select(_USED)
     shutdowns = _shutdowns(events, calls, model_metrics)
     mode = _shutdown_mode(events, shutdowns)
     truth = _ground_truth(shutdowns, mode)

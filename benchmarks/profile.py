@@ -1,12 +1,13 @@
 """Where the time and memory of one ``analyze`` go, per stage, cold (empty cache) and warm.
 
 Stage functions are wrapped in place (``analytics.analysis`` names, the reader's batch parser
-and its steps, the cache's steps). Per stage: wall seconds and CPU seconds of the calling
-thread (``time.thread_time``; polars' own threads are not counted), summed over calls, and the
-process RSS after its last call. The parser and cache steps run on worker threads, so their
-sums can exceed their share of the wall time. The warm run follows the cold one in the same
-process, so its RSS includes what the cold run left allocated (the benchmark table has the warm
-peak of a fresh process). Import and ``--help`` times are measured in fresh processes.
+as ``copilot_events`` calls it and its steps in ``copilot_lines``, the cache's steps). Per
+stage: wall seconds and CPU seconds of the calling thread (``time.thread_time``; polars' own
+threads are not counted), summed over calls, and the process RSS after its last call. The
+parser and cache steps run on worker threads, so their sums can exceed their share of the wall
+time. The warm run follows the cold one in the same process, so its RSS includes what the cold
+run left allocated (the benchmark table has the warm peak of a fresh process). Import and
+``--help`` times are measured in fresh processes.
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from analytics import analysis, cache, report
-from analytics.sources import copilot_events
+from analytics.sources import copilot_events, copilot_lines
 
 _STAGES: list[tuple[Any, str]] = [
     (analysis, "discover"),
     (analysis, "read_logs"),
     (copilot_events, "parse_pieces"),
-    (copilot_events, "_split_lines"),
-    (copilot_events, "_decode_tolerantly"),
-    (copilot_events, "_to_events"),
-    (copilot_events, "_add_tool_sizes"),
-    (copilot_events, "_model_metrics"),
-    (copilot_events, "_piece_infos"),
+    (copilot_lines, "_split_lines"),
+    (copilot_lines, "_decode_tolerantly"),
+    (copilot_lines, "_to_events"),
+    (copilot_lines, "_add_tool_sizes"),
+    (copilot_lines, "_model_metrics"),
+    (copilot_lines, "_piece_infos"),
     (copilot_events, "place"),
     (cache.LogCache, "resume"),
     (cache.LogCache, "load"),
