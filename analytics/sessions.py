@@ -67,7 +67,18 @@ def summarize_sessions(
         .join(_uncovered(calls, truth), on="session_id", how="left")
         .join(_billed(events, mode), on="session_id", how="left")
     )
-    sessions = sessions.with_columns(pl.col("tool_calls_total").fill_null(0))
+    # A session without calls or tools has zero of them: a count, not an unknown.
+    sessions = sessions.with_columns(
+        pl.col(c).fill_null(0)
+        for c in (
+            "tool_calls_total",
+            "llm_calls",
+            "main_calls",
+            "subagent_calls",
+            "compaction_calls",
+            "interrupted_calls",
+        )
+    )
     covered = pl.col("llm_calls") - pl.col("compaction_calls") - pl.col("_uncovered_calls")
     sessions = sessions.with_columns(
         pl.when(pl.col("shutdown_requests").is_not_null()).then(covered).alias("calls_checked"),

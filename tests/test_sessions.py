@@ -330,3 +330,10 @@ def test_a_cut_off_last_call_makes_the_session_interrupted(tmp_path: Path) -> No
     assert "turn_end" in row["status_detail"]
     assert row["interrupted_calls"] == 1
     assert row["calls_agree"] is True
+
+
+def test_a_session_without_calls_counts_zero_calls_not_unknown(tmp_path: Path) -> None:
+    row = session(tmp_path, start())
+    counts = ["llm_calls", "main_calls", "subagent_calls", "compaction_calls", "interrupted_calls"]
+    assert {c: row[c] for c in counts} == dict.fromkeys(counts, 0)
+    assert row["input_tokens"] is None and row["output_tokens"] is None
