@@ -46,11 +46,12 @@ def root(
 
 
 class Format(StrEnum):
-    """Output formats of the analysis commands."""
+    """Output formats of the analysis commands (parquet needs --output)."""
 
     table = "table"
     json = "json"
     csv = "csv"
+    parquet = "parquet"
 
 
 PathsArg = Annotated[
@@ -72,6 +73,10 @@ ZoneOpt = Annotated[
     typer.Option(help="IANA timezone for days and displayed times. Default: the local zone."),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write to this file instead of stdout (parquet needs it)."),
+]
 RatesOpt = Annotated[
     str,
     typer.Option(
@@ -165,6 +170,7 @@ def analyze(
     ] = False,
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
+    output: OutputOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
@@ -180,14 +186,14 @@ def analyze(
             result.calls, result.sessions, table, _model_map(model_map)
         )
         frame, key = (priced_calls, "calls") if calls else (priced_sessions, "sessions")
-        if output_format is Format.json:
-            typer.echo(report.render_json(key, frame, result.issues))
-        elif output_format is Format.csv:
-            typer.echo(report.render_csv(frame), nl=False)
-        else:
-            zone = str(window.zone)
-            render = report.call_table if calls else report.session_table
-            typer.echo(render(frame, zone))
+        render = report.call_table if calls else report.session_table
+        _emit(
+            output_format,
+            output,
+            frame,
+            lambda: report.render_json(key, frame, result.issues),
+            lambda: render(frame, str(window.zone)),
+        )
         _report_issues(result, strict)
     except AgentcostError as error:
         _fail(error)
@@ -208,6 +214,7 @@ def compare(
     until: UntilOpt = None,
     timezone: ZoneOpt = None,
     output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """Re-price the same sessions under several rate tables and name the cheapest."""
     from analytics import report
@@ -221,18 +228,19 @@ def compare(
         wide, cheapest = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map)
         )
-        if output_format is Format.json:
-            typer.echo(report.render_json("sessions", wide, result.issues))
-        elif output_format is Format.csv:
-            typer.echo(report.render_csv(wide), nl=False)
-        else:
-            typer.echo(report.comparison_table(wide, [t.name for t in tables], str(window.zone)))
-            verdict = (
-                f"cheapest complete table: {cheapest}"
-                if cheapest
-                else ("no table priced every call; totals are lower bounds")
-            )
-            typer.echo(verdict)
+        verdict = (
+            f"cheapest complete table: {cheapest}"
+            if cheapest
+            else "no table priced every call; totals are lower bounds"
+        )
+        names = [t.name for t in tables]
+        _emit(
+            output_format,
+            output,
+            wide,
+            lambda: report.render_json("sessions", wide, result.issues),
+            lambda: report.comparison_table(wide, names, str(window.zone)) + "\n" + verdict,
+        )
         _report_issues(result, strict=False)
     except AgentcostError as error:
         _fail(error)
@@ -243,7 +251,10 @@ def compare(
 
 @app.command()
 def validate(
-    ctx: typer.Context, paths: PathsArg = None, output_format: FormatOpt = Format.table
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
     from analytics import report
@@ -253,14 +264,14 @@ def validate(
         result = _load(ctx, paths)
         errors = reconstruction_errors(result)
         summary = error_summary(errors)
-        if output_format is Format.json:
-            typer.echo(report.render_json("sessions", summary, result.issues))
-        elif output_format is Format.csv:
-            typer.echo(report.render_csv(summary), nl=False)
-        elif not errors.height:
-            typer.echo("no observed per-call tokens in these logs: nothing to validate against")
-        else:
-            typer.echo(report.plain_table(summary))
+        nothing = "no observed per-call tokens in these logs: nothing to validate against"
+        _emit(
+            output_format,
+            output,
+            summary,
+            lambda: report.render_json("sessions", summary, result.issues),
+            lambda: report.plain_table(summary) if errors.height else nothing,
+        )
     except AgentcostError as error:
         _fail(error)
 
@@ -374,15 +385,6 @@ if TYPE_CHECKING:
     from analytics.periods import Breakdown, Period
 
 
-class PeriodFormat(StrEnum):
-    """Output formats of the period reports (parquet needs --output)."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
-    parquet = "parquet"
-
-
 class By(StrEnum):
     """Breakdowns of the period reports."""
 
@@ -413,15 +415,32 @@ def _priced(
     return result, priced_calls, priced_sessions
 
 
-def _write_frame(frame: pl.DataFrame, output: Path, output_format: PeriodFormat) -> None:
-    """Write a machine format to ``output``, as a usage error when the file cannot be written."""
+def _emit(
+    output_format: Format,
+    output: Path | None,
+    rows: pl.DataFrame,
+    as_json: Callable[[], str],
+    as_table: Callable[[], str],
+) -> None:
+    """Print or write one report. csv and parquet hold the report's main ``rows``; json and the
+    table are the report's own renderings. A file that cannot be written is a usage error."""
     from analytics import report
 
+    if output_format is Format.parquet and output is None:
+        raise UsageError("--format parquet writes a file; add --output FILE")
     try:
-        if output_format is PeriodFormat.parquet:
-            frame.write_parquet(output)
+        if output_format is Format.parquet and output is not None:
+            rows.write_parquet(output)
+            return
+        text = {
+            Format.json: as_json,
+            Format.csv: lambda: report.render_csv(rows),
+            Format.table: as_table,
+        }[output_format]()
+        if output is None:
+            typer.echo(text, nl=not text.endswith("\n"))
         else:
-            output.write_text(report.render_csv(frame), encoding="utf-8")
+            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{output}: cannot write ({err.strerror}); choose another path") from None
 
@@ -438,12 +457,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         timezone: ZoneOpt = None,
         rates: RatesOpt = "github-copilot",
         model_map: ModelMapOpt = None,
-        output_format: Annotated[
-            PeriodFormat, typer.Option("--format", "-f", help="Output format.")
-        ] = PeriodFormat.table,
-        output: Annotated[
-            Path | None, typer.Option(help="Write csv or parquet to this file (parquet needs it).")
-        ] = None,
+        output_format: FormatOpt = Format.table,
+        output: OutputOpt = None,
         strict: StrictOpt = False,
     ) -> None:
         from analytics import report
@@ -451,8 +466,6 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         from analytics.timezones import resolve_zone
 
         try:
-            if output_format is PeriodFormat.parquet and output is None:
-                raise UsageError("--format parquet writes a file; add --output FILE")
             zone = resolve_zone(timezone)
             start, end = _day(since, "--since"), _day(until, "--until")
             result, priced_calls, priced_sessions = _priced(ctx, paths, rates, model_map)
@@ -466,20 +479,15 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            if output is not None and output_format in (PeriodFormat.csv, PeriodFormat.parquet):
-                _write_frame(rep.rows, output, output_format)
-            elif output_format is PeriodFormat.json:
-                typer.echo(
-                    report.render_sections_json(
-                        {"periods": rep.rows, "totals": rep.totals},
-                        result.issues,
-                        timezone=rep.zone,
-                    )
-                )
-            elif output_format is PeriodFormat.csv:
-                typer.echo(report.render_csv(rep.rows), nl=False)
-            else:
-                typer.echo(report.period_table(rep.rows, rep.totals, period, rep.zone))
+            _emit(
+                output_format,
+                output,
+                rep.rows,
+                lambda: report.render_sections_json(
+                    {"periods": rep.rows, "totals": rep.totals}, result.issues, timezone=rep.zone
+                ),
+                lambda: report.period_table(rep.rows, rep.totals, period, rep.zone),
+            )
             _report_issues(result, strict)
         except AgentcostError as error:
             _fail(error)
@@ -511,6 +519,7 @@ def top(
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
     output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
@@ -528,17 +537,22 @@ def top(
         if behaviour:
             sections["compactions"] = compaction_savings(priced_calls, result.events)
             sections["behaviour"] = loop_behaviour(priced_calls, result.events)
-        if output_format is Format.json:
-            typer.echo(report.render_sections_json(sections, result.issues, timezone=zone))
-        elif output_format is Format.csv:
-            typer.echo(report.render_csv(ranked), nl=False)
-        else:
-            typer.echo(report.attribution_table(ranked, by.value))
+
+        def as_table() -> str:
+            text = report.attribution_table(ranked, by.value)
             if behaviour:
-                typer.echo("\ncompactions (saved tokens: (pre - post) x later calls, an estimate)")
-                typer.echo(report.compaction_table(sections["compactions"], zone))
-                typer.echo("\nagent loop")
-                typer.echo(report.behaviour_table(sections["behaviour"]))
+                text += "\n\ncompactions (saved tokens: (pre - post) x later calls, an estimate)\n"
+                text += report.compaction_table(sections["compactions"], zone)
+                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"])
+            return text
+
+        _emit(
+            output_format,
+            output,
+            ranked,
+            lambda: report.render_sections_json(sections, result.issues, timezone=zone),
+            as_table,
+        )
         _report_issues(result, strict)
     except AgentcostError as error:
         _fail(error)

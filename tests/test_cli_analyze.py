@@ -240,3 +240,26 @@ def test_cli_import_does_not_import_plotly() -> None:
     code = "import sys, analytics.cli; print('plotly' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["analyze", "--calls"], ["compare"], ["top"]])
+def test_every_report_writes_parquet_to_a_file(tmp_path: Path, command: list[str]) -> None:
+    import polars as pl
+
+    from tests.conftest import SAMPLE_LOGS
+
+    target = tmp_path / "out.parquet"
+    result = RUNNER.invoke(app, [*command, str(SAMPLE_LOGS), "-f", "parquet", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    as_json = RUNNER.invoke(app, [*command, str(SAMPLE_LOGS), "-f", "json"])
+    document = json.loads(as_json.stdout)
+    key = next(k for k in document if k not in ("issues", "timezone", "compactions", "behaviour"))
+    assert pl.read_parquet(target).height == len(document[key])
+
+
+def test_parquet_without_an_output_file_is_a_usage_error() -> None:
+    from tests.conftest import SAMPLE_LOGS
+
+    result = RUNNER.invoke(app, ["analyze", str(SAMPLE_LOGS), "-f", "parquet"])
+    assert result.exit_code == 2
+    assert "--output" in result.stderr
