@@ -48,6 +48,8 @@ REGION = 64 * 1024
 #: Unreferenced segments younger than this may belong to a run still in progress.
 _GRACE_SECONDS = 3600
 _TABLES = ("events", "model_metrics", "issues")
+#: Columns read together from the segment files (see ``_read_contiguous``).
+_COLUMNS_AT_ONCE = 8
 _ENTRY_KEYS = {"size", "mtime_ns", "boundary", "head", "edge", "tail", "pieces"}
 
 
@@ -99,40 +101,59 @@ class LogCache(PieceStore):
         pieces = tuple(PieceInfo(p[0], p[2], p[3], p[4]) for p in entry["pieces"])
         return Resume(fresh.size, fresh.mtime_ns, boundary, pieces)
 
-    def load(self, resumes: Sequence[Resume]) -> tuple[LocalTables, list[Resume]]:
+    def load(self, resumes: Sequence[Resume]) -> tuple[list[LocalTables], list[Resume]]:
         """Read the cached pieces of ``resumes``; those with a vanished segment start over."""
         wanted: dict[str, set[int]] = {}
         for resume in resumes:
             for info in resume.cached:
                 wanted.setdefault(self._segment_of[info.id], set()).add(info.id)
-        frames: list[LocalTables] = []
-        lost: set[int] = set()
-        for segment, ids in wanted.items():
-            try:
-                events, metrics, issues = (
-                    pl.read_parquet(self._segment_file(segment, table)) for table in _TABLES
-                )
-            except (OSError, pl.exceptions.PolarsError):
-                lost |= ids
-                continue
-            tables = LocalTables(events, metrics, issues)
-            stale = events["piece"].n_unique() > len(ids)  # pieces of files since re-read
-            frames.append(tables.only(ids) if stale else tables)
+        parts, lost = self._read_segments(list(wanted))
         kept = [
             Resume(r.size, r.mtime_ns) if any(info.id in lost for info in r.cached) else r
             for r in resumes
         ]
-        stacked = LocalTables.stack(frames)
-        if lost:
-            stacked = stacked.only(info.id for r in kept for info in r.cached)
-        return stacked, kept
+        # Segments also hold pieces of files read again since, or not asked for now; a file
+        # with pieces in a vanished segment starts over, so its other pieces go too.
+        ids = {info.id for r in kept for info in r.cached}
+        if sum(part.events["piece"].n_unique() for part in parts) > len(ids):
+            parts = [part.only(ids) for part in parts]
+        return parts, kept
+
+    def _read_segments(self, segments: list[str]) -> tuple[list[LocalTables], set[int]]:
+        """The tables of ``segments`` and the piece ids of those that vanished.
+
+        All segments are read together (one multi-file read per table); if one is missing or
+        unreadable they are read one by one, and the pieces of the failing ones are lost.
+        """
+        if not segments:
+            return [], set()
+        try:
+            return [self._read_tables(segments)], set()
+        except (OSError, pl.exceptions.PolarsError):
+            pass
+        parts: list[LocalTables] = []
+        lost: set[int] = set()
+        for segment in segments:
+            try:
+                parts.append(self._read_tables([segment]))
+            except (OSError, pl.exceptions.PolarsError):
+                lost |= {piece for piece, name in self._segment_of.items() if name == segment}
+        return parts, lost
+
+    def _read_tables(self, segments: list[str]) -> LocalTables:
+        """The local tables of ``segments``, each read from all their files at once."""
+        events, metrics, issues = (
+            _read_contiguous([self._segment_file(segment, table) for segment in segments])
+            for table in _TABLES
+        )
+        return LocalTables(events, metrics, issues)
 
     def save(self, tables: LocalTables, ids: set[int]) -> None:
         """Write the rows of pieces ``ids`` as one new segment."""
         if not ids or not self._writable:
             return
         name = uuid.uuid4().hex
-        rows = tables.only(ids)
+        rows = tables if len(ids) == len(tables.infos) else tables.only(ids)
         try:
             self._segments.mkdir(parents=True, exist_ok=True)
             for table in _TABLES:
@@ -196,6 +217,20 @@ class LogCache(PieceStore):
             for item in self._segments.iterdir():
                 if item.name.split(".")[0] not in used and item.stat().st_mtime < cutoff:
                     item.unlink(missing_ok=True)
+
+
+def _read_contiguous(files: list[Path]) -> pl.DataFrame:
+    """One table from many Parquet files, in one chunk per column.
+
+    Read ``_COLUMNS_AT_ONCE`` columns at a time and made contiguous before the next ones are
+    read, so besides the result only a few columns are ever held in pieces.
+    """
+    names = list(pl.read_parquet_schema(files[0]))
+    columns: list[pl.Series] = []
+    for start in range(0, len(names), _COLUMNS_AT_ONCE):
+        group = names[start : start + _COLUMNS_AT_ONCE]
+        columns += [series.rechunk() for series in pl.read_parquet(files, columns=group)]
+    return pl.DataFrame(columns)
 
 
 def _entry(

@@ -39,6 +39,28 @@ AUTO_CACHE_BLOCK = 128
 _TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
 _CONVERSATION = ["user.message", "assistant.message", "tool.execution_complete", "skill.invoked"]
 _LLM = pl.col("kind") != "compaction"
+#: A session's fixed part as the log states it (see ``stated_fixed_part``).
+_STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).drop_nulls().first()
+#: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
+_USED = [
+    "source_file",
+    "source_line",
+    "session_id",
+    "event_seq",
+    "process_index",
+    "event_type",
+    "agent_id",
+    "parent_tool_call_id",
+    "tool_call_id",
+    "initiator",
+    "content_bytes",
+    *_TOKENS,
+    "nano_aiu",
+    "total_tokens",
+    "system_tokens",
+    "tool_definitions_tokens",
+    "post_compaction_tokens",
+]
 
 
 def add_call_tokens(
@@ -55,6 +77,7 @@ def add_call_tokens(
     ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
     ``agentcost validate`` compares against the records to measure the reconstruction's error.
     """
+    events = events.select(_USED)
     if use_observed:
         with_log = _observed_in_log(calls, events)
         matched, issues = _observed_beside_log(with_log, observed)
@@ -70,10 +93,21 @@ def add_call_tokens(
     return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
 
 
+def _rows(events: pl.DataFrame, kinds: list[str], *columns: str | pl.Expr) -> pl.DataFrame:
+    """The events of types ``kinds``, only ``columns``: selected before filtering, so the
+    filter copies those columns only, not the whole wide table."""
+    return (
+        events.select(*columns, pl.col("event_type").alias("_kind"))
+        .filter(pl.col("_kind").is_in(kinds))
+        .drop("_kind")
+    )
+
+
 def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Tokens the log holds per call: compaction usage, and ``assistant.usage`` in captures."""
     usage_cols = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
-    own = events.select(
+    # Only events that carry a figure can give a call one (the others would join as nulls).
+    own = events.filter(pl.any_horizontal(pl.col(*usage_cols, "nano_aiu").is_not_null())).select(
         "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
@@ -128,7 +162,17 @@ def _owning_main_call(items: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
 def _reply_bytes(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Per call, the bytes of text the model wrote (its messages): the weight for splitting a
     shutdown's output total over calls whose output the log does not state (CLI >= 1.0.91)."""
-    messages = events.filter(pl.col("event_type") == "assistant.message")
+    messages = _rows(
+        events,
+        ["assistant.message"],
+        "source_file",
+        "source_line",
+        "session_id",
+        "event_seq",
+        "agent_id",
+        "parent_tool_call_id",
+        "content_bytes",
+    )
     main = (
         _owning_main_call(
             messages.filter(
@@ -233,8 +277,16 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Estimate each call's prompt: fixed part + conversation so far (``_estimate``)."""
     agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
     items = (
-        events.filter(pl.col("event_type").is_in([*_CONVERSATION, "session.compaction_complete"]))
-        .with_columns(agent)
+        _rows(
+            events,
+            [*_CONVERSATION, "session.compaction_complete"],
+            "session_id",
+            "event_seq",
+            "event_type",
+            agent,
+            "content_bytes",
+            "post_compaction_tokens",
+        )
         .sort("session_id", "event_seq")
         .with_columns(
             pl.col("content_bytes")
@@ -244,6 +296,7 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             .alias("_bytes_so_far")
         )
     )
+    fixed = fixed_part(events)
     # postCompactionTokens counts the whole new prompt; its conversation part is what is left
     # after the system prompt and tool definitions the compaction start reported.
     stated = (
@@ -263,7 +316,7 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     compactions = (
         items.filter(pl.col("event_type") == "session.compaction_complete")
         .join(stated, on=["session_id", "event_seq"], how="left")
-        .join(fixed_part(events), on="session_id", how="left")
+        .join(fixed, on="session_id", how="left")
         .select(
             "session_id",
             "_agent",
@@ -278,7 +331,6 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
     )
     conversation = items.select("session_id", "_agent", "event_seq", "_bytes_so_far")
-    fixed = fixed_part(events)
     keyed = calls.with_columns(
         pl.coalesce(
             pl.when(pl.col("kind") == "subagent").then(pl.col("agent_id")),
@@ -369,8 +421,7 @@ def _subagent_fixed_parts(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
 def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     """Per session: system prompt + tool definitions in tokens (``fixed_tokens``), as the log
     states them (the first shutdown or compaction giving both); null where none does."""
-    stated = pl.col("system_tokens") + pl.col("tool_definitions_tokens")
-    return events.group_by("session_id").agg(stated.drop_nulls().first().alias("fixed_tokens"))
+    return events.group_by("session_id").agg(_STATED_FIXED.alias("fixed_tokens"))
 
 
 def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
@@ -380,17 +431,11 @@ def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     converted to tokens plus a default for tool definitions.
     """
     system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
-    estimated = events.group_by("session_id").agg(
-        (
-            _text_tokens(pl.col("content_bytes").filter(system_text).first())
-            + DEFAULT_TOOL_DEFINITIONS_TOKENS
-        ).alias("_estimated")
+    estimated = (
+        _text_tokens(pl.col("content_bytes").filter(system_text).first())
+        + DEFAULT_TOOL_DEFINITIONS_TOKENS
     )
-    return (
-        stated_fixed_part(events)
-        .join(estimated, on="session_id")
-        .select("session_id", pl.coalesce("fixed_tokens", "_estimated").alias("_fixed"))
-    )
+    return events.group_by("session_id").agg(pl.coalesce(_STATED_FIXED, estimated).alias("_fixed"))
 
 
 def _calibrate(

@@ -88,9 +88,10 @@ class PieceStore:
             return Resume(error=str(exc))
         return Resume(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
-    def load(self, resumes: Sequence[Resume]) -> tuple[LocalTables, list[Resume]]:
-        """The cached pieces of ``resumes``; a resume whose pieces are gone restarts at 0."""
-        return LocalTables.stack([]), list(resumes)
+    def load(self, resumes: Sequence[Resume]) -> tuple[list[LocalTables], list[Resume]]:
+        """The cached pieces of ``resumes`` (in parts); a resume whose pieces are gone restarts
+        at 0."""
+        return [], list(resumes)
 
     def save(self, tables: LocalTables, ids: set[int]) -> None:
         """Keep the pieces ``ids`` of ``tables`` for later runs."""
@@ -128,7 +129,9 @@ def read_logs(
         cached, resumes = store.load(list(pool.map(store.resume, [log.path for log in logs])))
         reads = [_FileRead(log, resume) for log, resume in zip(logs, resumes, strict=True)]
         parsed = _parse_files(reads, pool, store, progress)
-    local = LocalTables.stack([cached, *parsed])
+    parts = cached + parsed
+    del cached, parsed  # stacking releases each column of the parts as it copies it
+    local = LocalTables.stack(parts)
     new = {info.id: info for info in local.infos}
     store.commit(
         [

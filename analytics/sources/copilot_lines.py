@@ -157,19 +157,37 @@ class LocalTables:
         )
 
     @staticmethod
-    def stack(parts: Sequence[LocalTables]) -> LocalTables:
-        """All pieces of ``parts`` in one set of tables."""
+    def stack(parts: list[LocalTables]) -> LocalTables:
+        """All pieces of ``parts`` in one set of contiguous tables; empties ``parts``.
 
-        def stacked(name: str, contract: dict[str, pl.DataType]) -> pl.DataFrame:
-            frames = [getattr(part, name) for part in parts]
-            return pl.concat(frames) if frames else empty(contract)
-
+        Each column is copied into one buffer and released from the parts before the next one
+        is copied, so stacking needs room for one more column, not a second copy of the tables
+        (when the caller holds no other reference to the parts).
+        """
+        infos = tuple(info for part in parts for info in part.infos)
+        frames = {
+            name: [getattr(part, name) for part in parts]
+            for name in ("events", "model_metrics", "issues")
+        }
+        parts.clear()
         return LocalTables(
-            stacked("events", LOCAL_EVENTS),
-            stacked("model_metrics", LOCAL_MODEL_METRICS),
-            stacked("issues", LOCAL_ISSUES),
-            tuple(info for part in parts for info in part.infos),
+            _stack_releasing(frames.pop("events"), LOCAL_EVENTS),
+            _stack_releasing(frames.pop("model_metrics"), LOCAL_MODEL_METRICS),
+            _stack_releasing(frames.pop("issues"), LOCAL_ISSUES),
+            infos,
         )
+
+
+def _stack_releasing(frames: list[pl.DataFrame], contract: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Concatenate ``frames`` into one single-chunk frame, column by column, emptying the list."""
+    if not frames:
+        return empty(contract)
+    names = frames[0].columns
+    held = [dict(zip(frame.columns, frame.get_columns(), strict=True)) for frame in frames]
+    frames.clear()
+    return pl.DataFrame(
+        [pl.concat([columns.pop(name) for columns in held], rechunk=True) for name in names]
+    )
 
 
 LocalIssue = tuple[int, int, str, str]  # (piece, line within the piece, severity, message)
