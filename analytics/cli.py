@@ -81,7 +81,8 @@ RatesOpt = Annotated[
     str,
     typer.Option(
         help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
-        "openai, google, openrouter, deepseek) or a TOML file.",
+        "openai, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or add "
+        "models of a table with your own.",
     ),
 ]
 ModelMapOpt = Annotated[
@@ -176,11 +177,11 @@ def analyze(
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
     from analytics.costs import price_analysis
-    from analytics.rates import load_rate_table
+    from analytics.rates import load_rates
 
     try:
         window = _window(since, until, timezone)
-        table = load_rate_table(rates)
+        table = load_rates(rates)
         result = _load(ctx, paths, window)
         priced_calls, priced_sessions = price_analysis(
             result.calls, result.sessions, table, _model_map(model_map)
@@ -219,11 +220,11 @@ def compare(
     """Re-price the same sessions under several rate tables and name the cheapest."""
     from analytics import report
     from analytics.compare import compare_tables
-    from analytics.rates import load_rate_table
+    from analytics.rates import load_rates
 
     try:
         window = _window(since, until, timezone)
-        tables = [load_rate_table(name.strip()) for name in rates.split(",") if name.strip()]
+        tables = [load_rates(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window)
         wide, cheapest = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map)
@@ -351,20 +352,20 @@ def report(
     ],
     paths: PathsArg = None,
     rates: Annotated[
-        str, typer.Option(help="Rate table (bundled name or TOML file) for the cost charts.")
+        str, typer.Option(help="Rate table for the cost charts (as --rates of analyze).")
     ] = "github-copilot",
     timezone: ZoneOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.html_report import render_report
-    from analytics.rates import bundled_rate_tables, load_rate_table
+    from analytics.rates import bundled_rate_tables, load_rates
 
     try:
         zone = _window(None, None, timezone).zone
         result = _load(ctx, paths)
-        tables = [load_rate_table(name) for name in bundled_rate_tables()]
-        page = render_report(result, load_rate_table(rates), tables, str(zone))
+        tables = [load_rates(name) for name in bundled_rate_tables()]
+        page = render_report(result, load_rates(rates), tables, str(zone))
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:
@@ -405,9 +406,9 @@ def _priced(
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
     """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs)."""
     from analytics.costs import price_analysis
-    from analytics.rates import load_rate_table
+    from analytics.rates import load_rates
 
-    table = load_rate_table(rates)
+    table = load_rates(rates)
     result = _load(ctx, paths)
     priced_calls, priced_sessions = price_analysis(
         result.calls, result.sessions, table, _model_map(model_map)

@@ -13,11 +13,10 @@ calibrated or estimated (``token_sources``), so an estimate is never shown as a 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 
 import polars as pl
 
-from analytics.pricing import price_calls
+from analytics.pricing import nano_aiu_usd, price_calls
 from analytics.rates import RateTable
 from analytics.schema import MONEY
 
@@ -28,13 +27,7 @@ _PARTS = [
     "output_cost_usd",
     "request_cost_usd",
 ]
-_NANO_PER_USD = Decimal(10) ** 11
 _SOURCES = ("observed", "calibrated", "estimated")
-
-
-def billed_usd(nano: pl.Expr) -> pl.Expr:
-    """nano-AIU text -> exact USD (1 AI credit = 1e9 nano-AIU = $0.01)."""
-    return (nano.cast(pl.Decimal(38, 0)).cast(MONEY) / pl.lit(_NANO_PER_USD, MONEY)).cast(MONEY)
 
 
 def price_analysis(
@@ -45,7 +38,7 @@ def price_analysis(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(priced calls, sessions with costs) under ``table``."""
     priced = price_calls(calls, table, model_map=model_map).with_columns(
-        billed_usd(pl.col("billed_nano_aiu")).alias("billed_usd")
+        nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd")
     )
     unpriced = pl.col("cost_usd").is_null()
     any_priced = pl.col("cost_usd").is_not_null().any()
@@ -64,7 +57,7 @@ def price_analysis(
         ),
     )
     joined = sessions.join(per_session, on="session_id", how="left").with_columns(
-        billed_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
+        nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
     )
     complete = pl.col("unpriced_calls").fill_null(0) == 0
     return priced, joined.with_columns(

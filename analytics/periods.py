@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from analytics.apportion import apportion
-from analytics.costs import billed_usd
+from analytics.pricing import nano_aiu_usd
 from analytics.schema import MONEY
 
 Period = Literal["day", "week", "month"]
@@ -150,6 +150,6 @@ def with_call_bills(priced_calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.Da
             .alias("_call_nano"),
             split.alias("_billed_split"),
         )
-        .with_columns(billed_usd(pl.col("_call_nano")).alias("_billed_usd"))
+        .with_columns(nano_aiu_usd(pl.col("_call_nano")).alias("_billed_usd"))
         .drop("_nano", "_stated", "_session_nano", "_call_nano")
     )

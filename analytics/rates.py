@@ -273,6 +273,19 @@ def load_rate_table(name_or_path: str | Path) -> RateTable:
     return parse_rate_table(content, name=path.stem, origin=str(path))
 
 
+def load_rates(spec: str) -> RateTable:
+    """What ``--rates`` names: a bundled table or a file, or ``BASE+FILE[+FILE...]``, a table
+    whose models the later files override or extend (``github-copilot+mine.toml`` prices one
+    model your way and every other as bundled)."""
+    if Path(spec).is_file():
+        return load_rate_table(spec)
+    base, *overrides = spec.split("+")
+    table = load_rate_table(base)
+    for override in overrides:
+        table = merge_rate_tables(table, load_rate_table(override))
+    return table
+
+
 def parse_rate_table(text: str, *, name: str, origin: str = "<string>") -> RateTable:
     """Parse and validate TOML text as a rate table called ``name`` (errors cite ``origin``)."""
     try:

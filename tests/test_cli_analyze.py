@@ -263,3 +263,27 @@ def test_parquet_without_an_output_file_is_a_usage_error() -> None:
     result = RUNNER.invoke(app, ["analyze", str(SAMPLE_LOGS), "-f", "parquet"])
     assert result.exit_code == 2
     assert "--output" in result.stderr
+
+
+def test_own_table_overrides_one_model_of_a_bundled_one(tmp_path: Path) -> None:
+    from tests.conftest import SAMPLE_LOGS
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        'unit = "usd_per_million_tokens"\ncurrency = "USD"\nsource = "test"\n'
+        'checked = "2026-11-29"\n[models."claude-haiku-4.5"]\n'
+        '[[models."claude-haiku-4.5".prices]]\ninput = "0"\ncache_read = "0"\n'
+        'cache_write_5m = "0"\noutput = "0"\n'
+    )
+
+    def costs(rates: str) -> dict[str, tuple[str, str]]:
+        result = RUNNER.invoke(app, ["analyze", str(SAMPLE_LOGS), "-f", "json", "--rates", rates])
+        assert result.exit_code == 0, result.output
+        sessions = json.loads(result.stdout)["sessions"]
+        return {s["session_id"]: (s["rates"], s["cost_usd"]) for s in sessions}
+
+    bundled, merged = costs("github-copilot"), costs(f"github-copilot+{mine}")
+    assert {rates for rates, _ in merged.values()} == {"github-copilot+mine"}
+    changed = {sid for sid in bundled if bundled[sid][1] != merged[sid][1]}
+    haiku = {"6c2b0476-58de-4348-be1c-d5ccae36508e", "c96959e0-053d-4785-9b2a-95d55662a127"}
+    assert changed == haiku  # only the sessions with claude-haiku-4.5 calls got cheaper
