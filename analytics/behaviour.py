@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.events import MAIN_AGENT
 from analytics.periods import known_sum
 from analytics.schema import MONEY
-
-_MAIN_EVENT = pl.col("agent_id").is_null() & pl.col("parent_tool_call_id").is_null()
 
 
 def compaction_savings(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -79,7 +78,7 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
     """One row per session: calls per prompt, nudges and their cost, unfinished work."""
     kind = pl.col("event_type")
     prompts = (
-        events.filter((kind == "user.message") & _MAIN_EVENT)
+        events.filter((kind == "user.message") & MAIN_AGENT)
         .select("session_id", pl.col("event_seq").alias("_prompt_seq"), "is_autopilot")
         .sort("_prompt_seq")
     )
@@ -107,11 +106,11 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
         .alias("interrupted_unpriced_calls"),
     )
     conversation = events.group_by("session_id").agg(
-        ((kind == "user.message") & _MAIN_EVENT & ~pl.col("is_autopilot"))
+        ((kind == "user.message") & MAIN_AGENT & ~pl.col("is_autopilot"))
         .sum()
         .cast(pl.Int64)
         .alias("user_messages"),
-        ((kind == "user.message") & _MAIN_EVENT & pl.col("is_autopilot"))
+        ((kind == "user.message") & MAIN_AGENT & pl.col("is_autopilot"))
         .sum()
         .cast(pl.Int64)
         .alias("autopilot_nudges"),

@@ -17,21 +17,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import CALLS, ISSUES, conform
 
-_MAIN = (
-    pl.col("agent_id").is_null()
-    & pl.col("parent_tool_call_id").is_null()
-    & (pl.col("initiator") != "sub-agent").fill_null(True)
-)
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.
 _USED = [
-    "source_file",
-    "source_line",
-    "session_id",
-    "event_seq",
-    "process_index",
-    "event_type",
+    *EVENT_KEYS,
     "timestamp",
     "agent_id",
     "parent_tool_call_id",
@@ -83,9 +74,9 @@ def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     # Every main event belongs to the most recent main turn_start before it (0 = none yet).
     # Only the main events a call is made of are kept (not, say, tool results).
     main = events.with_columns(
-        (_MAIN & (kind == "assistant.turn_start")).cum_sum().over("session_id").alias("_call")
+        (MAIN_AGENT & (kind == "assistant.turn_start")).cum_sum().over("session_id").alias("_call")
     ).filter(
-        _MAIN
+        MAIN_AGENT
         & (
             kind.is_in(_CALL_PARTS)
             | ((kind == "tool.execution_start") & pl.col("model").is_not_null())
@@ -197,7 +188,7 @@ def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
     from_usage = (kind == "assistant.usage") & (
         (pl.col("initiator") == "sub-agent") | pl.col("parent_tool_call_id").is_not_null()
     )
-    from_message = (kind == "assistant.message") & ~_MAIN
+    from_message = (kind == "assistant.message") & ~MAIN_AGENT
     sub = tagged.filter(pl.when(pl.col("_captured")).then(from_usage).otherwise(from_message))
     sub = sub.filter(
         pl.col("api_call_id").is_null()
@@ -299,7 +290,7 @@ def _fill_models(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     selected = (
         events.filter(
             pl.col("event_type").is_in(_SESSION_MODEL_EVENTS)
-            & _MAIN
+            & MAIN_AGENT
             & pl.col("model").is_not_null()
             & (pl.col("model") != "auto")
         )

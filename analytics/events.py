@@ -18,6 +18,24 @@ import polars as pl
 
 from analytics.schema import EVENTS, conform
 
+#: Every stage's first EVENTS columns: where a row came from and where it sits in its session.
+EVENT_KEYS = [
+    "source_file",
+    "source_line",
+    "session_id",
+    "event_seq",
+    "process_index",
+    "event_type",
+]
+
+#: An event of the main agent: no sub-agent envelope id, no parent tool call, and (for
+#: ``assistant.usage`` in SDK captures, which carry neither) not initiated by a sub-agent.
+MAIN_AGENT = (
+    pl.col("agent_id").is_null()
+    & pl.col("parent_tool_call_id").is_null()
+    & (pl.col("initiator") != "sub-agent").fill_null(True)
+)
+
 
 def order_events(events: pl.DataFrame) -> pl.DataFrame:
     """EVENTS of any number of files -> EVENTS in session order (event_seq, process_index)."""

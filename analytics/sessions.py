@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import SESSIONS, conform
 
 _CUMULATIVE_SINCE = (1, 0, 66)
 #: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.
 _USED = [
-    "source_file",
-    "source_line",
-    "session_id",
-    "event_seq",
-    "process_index",
-    "event_type",
+    *EVENT_KEYS,
     "timestamp",
     "agent_id",
     "parent_tool_call_id",
+    "initiator",
     "tool_name",
     "is_autopilot",
     "text",
@@ -92,8 +89,7 @@ def summarize_sessions(
 def _overview(events: pl.DataFrame) -> pl.DataFrame:
     """Identity, place, time and conversation counts of each session."""
     kind = pl.col("event_type")
-    main = pl.col("agent_id").is_null() & pl.col("parent_tool_call_id").is_null()
-    user = (kind == "user.message") & main
+    user = (kind == "user.message") & MAIN_AGENT
     process_span = (
         events.group_by("session_id", "process_index")
         .agg((pl.col("timestamp").max() - pl.col("timestamp").min()).alias("_span"))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.apportion import apportion
+from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
 
 #: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
@@ -43,12 +44,7 @@ _LLM = pl.col("kind") != "compaction"
 _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).drop_nulls().first()
 #: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
 _USED = [
-    "source_file",
-    "source_line",
-    "session_id",
-    "event_seq",
-    "process_index",
-    "event_type",
+    *EVENT_KEYS,
     "agent_id",
     "parent_tool_call_id",
     "tool_call_id",
@@ -112,12 +108,7 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
     main_usage = (
-        events.filter(
-            (pl.col("event_type") == "assistant.usage")
-            & pl.col("agent_id").is_null()
-            & pl.col("parent_tool_call_id").is_null()
-            & (pl.col("initiator") != "sub-agent").fill_null(True)
-        )
+        events.filter((pl.col("event_type") == "assistant.usage") & MAIN_AGENT)
         .select(
             "session_id",
             pl.col("event_seq").alias("_usage_seq"),
@@ -171,13 +162,14 @@ def _reply_bytes(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "event_seq",
         "agent_id",
         "parent_tool_call_id",
+        "initiator",
         "content_bytes",
     )
     main = (
         _owning_main_call(
-            messages.filter(
-                pl.col("agent_id").is_null() & pl.col("parent_tool_call_id").is_null()
-            ).select("session_id", pl.col("event_seq").alias("_event_seq"), "content_bytes"),
+            messages.filter(MAIN_AGENT).select(
+                "session_id", pl.col("event_seq").alias("_event_seq"), "content_bytes"
+            ),
             calls,
         )
         .group_by("session_id", "event_seq")
