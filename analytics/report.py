@@ -160,10 +160,14 @@ def session_table(sessions: pl.DataFrame, zone: str) -> str:
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
         "_input": _tokens_total(local, "input_tokens"),
         "_output": _tokens_total(local, "output_tokens"),
-        "_cost": _money_total(sessions["cost_usd"], sessions["unpriced_calls"].sum()),
+        "_cost": _estimate_mark(
+            _money_total(sessions["cost_usd"], sessions["unpriced_calls"].sum()),
+            (sessions["token_sources"].struct.field("estimated") > 0).any(),
+        ),
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
-    return render_table(local, columns, totals)
+    estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
+    return render_table(local, columns, totals) + _legend(estimated)
 
 
 def _token_value(column: str) -> list[pl.Expr]:
@@ -220,8 +224,11 @@ def _money(value: Any) -> str:
 
 
 def _cost_cell() -> pl.Expr:
-    """The cost cell: the amount, marked when some calls could not be priced."""
-    amount = pl.col("cost_usd").cast(pl.Float64).round(4).cast(pl.String)
+    """The cost cell: the amount (``~`` when it prices estimated tokens), marked when some
+    calls could not be priced."""
+    estimated = pl.col("token_sources").struct["estimated"] > 0
+    digits = pl.col("cost_usd").cast(pl.Float64).round(4).cast(pl.String)
+    amount = pl.when(estimated).then(pl.format("~{}", digits)).otherwise(digits)
     return (
         pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
         .then(amount)
@@ -229,6 +236,22 @@ def _cost_cell() -> pl.Expr:
         .then(pl.format("unpriced ({})", pl.col("unpriced_models").list.join(",")))
         .otherwise(pl.format("{} + {} unpriced", amount, pl.col("unpriced_calls")))
     )
+
+
+ESTIMATE_LEGEND = (
+    "~ estimated: reconstructed from the log with no per-call record or shutdown total to"
+    " calibrate to (measured error: agentcost validate, README)"
+)
+
+
+def _legend(estimated: bool | None) -> str:
+    """The line that explains ``~``, under a table that shows one."""
+    return f"\n{ESTIMATE_LEGEND}" if estimated else ""
+
+
+def _estimate_mark(total: str, estimated: bool | None) -> str:
+    """``~`` before a total that includes estimated figures."""
+    return f"~{total}" if estimated and total != "-" else total
 
 
 def _money_total(series: pl.Series, unpriced: object) -> str:
@@ -271,6 +294,8 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
         pl.when(pl.col("interrupted")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_cut"),
         pl.when(pl.col("cost_usd").is_null())
         .then(pl.lit("unpriced"))
+        .when(pl.col("token_source") == "estimated")
+        .then(pl.format("~{}", pl.col("cost_usd").cast(pl.Float64).round(6)))
         .otherwise(pl.col("cost_usd").cast(pl.Float64).round(6).cast(pl.String))
         .alias("_cost"),
     )
@@ -297,9 +322,14 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
             for column in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
         },
         "output_tokens": _sum_known(calls["output_tokens"]),
-        "_cost": _money_total(calls["cost_usd"], calls["cost_usd"].null_count()),
+        "_cost": _estimate_mark(
+            _money_total(calls["cost_usd"], calls["cost_usd"].null_count()),
+            (calls["token_source"] == "estimated").any(),
+        ),
     }
-    return render_table(local, columns, totals)
+    return render_table(local, columns, totals) + _legend(
+        (calls["token_source"] == "estimated").any()
+    )
 
 
 def comparison_table(wide: pl.DataFrame, tables: Sequence[str], zone: str) -> str:
