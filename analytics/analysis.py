@@ -7,42 +7,53 @@ This is the library entry point the CLI and the notebooks use::
     result.sessions  # one row per session (schema.SESSIONS)
     result.calls     # one row per LLM call (schema.CALLS)
 
-Files are read in parallel (polars releases the GIL while decoding), then every later stage
-works on whole tables.
+The stages themselves run in ``analytics.pipeline`` (in groups of sessions when the events
+need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
+(``analytics.result_cache``) and changed files are parsed only where they changed
+(``analytics.cache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.cache import LogCache
-from analytics.calls import build_calls
-from analytics.events import order_events
-from analytics.schema import ISSUES, OBSERVED_USAGE, conform, empty
-from analytics.sessions import summarize_sessions
-from analytics.sources.copilot_events import Progress, read_logs
-from analytics.sources.copilot_store import read_session_store
+from analytics.pipeline import read_events, run_stages
+from analytics.result_cache import TABLES, ResultCache
+from analytics.schema import ISSUES, conform
 from analytics.sources.discover import Found, discover
-from analytics.sources.otel import read_otel_export
-from analytics.tokens import add_call_tokens
+
+if TYPE_CHECKING:
+    from analytics.sources.copilot_events import PieceStore, Progress
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """Every table of one run. ``issues`` lists each problem with its file and line."""
+    """Every table of one run. ``issues`` lists each problem with its file and line.
 
-    events: pl.DataFrame
+    ``events`` is computed on first use: a result loaded from the result cache, or analysed
+    with ``keep_events=False``, reads its events again (through the parse cache, if in use)
+    only for the commands that need them.
+    """
+
     calls: pl.DataFrame
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
     found: Found
+    load_events: Callable[[], pl.DataFrame] = field(repr=False, compare=False)
+
+    @cached_property
+    def events(self) -> pl.DataFrame:
+        """One row per usable log line (schema.EVENTS), in each session's order."""
+        return self.load_events()
 
 
 @dataclass(frozen=True)
@@ -60,23 +71,44 @@ def analyze(
     *,
     use_cache: bool = False,
     progress: Progress | None = None,
+    keep_events: bool = True,
 ) -> Analysis:
     """Analyse the logs under ``paths`` (the Copilot home when empty).
 
-    ``use_cache`` keeps parsed files in ``analytics.cache.cache_dir()`` so an unchanged file
-    is not parsed again and a grown one only for its new bytes; ``progress`` is called with
-    (bytes parsed, bytes to parse) while files are read.
+    ``use_cache`` keeps results and parsed files in ``analytics.cache_dir.cache_dir()``: an
+    unchanged set of inputs is loaded, not analysed; otherwise an unchanged file is not parsed
+    again and a grown one only for its new bytes. ``progress`` is called with
+    (bytes parsed, bytes to parse) while files are read. ``keep_events=False`` analyses a
+    large tree in groups of sessions, so memory stays flat; ``events`` are then read again if
+    asked for.
     """
     found = discover(paths)
-    parsed = read_logs(found.logs, LogCache() if use_cache else None, progress)
-    metrics, read_issues = parsed.model_metrics, parsed.issues
-    # Only the ordered events are kept: the reader's copy is freed if ordering had to move rows.
-    events = order_events(parsed.events)
-    del parsed
-    calls, call_issues = build_calls(events)
-    sessions = summarize_sessions(events, calls, metrics)
-    observed, observed_issues = _observed_usage(found, sessions["session_id"].to_list())
-    calls, token_issues = add_call_tokens(calls, events, sessions, metrics, observed)
+    results = ResultCache() if use_cache else None
+    key = results.key(found) if results else None
+    stored = results.load(key) if results and key else None
+    if stored is None:
+        result = _run(found, use_cache, progress, keep_events)
+        if results and key:
+            results.save(key, {name: getattr(result, name) for name in TABLES})
+    else:
+        result = Analysis(**stored, found=found, load_events=_events_of(found, use_cache))
+    return _within(result, window) if window else result
+
+
+def _store(use_cache: bool) -> PieceStore | None:
+    from analytics.cache import LogCache
+
+    return LogCache() if use_cache else None
+
+
+def _events_of(found: Found, use_cache: bool) -> Callable[[], pl.DataFrame]:
+    """Reads the events of ``found`` when called (through the parse cache if in use)."""
+    return lambda: read_events(found.logs, _store(use_cache))
+
+
+def _run(found: Found, use_cache: bool, progress: Progress | None, keep_events: bool) -> Analysis:
+    """Every stage, from the logs to per-call tokens; the discovery problems as issues."""
+    tables = run_stages(found, _store(use_cache), progress, keep_events=keep_events)
     problems = conform(
         pl.DataFrame(
             {
@@ -89,32 +121,16 @@ def analyze(
         ),
         ISSUES,
     )
-    issues = _stack([problems, read_issues, call_issues, observed_issues, token_issues], ISSUES)
-    result = Analysis(
-        events=events,
-        calls=calls,
-        sessions=sessions,
-        model_metrics=metrics,
-        issues=issues.sort("file", "line", nulls_last=False),
+    issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
+    events = tables.events
+    return Analysis(
+        calls=tables.calls,
+        sessions=tables.sessions,
+        model_metrics=tables.model_metrics,
+        issues=issues.sort("file", "line", "severity", "message", nulls_last=False),
         found=found,
+        load_events=(lambda: events) if events is not None else _events_of(found, use_cache),
     )
-    return _within(result, window) if window else result
-
-
-def _observed_usage(found: Found, session_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per-call token records kept beside the logs: session-store.db rows, OTel spans."""
-    read = [read_session_store(store, session_ids) for store in found.stores]
-    read += [read_otel_export(export) for export in found.otel]
-    return (
-        _stack([rows for rows, _ in read], OBSERVED_USAGE),
-        _stack([issues for _, issues in read], ISSUES),
-    )
-
-
-def _stack(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """Concatenate frames of one contract (an empty frame when there are none)."""
-    present = [frame for frame in frames if frame.height]
-    return pl.concat(present) if present else empty(contract)
 
 
 def _within(result: Analysis, window: Window) -> Analysis:
@@ -129,7 +145,7 @@ def _within(result: Analysis, window: Window) -> Analysis:
     sessions = result.sessions.filter(keep)
     ids = sessions["session_id"].implode()
     return Analysis(
-        events=result.events.filter(pl.col("session_id").is_in(ids)),
+        load_events=lambda: result.events.filter(pl.col("session_id").is_in(ids)),
         calls=result.calls.filter(pl.col("session_id").is_in(ids)),
         sessions=sessions,
         model_metrics=result.model_metrics.filter(pl.col("session_id").is_in(ids)),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -20,31 +19,57 @@ import polars as pl
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 
-def to_records(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    """Rows as JSON-ready dicts: times as ISO UTC strings, decimals as strings."""
-    temporal = [name for name, dtype in frame.schema.items() if dtype == pl.Datetime("ms", "UTC")]
-    rows = frame.with_columns(
-        pl.col(name).dt.convert_time_zone("UTC").dt.strftime(_ISO) for name in temporal
-    ).to_dicts()
-    for row in rows:
-        for key, value in row.items():
-            if key == "tool_calls" and value is not None:
-                row[key] = {item["tool"]: item["calls"] for item in value}
-    return rows
-
-
 def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
-    """``{key: [...], "issues": [...]}`` as indented JSON."""
-    document = {key: to_records(frame), "issues": to_records(issues)}
-    return json.dumps(document, indent=2, default=_json_default)
+    """``{key: [...], "issues": [...]}``, one record per line."""
+    return render_sections_json({key: frame}, issues)
 
 
-def _json_default(value: object) -> str:
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot serialise {type(value).__name__}")
+def _json_rows(frame: pl.DataFrame) -> list[str]:
+    """Each row as one JSON object, encoded by polars (no Python object per value).
+
+    Times are ISO-8601 UTC, decimals and days strings (no digit lost), tool counts
+    ``{tool: calls}``; column order is kept.
+    """
+    ready = frame.with_columns(
+        *(
+            pl.col(name).dt.convert_time_zone("UTC").dt.strftime(_ISO)
+            for name, dtype in frame.schema.items()
+            if isinstance(dtype, pl.Datetime) and dtype.time_zone
+        ),
+        pl.col(pl.Date).dt.to_string(),
+        pl.col(pl.Decimal).cast(pl.String),
+    )
+    parts: list[pl.Expr] = []
+    plain: list[str] = []
+
+    def close_plain() -> None:
+        if plain:
+            encoded = pl.struct(plain).struct.json_encode()
+            parts.append(encoded.str.strip_prefix("{").str.strip_suffix("}"))
+            plain.clear()
+
+    for name in ready.columns:
+        if name == "tool_calls":
+            close_plain()
+            parts.append(pl.lit('"tool_calls":') + _tool_counts(pl.col(name)))
+        else:
+            plain.append(name)
+    close_plain()
+    if not parts:
+        return ["{}"] * frame.height
+    rows = pl.concat_str([pl.lit("{"), pl.concat_str(parts, separator=","), pl.lit("}")])
+    return ready.select(rows.alias("json"))["json"].to_list()
+
+
+def _tool_counts(column: pl.Expr) -> pl.Expr:
+    """A list of {tool, calls} structs as the JSON object ``{"tool": calls, ...}``."""
+    name = pl.struct(pl.element().struct["tool"].alias("t")).struct.json_encode()
+    entry = pl.format(
+        "{}:{}",
+        name.str.slice(5).str.strip_suffix("}"),  # '{"t":"bash"}' -> '"bash"'
+        pl.element().struct["calls"].cast(pl.String).fill_null("null"),
+    )
+    return (pl.lit("{") + column.list.eval(entry).list.join(",") + pl.lit("}")).fill_null("null")
 
 
 def render_csv(frame: pl.DataFrame) -> str:
@@ -375,16 +400,17 @@ def plain_table(frame: pl.DataFrame) -> str:
 def render_sections_json(
     sections: dict[str, pl.DataFrame], issues: pl.DataFrame, **meta: str
 ) -> str:
-    """``{**meta, section: [...], ..., "issues": [...]}`` as indented JSON."""
-    document: dict[str, Any] = dict(meta)
-    document.update(
-        {
-            name: to_records(frame.with_columns(pl.col(pl.Date).dt.to_string()))
-            for name, frame in sections.items()
-        }
-    )
-    document["issues"] = to_records(issues)
-    return json.dumps(document, indent=2, default=_json_default)
+    """``{**meta, section: [...], ..., "issues": [...]}``, one record per line.
+
+    Rows are encoded by polars (``_json_rows``): a large report renders in a fraction of
+    what ``json.dumps`` of Python objects costs.
+    """
+    fields = [f"  {json.dumps(name)}: {json.dumps(value)}" for name, value in meta.items()]
+    for name, frame in {**sections, "issues": issues}.items():
+        rows = _json_rows(frame)
+        body = "[\n    " + ",\n    ".join(rows) + "\n  ]" if rows else "[]"
+        fields.append(f"  {json.dumps(name)}: {body}")
+    return "{\n" + ",\n".join(fields) + "\n}"
 
 
 def _usd(amount: str, unpriced: str) -> pl.Expr:

@@ -3,7 +3,9 @@
 Run from the repository root: ``python -m benchmarks.run`` (``make bench``). For each size it
 generates a tree once with ``agentcost simulate`` (kept in ``benchmarks/data/``), installs
 ccusage (pinned) into ``benchmarks/.tools`` with npm, then alternates, for each repetition:
-ccusage, agentcost cold (empty cache), agentcost warm (the cache the cold run filled). Wall
+ccusage, agentcost cold (empty caches), agentcost warm (the caches the cold run filled, nothing
+changed), agentcost touched (one log's mtime changed, as a live session's log does: the result
+cache misses and the parse cache has every piece). Wall
 time and the child's peak RSS come from ``os.wait4``. It checks that both tools report the same
 per-session tokens where both see a session, prints the table and writes
 ``benchmarks/README.md``; with ``--profile`` it adds a per-stage profile of the largest tree.
@@ -35,6 +37,7 @@ CCUSAGE_VERSION = "20.0.24"
 CCUSAGE = TOOLS / "node_modules" / ".bin" / "ccusage"
 AGENTCOST = Path(sys.executable).parent / "agentcost"
 SEED = 7
+TOOLS_MEASURED = ("ccusage", "agentcost cold", "agentcost warm", "agentcost touched")
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,9 @@ def main() -> None:
                 "agentcost cold", size, agentcost_command(tree), tree, cache
             )
             warm, _ = measure("agentcost warm", size, agentcost_command(tree), tree, cache)
-            runs += [ccusage_run, cold, warm]
+            os.utime(min(tree.rglob("events.jsonl")))
+            touched, _ = measure("agentcost touched", size, agentcost_command(tree), tree, cache)
+            runs += [ccusage_run, cold, warm, touched]
         agreement[size] = compare(agentcost_out, ccusage_out)
     profiles = (
         profile.stages(ensure_tree(max(args.sizes)), RESULTS / "profile-cache")
@@ -181,7 +186,7 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
     rows = []
     medians: dict[tuple[str, int], tuple[float, float]] = {}
     for size in sizes:
-        for tool in ("ccusage", "agentcost cold", "agentcost warm"):
+        for tool in TOOLS_MEASURED:
             mine = [run for run in runs if run.tool == tool and run.size_mb == size]
             wall = statistics.median(run.wall_s for run in mine)
             rss = statistics.median(run.peak_rss_mb for run in mine)
@@ -198,8 +203,9 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "# Benchmarks: agentcost analyze vs ccusage copilot session",
             "",
             f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by `python -m benchmarks.run` "
-            f"(`make bench`); {len(runs) // (3 * len(sizes))} alternating repetitions per size "
-            "(ccusage, agentcost cold, agentcost warm), medians shown. Numbers are measured, "
+            f"(`make bench`); {len(runs) // (len(TOOLS_MEASURED) * len(sizes))} alternating "
+            "repetitions per size (ccusage, agentcost cold, warm, touched), medians shown. "
+            "Numbers are measured, "
             "never estimated; other processes shared the machine, so compare within a row set.",
             "",
             *machine_facts(),
@@ -219,11 +225,15 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "(the agreement check below shows it ignores calls after the last shutdown). "
             "agentcost decodes and validates every line (every line becomes an event or an "
             "issue), builds one row per event (~40 columns) and per LLM call, reconstructs "
-            "per-call tokens and prices them. Cold = empty parse cache; warm = the cache the "
-            "cold run filled (`analytics/cache.py`), so only unterminated last lines are "
-            "parsed again and the remaining time is start-up, discovery, cache checks "
-            "(hashing 2 x 64 KiB per file) and the stages after reading. The profile at the "
-            "end shows where the time and the memory go, stage by stage.",
+            "per-call tokens and prices them, a group of sessions (~192 MB of logs) at a time "
+            "(`analytics/pipeline.py`). Cold = empty caches. Warm = nothing changed since the "
+            "cold run: the result cache (`analytics/result_cache.py`, keyed by every input's "
+            "path, size, mtime, ctime and inode) answers, and the time is start-up, "
+            "discovery, loading four small tables, pricing and JSON. Touched = one log's "
+            "mtime changed (what a live session does): the result cache misses and every "
+            "stage after reading runs again, over pieces the parse cache (`analytics/cache.py`)"
+            " still has. The profile at the end shows where the time and the memory go, stage "
+            "by stage.",
             "",
             "## Do the tools agree?",
             "",
@@ -274,7 +284,7 @@ def targets(medians: dict[tuple[str, int], tuple[float, float]], sizes: list[int
     ]
     if big != small:
         scale = big / small
-        for tool in ("agentcost cold", "agentcost warm"):
+        for tool in TOOLS_MEASURED[1:]:
             (w1, r1), (w2, r2) = medians[tool, small], medians[tool, big]
             lines.append(
                 f"- {tool}, {small} → {big} MB ({scale:.0f}x the data): wall {w2 / w1:.2f}x, "

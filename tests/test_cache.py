@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.analysis import analyze
-from analytics.cache import LogCache, cache_dir
+from analytics.cache import LogCache
+from analytics.cache_dir import cache_dir
 from analytics.sources.copilot_events import ParsedLog, read_logs
 from analytics.sources.discover import LogFile
 

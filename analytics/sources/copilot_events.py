@@ -60,6 +60,7 @@ class Resume:
 
     size: int = 0
     mtime_ns: int = 0
+    ctime_ns: int = 0
     start: int = 0
     cached: tuple[PieceInfo, ...] = ()
     error: str | None = None
@@ -86,7 +87,7 @@ class PieceStore:
             stat = path.stat()
         except OSError as exc:
             return Resume(error=str(exc))
-        return Resume(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+        return Resume(size=stat.st_size, mtime_ns=stat.st_mtime_ns, ctime_ns=stat.st_ctime_ns)
 
     def load(self, resumes: Sequence[Resume]) -> tuple[list[LocalTables], list[Resume]]:
         """The cached pieces of ``resumes`` (in parts); a resume whose pieces are gone restarts

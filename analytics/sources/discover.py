@@ -10,6 +10,7 @@ Accepted: a session directory (``<id>/events.jsonl``), an events file, a legacy 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +27,16 @@ _NOTHING_HERE = (
 
 @dataclass(frozen=True)
 class LogFile:
-    """One events file and the session id to use if the file does not name its session."""
+    """One events file and the session id to use if the file does not name its session.
+
+    ``real_path`` is the file's resolved path and ``stat`` what discovery saw of it (both set
+    by ``discover``): one file reached by two spellings is one log, and caches key on both.
+    """
 
     path: Path
     session_hint: str
+    real_path: str = ""
+    stat: os.stat_result | None = None
 
 
 @dataclass(frozen=True)
@@ -52,9 +59,11 @@ def discover(paths: Sequence[Path]) -> Found:
     """Resolve user paths to log files. A path that does not exist raises ``InputError``.
 
     A named path that holds no log at all is a problem (reported, not fatal), so a mistyped
-    directory never reads as "0 sessions" without a word.
+    directory never reads as "0 sessions" without a word. Directories are listed with
+    ``os.scandir`` and only named paths and symlinks are resolved (other entries extend their
+    resolved parent), so a tree of thousands of sessions costs about one syscall per session.
     """
-    found = Found()
+    walk = _Walk()
     targets = list(paths) or [_default_target()]
     for target in targets:
         if not target.exists():
@@ -64,13 +73,14 @@ def discover(paths: Sequence[Path]) -> Found:
             )
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
+        found = walk.found
         before = (len(found.logs), len(found.problems))
-        _collect(target, found, depth=0)
+        walk.named(target)
         if (len(found.logs), len(found.problems)) == before:
             found.problems.append((str(target), _NOTHING_HERE))
-    unique = {log.path.resolve(): log for log in found.logs}
-    found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
-    return found
+    unique = {log.real_path: log for log in walk.found.logs}
+    walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
+    return walk.found
 
 
 def _default_target() -> Path:
@@ -83,55 +93,104 @@ def _default_target() -> Path:
     return home
 
 
-def _collect(target: Path, found: Found, depth: int) -> None:
-    """Add the logs under ``target`` (a file or a directory) to ``found``."""
-    if target.is_file():
-        hint = target.parent.name if target.name == _EVENTS else target.stem
-        found.logs.append(LogFile(target, hint))
-        _add_home_of(target.parent if target.name == _EVENTS else target, found)
-        return
-    if (target / _EVENTS).is_file():
-        found.logs.append(LogFile(target / _EVENTS, target.name))
-        _add_home_of(target, found)
-        return
-    if depth >= _MAX_DEPTH:
-        return
-    if (target / "session-state").is_dir():
-        _add_token_records(target, found)
-        _collect(target / "session-state", found, depth + 1)
-        return
+class _Walk:
+    """One discovery: what was found so far, and the Copilot homes already looked at."""
+
+    def __init__(self) -> None:
+        self.found = Found()
+        self._homes: set[str] = set()
+
+    def named(self, target: Path) -> None:
+        """Add the logs under a path the user named (a file or a directory)."""
+        real = Path(os.path.realpath(target))
+        if target.is_file():
+            session = target.name == _EVENTS
+            hint = target.parent.name if session else target.stem
+            self._log(target, hint, real)
+            self._home_of(real.parent if session else real)
+            return
+        if (target / _EVENTS).is_file():
+            self._log(target / _EVENTS, target.name, real / _EVENTS)
+            self._home_of(real)
+            return
+        self._directory(target, real, depth=0)
+
+    def _directory(self, target: Path, real: Path, depth: int) -> None:
+        """Add the logs of a directory tree (``real`` is ``target`` resolved)."""
+        if depth >= _MAX_DEPTH:
+            return
+        if (target / "session-state").is_dir():
+            self._token_records(target)
+            self._directory(target / "session-state", real / "session-state", depth + 1)
+            return
+        try:
+            with os.scandir(target) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            self.found.problems.append((str(target), f"cannot list directory: {exc.strerror}"))
+            return
+        sessions_here = False
+        for entry in entries:
+            # Strings, not Paths, per entry: pathlib costs more than the syscalls here.
+            linked = entry.is_symlink()
+            real_child = os.path.realpath(entry.path) if linked else f"{real}/{entry.name}"
+            if entry.is_file():
+                if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
+                    child = Path(entry.path)
+                    self._log(child, child.stem, real_child, entry.stat())
+            elif entry.is_dir() and entry.name != "otel":
+                events = os.path.join(entry.path, _EVENTS)
+                seen = _regular_file(events)
+                if seen is not None:
+                    self._log(Path(events), entry.name, f"{real_child}/{_EVENTS}", seen)
+                    if linked:
+                        self._home_of(real_child)
+                    sessions_here = True
+                    continue
+                before = len(self.found.logs)
+                self._directory(Path(entry.path), Path(real_child), depth + 1)
+                if len(self.found.logs) == before and target.name == "session-state":
+                    self.found.problems.append(
+                        (entry.path, "session directory has no events.jsonl")
+                    )
+        if sessions_here:
+            self._home_of(real / "session")
+        if (target / "session-store.db").is_file() and target.name != "session-state":
+            self._token_records(target)
+
+    def _log(
+        self, path: Path, hint: str, real: Path | str, seen: os.stat_result | None = None
+    ) -> None:
+        self.found.logs.append(LogFile(path, hint, str(real), seen))
+
+    def _home_of(self, session: Path | str) -> None:
+        """A session inside a Copilot home gets that home's token records (``session`` is
+        resolved)."""
+        state = os.path.dirname(session)
+        if os.path.basename(state) == "session-state":
+            self._token_records(os.path.dirname(state))
+
+    def _token_records(self, where: Path | str) -> None:
+        """Per-call token records kept beside the session logs in a Copilot home (once)."""
+        if str(where) in self._homes:
+            return
+        self._homes.add(str(where))
+        home, found = Path(where), self.found
+        store = home / "session-store.db"
+        if store.is_file() and not _listed(store, found.stores):
+            found.stores.append(store)
+        otel = home / "otel"
+        if otel.is_dir():
+            found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
+
+
+def _regular_file(path: str) -> os.stat_result | None:
+    """The stat of ``path`` if it is a regular file (symlinks followed), else None."""
     try:
-        children = sorted(target.iterdir())
-    except OSError as exc:
-        found.problems.append((str(target), f"cannot list directory: {exc.strerror}"))
-        return
-    for child in children:
-        if child.is_file() and child.suffix == ".jsonl":
-            found.logs.append(LogFile(child, child.stem))
-        elif child.is_dir() and child.name != "otel":
-            before = len(found.logs)
-            _collect(child, found, depth + 1)
-            if len(found.logs) == before and target.name == "session-state":
-                found.problems.append((str(child), "session directory has no events.jsonl"))
-    if (target / "session-store.db").is_file() and target.name != "session-state":
-        _add_token_records(target, found)
-
-
-def _add_home_of(session: Path, found: Found) -> None:
-    """A single session named inside a Copilot home still gets that home's token records."""
-    state = session.resolve().parent
-    if state.name == "session-state":
-        _add_token_records(state.parent, found)
-
-
-def _add_token_records(home: Path, found: Found) -> None:
-    """Per-call token records kept beside the session logs in a Copilot home."""
-    store = home / "session-store.db"
-    if store.is_file() and not _listed(store, found.stores):
-        found.stores.append(store)
-    otel = home / "otel"
-    if otel.is_dir():
-        found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
+        seen = os.stat(path)
+    except OSError:
+        return None
+    return seen if stat.S_ISREG(seen.st_mode) else None
 
 
 def _listed(path: Path, paths: list[Path]) -> bool:

@@ -1,0 +1,221 @@
+"""Run every stage, from log files to per-call tokens, in groups of sessions.
+
+Sessions are independent: a session's calls, totals and tokens depend on its own events (and
+its own per-call records) only. So a large tree is analysed a group of files at a time
+(about ``GROUP_BYTES`` of logs each): the group's events are built, turned into calls,
+sessions and tokens, and dropped before the next group is read. Peak memory then follows the
+group size and the result tables, not the size of the tree. Callers that need the events
+themselves (context attribution, the HTML report, exports) ask for one group holding
+everything (``keep_events``).
+
+Files are put in groups by their session hint (directory name or file stem), so a session's
+files share a group. A session whose files name it differently (a file with no
+``session.start`` beside one that has it) can still land in two groups; such groups are
+merged and analysed again, so grouping never changes a result.
+
+The stages are imported where they run: a result loaded from the result cache needs none of
+them, and importing them is a tenth of such a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from analytics.schema import ISSUES, OBSERVED_USAGE, empty
+from analytics.sources.discover import Found, LogFile
+
+if TYPE_CHECKING:
+    from analytics.sources.copilot_events import PieceStore, Progress
+
+#: Log bytes analysed together when events need not be kept.
+GROUP_BYTES = 192 * 2**20
+
+
+@dataclass(frozen=True)
+class Tables:
+    """What the stages produce; ``events`` is None unless they were asked to be kept."""
+
+    calls: pl.DataFrame
+    sessions: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    events: pl.DataFrame | None
+
+
+def run_stages(
+    found: Found,
+    store: PieceStore | None,
+    progress: Progress | None,
+    *,
+    keep_events: bool,
+    group_bytes: int = GROUP_BYTES,
+) -> Tables:
+    """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
+    ``group_bytes``."""
+    groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
+    observed = _Observed(found, whole=len(groups) > 1)
+    todo = sum(_size(log) for log in found.logs)
+    done: list[int] = [0]
+
+    def run(logs: list[LogFile]) -> Tables:
+        start = done[0]
+        step = (lambda now, _: progress(min(start + now, todo), todo)) if progress else None
+        tables = _analyse(logs, store, step, observed, keep_events)
+        done[0] += sum(_size(log) for log in logs)
+        return tables
+
+    results = [run(logs) for logs in groups]
+    merges = _split_sessions(groups, results)
+    if merges:
+        gone = set().union(*(indexes for _, indexes in merges))
+        kept = [tables for index, tables in enumerate(results) if index not in gone]
+        results = kept + [run(logs) for logs, _ in merges]
+    return _combine(results, observed.issues(), keep_events)
+
+
+def read_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
+    """The logs' events in each session's order, for a result that was analysed without them."""
+    from analytics.events import order_events
+    from analytics.sources.copilot_events import read_logs
+
+    return order_events(read_logs(logs, store).events)
+
+
+def _analyse(
+    logs: Sequence[LogFile],
+    store: PieceStore | None,
+    progress: Progress | None,
+    observed: _Observed,
+    keep_events: bool,
+) -> Tables:
+    """Every stage on one group of logs."""
+    from analytics.calls import build_calls
+    from analytics.events import order_events
+    from analytics.sessions import summarize_sessions
+    from analytics.sources.copilot_events import read_logs
+    from analytics.tokens import add_call_tokens
+
+    parsed = read_logs(logs, store, progress)
+    metrics, read_issues = parsed.model_metrics, parsed.issues
+    events = order_events(parsed.events)
+    del parsed
+    calls, call_issues = build_calls(events)
+    sessions = summarize_sessions(events, calls, metrics)
+    calls, token_issues = add_call_tokens(
+        calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
+    )
+    issues = _stack([read_issues, call_issues, token_issues], ISSUES)
+    return Tables(calls, sessions, metrics, issues, events if keep_events else None)
+
+
+class _Observed:
+    """Per-call token records kept beside the logs (session-store.db rows, OTel spans).
+
+    With one group they are read for its sessions only; with several, read once whole and
+    handed to each group for its sessions.
+    """
+
+    def __init__(self, found: Found, *, whole: bool) -> None:
+        self._found = found
+        self._whole = whole
+        self._rows: pl.DataFrame | None = None
+        self._issues: list[pl.DataFrame] = []
+
+    def of(self, session_ids: list[str]) -> pl.DataFrame:
+        if not self._whole:
+            return self._read(session_ids)
+        if self._rows is None:
+            self._rows = self._read(None)
+        return self._rows.filter(pl.col("session_id").is_in(pl.Series(session_ids).implode()))
+
+    def issues(self) -> pl.DataFrame:
+        return _stack(self._issues, ISSUES)
+
+    def _read(self, session_ids: list[str] | None) -> pl.DataFrame:
+        from analytics.sources.copilot_store import read_session_store
+        from analytics.sources.otel import read_otel_export
+
+        read = [read_session_store(store, session_ids) for store in self._found.stores]
+        read += [read_otel_export(export) for export in self._found.otel]
+        self._issues += [issues for _, issues in read]
+        return _stack([rows for rows, _ in read], OBSERVED_USAGE)
+
+
+def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
+    """Logs in groups of about ``group_bytes``, in order; logs with one hint share a group.
+
+    No logs at all are one empty group, analysed like any other (to empty tables)."""
+    groups: list[list[LogFile]] = [[]]
+    size = 0
+    group_of: dict[str, int] = {}
+    for log in logs:
+        if log.session_hint in group_of:
+            groups[group_of[log.session_hint]].append(log)
+            continue
+        if size >= group_bytes:
+            groups.append([])
+            size = 0
+        group_of[log.session_hint] = len(groups) - 1
+        groups[-1].append(log)
+        size += _size(log)
+    return [group for group in groups if group] or [[]]
+
+
+def _size(log: LogFile) -> int:
+    return log.stat.st_size if log.stat else 0
+
+
+def _split_sessions(
+    groups: list[list[LogFile]], results: list[Tables]
+) -> list[tuple[list[LogFile], set[int]]]:
+    """Groups that share a session, merged: (their logs together, the group indexes)."""
+    where: dict[str, int] = {}
+    parent = list(range(len(groups)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for index, tables in enumerate(results):
+        for session in tables.sessions["session_id"].to_list():
+            if session in where and root(where[session]) != root(index):
+                parent[root(index)] = root(where[session])
+            where.setdefault(session, index)
+    members: dict[int, set[int]] = {}
+    for index in range(len(groups)):
+        members.setdefault(root(index), set()).add(index)
+    return [
+        ([log for i in sorted(indexes) for log in groups[i]], indexes)
+        for indexes in members.values()
+        if len(indexes) > 1
+    ]
+
+
+def _combine(results: list[Tables], observed_issues: pl.DataFrame, keep_events: bool) -> Tables:
+    """One set of tables from the groups', in the order a single group would give."""
+    if len(results) == 1:
+        only = results[0]
+        issues = _stack([only.issues, observed_issues], ISSUES)
+        return Tables(only.calls, only.sessions, only.model_metrics, issues, only.events)
+    return Tables(
+        calls=pl.concat([r.calls for r in results]).sort("session_id", "event_seq"),
+        sessions=pl.concat([r.sessions for r in results]).sort(
+            "start_time", "session_id", nulls_last=False
+        ),
+        model_metrics=pl.concat([r.model_metrics for r in results]).sort(
+            "source_file", "source_line", maintain_order=True
+        ),
+        issues=_stack([*(r.issues for r in results), observed_issues], ISSUES),
+        events=None,
+    )
+
+
+def _stack(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """Concatenate frames of one contract (an empty frame when there are none)."""
+    present = [frame for frame in frames if frame.height]
+    return pl.concat(present) if present else empty(contract)

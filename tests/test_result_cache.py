@@ -1,0 +1,132 @@
+"""The result cache (``analytics/result_cache.py``): a stored analysis is reused only while
+every input is unchanged, and then equals a fresh analysis table for table.
+
+Each test analyses a copy of ``sample_logs`` (or a one-file log) with ``use_cache=True`` and
+compares with ``use_cache=False``. Whether a run was served from the result cache is observed
+through the parse stage: a hit never reads a log, so ``progress`` is never called.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analytics.analysis import Analysis, analyze
+from analytics.result_cache import KEEP, TABLES, ResultCache
+from analytics.sources.discover import discover
+from tests.conftest import SAMPLE_LOGS
+
+SESSION_LINE = (
+    b'{"type":"session.start","data":{"sessionId":"s1"},"timestamp":"2026-05-01T10:00:00.000Z"}\n'
+)
+TURN = (
+    b'{"type":"assistant.turn_start","data":{"turnId":"0"},'
+    b'"timestamp":"2026-05-01T10:00:01.000Z"}\n'
+)
+
+
+def run(paths: list[Path]) -> tuple[Analysis, bool]:
+    """A cached analysis, and whether it read any log (False: served by the result cache)."""
+    reads: list[int] = []
+    result = analyze(paths, use_cache=True, progress=lambda done, total: reads.append(total))
+    return result, bool(reads)
+
+
+def assert_same(cached: Analysis, fresh: Analysis) -> None:
+    for table in (*TABLES, "events"):
+        assert getattr(cached, table).equals(getattr(fresh, table)), table
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    copy = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, copy)
+    return copy
+
+
+def test_an_unchanged_tree_is_loaded_and_equals_a_fresh_analysis(logs: Path) -> None:
+    first, read_first = run([logs])
+    second, read_second = run([logs])
+    assert read_first and not read_second
+    fresh = analyze([logs])
+    assert_same(first, fresh)
+    assert_same(second, fresh)  # events too: read from the parse cache on first use
+
+
+def test_an_appended_line_is_a_miss(logs: Path) -> None:
+    run([logs])
+    log = sorted(logs.glob("session-state/*/events.jsonl"))[0]
+    with log.open("ab") as handle:
+        handle.write(TURN)
+    cached, read = run([logs])
+    assert read
+    assert_same(cached, analyze([logs]))
+
+
+def test_same_size_and_mtime_with_other_content_is_a_miss(tmp_path: Path) -> None:
+    log = tmp_path / "s1" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(SESSION_LINE + TURN)
+    run([log])
+    seen = log.stat()
+    log.write_bytes(SESSION_LINE + TURN.replace(b'"0"', b'"1"'))
+    os.utime(log, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+    assert (log.stat().st_size, log.stat().st_mtime_ns) == (seen.st_size, seen.st_mtime_ns)
+    after, read = run([log])
+    assert read
+    assert_same(after, analyze([log]))
+
+
+def test_a_new_problem_is_a_miss(logs: Path) -> None:
+    """An empty session directory appearing adds an issue, so the stored result is stale."""
+    run([logs])
+    (logs / "session-state" / "empty-session").mkdir()
+    cached, read = run([logs])
+    assert read
+    assert "session directory has no events.jsonl" in cached.issues["message"].to_list()
+
+
+def test_a_damaged_result_is_recomputed(logs: Path, tmp_path: Path) -> None:
+    run([logs])
+    for stored in (Path(os.environ["AGENTCOST_CACHE_DIR"]) / "results-v1").glob("*/*.parquet"):
+        stored.write_bytes(b"not parquet")
+    cached, read = run([logs])
+    assert read
+    assert_same(cached, analyze([logs]))
+
+
+def test_a_window_applies_to_a_loaded_result(logs: Path) -> None:
+    from datetime import date
+
+    from analytics.analysis import Window
+
+    run([logs])
+    window = Window(since=date(2030, 1, 1))
+    empty = analyze([logs], window, use_cache=True)
+    assert empty.sessions.height == 0 and empty.calls.height == 0 and empty.events.height == 0
+
+
+def test_only_the_newest_results_are_kept(tmp_path: Path) -> None:
+    cache = ResultCache(tmp_path / "cache")
+    tables = {name: pl.DataFrame({"x": [1]}) for name in TABLES}
+    for n in range(KEEP + 3):
+        cache.save(f"key{n}", tables)
+        os.utime(cache.root / f"key{n}", ns=(n * 10**9, n * 10**9))
+    kept = sorted(p.name for p in cache.root.iterdir())
+    assert len(kept) == KEEP and "key0" not in kept
+    loaded = cache.load(f"key{KEEP + 2}")
+    assert loaded is not None and loaded["calls"].equals(tables["calls"])
+
+
+def test_an_unwritable_cache_still_analyses(logs: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would be")
+    cache = ResultCache(blocked)
+    key = cache.key(discover([logs]))
+    assert key is not None
+    cache.save(key, {name: pl.DataFrame() for name in TABLES})  # no exception
+    assert cache.load(key) is None
