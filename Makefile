@@ -30,7 +30,7 @@ lint: setup
 
 ## benchmarks against ccusage (see benchmarks/README.md)
 bench: setup
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run --profile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

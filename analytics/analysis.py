@@ -87,11 +87,12 @@ def analyze(
     key = results.key(found) if results else None
     stored = results.load(key) if results and key else None
     if stored is None:
-        result = _run(found, use_cache, progress, keep_events)
+        result = _run(found, results, progress, keep_events)
         if results and key:
             results.save(key, {name: getattr(result, name) for name in TABLES})
     else:
-        result = Analysis(**stored, found=found, load_events=_events_of(found, use_cache))
+        tables, _ = stored
+        result = Analysis(**tables, found=found, load_events=_events_of(found, use_cache))
     return _within(result, window) if window else result
 
 
@@ -106,9 +107,12 @@ def _events_of(found: Found, use_cache: bool) -> Callable[[], pl.DataFrame]:
     return lambda: read_events(found.logs, _store(use_cache))
 
 
-def _run(found: Found, use_cache: bool, progress: Progress | None, keep_events: bool) -> Analysis:
+def _run(
+    found: Found, results: ResultCache | None, progress: Progress | None, keep_events: bool
+) -> Analysis:
     """Every stage, from the logs to per-call tokens; the discovery problems as issues."""
-    tables = run_stages(found, _store(use_cache), progress, keep_events=keep_events)
+    use_cache = results is not None
+    tables = run_stages(found, _store(use_cache), progress, keep_events=keep_events, cache=results)
     problems = conform(
         pl.DataFrame(
             {

@@ -42,6 +42,7 @@ from analytics import __version__
 from analytics.cache_dir import cache_dir
 from analytics.sources.copilot_events import PieceStore, Resume
 from analytics.sources.copilot_lines import LocalTables, PieceInfo
+from analytics.sources.discover import LogFile
 
 #: Bump when the local tables or the manifest change shape; old caches are then ignored.
 FORMAT = 3
@@ -66,20 +67,19 @@ class LogCache(PieceStore):
         self._segment_of: dict[int, str] = {
             piece[0]: piece[1] for entry in self._files.values() for piece in entry["pieces"]
         }
-        self._keys: dict[Path, str] = {}
         self._writable = True
 
     # --- PieceStore -------------------------------------------------------------------------
 
-    def resume(self, path: Path) -> Resume:
-        """Where to start reading ``path``, and which cached pieces cover it up to there."""
-        fresh = super().resume(path)
-        entry = self._files.get(self._key(path))
+    def resume(self, log: LogFile) -> Resume:
+        """Where to start reading ``log``, and which cached pieces cover it up to there."""
+        fresh = super().resume(log)
+        entry = self._files.get(_key(log))
         if fresh.error is not None or entry is None:
             return fresh
         size, boundary = fresh.size, int(entry["boundary"])
         try:
-            with path.open("rb") as handle:
+            with log.path.open("rb") as handle:
                 if _digest(handle, 0, min(REGION, boundary)) != entry["head"]:
                     return fresh
                 same = (size, fresh.mtime_ns, fresh.ctime_ns)
@@ -165,13 +165,13 @@ class LogCache(PieceStore):
             return
         self._segment_of.update(dict.fromkeys(ids, name))
 
-    def commit(self, files: Sequence[tuple[Path, Resume, int, tuple[PieceInfo, ...]]]) -> None:
+    def commit(self, files: Sequence[tuple[LogFile, Resume, int, tuple[PieceInfo, ...]]]) -> None:
         """Record what each file's pieces cover; merge with the manifest on disk; tidy up."""
         if not self._writable:
             return
         changed: dict[str, dict[str, Any]] = {}
-        for path, resume, boundary, pieces in files:
-            key = self._key(path)
+        for log, resume, boundary, pieces in files:
+            key = _key(log)
             old = self._files.get(key)
             if (
                 old is not None
@@ -182,7 +182,7 @@ class LogCache(PieceStore):
                 continue  # nothing new was cached for this file
             if any(info.id not in self._segment_of for info in pieces):
                 continue
-            entry = _entry(path, resume, boundary, pieces, self._segment_of)
+            entry = _entry(log.path, resume, boundary, pieces, self._segment_of)
             if entry is not None:
                 changed[key] = entry
         if not changed:
@@ -201,11 +201,6 @@ class LogCache(PieceStore):
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _key(self, path: Path) -> str:
-        if path not in self._keys:
-            self._keys[path] = str(path.resolve())
-        return self._keys[path]
-
     def _segment_file(self, segment: str, table: str) -> Path:
         return self._segments / f"{segment}.{table}.parquet"
 
@@ -217,6 +212,11 @@ class LogCache(PieceStore):
             for item in self._segments.iterdir():
                 if item.name.split(".")[0] not in used and item.stat().st_mtime < cutoff:
                     item.unlink(missing_ok=True)
+
+
+def _key(log: LogFile) -> str:
+    """A file's manifest key: its resolved path (however the user spelled it)."""
+    return log.real_path or str(log.path.resolve())
 
 
 def _read_contiguous(files: list[Path]) -> pl.DataFrame:

@@ -8,10 +8,12 @@ group size and the result tables, not the size of the tree. Callers that need th
 themselves (context attribution, the HTML report, exports) ask for one group holding
 everything (``keep_events``).
 
-Files are put in groups by their session hint (directory name or file stem), so a session's
-files share a group. A session whose files name it differently (a file with no
-``session.start`` beside one that has it) can still land in two groups; such groups are
-merged and analysed again, so grouping never changes a result.
+Files are put in groups by a hash of their session hint (directory name or file stem), so a
+session's files share a group and a group keeps its files from run to run: with a result
+cache, an unchanged group is loaded instead of analysed (``ResultCache.group_key``), and a
+live session costs the re-analysis of its own group only. A session whose files name it
+differently (a file with no ``session.start`` beside one that has it) can still land in two
+groups; such groups are merged and analysed again, so grouping never changes a result.
 
 The stages are imported where they run: a result loaded from the result cache needs none of
 them, and importing them is a tenth of such a run.
@@ -19,12 +21,14 @@ them, and importing them is a tenth of such a run.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
+from analytics.result_cache import TABLES, ResultCache, records_digest
 from analytics.schema import ISSUES, OBSERVED_USAGE, empty
 from analytics.sources.discover import Found, LogFile
 
@@ -53,19 +57,28 @@ def run_stages(
     *,
     keep_events: bool,
     group_bytes: int = GROUP_BYTES,
+    cache: ResultCache | None = None,
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
-    ``group_bytes``."""
+    ``group_bytes``, each loaded from ``cache`` when it holds the group unchanged."""
     groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
-    observed = _Observed(found, whole=len(groups) > 1)
+    observed = _Observed(found)
     todo = sum(_size(log) for log in found.logs)
     done: list[int] = [0]
 
     def run(logs: list[LogFile]) -> Tables:
         start = done[0]
+        done[0] += sum(_size(log) for log in logs)
+        key = cache.group_key(logs) if cache and not keep_events else None
+        stored = _stored(cache, key, observed) if cache and key else None
+        if stored is not None:
+            return stored
         step = (lambda now, _: progress(min(start + now, todo), todo)) if progress else None
         tables = _analyse(logs, store, step, observed, keep_events)
-        done[0] += sum(_size(log) for log in logs)
+        if cache and key:
+            ids = tables.sessions["session_id"].to_list()
+            note = {"sessions": ids, "records": records_digest(observed.of(ids))}
+            cache.save(key, {name: getattr(tables, name) for name in TABLES}, note)
         return tables
 
     results = [run(logs) for logs in groups]
@@ -83,6 +96,18 @@ def read_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFra
     from analytics.sources.copilot_events import read_logs
 
     return order_events(read_logs(logs, store).events)
+
+
+def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
+    """A group's stored tables, if the per-call records of its sessions are unchanged."""
+    stored = cache.load(key)
+    if stored is None:
+        return None
+    tables, note = stored
+    ids = note.get("sessions")
+    if not isinstance(ids, list) or note.get("records") != records_digest(observed.of(ids)):
+        return None
+    return Tables(**tables, events=None)
 
 
 def _analyse(
@@ -113,55 +138,46 @@ def _analyse(
 
 
 class _Observed:
-    """Per-call token records kept beside the logs (session-store.db rows, OTel spans).
+    """Per-call token records kept beside the logs (session-store.db rows, OTel spans), read
+    once, on first use, and handed to each group for its sessions."""
 
-    With one group they are read for its sessions only; with several, read once whole and
-    handed to each group for its sessions.
-    """
-
-    def __init__(self, found: Found, *, whole: bool) -> None:
+    def __init__(self, found: Found) -> None:
         self._found = found
-        self._whole = whole
         self._rows: pl.DataFrame | None = None
         self._issues: list[pl.DataFrame] = []
 
     def of(self, session_ids: list[str]) -> pl.DataFrame:
-        if not self._whole:
-            return self._read(session_ids)
         if self._rows is None:
-            self._rows = self._read(None)
+            self._rows = self._read()
         return self._rows.filter(pl.col("session_id").is_in(pl.Series(session_ids).implode()))
 
     def issues(self) -> pl.DataFrame:
         return _stack(self._issues, ISSUES)
 
-    def _read(self, session_ids: list[str] | None) -> pl.DataFrame:
+    def _read(self) -> pl.DataFrame:
         from analytics.sources.copilot_store import read_session_store
         from analytics.sources.otel import read_otel_export
 
-        read = [read_session_store(store, session_ids) for store in self._found.stores]
+        read = [read_session_store(store) for store in self._found.stores]
         read += [read_otel_export(export) for export in self._found.otel]
         self._issues += [issues for _, issues in read]
         return _stack([rows for rows, _ in read], OBSERVED_USAGE)
 
 
 def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
-    """Logs in groups of about ``group_bytes``, in order; logs with one hint share a group.
+    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint.
 
-    No logs at all are one empty group, analysed like any other (to empty tables)."""
-    groups: list[list[LogFile]] = [[]]
-    size = 0
-    group_of: dict[str, int] = {}
+    The number of groups is a power of two (at most the number of logs, rounded up), so it
+    changes only when the tree doubles or halves, and a log stays in its group as other logs
+    grow. No logs at all are one empty group, analysed like any other (to empty tables).
+    """
+    total = sum(_size(log) for log in logs)
+    count = 1
+    while count * group_bytes < total and count < len(logs):
+        count *= 2
+    groups: list[list[LogFile]] = [[] for _ in range(count)]
     for log in logs:
-        if log.session_hint in group_of:
-            groups[group_of[log.session_hint]].append(log)
-            continue
-        if size >= group_bytes:
-            groups.append([])
-            size = 0
-        group_of[log.session_hint] = len(groups) - 1
-        groups[-1].append(log)
-        size += _size(log)
+        groups[zlib.crc32(log.session_hint.encode()) % count].append(log)
     return [group for group in groups if group] or [[]]
 
 

@@ -16,6 +16,12 @@ does too, and the run goes through the parse cache, which parses only the new by
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS and ISSUES, as Parquet. EVENTS are not
 stored (they are ~40x larger than the rest); the commands that need them get them from the
 parse cache on first use (``Analysis.events`` is lazy). The newest ``KEEP`` results are kept.
+
+The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
+group's log files), with a small JSON *note*: the group's session ids and a digest of the
+per-call records (session store, OTel) of those sessions. A group is reused only if its files
+are unchanged and those records still digest the same, so a live session (its log growing,
+its store rows added) costs a re-analysis of its own group, not of the tree.
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped.
 """
@@ -23,24 +29,26 @@ result; anything unreadable is a miss, and a cache that cannot be written is ski
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from analytics import __version__
 from analytics.cache_dir import cache_dir
-from analytics.sources.discover import Found
+from analytics.sources.discover import Found, LogFile
 
 #: Bump when the stored tables change shape.
 FORMAT = 1
-#: Results kept (one per distinct set of inputs analysed); older ones are deleted.
-KEEP = 8
+#: Results kept (whole analyses and groups of sessions); older ones are deleted.
+KEEP = 64
 TABLES = ("calls", "sessions", "model_metrics", "issues")
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -53,32 +61,38 @@ class ResultCache:
 
     def key(self, found: Found) -> str | None:
         """The key of an analysis of ``found``; None when an input cannot be inspected."""
-        digest = hashlib.sha256(f"{__version__}\n".encode())
-        try:
-            for line in _fingerprints(found):
-                digest.update(line.encode())
-        except OSError:
-            return None
-        digest.update(json.dumps(found.problems).encode())
-        return digest.hexdigest()
+        inputs = [(log.real_path or str(log.path), log.stat) for log in found.logs]
+        for store in found.stores:
+            inputs += [(str(store), None), (f"{store}-wal", None)]
+        inputs += [(str(export), None) for export in found.otel]
+        return _digest("tree", inputs, json.dumps(found.problems))
 
-    def load(self, key: str) -> dict[str, pl.DataFrame] | None:
-        """The tables stored under ``key``, or None (missing, partial or unreadable)."""
+    def group_key(self, logs: Sequence[LogFile]) -> str | None:
+        """The key of one group of logs analysed by the pipeline (see the module docstring)."""
+        return _digest("group", [(log.real_path or str(log.path), log.stat) for log in logs], "")
+
+    def load(self, key: str) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
+        """The tables and the note stored under ``key``, or None (missing, partial or
+        unreadable)."""
         folder = self.root / key
         try:
             tables = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+            note = json.loads((folder / "note.json").read_text())
             os.utime(folder)  # most recently used: kept longest
-        except (OSError, pl.exceptions.PolarsError):
+        except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
-        return tables
+        return tables, note if isinstance(note, dict) else {}
 
-    def save(self, key: str, tables: dict[str, pl.DataFrame]) -> None:
-        """Store ``tables`` under ``key`` (best effort), then drop the oldest results."""
+    def save(
+        self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
+    ) -> None:
+        """Store ``tables`` (and ``note``) under ``key`` (best effort); drop the oldest."""
         temporary = self.root / f".{key}.{uuid.uuid4().hex}"
         try:
             temporary.mkdir(parents=True)
             for name in TABLES:
                 tables[name].write_parquet(temporary / f"{name}.parquet", compression="lz4")
+            (temporary / "note.json").write_text(json.dumps(note or {}))
             temporary.rename(self.root / key)
         except OSError:  # unwritable, or another run stored the same key first
             shutil.rmtree(temporary, ignore_errors=True)
@@ -93,22 +107,37 @@ class ResultCache:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def _fingerprints(found: Found) -> Iterator[str]:
-    """One line per file the result depends on: agentcost's code, then every input."""
-    for code in sorted(_PACKAGE.rglob("*.py")):
-        stat = code.stat()
-        yield f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n"
-    inputs: list[tuple[str, os.stat_result | None]] = [
-        (log.real_path or str(log.path), log.stat) for log in found.logs
-    ]
-    for store in found.stores:
-        inputs += [(str(store), None), (f"{store}-wal", None)]
-    inputs += [(str(export), None) for export in found.otel]
+def records_digest(records: pl.DataFrame) -> str:
+    """A digest of per-call records (rows in a fixed order), for a group's note."""
+    ordered = records.sort(records.columns, nulls_last=False) if records.height else records
+    return hashlib.sha256(ordered.write_csv().encode()).hexdigest()
+
+
+def _digest(kind: str, inputs: list[tuple[str, os.stat_result | None]], extra: str) -> str | None:
+    """SHA-256 over agentcost's code and ``inputs`` (path, stat; stat read when None);
+    None when an input cannot be inspected."""
+    digest = hashlib.sha256(f"{kind} {__version__} polars {pl.__version__}\n".encode())
+    for line in _code():
+        digest.update(line.encode())
     for path, seen in inputs:
         try:
             stat = seen or os.stat(path)
         except FileNotFoundError:
-            yield f"absent {path}\n"
+            digest.update(f"absent {path}\n".encode())
             continue
+        except OSError:
+            return None
         identity = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-        yield f"input {path} {identity}\n"
+        digest.update(f"input {path} {identity}\n".encode())
+    digest.update(extra.encode())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _code() -> tuple[str, ...]:
+    """One line per file of the ``analytics`` package: its size and mtime."""
+    lines = []
+    for code in sorted(_PACKAGE.rglob("*.py")):
+        stat = code.stat()
+        lines.append(f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n")
+    return tuple(lines)

@@ -75,7 +75,7 @@ def stages(tree: Path, cache_root: Path) -> str:
     timings: dict[str, list[tuple[float, float, float]]] = {}
     originals = [(owner, name, getattr(owner, name)) for owner, name in _STAGES]
     for owner, name, function in originals:
-        setattr(owner, name, _timed(name, function, timings))
+        setattr(owner, name, _timed(_label(owner, name), function, timings))
     shutil.rmtree(cache_root, ignore_errors=True)
     previous = os.environ.get("AGENTCOST_CACHE_DIR")
     os.environ["AGENTCOST_CACHE_DIR"] = str(cache_root)
@@ -109,8 +109,8 @@ def stages(tree: Path, cache_root: Path) -> str:
         return f"{wall:.2f} | {cpu:.2f} | {calls[-1][2]:.0f}"
 
     rows = [
-        f"| {name} | " + " | ".join(cells(name, t) for _, _, t, _ in results) + " |"
-        for _, name in _STAGES
+        f"| {label} | " + " | ".join(cells(label, t) for _, _, t, _ in results) + " |"
+        for label in (_label(owner, name) for owner, name in _STAGES)
     ]
     totals = " | ".join(f"{total:.2f} | | {rss:.0f}" for _, total, _, rss in results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
@@ -138,6 +138,11 @@ def stages(tree: Path, cache_root: Path) -> str:
             *_startup(),
         ]
     )
+
+
+def _label(owner: Any, name: str) -> str:
+    """A stage's name in the table: a method is named with its class (two classes have load)."""
+    return f"{owner.__name__}.{name}" if isinstance(owner, type) else name
 
 
 def _timed(

@@ -1,4 +1,5 @@
-"""Analysing in groups of sessions (``analytics/pipeline.py``) never changes a result.
+"""Analysing in groups of sessions (``analytics/pipeline.py``) never changes a result, and
+with a result cache only the groups whose inputs changed are analysed again.
 
 ``run_stages`` with ``group_bytes=1`` puts every session in a group of its own; each table
 must equal the one-group analysis (``keep_events=True``) row for row. Covered: the sample
@@ -9,12 +10,17 @@ files name it differently, which lands in two groups and must be merged.
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from analytics import pipeline
 from analytics.pipeline import Tables, run_stages
-from analytics.sources.discover import discover
+from analytics.result_cache import ResultCache
+from analytics.sources.discover import LogFile, discover
 from tests.conftest import SAMPLE_LOGS
 
 TABLES = ("calls", "sessions", "model_metrics", "issues")
@@ -80,3 +86,58 @@ def test_every_log_is_analysed_once(group_bytes: int) -> None:
     tables = run_stages(found, None, None, keep_events=False, group_bytes=group_bytes)
     files = {file for files in tables.sessions["source_files"].to_list() for file in files}
     assert files == {str(log.path) for log in found.logs}
+
+
+def analysed_groups(
+    monkeypatch: pytest.MonkeyPatch, logs: Path, cache: ResultCache
+) -> tuple[Tables, list[set[str]]]:
+    """Run the stages in groups with a result cache; which groups were analysed (not loaded)."""
+    analysed: list[set[str]] = []
+    original = pipeline._analyse
+
+    def spy(group: list[LogFile], *args: object) -> Tables:
+        analysed.append({log.session_hint for log in group})
+        return original(group, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_analyse", spy)
+    tables = run_stages(discover([logs]), None, None, keep_events=False, group_bytes=1, cache=cache)
+    monkeypatch.setattr(pipeline, "_analyse", original)
+    return tables, analysed
+
+
+def fresh(logs: Path) -> Tables:
+    return run_stages(discover([logs]), None, None, keep_events=True)
+
+
+@pytest.fixture
+def copied(tmp_path: Path) -> Path:
+    shutil.copytree(SAMPLE_LOGS, tmp_path / "logs")
+    return tmp_path / "logs"
+
+
+def test_a_grown_log_reanalyses_its_group_only(
+    monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
+) -> None:
+    cache = ResultCache(tmp_path / "cache")
+    _, first = analysed_groups(monkeypatch, copied, cache)
+    _, second = analysed_groups(monkeypatch, copied, cache)
+    assert len(first) > 1 and second == []
+    log = sorted(copied.glob("session-state/*/events.jsonl"))[-1]
+    with log.open("a") as handle:
+        handle.write(line("user.message", 59, content="one more prompt"))
+    tables, third = analysed_groups(monkeypatch, copied, cache)
+    assert len(third) == 1 and log.parent.name in third[0]
+    assert_same(tables, fresh(copied))
+
+
+def test_changed_store_rows_reanalyse_their_sessions_groups_only(
+    monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
+) -> None:
+    cache = ResultCache(tmp_path / "cache")
+    analysed_groups(monkeypatch, copied, cache)
+    with closing(sqlite3.connect(copied / "session-store.db")) as db, db:
+        (session,) = db.execute("SELECT session_id FROM assistant_usage_events LIMIT 1").fetchone()
+        db.execute("DELETE FROM assistant_usage_events WHERE session_id = ?", (session,))
+    tables, analysed = analysed_groups(monkeypatch, copied, cache)
+    assert len(analysed) == 1 and session in analysed[0]
+    assert_same(tables, fresh(copied))

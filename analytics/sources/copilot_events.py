@@ -81,13 +81,14 @@ class _FileRead:
 class PieceStore:
     """Where parsed pieces are kept between runs (``analytics.cache.LogCache``); no-op here."""
 
-    def resume(self, path: Path) -> Resume:
-        """Where to start reading ``path``: here, from the beginning."""
+    def resume(self, log: LogFile) -> Resume:
+        """Where to start reading ``log``: here, from the beginning, up to the size discovery
+        saw (bytes written since are read next time)."""
         try:
-            stat = path.stat()
+            seen = log.stat or log.path.stat()
         except OSError as exc:
             return Resume(error=str(exc))
-        return Resume(size=stat.st_size, mtime_ns=stat.st_mtime_ns, ctime_ns=stat.st_ctime_ns)
+        return Resume(size=seen.st_size, mtime_ns=seen.st_mtime_ns, ctime_ns=seen.st_ctime_ns)
 
     def load(self, resumes: Sequence[Resume]) -> tuple[list[LocalTables], list[Resume]]:
         """The cached pieces of ``resumes`` (in parts); a resume whose pieces are gone restarts
@@ -97,8 +98,8 @@ class PieceStore:
     def save(self, tables: LocalTables, ids: set[int]) -> None:
         """Keep the pieces ``ids`` of ``tables`` for later runs."""
 
-    def commit(self, files: Sequence[tuple[Path, Resume, int, tuple[PieceInfo, ...]]]) -> None:
-        """Record, per file, what was read: (path, resume, boundary, pieces up to boundary)."""
+    def commit(self, files: Sequence[tuple[LogFile, Resume, int, tuple[PieceInfo, ...]]]) -> None:
+        """Record, per file, what was read: (log, resume, boundary, pieces up to boundary)."""
 
 
 Progress = Callable[[int, int], None]
@@ -127,7 +128,7 @@ def read_logs(
     """
     store = store or PieceStore()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        cached, resumes = store.load(list(pool.map(store.resume, [log.path for log in logs])))
+        cached, resumes = store.load(list(pool.map(store.resume, logs)))
         reads = [_FileRead(log, resume) for log, resume in zip(logs, resumes, strict=True)]
         parsed = _parse_files(reads, pool, store, progress)
     parts = cached + parsed
@@ -136,7 +137,7 @@ def read_logs(
     new = {info.id: info for info in local.infos}
     store.commit(
         [
-            (read.log.path, read.resume, read.boundary, _infos_of(read, new, tail=False))
+            (read.log, read.resume, read.boundary, _infos_of(read, new, tail=False))
             for read in reads
             if read.error is None and read.resume.error is None
         ]
