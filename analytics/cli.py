@@ -37,7 +37,7 @@ def root(
         bool,
         typer.Option(
             "--no-cache",
-            help="Parse every log again instead of reusing the parse cache "
+            help="Analyse every log again instead of reusing the result and parse caches "
             "($AGENTCOST_CACHE_DIR, else ~/.cache/agentcost).",
         ),
     ] = False,
