@@ -55,7 +55,7 @@ class Run:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 1000], help="tree MB")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per tool and size")
     parser.add_argument("--profile", action="store_true", help="profile the largest tree")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
