@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from analytics import (
     analysis,
     cache,
@@ -136,6 +138,7 @@ def stages(tree: Path, cache_root: Path) -> str:
             "",
             f"- peak RSS of this process over both runs: {peak:.0f} MB",
             *_startup(),
+            *_decode_floor(tree),
         ]
     )
 
@@ -164,6 +167,44 @@ def _rss_mb() -> float:
     """Resident set size of this process now (Linux ``/proc/self/statm``)."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _decode_floor(tree: Path, sample_bytes: int = 64 * 2**20) -> list[str]:
+    """CPU seconds per GB of polars' ``str.json_decode`` on the tree's lines: with a
+    one-field struct (the parse itself, before any field is kept) and with agentcost's.
+
+    The floor under any reader built on it: on 2 cores, 1 GB costs at least half the one-field
+    figure in wall time, before lines are split or a single event is built.
+    """
+    lines: list[bytes] = []
+    size = 0
+    for log in sorted(tree.rglob("events.jsonl")):
+        for line in log.read_bytes().splitlines():
+            if line.rstrip().endswith(b"}"):
+                lines.append(line)
+                size += len(line)
+        if size >= sample_bytes:
+            break
+    text = pl.Series(lines, dtype=pl.Binary).cast(pl.String)
+    structs = {
+        "one field (`type`)": pl.Struct({"type": pl.String()}),
+        "agentcost's struct (`copilot_lines._LINE`)": copilot_lines._LINE,
+    }
+    rows = []
+    for name, struct in structs.items():
+        spent = []
+        for _ in range(3):  # the least of three: other processes share the machine
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            text.str.json_decode(struct)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            spent.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+        rows.append(f"{name} {min(spent) / size * 1e9:.1f}")
+    return [
+        f"- `str.json_decode` on {size / 1e6:.0f} MB of the tree's lines, CPU seconds per GB: "
+        + "; ".join(rows)
+        + ". The first is the floor of any polars-decoded reader: on 2 cores, half of it in "
+        "wall time per GB before a line is split or an event built."
+    ]
 
 
 def _startup() -> list[str]:

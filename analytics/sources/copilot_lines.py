@@ -216,7 +216,7 @@ def issue_table(
 
 def parse_pieces(pieces: Sequence[Piece]) -> LocalTables:
     """Parse pieces (of any files) together into local tables."""
-    lines, issues = _split_lines(pieces)
+    lines, counts, issues = _split_lines(pieces)
     decoded, bad = _decode_tolerantly(lines)
     rescued, more_issues = _rescue(lines, bad)
     issues.extend(more_issues)
@@ -230,30 +230,29 @@ def parse_pieces(pieces: Sequence[Piece]) -> LocalTables:
     issues.extend(typed_issues)
     metrics, metric_issues = _model_metrics(lines, events)
     issues.extend(metric_issues)
-    return LocalTables(
-        conform(events, LOCAL_EVENTS), metrics, _local_issues(issues), _piece_infos(pieces, events)
-    )
+    infos = _piece_infos(pieces, counts, events)
+    return LocalTables(conform(events, LOCAL_EVENTS), metrics, _local_issues(issues), infos)
 
 
-def _piece_infos(pieces: Sequence[Piece], events: pl.DataFrame) -> tuple[PieceInfo, ...]:
+def _piece_infos(
+    pieces: Sequence[Piece], counts: Sequence[int], events: pl.DataFrame
+) -> tuple[PieceInfo, ...]:
     """Line count, resume count and first session id of each piece."""
     per_piece = events.group_by("piece").agg(
         (pl.col("event_type") == "session.resume").sum().alias("resumes"),
         pl.col("_start_session").drop_nulls().first().alias("session"),
     )
     found = {piece: (resumes, session) for piece, resumes, session in per_piece.iter_rows()}
-    return tuple(PieceInfo(p.id, _line_count(p.data), *found.get(p.id, (0, None))) for p in pieces)
+    return tuple(
+        PieceInfo(p.id, n, *found.get(p.id, (0, None))) for p, n in zip(pieces, counts, strict=True)
+    )
 
 
-def _line_count(data: bytes) -> int:
-    """Lines in a piece: one per newline, plus an unterminated last line."""
-    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
-
-
-def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[LocalIssue]]:
+def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[int], list[LocalIssue]]:
     """Split pieces into numbered text lines; report NUL bytes, bad UTF-8, blank lines.
 
-    Returns a frame (row, piece, source_line, line) of the lines worth decoding. NUL bytes
+    Returns a frame (row, piece, source_line, line) of the lines worth decoding, and each
+    piece's line count (an unterminated last line counts). NUL bytes
     (left by a crash) are removed; a line that was only NULs or blank is reported and not
     decoded. Bytes that are not UTF-8 are replaced (U+FFFD) so the rest of the line is still
     analysed, with a warning.
@@ -300,7 +299,7 @@ def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[LocalIssue
         frame = frame.filter(~blank)
     if frame["line"].str.ends_with("\r").any():
         frame = frame.with_columns(pl.col("line").str.strip_chars_end("\r"))
-    return frame, issues
+    return frame, counts, issues
 
 
 def _repair_utf8(
@@ -437,8 +436,10 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
         for piece, n in flat.filter(pl.col("type").is_null()).select(where).iter_rows()
     ]
     flat = flat.filter(pl.col("type").is_not_null())
-    stamp = pl.col("timestamp")
-    bad_time = stamp.is_null() | stamp.str.to_datetime(time_zone="UTC", strict=False).is_null()
+    flat = flat.with_columns(
+        pl.col("timestamp").str.to_datetime(time_zone="UTC", strict=False).alias("_time")
+    )
+    bad_time = pl.col("_time").is_null()
     issues.extend(
         (piece, n, "warning", "timestamp missing or not ISO-8601")
         for piece, n in flat.filter(bad_time).select(where).iter_rows()
@@ -454,7 +455,7 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
         (kind == "session.resume").cum_sum().over("piece").alias("process_index"),
         kind.alias("event_type"),
         pl.col("id").alias("event_id"),
-        pl.col("timestamp").str.to_datetime(time_zone="UTC", strict=False).alias("timestamp"),
+        pl.col("_time").alias("timestamp"),
         pl.col("agentId").alias("agent_id"),
         pl.col("parentToolCallId").alias("parent_tool_call_id"),
         pl.col("turnId").alias("turn_id"),
