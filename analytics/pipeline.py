@@ -149,7 +149,8 @@ class _Observed:
     def of(self, session_ids: list[str]) -> pl.DataFrame:
         if self._rows is None:
             self._rows = self._read()
-        return self._rows.filter(pl.col("session_id").is_in(pl.Series(session_ids).implode()))
+        ids = pl.Series(session_ids, dtype=pl.String).implode()
+        return self._rows.filter(pl.col("session_id").is_in(ids))
 
     def issues(self) -> pl.DataFrame:
         return _stack(self._issues, ISSUES)
