@@ -62,7 +62,7 @@ def run_stages(
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
     ``group_bytes``, each loaded from ``cache`` when it holds the group unchanged."""
     groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
-    observed = _Observed(found)
+    observed = _Observed(found, whole=len(groups) > 1)
     todo = sum(_size(log) for log in found.logs)
     done: list[int] = [0]
 
@@ -87,7 +87,8 @@ def run_stages(
         gone = set().union(*(indexes for _, indexes in merges))
         kept = [tables for index, tables in enumerate(results) if index not in gone]
         results = kept + [run(logs) for logs, _ in merges]
-    return _combine(results, observed.issues(), keep_events)
+    analysed = [s for tables in results for s in tables.sessions["session_id"].to_list()]
+    return _combine(results, observed.issues(analysed), keep_events)
 
 
 def read_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
@@ -138,31 +139,56 @@ def _analyse(
 
 
 class _Observed:
-    """Per-call token records kept beside the logs (session-store.db rows, OTel spans), read
-    once, on first use, and handed to each group for its sessions."""
+    """Per-call token records kept beside the logs (session-store.db rows, OTel spans).
 
-    def __init__(self, found: Found) -> None:
+    With several groups they are read once, whole, on first use, and handed to each group for
+    its sessions. With one group (a session, a small tree) only its sessions' store rows are
+    read, as a store may hold years of other sessions. Either way a record's problems are
+    reported only for the sessions analysed (``issues``), so grouping never changes them.
+    """
+
+    def __init__(self, found: Found, *, whole: bool) -> None:
         self._found = found
-        self._rows: pl.DataFrame | None = None
-        self._issues: list[pl.DataFrame] = []
+        self._whole = whole
+        self._read_for: dict[tuple[str, ...] | None, tuple[pl.DataFrame, pl.DataFrame]] = {}
 
     def of(self, session_ids: list[str]) -> pl.DataFrame:
-        if self._rows is None:
-            self._rows = self._read()
-        ids = pl.Series(session_ids, dtype=pl.String).implode()
-        return self._rows.filter(pl.col("session_id").is_in(ids))
+        rows, _ = self._records(session_ids)
+        return rows.filter(pl.col("session_id").is_in(_ids(session_ids)))
 
-    def issues(self) -> pl.DataFrame:
-        return _stack(self._issues, ISSUES)
+    def issues(self, session_ids: list[str]) -> pl.DataFrame:
+        """Problems of the records: whole files', and those of the sessions' own rows."""
+        rows, issues = self._records(session_ids)
+        theirs = rows.filter(pl.col("session_id").is_in(_ids(session_ids))).select(
+            pl.col("source_file").alias("file"), pl.col("source_line").alias("line")
+        )
+        return pl.concat(
+            [
+                issues.filter(pl.col("line").is_null()),
+                issues.join(theirs, on=["file", "line"], how="semi"),
+            ]
+        )
 
-    def _read(self) -> pl.DataFrame:
+    def _records(self, session_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        wanted = None if self._whole else tuple(sorted(session_ids))
+        if wanted not in self._read_for:
+            self._read_for[wanted] = self._read(wanted)
+        return self._read_for[wanted]
+
+    def _read(self, session_ids: tuple[str, ...] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
         from analytics.sources.copilot_store import read_session_store
         from analytics.sources.otel import read_otel_export
 
-        read = [read_session_store(store) for store in self._found.stores]
+        read = [read_session_store(store, session_ids) for store in self._found.stores]
         read += [read_otel_export(export) for export in self._found.otel]
-        self._issues += [issues for _, issues in read]
-        return _stack([rows for rows, _ in read], OBSERVED_USAGE)
+        return (
+            _stack([rows for rows, _ in read], OBSERVED_USAGE),
+            _stack([issues for _, issues in read], ISSUES),
+        )
+
+
+def _ids(session_ids: list[str]) -> pl.Expr:
+    return pl.lit(pl.Series(session_ids, dtype=pl.String).implode())
 
 
 def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:

@@ -14,13 +14,14 @@ import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from analytics import pipeline
 from analytics.pipeline import Tables, run_stages
 from analytics.result_cache import ResultCache
-from analytics.sources.discover import LogFile, discover
+from analytics.sources.discover import Found, LogFile, discover
 from tests.conftest import SAMPLE_LOGS
 
 TABLES = ("calls", "sessions", "model_metrics", "issues")
@@ -141,3 +142,27 @@ def test_changed_store_rows_reanalyse_their_sessions_groups_only(
     tables, analysed = analysed_groups(monkeypatch, copied, cache)
     assert len(analysed) == 1 and session in analysed[0]
     assert_same(tables, fresh(copied))
+
+
+def test_a_store_rows_problems_are_reported_for_its_analysed_session_only(copied: Path) -> None:
+    """One group reads only its sessions' store rows, several groups read the store whole; a
+    bad stored value is reported when its session is analysed, either way, and only then."""
+    with closing(sqlite3.connect(copied / "session-store.db")) as db, db:
+        (session,) = db.execute("SELECT session_id FROM assistant_usage_events LIMIT 1").fetchone()
+        db.execute(
+            "UPDATE assistant_usage_events SET input_tokens = 'lots' WHERE id = "
+            "(SELECT min(id) FROM assistant_usage_events WHERE session_id = ?)",
+            (session,),
+        )
+    bad = "input_tokens 'lots' is not a valid value; left unknown"
+
+    def reported(found: Found, **options: Any) -> int:
+        tables = run_stages(found, None, None, **options)
+        return tables.issues["message"].to_list().count(bad)
+
+    tree = discover([copied])
+    assert reported(tree, keep_events=True) == 1
+    assert reported(tree, keep_events=False, group_bytes=1) == 1
+    other = next(p for p in copied.glob("session-state/*") if p.name != session)
+    assert reported(discover([other]), keep_events=True) == 0
+    assert reported(discover([copied / "session-state" / session]), keep_events=True) == 1
