@@ -197,3 +197,19 @@ def test_cli_top_shows_items_compactions_and_behaviour() -> None:
     by_tool_run = CliRunner().invoke(app, ["top", str(SAMPLE_LOGS), "--by", "tool", "-f", "json"])
     assert by_tool_run.exit_code == 0, by_tool_run.output
     assert '"tools"' in by_tool_run.stdout
+
+
+def test_attribution_a_session_at_a_time_equals_all_at_once(real_logs: Any) -> None:
+    """Chunking by sessions (for memory) changes nothing: sample logs and real logs."""
+    from analytics.analysis import analyze
+    from analytics.costs import price_analysis
+    from analytics.rates import load_rates
+
+    for paths in ([SAMPLE_LOGS], [real_logs]):
+        result = analyze(paths)
+        priced, _ = price_analysis(result.calls, result.sessions, load_rates("github-copilot"))
+        assert priced["session_id"].n_unique() > 1
+        whole = attribute_context(priced, result.events, pairs_at_once=10**12)
+        chunked = attribute_context(priced, result.events, pairs_at_once=1)
+        for left, right in zip(whole, chunked, strict=True):
+            assert left.equals(right)
