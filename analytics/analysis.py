@@ -15,7 +15,7 @@ need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.pipeline import read_events, run_stages
+from analytics.pipeline import GROUP_BYTES, log_buckets, read_events, run_stages
 from analytics.result_cache import TABLES, ResultCache
 from analytics.schema import ISSUES, conform
-from analytics.sources.discover import Found, discover
+from analytics.sources.discover import Found, LogFile, discover
 
 if TYPE_CHECKING:
     from analytics.sources.copilot_events import PieceStore, Progress
@@ -39,8 +39,9 @@ class Analysis:
     """Every table of one run. ``issues`` lists each problem with its file and line.
 
     ``events`` is computed on first use: a result loaded from the result cache, or analysed
-    with ``keep_events=False``, reads its events again (through the parse cache, if in use)
-    only for the commands that need them.
+    with ``keep_events=False``, reads its events again (``read_events``, through the parse
+    cache if in use) only for the commands that need them; ``event_groups`` reads them a
+    group of sessions at a time, for per-session work with flat memory.
     """
 
     calls: pl.DataFrame
@@ -48,12 +49,45 @@ class Analysis:
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
     found: Found
-    load_events: Callable[[], pl.DataFrame] = field(repr=False, compare=False)
+    read_events: Callable[[Sequence[LogFile]], pl.DataFrame] = field(repr=False, compare=False)
+    kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def events(self) -> pl.DataFrame:
-        """One row per usable log line (schema.EVENTS), in each session's order."""
-        return self.load_events()
+        """One row per usable log line (schema.EVENTS) of the sessions analysed, in each
+        session's order."""
+        events = self.kept_events
+        if events is None:
+            events = self.read_events(self.found.logs)
+        return events.filter(pl.col("session_id").is_in(self.sessions["session_id"].implode()))
+
+    def event_groups(self, group_bytes: int = GROUP_BYTES) -> Iterator[pl.DataFrame]:
+        """``events``, a group of whole sessions (about ``group_bytes`` of logs) at a time; at
+        least one group. A session's files are read together, so its events are the same as in
+        ``events``."""
+        if self.kept_events is not None or "events" in self.__dict__:
+            yield self.events
+            return
+        logs = {str(log.path): log for log in self.found.logs}
+        buckets = log_buckets(self.found.logs, group_bytes)
+        # A session goes with its first file's group (the pipeline's, so the parse cache reads
+        # back what it stored together); its other files follow it.
+        sessions = self.sessions.select(
+            "session_id",
+            "source_files",
+            pl.col("source_files")
+            .list.first()
+            .replace_strict(buckets, default=-1, return_dtype=pl.Int64)
+            .alias("_group"),
+        )
+        groups = sessions.group_by("_group", maintain_order=True).agg("session_id", "source_files")
+        if not groups.height:  # no session: one group, with no events
+            yield self.read_events([])
+        for ids, files in groups.select("session_id", "source_files").iter_rows():
+            chosen = dict.fromkeys(file for names in files for file in names)
+            events = self.read_events([logs[file] for file in chosen if file in logs])
+            wanted = pl.Series(ids, dtype=pl.String).implode()
+            yield events.filter(pl.col("session_id").is_in(wanted))
 
 
 @dataclass(frozen=True)
@@ -92,7 +126,7 @@ def analyze(
             results.save(key, {name: getattr(result, name) for name in TABLES})
     else:
         tables, _ = stored
-        result = Analysis(**tables, found=found, load_events=_events_of(found, use_cache))
+        result = Analysis(**tables, found=found, read_events=_reader(use_cache))
     return _within(result, window) if window else result
 
 
@@ -102,9 +136,9 @@ def _store(use_cache: bool) -> PieceStore | None:
     return LogCache() if use_cache else None
 
 
-def _events_of(found: Found, use_cache: bool) -> Callable[[], pl.DataFrame]:
-    """Reads the events of ``found`` when called (through the parse cache if in use)."""
-    return lambda: read_events(found.logs, _store(use_cache))
+def _reader(use_cache: bool) -> Callable[[Sequence[LogFile]], pl.DataFrame]:
+    """Reads the events of some logs (through the parse cache if in use)."""
+    return lambda logs: read_events(logs, _store(use_cache))
 
 
 def _run(
@@ -126,14 +160,14 @@ def _run(
         ISSUES,
     )
     issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
-    events = tables.events
     return Analysis(
         calls=tables.calls,
         sessions=tables.sessions,
         model_metrics=tables.model_metrics,
         issues=issues.sort("file", "line", "severity", "message", nulls_last=False),
         found=found,
-        load_events=(lambda: events) if events is not None else _events_of(found, use_cache),
+        read_events=_reader(use_cache),
+        kept_events=tables.events,
     )
 
 
@@ -149,7 +183,8 @@ def _within(result: Analysis, window: Window) -> Analysis:
     sessions = result.sessions.filter(keep)
     ids = sessions["session_id"].implode()
     return Analysis(
-        load_events=lambda: result.events.filter(pl.col("session_id").is_in(ids)),
+        read_events=result.read_events,
+        kept_events=result.kept_events,
         calls=result.calls.filter(pl.col("session_id").is_in(ids)),
         sessions=sessions,
         model_metrics=result.model_metrics.filter(pl.col("session_id").is_in(ids)),

@@ -539,6 +539,8 @@ def top(
     strict: StrictOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
+    import polars as pl
+
     from analytics import report
     from analytics.attribution import attribute_context, by_tool, top_items
     from analytics.behaviour import compaction_savings, loop_behaviour
@@ -546,13 +548,20 @@ def top(
 
     try:
         zone = str(resolve_zone(timezone))
-        result, priced_calls, _ = _priced(ctx, paths, rates, model_map)
-        _, items = attribute_context(priced_calls, result.events)
-        ranked = by_tool(items, limit) if by is TopBy.tool else top_items(items, limit)
+        result, priced_calls, _ = _priced(ctx, paths, rates, model_map, keep_events=False)
+        items, compactions, loops = [], [], []
+        for events in result.event_groups():  # a group of sessions at a time: flat memory
+            calls = priced_calls.filter(pl.col("session_id").is_in(events["session_id"].implode()))
+            items.append(attribute_context(calls, events)[1])
+            if behaviour:
+                compactions.append(compaction_savings(calls, events))
+                loops.append(loop_behaviour(calls, events))
+        every_item = pl.concat(items)
+        ranked = by_tool(every_item, limit) if by is TopBy.tool else top_items(every_item, limit)
         sections = {"tools" if by is TopBy.tool else "items": ranked}
         if behaviour:
-            sections["compactions"] = compaction_savings(priced_calls, result.events)
-            sections["behaviour"] = loop_behaviour(priced_calls, result.events)
+            sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
+            sections["behaviour"] = pl.concat(loops).sort("session_id")
 
         def as_table() -> str:
             text = report.attribution_table(ranked, by.value)

@@ -198,14 +198,24 @@ def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
     changes only when the tree doubles or halves, and a log stays in its group as other logs
     grow. No logs at all are one empty group, analysed like any other (to empty tables).
     """
+    buckets = log_buckets(logs, group_bytes)
+    groups: list[list[LogFile]] = [[] for _ in range(max(buckets.values(), default=0) + 1)]
+    for log in logs:
+        groups[buckets[str(log.path)]].append(log)
+    return [group for group in groups if group] or [[]]
+
+
+def log_buckets(logs: Sequence[LogFile], group_bytes: int = GROUP_BYTES) -> dict[str, int]:
+    """Each log's group (by its path): a hash of its session hint, over a power-of-two count.
+
+    ``Analysis.event_groups`` reads events back in these groups, the order the parse cache
+    stored them in.
+    """
     total = sum(_size(log) for log in logs)
     count = 1
     while count * group_bytes < total and count < len(logs):
         count *= 2
-    groups: list[list[LogFile]] = [[] for _ in range(count)]
-    for log in logs:
-        groups[zlib.crc32(log.session_hint.encode()) % count].append(log)
-    return [group for group in groups if group] or [[]]
+    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
 
 
 def _size(log: LogFile) -> int:

@@ -16,6 +16,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from analytics import pipeline
@@ -166,3 +167,26 @@ def test_a_store_rows_problems_are_reported_for_its_analysed_session_only(copied
     other = next(p for p in copied.glob("session-state/*") if p.name != session)
     assert reported(discover([other]), keep_events=True) == 0
     assert reported(discover([copied / "session-state" / session]), keep_events=True) == 1
+
+
+@pytest.mark.parametrize("group_bytes", [1, 10**9])
+def test_event_groups_hold_each_session_whole(group_bytes: int, real_logs: Path) -> None:
+    """Reading events a group of sessions at a time gives the same rows as reading them all,
+    each session in exactly one group; with no session there is one empty group."""
+    from analytics.analysis import analyze
+
+    for paths in ([SAMPLE_LOGS], [real_logs]):
+        lazy = analyze(paths, keep_events=False)
+        groups = list(lazy.event_groups(group_bytes))
+        ids = [set(group["session_id"].unique()) for group in groups]
+        assert sum(len(group) for group in ids) == len(set().union(*ids))
+        together = pl.concat(groups).sort("session_id", "event_seq")
+        assert together.equals(analyze(paths).events.sort("session_id", "event_seq"))
+
+
+def test_event_groups_of_no_session(tmp_path: Path) -> None:
+    from analytics.analysis import analyze
+
+    (tmp_path / "session-state" / "abc").mkdir(parents=True)
+    groups = list(analyze([tmp_path], keep_events=False).event_groups())
+    assert [group.height for group in groups] == [0]
