@@ -270,7 +270,7 @@ def validate(
     from analytics.validate import error_summary, reconstruction_errors
 
     try:
-        result = _load(ctx, paths)
+        result = _load(ctx, paths, keep_events=False)
         errors = reconstruction_errors(result)
         summary = error_summary(errors)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
@@ -371,7 +371,7 @@ def report(
 
     try:
         zone = _window(None, None, timezone).zone
-        result = _load(ctx, paths)
+        result = _load(ctx, paths, keep_events=False)
         tables = [load_rates(name) for name in bundled_rate_tables()]
         page = render_report(result, load_rates(rates), tables, str(zone))
         try:
@@ -601,9 +601,11 @@ def export(
     from analytics.export import export_tables, write_export
 
     try:
-        result, priced_calls, priced_sessions = _priced(ctx, paths, rates, model_map)
-        tables = export_tables(
-            result.events, result.calls, priced_sessions, priced_calls, result.issues
+        result, priced_calls, priced_sessions = _priced(
+            ctx, paths, rates, model_map, keep_events=False
+        )
+        tables = export_tables(  # events a group of sessions at a time: flat memory
+            result.event_groups(), result.calls, priced_sessions, priced_calls, result.issues
         )
         written = write_export(directory, tables, rates)
         typer.echo(f"agentcost: wrote {len(written)} files to {directory}", err=True)

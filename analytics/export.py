@@ -1,9 +1,10 @@
 """Write the normalised tables as Hive-partitioned Parquet, for DuckDB, Spark or polars.
 
-Layout: ``DIR/<table>/day=YYYY-MM-DD/part-0.parquet`` (the UTC day of the table's time
+Layout: ``DIR/<table>/day=YYYY-MM-DD/part-N.parquet`` (the UTC day of the table's time
 column; rows without a time go to ``day=__HIVE_DEFAULT_PARTITION__``, which Hive readers read
-as a null ``day``) and ``DIR/schema.json`` naming every table, its time column and its columns
-with their polars dtypes. Decimals stay ``Decimal(38, 18)``, lists and structs stay nested.
+as a null ``day``; a table given in parts, as events are a group of sessions at a time, writes
+one file per part and day) and ``DIR/schema.json`` naming every table, its time column and its
+columns with their polars dtypes. Decimals stay ``Decimal(38, 18)``, lists and structs stay nested.
 Read back with ``pl.scan_parquet(DIR / "calls", hive_partitioning=True)`` or DuckDB's
 ``read_parquet('DIR/calls/*/*.parquet', hive_partitioning = true)``.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,19 @@ _GENERATOR = "agentcost"
 _SESSION_MARKERS = ("events.jsonl", "workspace.yaml")
 
 
+#: A table to export: one frame, or its rows in parts (written one after another).
+Table = pl.DataFrame | Iterable[pl.DataFrame]
+
+
 def export_tables(
-    events: pl.DataFrame,
+    events: Table,
     calls: pl.DataFrame,
     priced_sessions: pl.DataFrame,
     priced_calls: pl.DataFrame,
     issues: pl.DataFrame,
-) -> dict[str, pl.DataFrame]:
+) -> dict[str, Table]:
     """The tables to export, by name, in ``TIME_COLUMNS`` order."""
-    frames = {
+    frames: dict[str, Table] = {
         "events": events,
         "calls": calls,
         "sessions": priced_sessions,
@@ -62,24 +67,27 @@ def export_tables(
     return {name: frames[name] for name in TIME_COLUMNS}
 
 
-def schema_document(tables: Mapping[str, pl.DataFrame], rates: str) -> dict[str, Any]:
-    """``schema.json``: the layout, and each table's description, rows and typed columns."""
+def schema_document(
+    tables: Mapping[str, tuple[int, Mapping[str, pl.DataType]]], rates: str
+) -> dict[str, Any]:
+    """``schema.json``: the layout, and each table's description, rows and typed columns
+    (``tables``: name -> (rows, schema))."""
     return {
         "generator": _GENERATOR,
         "rates": rates,
-        "partitioning": "hive: <table>/day=YYYY-MM-DD/part-0.parquet, the UTC day of the "
+        "partitioning": "hive: <table>/day=YYYY-MM-DD/part-N.parquet, the UTC day of the "
         f"time column; rows without one in day={_NULL_DAY}",
         "tables": {
             name: {
                 "description": _DESCRIPTIONS[name],
                 "path": name,
                 "time_column": TIME_COLUMNS[name],
-                "rows": frame.height,
+                "rows": rows,
                 "columns": [
-                    {"name": column, "dtype": str(dtype)} for column, dtype in frame.schema.items()
+                    {"name": column, "dtype": str(dtype)} for column, dtype in schema.items()
                 ],
             }
-            for name, frame in tables.items()
+            for name, (rows, schema) in tables.items()
         },
     }
 
@@ -99,25 +107,31 @@ def partitioned(frame: pl.DataFrame, time_column: str | None) -> dict[str, pl.Da
     return parts or {_NULL_DAY: frame}
 
 
-def write_export(directory: Path, tables: Mapping[str, pl.DataFrame], rates: str) -> list[Path]:
+def write_export(directory: Path, tables: Mapping[str, Table], rates: str) -> list[Path]:
     """Write every table and ``schema.json`` under ``directory``; return the files written."""
     _check_target(directory)
     written: list[Path] = []
+    shapes: dict[str, tuple[int, Mapping[str, pl.DataType]]] = {}
     try:
-        for name, frame in tables.items():
+        for name, table in tables.items():
             shutil.rmtree(directory / name, ignore_errors=True)
-            for day, part in partitioned(frame, TIME_COLUMNS[name]).items():
-                path = directory / name / f"day={day}" / "part-0.parquet"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                part.write_parquet(path)
-                written.append(path)
-        schema = directory / "schema.json"
-        schema.write_text(json.dumps(schema_document(tables, rates), indent=2) + "\n")
+            parts = [table] if isinstance(table, pl.DataFrame) else table
+            rows, schema = 0, pl.Schema()
+            for number, frame in enumerate(parts):
+                rows, schema = rows + frame.height, frame.schema
+                for day, part in partitioned(frame, TIME_COLUMNS[name]).items():
+                    path = directory / name / f"day={day}" / f"part-{number}.parquet"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    part.write_parquet(path)
+                    written.append(path)
+            shapes[name] = (rows, schema)
+        schema_file = directory / "schema.json"
+        schema_file.write_text(json.dumps(schema_document(shapes, rates), indent=2) + "\n")
     except OSError as err:
         raise UsageError(
             f"{directory}: cannot write ({err.strerror}); choose another DIR"
         ) from None
-    return [*written, schema]
+    return [*written, schema_file]
 
 
 def _check_target(directory: Path) -> None:

@@ -23,7 +23,7 @@ from analytics.attribution import attribute_context
 from analytics.compare import table_totals
 from analytics.pricing import price_calls, unpriced_models
 from analytics.rates import RateTable
-from analytics.schema import CALLS, conform
+from analytics.schema import CALLS, COSTS, conform
 from analytics.tokens import add_call_tokens, stated_fixed_part
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
@@ -44,19 +44,17 @@ table.facts td { padding: 0.1rem 1rem 0.1rem 0; }
 #js-errors { color: #b00; }"""
 
 
-def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
-    """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
+def with_reconstruction(
+    calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, metrics: pl.DataFrame
+) -> pl.DataFrame:
+    """``calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
 
     Shown beside observed per-call tokens so the reconstruction's error is visible.
     """
     rebuilt, _ = add_call_tokens(
-        conform(analysis.calls, CALLS),
-        analysis.events,
-        analysis.sessions,
-        analysis.model_metrics,
-        use_observed=False,
+        conform(calls, CALLS), events, sessions, metrics, use_observed=False
     )
-    return analysis.calls.join(
+    return calls.join(
         rebuilt.select(
             "session_id",
             "call_index",
@@ -64,6 +62,31 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
         ),
         on=["session_id", "call_index"],
         how="left",
+    )
+
+
+def _by_groups(
+    analysis: Analysis, table: RateTable
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(priced calls with their reconstruction, carried items, stated fixed parts), built a
+    group of sessions at a time (``Analysis.event_groups``) so memory follows a group."""
+    priced, carried, fixed = [], [], []
+    for events in analysis.event_groups():
+        mine = pl.col("session_id").is_in(events["session_id"].unique().implode())
+        calls = with_reconstruction(
+            analysis.calls.filter(mine),
+            events,
+            analysis.sessions.filter(mine),
+            analysis.model_metrics.filter(mine),
+        )
+        group = price_calls(calls, table)
+        priced.append(group)
+        carried.append(carried_context(events, group))
+        fixed.append(stated_fixed_part(events))
+    return (
+        pl.concat(priced).sort("session_id", "call_index"),
+        pl.concat(carried),
+        pl.concat(fixed),
     )
 
 
@@ -91,11 +114,11 @@ def render_report(
     """
     from analytics import plots
 
-    calls = with_reconstruction(analysis)
-    priced = price_calls(calls, table)
+    priced, carried, fixed_parts = _by_groups(analysis, table)
+    calls = priced.drop(list(COSTS))
     busiest = _busiest_session(priced)
     session = priced.filter(pl.col("session_id") == busiest)
-    fixed = stated_fixed_part(analysis.events).filter(pl.col("session_id") == busiest)
+    fixed = fixed_parts.filter(pl.col("session_id") == busiest)
     fixed_value = fixed["fixed_tokens"].item() if fixed.height else None
     short = (busiest or "none")[:8]
     figures = [
@@ -117,7 +140,7 @@ def render_report(
             "Top carried context items",
             "Conversation items that later calls re-sent the most; cost is each item's exact"
             " share of the input cost of the calls that carried it (agentcost top).",
-            plots.carried_items(carried_context(analysis.events, priced)),
+            plots.carried_items(carried),
         ),
         (
             "Cost per day",

@@ -12,15 +12,33 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.analysis import Analysis
+from analytics.pipeline import GROUP_BYTES
 from analytics.tokens import add_call_tokens
 
 
-def reconstruction_errors(result: Analysis) -> pl.DataFrame:
-    """One row per observed call: observed vs reconstructed input tokens and the error."""
-    blind, _ = add_call_tokens(
-        result.calls, result.events, result.sessions, result.model_metrics, use_observed=False
-    )
-    observed = result.calls.filter(pl.col("token_source") == "observed")
+def reconstruction_errors(result: Analysis, group_bytes: int = GROUP_BYTES) -> pl.DataFrame:
+    """One row per observed call: observed vs reconstructed input tokens and the error.
+
+    Sessions are independent, so they are reconstructed a group at a time
+    (``Analysis.event_groups``): memory follows a group, not the tree.
+    """
+    parts = []
+    for events in result.event_groups(group_bytes):
+        mine = pl.col("session_id").is_in(events["session_id"].unique().implode())
+        calls = result.calls.filter(mine)
+        blind, _ = add_call_tokens(
+            calls,
+            events,
+            result.sessions.filter(mine),
+            result.model_metrics.filter(mine),
+            use_observed=False,
+        )
+        parts.append(_compared(calls.filter(pl.col("token_source") == "observed"), blind))
+    return pl.concat(parts).sort("session_id", "call_index")
+
+
+def _compared(observed: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
+    """Observed calls beside their blind reconstruction, with the absolute error in percent."""
     return (
         observed.select(
             "session_id", "call_index", "kind", "model", pl.col("input_tokens").alias("observed")

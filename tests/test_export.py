@@ -99,3 +99,31 @@ def test_cli_export(tmp_path: Path) -> None:
     assert (out / "schema.json").is_file()
     refused = CliRunner().invoke(app, ["export", str(SAMPLE_LOGS / "session-state")])
     assert refused.exit_code == 2
+
+
+def test_events_written_in_parts_read_back_whole(tmp_path: Path) -> None:
+    """Events exported a group of sessions at a time (one file per part and day) read back as
+    the same table."""
+    tables = _tables()
+    events = tables["events"]
+    assert isinstance(events, pl.DataFrame)
+    ids = events["session_id"].unique().sort()
+    halves = [ids.head(len(ids) // 2), ids.tail(len(ids) - len(ids) // 2)]
+    tables["events"] = (events.filter(pl.col("session_id").is_in(h.implode())) for h in halves)
+    write_export(tmp_path, tables, "github-copilot")
+    back = pl.read_parquet(tmp_path / "events", hive_partitioning=True).drop("day")
+    assert_frame_equal(back.sort(_SORT["events"]), events.sort(_SORT["events"]))
+    assert {p.name for p in (tmp_path / "events").glob("*/*.parquet")} == {
+        "part-0.parquet",
+        "part-1.parquet",
+    }
+    schema = json.loads((tmp_path / "schema.json").read_text())
+    assert schema["tables"]["events"]["rows"] == events.height
+
+
+def test_cli_export_writes_events_by_groups(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "out"), str(SAMPLE_LOGS)])
+    assert result.exit_code == 0, result.output
+    back = pl.read_parquet(tmp_path / "out" / "events", hive_partitioning=True).drop("day")
+    expected = analyze([SAMPLE_LOGS]).events
+    assert_frame_equal(back.sort(_SORT["events"]), expected.sort(_SORT["events"]))

@@ -190,3 +190,14 @@ def test_event_groups_of_no_session(tmp_path: Path) -> None:
     (tmp_path / "session-state" / "abc").mkdir(parents=True)
     groups = list(analyze([tmp_path], keep_events=False).event_groups())
     assert [group.height for group in groups] == [0]
+
+
+def test_validation_in_groups_equals_validation_at_once(real_logs: Path) -> None:
+    from analytics.analysis import analyze
+    from analytics.validate import reconstruction_errors
+
+    for paths in ([SAMPLE_LOGS], [real_logs]):
+        at_once = reconstruction_errors(analyze(paths))
+        assert at_once.height
+        grouped = reconstruction_errors(analyze(paths, keep_events=False), group_bytes=1)
+        assert grouped.equals(at_once)
