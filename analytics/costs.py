@@ -47,7 +47,14 @@ def price_analysis(
         *(pl.when(any_priced).then(pl.col(part).sum()).alias(part) for part in _PARTS),
         pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
         unpriced.sum().alias("unpriced_calls"),
-        pl.col("model").filter(unpriced).drop_nulls().unique().sort().alias("unpriced_models"),
+        # Only models the table has no price for: a priced model whose tokens are unknown
+        # leaves its call without a cost too, but it is not unpriced.
+        pl.col("model")
+        .filter(pl.col("priced_model").is_null())
+        .drop_nulls()
+        .unique()
+        .sort()
+        .alias("unpriced_models"),
         *(
             pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
             for c in ("input_tokens", "output_tokens")

@@ -257,8 +257,10 @@ def _cost_cell() -> pl.Expr:
     return (
         pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
         .then(amount)
-        .when(pl.col("cost_usd").is_null())
+        .when(pl.col("cost_usd").is_null() & (pl.col("unpriced_models").list.len() > 0))
         .then(pl.format("unpriced ({})", pl.col("unpriced_models").list.join(",")))
+        .when(pl.col("cost_usd").is_null())
+        .then(pl.lit("unknown tokens"))
         .otherwise(pl.format("{} + {} unpriced", amount, pl.col("unpriced_calls")))
     )
 
@@ -282,7 +284,7 @@ def _estimate_mark(total: str, estimated: bool | None) -> str:
 def _money_total(series: pl.Series, unpriced: object) -> str:
     known = series.drop_nulls()
     total = _money(known.sum()) if known.len() else "-"
-    return f"{total} (+{unpriced} calls unpriced)" if unpriced else total
+    return f"{total} (+{unpriced} calls without a cost)" if unpriced else total
 
 
 def _check() -> pl.Expr:
@@ -317,8 +319,10 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
         .cast(pl.String)
         .alias("_seconds"),
         pl.when(pl.col("interrupted")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_cut"),
-        pl.when(pl.col("cost_usd").is_null())
+        pl.when(pl.col("cost_usd").is_null() & pl.col("priced_model").is_null())
         .then(pl.lit("unpriced"))
+        .when(pl.col("cost_usd").is_null())
+        .then(pl.lit("unknown tokens"))
         .when(pl.col("token_source") == "estimated")
         .then(pl.format("~{}", pl.col("cost_usd").cast(pl.Float64).round(6)))
         .otherwise(pl.col("cost_usd").cast(pl.Float64).round(6).cast(pl.String))

@@ -158,3 +158,18 @@ def regenerate(real_logs: Path = DEFAULT_REAL_LOGS) -> None:
 
 if __name__ == "__main__":
     regenerate()
+
+
+def test_a_priced_model_with_unknown_tokens_is_not_called_unpriced(real_logs: Path) -> None:
+    """The scrubbed 1.0.80 log has no output tokens, so its calls have no cost; their models
+    are priced, so they are named as unknown tokens, and only gpt-6-luna as unpriced."""
+    result = CliRunner().invoke(app, ["analyze", str(real_logs)])
+    assert result.exit_code == 0, result.output
+    rows = {line[:12]: line for line in result.stdout.splitlines()}
+    assert "unknown tokens" in rows["aiusage-core"]
+    assert "unpriced" not in rows["aiusage-core"]
+    assert "unpriced (gpt-6-luna)" in rows["7c34d7cd-639"]
+    document = CliRunner().invoke(app, ["analyze", str(real_logs), "-f", "json"]).stdout
+    sessions = json.loads(document)["sessions"]
+    unpriced = {s["session_id"][:12]: s["unpriced_models"] for s in sessions}
+    assert unpriced["aiusage-core"] == [] and unpriced["7c34d7cd-639"] == ["gpt-6-luna"]
