@@ -15,6 +15,7 @@ need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -25,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.pipeline import GROUP_BYTES, log_buckets, read_events, run_stages
+from analytics.pipeline import GROUP_BYTES, log_buckets, ordered_events, run_stages
 from analytics.result_cache import TABLES, ResultCache
 from analytics.schema import ISSUES, conform
 from analytics.sources.discover import Found, LogFile, discover
@@ -60,6 +61,26 @@ class Analysis:
         if events is None:
             events = self.read_events(self.found.logs)
         return events.filter(pl.col("session_id").is_in(self.sessions["session_id"].implode()))
+
+    def only(self, session_ids: pl.Series, events: pl.DataFrame | None = None) -> Analysis:
+        """This analysis restricted to the sessions ``session_ids`` (``events``: theirs, when
+        already read; else they are read, or filtered, on first use)."""
+        mine = pl.col("session_id").is_in(session_ids.implode())
+        return Analysis(
+            calls=self.calls.filter(mine),
+            sessions=self.sessions.filter(mine),
+            model_metrics=self.model_metrics.filter(mine),
+            issues=self.issues,
+            found=self.found,
+            read_events=self.read_events,
+            kept_events=self.kept_events if events is None else events,
+        )
+
+    def session_groups(self, group_bytes: int = GROUP_BYTES) -> Iterator[Analysis]:
+        """This analysis a group of whole sessions at a time, each with its events read: for
+        per-session work on a large tree with flat memory."""
+        for events in self.event_groups(group_bytes):
+            yield self.only(events["session_id"].unique(), events)
 
     def event_groups(self, group_bytes: int = GROUP_BYTES) -> Iterator[pl.DataFrame]:
         """``events``, a group of whole sessions (about ``group_bytes`` of logs) at a time; at
@@ -137,8 +158,10 @@ def _store(use_cache: bool) -> PieceStore | None:
 
 
 def _reader(use_cache: bool) -> Callable[[Sequence[LogFile]], pl.DataFrame]:
-    """Reads the events of some logs (through the parse cache if in use)."""
-    return lambda logs: read_events(logs, _store(use_cache))
+    """Reads the events of some logs, through one parse cache (opened on first use) if in use:
+    reading a tree a group at a time then reads the cache's manifest once."""
+    store = functools.cache(lambda: _store(use_cache))
+    return lambda logs: ordered_events(logs, store())
 
 
 def _run(
@@ -180,17 +203,7 @@ def _within(result: Analysis, window: Window) -> Analysis:
         keep = keep & (day >= window.since)
     if window.until:
         keep = keep & (day <= window.until)
-    sessions = result.sessions.filter(keep)
-    ids = sessions["session_id"].implode()
-    return Analysis(
-        read_events=result.read_events,
-        kept_events=result.kept_events,
-        calls=result.calls.filter(pl.col("session_id").is_in(ids)),
-        sessions=sessions,
-        model_metrics=result.model_metrics.filter(pl.col("session_id").is_in(ids)),
-        issues=result.issues,
-        found=result.found,
-    )
+    return result.only(result.sessions.filter(keep)["session_id"])
 
 
 def issue_summary(issues: pl.DataFrame) -> str:

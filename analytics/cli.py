@@ -550,12 +550,14 @@ def top(
         zone = str(resolve_zone(timezone))
         result, priced_calls, _ = _priced(ctx, paths, rates, model_map, keep_events=False)
         items, compactions, loops = [], [], []
-        for events in result.event_groups():  # a group of sessions at a time: flat memory
-            calls = priced_calls.filter(pl.col("session_id").is_in(events["session_id"].implode()))
-            items.append(attribute_context(calls, events)[1])
+        for group in result.session_groups():  # a group of sessions at a time: flat memory
+            calls = priced_calls.join(
+                group.sessions.select("session_id"), on="session_id", how="semi"
+            )
+            items.append(attribute_context(calls, group.events)[1])
             if behaviour:
-                compactions.append(compaction_savings(calls, events))
-                loops.append(loop_behaviour(calls, events))
+                compactions.append(compaction_savings(calls, group.events))
+                loops.append(loop_behaviour(calls, group.events))
         every_item = pl.concat(items)
         ranked = by_tool(every_item, limit) if by is TopBy.tool else top_items(every_item, limit)
         sections = {"tools" if by is TopBy.tool else "items": ranked}

@@ -44,17 +44,19 @@ table.facts td { padding: 0.1rem 1rem 0.1rem 0; }
 #js-errors { color: #b00; }"""
 
 
-def with_reconstruction(
-    calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame, metrics: pl.DataFrame
-) -> pl.DataFrame:
-    """``calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
+def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
+    """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
 
     Shown beside observed per-call tokens so the reconstruction's error is visible.
     """
     rebuilt, _ = add_call_tokens(
-        conform(calls, CALLS), events, sessions, metrics, use_observed=False
+        conform(analysis.calls, CALLS),
+        analysis.events,
+        analysis.sessions,
+        analysis.model_metrics,
+        use_observed=False,
     )
-    return calls.join(
+    return analysis.calls.join(
         rebuilt.select(
             "session_id",
             "call_index",
@@ -69,20 +71,13 @@ def _by_groups(
     analysis: Analysis, table: RateTable
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(priced calls with their reconstruction, carried items, stated fixed parts), built a
-    group of sessions at a time (``Analysis.event_groups``) so memory follows a group."""
+    group of sessions at a time (``Analysis.session_groups``) so memory follows a group."""
     priced, carried, fixed = [], [], []
-    for events in analysis.event_groups():
-        mine = pl.col("session_id").is_in(events["session_id"].unique().implode())
-        calls = with_reconstruction(
-            analysis.calls.filter(mine),
-            events,
-            analysis.sessions.filter(mine),
-            analysis.model_metrics.filter(mine),
-        )
-        group = price_calls(calls, table)
-        priced.append(group)
-        carried.append(carried_context(events, group))
-        fixed.append(stated_fixed_part(events))
+    for group in analysis.session_groups():
+        calls = price_calls(with_reconstruction(group), table)
+        priced.append(calls)
+        carried.append(carried_context(group.events, calls))
+        fixed.append(stated_fixed_part(group.events))
     return (
         pl.concat(priced).sort("session_id", "call_index"),
         pl.concat(carried),

@@ -91,7 +91,7 @@ def run_stages(
     return _combine(results, observed.issues(analysed), keep_events)
 
 
-def read_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
+def ordered_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
     from analytics.events import order_events
     from analytics.sources.copilot_events import read_logs

@@ -20,21 +20,18 @@ def reconstruction_errors(result: Analysis, group_bytes: int = GROUP_BYTES) -> p
     """One row per observed call: observed vs reconstructed input tokens and the error.
 
     Sessions are independent, so they are reconstructed a group at a time
-    (``Analysis.event_groups``): memory follows a group, not the tree.
+    (``Analysis.session_groups``): memory follows a group, not the tree.
     """
-    parts = []
-    for events in result.event_groups(group_bytes):
-        mine = pl.col("session_id").is_in(events["session_id"].unique().implode())
-        calls = result.calls.filter(mine)
-        blind, _ = add_call_tokens(
-            calls,
-            events,
-            result.sessions.filter(mine),
-            result.model_metrics.filter(mine),
-            use_observed=False,
-        )
-        parts.append(_compared(calls.filter(pl.col("token_source") == "observed"), blind))
+    parts = [_errors(group) for group in result.session_groups(group_bytes)]
     return pl.concat(parts).sort("session_id", "call_index")
+
+
+def _errors(result: Analysis) -> pl.DataFrame:
+    """``reconstruction_errors`` of whole sessions whose events are at hand."""
+    blind, _ = add_call_tokens(
+        result.calls, result.events, result.sessions, result.model_metrics, use_observed=False
+    )
+    return _compared(result.calls.filter(pl.col("token_source") == "observed"), blind)
 
 
 def _compared(observed: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
