@@ -88,7 +88,7 @@ def run_stages(
         kept = [tables for index, tables in enumerate(results) if index not in gone]
         results = kept + [run(logs) for logs, _ in merges]
     analysed = [s for tables in results for s in tables.sessions["session_id"].to_list()]
-    return _combine(results, observed.issues(analysed), keep_events)
+    return _combine(results, observed.issues(analysed))
 
 
 def ordered_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
@@ -249,7 +249,7 @@ def _split_sessions(
     ]
 
 
-def _combine(results: list[Tables], observed_issues: pl.DataFrame, keep_events: bool) -> Tables:
+def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
     """One set of tables from the groups', in the order a single group would give."""
     if len(results) == 1:
         only = results[0]
