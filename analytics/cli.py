@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from contextlib import contextmanager
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
@@ -270,8 +272,9 @@ def validate(
     from analytics.validate import error_summary, reconstruction_errors
 
     try:
-        result = _load(ctx, paths, keep_events=False)
-        errors = reconstruction_errors(result)
+        with _captures_as_logs(paths) as logs:
+            result = _load(ctx, logs, keep_events=False)
+            errors = reconstruction_errors(result)
         summary = error_summary(errors)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
         _emit(
@@ -281,6 +284,44 @@ def validate(
             lambda: report.render_json("sessions", summary, result.issues),
             lambda: report.plain_table(summary) if errors.height else nothing,
         )
+    except AgentcostError as error:
+        _fail(error)
+
+
+@contextmanager
+def _captures_as_logs(paths: list[Path] | None) -> Iterator[list[Path] | None]:
+    """``paths`` with each SDK capture (a ``.json`` document) converted, in a temporary
+    directory, into the log and ``session-store.db`` the CLI would have written."""
+    from analytics.sources.sdk_capture import is_capture, read_capture
+
+    if not paths or not any(is_capture(p) for p in paths):
+        yield paths
+        return
+    from analytics.simulate import write_capture_tree
+
+    with tempfile.TemporaryDirectory(prefix="agentcost-capture-") as tmp:
+        logs = []
+        for n, path in enumerate(paths):
+            home = Path(tmp) / str(n)
+            if is_capture(path):
+                write_capture_tree(home, read_capture(path))
+            logs.append(home if is_capture(path) else path)
+        yield logs
+
+
+@app.command("capture-to-log")
+def capture_to_log(
+    capture: Annotated[Path, typer.Argument(help="An SDK capture: JSON with an 'events' array.")],
+    out: Annotated[Path, typer.Argument(help="Directory to write the Copilot home into.")],
+) -> None:
+    """Write an SDK capture as the events.jsonl the CLI would have written (ephemeral events
+    dropped, the shutdown added) and a session-store.db with each call's true usage."""
+    from analytics.simulate import write_capture_tree
+    from analytics.sources.sdk_capture import read_capture
+
+    try:
+        written = write_capture_tree(out, read_capture(capture))
+        typer.echo(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
     except AgentcostError as error:
         _fail(error)
 
@@ -387,7 +428,7 @@ def report(
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     import polars as pl
 

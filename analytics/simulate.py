@@ -47,6 +47,7 @@ import sqlite3
 import time
 from array import array
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,7 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from analytics.errors import UsageError
+from analytics.sources.sdk_capture import Capture
 
 BYTES_PER_TOKEN = 4
 """Bytes of written context text per token (the rule ``context_tokens`` applies)."""
@@ -1439,6 +1441,36 @@ def _stored_calls(outcome: _Outcome) -> Iterator[_Call]:
             yield call
 
 
+def write_capture_tree(out: Path, capture: Capture) -> Path:
+    """Write an SDK capture as a Copilot home: ``session-state/<id>/events.jsonl`` (the log the
+    CLI would have written) and ``session-store.db`` holding each call's true usage, as
+    CLI 1.0.80+ persists it. ``agentcost validate OUT`` then measures the reconstruction
+    against real per-call truth. Returns the session directory."""
+    session_dir = out / "session-state" / capture.session_id
+    if session_dir.exists():
+        raise UsageError(f"{session_dir} already exists; choose another output directory")
+    session_dir.mkdir(parents=True)
+    (session_dir / "events.jsonl").write_text(capture.text(), encoding="utf-8")
+    db_path = out / "session-store.db"
+    fresh = not db_path.exists()
+    with closing(sqlite3.connect(db_path)) as db:
+        if fresh:
+            db.executescript(_STORE_DDL)
+        db.execute("INSERT INTO sessions (id, host_type) VALUES (?, 'cli')", (capture.session_id,))
+        db.executemany(_STORE_INSERT, (_truth_row(capture.session_id, u) for u in capture.usage))
+        db.commit()
+    return session_dir
+
+
+def _truth_row(session_id: str, u: dict[str, Any]) -> tuple[object, ...]:
+    return (
+        session_id, None, u["agent_id"], u["agent_id"], u["model"], u["input_tokens"],
+        u["output_tokens"], u["cache_read_tokens"], u["cache_write_tokens"],
+        u["reasoning_tokens"], u["total_nano_aiu"], u["request_multiplier"], u["duration_ms"],
+        None, None, u["initiator"], None, None, None, 0, None, u["created_at"],
+    )  # fmt: skip
+
+
 class _Outputs:
     """The files shared by all sessions: ``ground_truth.json`` and the optional store."""
 
@@ -1549,4 +1581,5 @@ __all__ = [
     "parse_model_shares",
     "parse_range",
     "simulate",
+    "write_capture_tree",
 ]
