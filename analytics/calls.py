@@ -53,14 +53,20 @@ _SESSION_MODEL_EVENTS = [
 ]
 
 
-def build_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return (CALLS, ISSUES) for ordered EVENTS of any number of sessions."""
+def build_calls(
+    events: pl.DataFrame, model_metrics: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (CALLS, ISSUES) for ordered EVENTS of any number of sessions.
+
+    ``model_metrics`` (the shutdowns' per-model totals) names the model of sub-agent calls
+    that nothing else in the log names, where a session's shutdown knows a single model.
+    """
     events = events.select(_USED)
     main, orphans = _main_calls(events)
     calls = pl.concat(
         [main, _subagent_calls(events), _compaction_calls(events)], how="diagonal_relaxed"
     )
-    calls = _fill_models(calls, events)
+    calls = _subagent_models(_fill_models(calls, events), events, model_metrics)
     calls = calls.sort("session_id", "_seq").with_columns(
         pl.col("_seq").alias("event_seq"),
         pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("call_index"),
@@ -203,7 +209,8 @@ def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
         "session_id",
         pl.col("event_seq").alias("_seq"),
         pl.lit("subagent").alias("kind"),
-        pl.coalesce("model", "_agent_model").alias("model"),
+        "model",
+        "_agent_model",
         pl.col("_agent").alias("agent_id"),
         "agent_name",
         pl.coalesce("parent_tool_call_id", "_spawned_by").alias("parent_tool_call_id"),
@@ -305,6 +312,64 @@ def _fill_models(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     return filled.with_columns(
         pl.when(pl.col("kind") == "main")
         .then(pl.coalesce(pl.col("model"), pl.col("_selected"), main_fill))
-        .otherwise(pl.coalesce(pl.col("model"), main_fill))
-        .alias("model")
+        .when(pl.col("kind") == "compaction")
+        .then(pl.coalesce(pl.col("model"), main_fill))
+        .otherwise(pl.col("model"))
+        .alias("model"),
+        # The session's current model, for sub-agent calls nothing closer names (below).
+        pl.coalesce(
+            pl.col("_selected"),
+            pl.when(pl.col("kind") == "main")
+            .then(pl.col("model"))
+            .forward_fill()
+            .over("session_id"),
+        ).alias("_current_model"),
     ).drop("_selected")
+
+
+def _subagent_models(
+    calls: pl.DataFrame, events: pl.DataFrame, model_metrics: pl.DataFrame | None
+) -> pl.DataFrame:
+    """Name the model of each sub-agent call, from the closest statement the log makes.
+
+    Older CLIs (March 2026) write sub-agent ``assistant.message`` lines without ``model``
+    (schema doc §0b.8). In order: the message itself; the sub-agent's own tool lines
+    (``tool.execution_*`` with its ``agentId`` / ``parentToolCallId`` carry ``model``); its
+    ``subagent.started``/``completed``; the session's current model at that point; the
+    shutdown, when it names exactly one model for the session. A call no step names stays
+    without a model (and so unpriced), never guessed from another sub-agent's calls.
+    """
+    agent = pl.coalesce("agent_id", "parent_tool_call_id")
+    tools = (
+        events.filter(
+            pl.col("event_type").is_in(["tool.execution_complete", "tool.execution_start"])
+            & agent.is_not_null()
+            & pl.col("model").is_not_null()
+        )
+        .group_by("session_id", agent.alias("agent_id"))
+        .agg(pl.col("model").first().alias("_tool_model"))
+    )
+    if model_metrics is None:
+        model_metrics = pl.DataFrame(schema={"session_id": pl.String(), "model": pl.String()})
+    single = (
+        model_metrics.filter(pl.col("model").is_not_null())
+        .group_by("session_id")
+        .agg(pl.col("model").unique().alias("_models"))
+        .filter(pl.col("_models").list.len() == 1)
+        .select("session_id", pl.col("_models").list.first().alias("_shutdown_model"))
+    )
+    return (
+        calls.join(tools, on=["session_id", "agent_id"], how="left")
+        .join(single, on="session_id", how="left")
+        .with_columns(
+            pl.when(pl.col("kind") == "subagent")
+            .then(
+                pl.coalesce(
+                    "model", "_tool_model", "_agent_model", "_current_model", "_shutdown_model"
+                )
+            )
+            .otherwise(pl.col("model"))
+            .alias("model")
+        )
+        .drop("_tool_model", "_shutdown_model", "_current_model", "_agent_model")
+    )

@@ -129,7 +129,7 @@ def _analyse(
     metrics, read_issues = parsed.model_metrics, parsed.issues
     events = order_events(parsed.events)
     del parsed
-    calls, call_issues = build_calls(events)
+    calls, call_issues = build_calls(events, metrics)
     sessions = summarize_sessions(events, calls, metrics)
     calls, token_issues = add_call_tokens(
         calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
