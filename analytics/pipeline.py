@@ -123,7 +123,7 @@ def _analyse(
     from analytics.events import order_events
     from analytics.sessions import summarize_sessions
     from analytics.sources.copilot_events import read_logs
-    from analytics.tokens import add_call_tokens
+    from analytics.tokens import add_call_tokens, with_fit
 
     parsed = read_logs(logs, store, progress)
     metrics, read_issues = parsed.model_metrics, parsed.issues
@@ -131,9 +131,10 @@ def _analyse(
     del parsed
     calls, call_issues = build_calls(events, metrics)
     sessions = summarize_sessions(events, calls, metrics)
-    calls, token_issues = add_call_tokens(
+    calls, token_issues, fitted = add_call_tokens(
         calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
     )
+    sessions = with_fit(sessions, fitted)
     issues = _stack([read_issues, call_issues, token_issues], ISSUES)
     return Tables(calls, sessions, metrics, issues, events if keep_events else None)
 

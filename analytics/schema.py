@@ -160,6 +160,13 @@ SESSIONS: dict[str, pl.DataType] = {
     "token_totals_source": pl.String(),  # shutdown | shutdown+messages | messages | null
     "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
     "premium_requests": pl.String(),
+    # how the per-call reconstruction fitted the log (``reconstruct.py``): constraints used,
+    # their root-mean-square relative misfit, and which unknowns the log determined or a
+    # prior decided (``fixed:<agent>|<model>``, ``tool``, ``prose``, ``json``, ``item``)
+    "fit_constraints": pl.Int64(),
+    "fit_residual_pct": pl.Float64(),
+    "fit_determined": pl.List(pl.String()),
+    "fit_from_prior": pl.List(pl.String()),
 }
 
 #: Per-call token columns added by ``tokens.py``. ``input_tokens`` includes cache reads and

@@ -9,14 +9,14 @@
 3. ``estimated``: reconstructed, with no total to scale to (no shutdown: a crash, or calls
    after the last shutdown).
 
-The growth model: call k of an agent re-sends a fixed part (system prompt + tool definitions)
-and the whole conversation so far: every user, assistant and tool-result text of that agent
-before the call, restarted at a compaction's post-compaction size. Text is converted at
-``BYTES_PER_TOKEN``. Calibration keeps the fixed part and scales the conversation part, so the
-shape of the growth is the log's, and the totals are the shutdown's. Cache reads and writes are
-split like Anthropic-style prompt caching: a call within the cache TTL of the previous call of
-the same model and agent reads that call's prompt from cache and writes the new part; the split
-is then scaled to the shutdown's cache totals, exactly. All arithmetic is integer.
+The reconstruction (``reconstruct.py``) fits each session's unknowns (the fixed part of each
+kind of agent and model, tokens per byte of tool output, prose and tool arguments, tokens per
+item) to every constraint the log carries: the shutdown's Σ input and Σ cache read per model,
+observed calls, sub-agent totals, compaction and context sizes. Calibration then apportions
+the shutdown's exact totals over the calls in proportion to the fitted prompts. Cache reads
+and writes follow prompt caching: a call within the cache TTL of the previous call of the
+same model and agent reads what that call left cacheable and writes the new part; the split
+is apportioned to the shutdown's cache totals, exactly. Token arithmetic is integer.
 """
 
 from __future__ import annotations
@@ -25,20 +25,21 @@ import polars as pl
 
 from analytics.apportion import apportion
 from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
+from analytics.reconstruct import FIT, constraints, fit, priors_for, regressors
+from analytics.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
 
 #: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
 BYTES_PER_TOKEN = 4
 #: Tool definitions, in tokens, when no shutdown or compaction states them: the middle of the
 #: values seen in real 1.0.49-1.0.91 logs (8,395-13,097).
 DEFAULT_TOOL_DEFINITIONS_TOKENS = 11_000
-#: Prompt cache lifetime used for the read/write split (Anthropic's default: 5 minutes).
-CACHE_TTL_MS = 5 * 60 * 1000
 #: Automatic prompt caching (OpenAI and others) reuses a prompt prefix in blocks of this size.
 AUTO_CACHE_BLOCK = 128
 
 _TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
-_CONVERSATION = ["user.message", "assistant.message", "tool.execution_complete", "skill.invoked"]
+#: Calls one shutdown total covers: a session's segment (its process, or the whole session
+#: when shutdowns are cumulative) and a model.
+_GROUP = ["session_id", "_segment", "model"]
 _LLM = pl.col("kind") != "compaction"
 #: A session's fixed part as the log states it (see ``stated_fixed_part``).
 _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).drop_nulls().first()
@@ -55,7 +56,9 @@ _USED = [
     "total_tokens",
     "system_tokens",
     "tool_definitions_tokens",
+    "pre_compaction_tokens",
     "post_compaction_tokens",
+    "tool_request_bytes",
 ]
 
 
@@ -67,13 +70,14 @@ def add_call_tokens(
     observed: pl.DataFrame | None = None,
     *,
     use_observed: bool = True,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return (CALLS + CALL_TOKENS, ISSUES). ``observed`` is an OBSERVED_USAGE frame.
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Return (CALLS + CALL_TOKENS, ISSUES, per-session fit). ``observed`` is an OBSERVED_USAGE
+    frame; the fit (``reconstruct.FIT`` columns) goes to SESSIONS with ``with_fit``.
 
     ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
     ``agentcost validate`` compares against the records to measure the reconstruction's error.
     """
-    events = events.select(_USED)
+    events = events.select([c for c in _USED if c in events.columns])
     if use_observed:
         with_log = _observed_in_log(calls, events)
         matched, issues = _observed_beside_log(with_log, observed)
@@ -84,9 +88,17 @@ def add_call_tokens(
             pl.lit(None, pl.String).alias("token_source"),
         )
         issues = empty(ISSUES)
-    estimated = _reconstruct(_reply_bytes(matched, events), events)
-    calibrated = _calibrate(estimated, sessions, model_metrics, events)
-    return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
+    keyed = _with_totals(_reply_bytes(matched, events), sessions, model_metrics, events)
+    estimated, fitted = _reconstruct(keyed, events)
+    calibrated = _calibrate(estimated)
+    return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues, fitted
+
+
+def with_fit(sessions: pl.DataFrame, fitted: pl.DataFrame) -> pl.DataFrame:
+    """SESSIONS with the fit figures of ``add_call_tokens`` (``reconstruct.FIT``)."""
+    return conform(
+        sessions.drop(list(FIT), strict=False).join(fitted, on="session_id", how="left"), SESSIONS
+    )
 
 
 def _rows(events: pl.DataFrame, kinds: list[str], *columns: str | pl.Expr) -> pl.DataFrame:
@@ -260,154 +272,23 @@ def _observed_beside_log(
     return merged, conform(issues, ISSUES)
 
 
-def _text_tokens(bytes_: pl.Expr) -> pl.Expr:
-    """Tokens for a number of bytes of text (rounded up)."""
-    return (bytes_ + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
-
-
-def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Estimate each call's prompt: fixed part + conversation so far (``_estimate``)."""
-    agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
-    items = (
-        _rows(
-            events,
-            [*_CONVERSATION, "session.compaction_complete"],
-            "session_id",
-            "event_seq",
-            "event_type",
-            agent,
-            "content_bytes",
-            "post_compaction_tokens",
-        )
-        .sort("session_id", "event_seq")
-        .with_columns(
-            pl.col("content_bytes")
-            .fill_null(0)
-            .cum_sum()
-            .over("session_id", "_agent")
-            .alias("_bytes_so_far")
-        )
+def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each call's fitted prompt (``_estimate``), its cacheable prefix and fixed part, and the
+    previous call whose cache it can read (``reconstruct.py``); and the per-session fit."""
+    x = regressors(calls, events)
+    members, targets = constraints(x, events)
+    estimates, fitted = fit(x, members, targets, priors_for(x, events))
+    previous = estimates.select(
+        "session_id",
+        pl.col("event_seq").alias("_prev_seq"),
+        pl.col("_prefix_estimate").alias("_prev_prefix"),
     )
-    fixed = fixed_part(events)
-    # postCompactionTokens counts the whole new prompt; its conversation part is what is left
-    # after the system prompt and tool definitions the compaction start reported.
-    stated = (
-        events.filter(
-            pl.col("event_type").is_in(["session.compaction_start", "session.compaction_complete"])
-        )
-        .sort("session_id", "event_seq")
-        .select(
-            "session_id",
-            "event_seq",
-            (pl.col("system_tokens") + pl.col("tool_definitions_tokens"))
-            .forward_fill()
-            .over("session_id")
-            .alias("_stated_fixed"),
-        )
+    out = (
+        x.join(estimates, on=["session_id", "event_seq"], how="left")
+        .join(previous, on=["session_id", "_prev_seq"], how="left")
+        .with_columns(pl.col("_estimate").fill_null(0).clip(lower_bound=1))
     )
-    compactions = (
-        items.filter(pl.col("event_type") == "session.compaction_complete")
-        .join(stated, on=["session_id", "event_seq"], how="left")
-        .join(fixed, on="session_id", how="left")
-        .select(
-            "session_id",
-            "_agent",
-            "event_seq",
-            pl.col("_bytes_so_far").alias("_bytes_at_compaction"),
-            (
-                pl.col("post_compaction_tokens").fill_null(0)
-                - pl.coalesce("_stated_fixed", "_fixed", pl.lit(0))
-            )
-            .clip(lower_bound=0)
-            .alias("_post_tokens"),
-        )
-    )
-    conversation = items.select("session_id", "_agent", "event_seq", "_bytes_so_far")
-    keyed = calls.with_columns(
-        pl.coalesce(
-            pl.when(pl.col("kind") == "subagent").then(pl.col("agent_id")),
-            pl.lit("main"),
-        ).alias("_agent")
-    ).sort("session_id", "event_seq")
-    asof = {
-        "on": "event_seq",
-        "by": ["session_id", "_agent"],
-        "strategy": "backward",
-        "allow_exact_matches": False,
-        "check_sortedness": False,
-    }
-    estimated = (
-        keyed.join_asof(conversation.sort("session_id", "event_seq"), **asof)  # type: ignore[arg-type]
-        .join_asof(compactions.sort("session_id", "event_seq"), **asof)  # type: ignore[arg-type]
-        .join(fixed, on="session_id", how="left")
-    )
-    since_compaction = pl.col("_bytes_so_far").fill_null(0) - pl.col(
-        "_bytes_at_compaction"
-    ).fill_null(0)
-    conversation_tokens = pl.col("_post_tokens").fill_null(0) + _text_tokens(since_compaction)
-    estimated = estimated.with_columns(
-        pl.col("_fixed").fill_null(DEFAULT_TOOL_DEFINITIONS_TOKENS).alias("_fixed"),
-        conversation_tokens.alias("_conversation"),
-    )
-    return _subagent_fixed_parts(estimated, events).with_columns(
-        (pl.col("_fixed") + pl.col("_conversation")).alias("_estimate")
-    )
-
-
-def _subagent_fixed_parts(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """A sub-agent's own fixed part, from the run total its completion reports.
-
-    ``subagent.completed.totalTokens`` is the input plus output of all the sub-agent's calls
-    (exactly so in real 1.0.80 logs), so where every call's output is known, the fixed part
-    each call re-sent is (total - outputs - conversation parts) / calls. Sub-agents have their
-    own, smaller system prompt and tools; without a total they keep the session's fixed part.
-    """
-    runs = events.filter(
-        pl.col("event_type").is_in(["subagent.completed", "subagent.failed"])
-        & pl.col("total_tokens").is_not_null()
-    )
-    totals = (
-        pl.concat(
-            [
-                runs.select("session_id", pl.col(key).alias("_agent"), "total_tokens")
-                for key in ("agent_id", "tool_call_id")
-            ]
-        )
-        .drop_nulls("_agent")
-        .unique(["session_id", "_agent"], keep="last")
-    )
-    agent = ["session_id", "_agent"]
-    sub = pl.col("kind") == "subagent"
-    per_agent = (
-        calls.filter(sub)
-        .group_by(agent)
-        .agg(
-            pl.len().alias("_n"),
-            pl.col("_conversation").sum().alias("_conversation_sum"),
-            pl.when(pl.col("output_tokens").is_not_null().all())
-            .then(pl.col("output_tokens").sum())
-            .alias("_output_sum"),
-        )
-        .join(totals, on=agent)
-        .select(
-            *agent,
-            (
-                (pl.col("total_tokens") - pl.col("_output_sum") - pl.col("_conversation_sum"))
-                // pl.col("_n")
-            ).alias("_own_fixed"),
-        )
-        .filter(pl.col("_own_fixed") >= 0)
-    )
-    return (
-        calls.join(per_agent, on=agent, how="left")
-        .with_columns(
-            pl.when(sub & pl.col("_own_fixed").is_not_null())
-            .then(pl.col("_own_fixed"))
-            .otherwise(pl.col("_fixed"))
-            .alias("_fixed")
-        )
-        .drop("_own_fixed")
-    )
+    return out, fitted
 
 
 def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
@@ -424,64 +305,55 @@ def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     """
     system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
     estimated = (
-        _text_tokens(pl.col("content_bytes").filter(system_text).first())
-        + DEFAULT_TOOL_DEFINITIONS_TOKENS
-    )
+        pl.col("content_bytes").filter(system_text).first() + BYTES_PER_TOKEN - 1
+    ) // BYTES_PER_TOKEN + DEFAULT_TOOL_DEFINITIONS_TOKENS
     return events.group_by("session_id").agg(pl.coalesce(_STATED_FIXED, estimated).alias("_fixed"))
 
 
-def _calibrate(
-    calls: pl.DataFrame,
-    sessions: pl.DataFrame,
-    model_metrics: pl.DataFrame,
-    events: pl.DataFrame,
+def _with_totals(
+    calls: pl.DataFrame, sessions: pl.DataFrame, model_metrics: pl.DataFrame, events: pl.DataFrame
 ) -> pl.DataFrame:
-    """Fill unobserved calls: scaled to the shutdown's per-model totals where they exist."""
+    """Calls with the shutdown totals that cover them (``_t_*``), what those leave for the
+    calls without an observed figure (``_left_*``), and ``_sum_ok``: the calls counted for
+    this model are exactly the requests the shutdown counted, so its totals are theirs
+    (otherwise, in an excerpt or after a lost line, they belong to calls we cannot see)."""
     segments = _segments(calls, sessions, events)
     totals = _segment_totals(model_metrics, sessions, events)
-    keyed = segments.join(totals, on=["session_id", "_segment", "model"], how="left")
+    keyed = segments.join(totals, on=_GROUP, how="left")
     open_call = pl.col("token_source").is_null()
-    group = ["session_id", "_segment", "model"]
-    # Scale only where the calls counted for this model are exactly the requests the shutdown
-    # counted: otherwise (an excerpt, a lost line) the total belongs to calls we cannot see.
-    counts_agree = pl.col("_covered").sum().over(group) == pl.col("_t_requests")
-    calibrate = (
-        open_call & pl.col("_t_input_tokens").is_not_null() & pl.col("_covered") & counts_agree
-    )
-    # What the shutdown total leaves for the calls without an observed figure.
+    counts_agree = pl.col("_covered").sum().over(_GROUP) == pl.col("_t_requests")
     observed_here = ~open_call & pl.col("_covered")
     left = {
-        c: (pl.col(f"_t_{c}") - pl.col(c).filter(observed_here).sum().over(group)).clip(
+        c: (pl.col(f"_t_{c}") - pl.col(c).filter(observed_here).sum().over(_GROUP)).clip(
             lower_bound=0
         )
         for c in [*_TOKENS, "output_tokens"]
     }
-    frame = keyed.with_columns(
+    return keyed.with_columns(
         *(expr.alias(f"_left_{c}") for c, expr in left.items()),
-        calibrate.alias("_calibrate"),
+        (pl.col("_t_input_tokens").is_not_null() & pl.col("_covered") & counts_agree)
+        .fill_null(False)
+        .alias("_sum_ok"),
     )
-    target = frame.filter(pl.col("_calibrate"))
-    rest = frame.filter(~pl.col("_calibrate"))
-    target = _scale_inputs(target, group)
-    rest = _estimate_inputs(rest)
-    out = pl.concat([target, rest], how="diagonal_relaxed").sort("session_id", "event_seq")
-    return out
+
+
+def _calibrate(frame: pl.DataFrame) -> pl.DataFrame:
+    """Fill unobserved calls: apportioned to the shutdown's per-model totals where they
+    exist (``calibrated``), else the fit as it is (``estimated``)."""
+    calibrate = pl.col("token_source").is_null() & pl.col("_sum_ok")
+    frame = frame.with_columns(calibrate.alias("_calibrate"))
+    target = _scale_inputs(frame.filter(pl.col("_calibrate")), _GROUP)
+    rest = _estimate_inputs(frame.filter(~pl.col("_calibrate")))
+    return pl.concat([target, rest], how="diagonal_relaxed").sort("session_id", "event_seq")
 
 
 def _scale_inputs(frame: pl.DataFrame, group: list[str]) -> pl.DataFrame:
-    """Scale conversation parts so the inputs sum to the shutdown's; split the caches exactly."""
-    fixed_total = pl.col("_fixed").sum().over(group).cast(pl.Int64)
-    room = pl.col("_left_input_tokens") - fixed_total
-    keep_fixed = room >= 0
-    # Conversation shares of what is left after every call's fixed part; if the fixed parts
-    # alone exceed the total, the estimate as a whole is scaled instead.
-    conversation = apportion(room.clip(lower_bound=0), pl.col("_conversation"), group, "event_seq")
-    whole = apportion(pl.col("_left_input_tokens"), pl.col("_estimate"), group, "event_seq")
+    """Split the shutdown's input over the calls in proportion to their fitted prompts
+    (integer largest remainder, so the sum is exact); then the caches, exactly."""
     frame = frame.with_columns(
-        pl.when(keep_fixed.all().over(group))
-        .then(pl.col("_fixed") + conversation)
-        .otherwise(whole)
-        .alias("input_tokens")
+        apportion(pl.col("_left_input_tokens"), pl.col("_estimate"), group, "event_seq").alias(
+            "input_tokens"
+        )
     )
     frame = _split_cache(frame, group, exact=True)
     reasoning = apportion(
@@ -529,24 +401,22 @@ def _estimate_inputs(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.DataFrame:
-    """Cache read = previous prompt of the same model and agent within the TTL; write = rest.
+    """Cache read = what the previous call of the same model and agent left cacheable, if
+    within the TTL (``_prev_prefix``: its prompt without the newest user messages); the rest
+    of the prompt is written to the cache or sent uncached.
 
-    With ``exact``, the reads, writes and uncached parts are apportioned so each sums to the
-    shutdown's figure while read + write + uncached = input on every call. Without it (no
-    totals to follow), the provider's caching decides: Anthropic models (``claude-*``) write the
-    new part to the cache explicitly; the others cache automatically, reading the previous
-    prompt in blocks of ``AUTO_CACHE_BLOCK`` tokens and writing nothing billable.
+    With ``exact``, the reads are apportioned over the calls in proportion to those warm
+    prefixes (and any excess over the rest of the prompts), then the writes over what each
+    call does not read, so each column sums to the shutdown's figure while read + write +
+    uncached = input on every call. Without it (no totals to follow), the provider's caching
+    decides: Anthropic models (``claude-*``) write the new part to the cache explicitly; the
+    others cache automatically, reading the previous prompt in blocks of
+    ``AUTO_CACHE_BLOCK`` tokens and writing nothing billable.
     """
-    chain = list(dict.fromkeys([*group, "model", "_agent"]))
-    ordered = frame.sort("session_id", "event_seq")
-    previous = pl.col("input_tokens").shift(1).over(chain)
-    gap = (pl.col("start_time") - pl.col("start_time").shift(1).over(chain)).dt.total_milliseconds()
-    warm = previous.is_not_null() & (gap <= CACHE_TTL_MS).fill_null(False)
-    ordered = ordered.with_columns(
-        pl.when(warm)
-        .then(pl.min_horizontal(previous, pl.col("input_tokens")))
-        .otherwise(0)
-        .alias("_raw_read")
+    ordered = frame.sort("session_id", "event_seq").with_columns(
+        pl.min_horizontal(pl.col("_prev_prefix").fill_null(0), pl.col("input_tokens")).alias(
+            "_raw_read"
+        )
     )
     if not exact:
         explicit = pl.col("model").str.starts_with("claude").fill_null(True)
@@ -563,28 +433,22 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
             .alias("cache_write_tokens")
         )
     total_in = pl.col("input_tokens").sum().over(group)
-    uncached_total = (
-        pl.col("_left_input_tokens")
-        - pl.col("_left_cache_read_tokens")
-        - pl.col("_left_cache_write_tokens")
-    ).clip(lower_bound=0)
-    uncached = apportion(
-        pl.min_horizontal(uncached_total, total_in), pl.col("input_tokens"), group, "event_seq"
-    )
-    ordered = ordered.with_columns(uncached.alias("_uncached"))
-    capacity = pl.col("input_tokens") - pl.col("_uncached")
-    reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens"), capacity.sum().over(group))
-    warm_capacity = pl.when(pl.col("_raw_read") > 0).then(capacity).otherwise(0)
-    fits = reads_total <= warm_capacity.sum().over(group)
-    overflow = (reads_total - warm_capacity.sum().over(group)).clip(lower_bound=0)
-    cold_capacity = pl.when(pl.col("_raw_read") > 0).then(0).otherwise(capacity)
+    reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens"), total_in)
+    warm = pl.col("_raw_read").sum().over(group)
+    overflow = (reads_total - warm).clip(lower_bound=0)
     read = (
-        pl.when(fits)
-        .then(apportion(reads_total, warm_capacity, group, "event_seq"))
-        .otherwise(warm_capacity + apportion(overflow, cold_capacity, group, "event_seq"))
+        pl.when(reads_total <= warm)
+        .then(apportion(reads_total, pl.col("_raw_read"), group, "event_seq"))
+        .otherwise(
+            pl.col("_raw_read")
+            + apportion(overflow, pl.col("input_tokens") - pl.col("_raw_read"), group, "event_seq")
+        )
     )
-    return ordered.with_columns(read.alias("cache_read_tokens")).with_columns(
-        (capacity - pl.col("cache_read_tokens")).alias("cache_write_tokens")
+    ordered = ordered.with_columns(read.alias("cache_read_tokens"))
+    rest = pl.col("input_tokens") - pl.col("cache_read_tokens")
+    writes_total = pl.min_horizontal(pl.col("_left_cache_write_tokens"), rest.sum().over(group))
+    return ordered.with_columns(
+        apportion(writes_total, rest, group, "event_seq").alias("cache_write_tokens")
     )
 
 

@@ -1,0 +1,591 @@
+"""Each call's prompt tokens, reconstructed as a fit to every constraint the log carries.
+
+The agent-loop model: call k of an agent sends a fixed part (system prompt + tool
+definitions, one unknown per kind of agent and model: ``fixed:main|<model>``,
+``fixed:<sub-agent name>|<model>``) plus everything the agent's conversation holds before the
+call, converted at an unknown tokens-per-byte ratio per kind of content (``tool``: tool
+results, i.e. code and command output; ``prose``: user, assistant and skill text; ``json``:
+tool-call arguments) and an unknown number of tokens per item (``item``: the framing of each
+message). After a compaction the agent restarts from the stated post-compaction size.
+
+Every call's prompt is linear in those unknowns, and so is every figure the log states about
+them (schema doc §0b.10), so the unknowns are solved per session by weighted least squares
+against (``_constraints``):
+
+- Σ input and Σ cache read per model of each shutdown segment, where the calls counted equal
+  the shutdown's requests. With prompt caching, call k reads what call k-1 sent, except the
+  newest user messages, which the CLI re-sends in another form (real captures: the call after
+  a prompt reads only the part before it); so Σ input and Σ cache read pin down the fixed
+  part and the growth separately.
+- each observed call's input and cache read (other calls of a session with partial records);
+- ``subagent.completed.totalTokens`` minus the sub-agent's outputs (its calls' Σ input);
+- ``preCompactionTokens`` (the prompt at a compaction) and ``systemTokens +
+  toolDefinitionsTokens`` (the main fixed part), as looser context-size figures: in real
+  captures ``currentTokens`` runs 12-15% below the billed input of the same call, so they
+  are weighted at 10%, the sums at 2%. ``usage_checkpoint`` bills are money, not tokens
+  (they would need the prices), and are not used.
+
+Where the constraints leave an unknown free, a documented prior (``PRIORS``) decides; after
+the fit, an unknown whose standard error is under half its prior's counts as determined by
+the log (``fit_determined``), the others as from the prior (``fit_from_prior``).
+``fit_residual_pct`` is the root mean square of the constraints' relative misfit. The fit is
+an estimate: ``tokens.py`` then apportions the shutdown's exact totals over the calls in
+proportion to it (``calibrated``) or keeps it as it is (``estimated``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+#: Content kinds and the item count: the unknowns shared by every agent of a session, with
+#: their prior (mean, standard deviation) in tokens per byte (per item for ``item``). Code
+#: and command output tokenize at about 2.5-3 bytes per token and English prose at about 4
+#: with the Claude and GPT tokenizers (schema doc §0b.9); JSON arguments fall between.
+PRIORS: dict[str, tuple[float, float]] = {
+    "tool": (0.36, 0.12),
+    "prose": (0.25, 0.08),
+    "json": (0.30, 0.10),
+    "item": (8.0, 8.0),
+}
+#: Prior of the main agent's fixed part, in tokens: where the log has the system message,
+#: its text at 4 bytes a token plus ``TOOL_DEFINITIONS_PRIOR`` (the middle of the values real
+#: 1.0.49-1.0.91 logs state, 8,395-13,097); else the middle of the 8k-40k seen in real logs.
+MAIN_FIXED_PRIOR = (20_000.0, 12_000.0)
+TOOL_DEFINITIONS_PRIOR = 11_000
+SYSTEM_FIXED_SD = 6_000.0
+#: Prior of a sub-agent's fixed part (its own, smaller prompt and tools: 5k-26k in real logs).
+SUB_FIXED_PRIOR = (12_000.0, 10_000.0)
+#: How far a sub-agent's fixed part is expected to be from the main agent's (``_with_links``).
+LINK_SD = 8_000.0
+#: Relative standard error of a constraint: exact sums and observed calls, context sizes.
+SUM_SD, CONTEXT_SD = 0.02, 0.10
+#: Prompt cache lifetime for the read/write split (Anthropic's default: 5 minutes).
+CACHE_TTL_MS = 5 * 60 * 1000
+#: An unknown is "determined" when the log narrows its standard error below this share of
+#: its prior's.
+DETERMINED = 0.5
+
+RATES = tuple(PRIORS)
+_X = [f"x_{p}" for p in RATES]
+_P = [f"p_{p}" for p in RATES]
+_ITEMS = {
+    "user.message": "prose",
+    "assistant.message": "prose",
+    "tool.execution_complete": "tool",
+    "skill.invoked": "prose",
+}
+
+#: Per-session fit figures (SESSIONS columns).
+FIT: dict[str, pl.DataType] = {
+    "fit_constraints": pl.Int64(),
+    "fit_residual_pct": pl.Float64(),
+    "fit_determined": pl.List(pl.String()),
+    "fit_from_prior": pl.List(pl.String()),
+}
+
+
+def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Per call, what its prompt is made of: ``_agent``, ``_fkey`` (its fixed part's unknown),
+    ``_c_fixed`` (1, or 0 after a compaction), bytes and items so far per content kind
+    (``x_*``), the same for the prefix the next call can read from cache (``p_*``: without the
+    newest user messages), ``_offset`` (tokens stated by a compaction), ``_prev_seq`` (the
+    previous call of its agent and model, if its cache is still warm)."""
+    agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
+    request = (
+        pl.col("tool_request_bytes").fill_null(0)
+        if "tool_request_bytes" in events.columns
+        else pl.lit(0, pl.Int64)
+    )
+    size = pl.col("content_bytes").fill_null(0)
+    kind = pl.col("event_type")
+    items = (
+        events.filter(kind.is_in([*_ITEMS, "session.compaction_complete"]))
+        .select(
+            "session_id",
+            "event_seq",
+            agent,
+            (kind == "session.compaction_complete").alias("_reset"),
+            pl.when(kind == "tool.execution_complete").then(size).otherwise(0).alias("x_tool"),
+            pl.when(kind.is_in(["user.message", "assistant.message", "skill.invoked"]))
+            .then(size - pl.when(kind == "assistant.message").then(request).otherwise(0))
+            .otherwise(0)
+            .alias("x_prose"),
+            pl.when(kind == "assistant.message").then(request).otherwise(0).alias("x_json"),
+            kind.is_in(list(_ITEMS)).cast(pl.Int64).alias("x_item"),
+            pl.when(kind == "user.message").then(size).otherwise(0).alias("_user_bytes"),
+            (kind == "user.message").cast(pl.Int64).alias("_user_items"),
+            pl.col("post_compaction_tokens"),
+        )
+        .sort("session_id", "event_seq")
+        .with_columns(pl.col("_reset").cum_sum().over("session_id", "_agent").alias("_epoch"))
+    )
+    sums = ["x_tool", "x_prose", "x_json", "x_item", "_user_bytes", "_user_items"]
+    items = items.with_columns(
+        *(pl.col(c).cum_sum().over("session_id", "_agent", "_epoch") for c in sums),
+        pl.col("post_compaction_tokens")
+        .forward_fill()
+        .over("session_id", "_agent", "_epoch")
+        .fill_null(0)
+        .alias("_offset"),
+    )
+    keyed = calls.with_columns(
+        pl.when(pl.col("kind") == "subagent")
+        .then(pl.col("agent_id"))
+        .otherwise(pl.lit("main"))
+        .alias("_agent"),
+    ).sort("session_id", "event_seq")
+    placed = keyed.join_asof(
+        items.drop("_reset", "post_compaction_tokens"),
+        on="event_seq",
+        by=["session_id", "_agent"],
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).with_columns(
+        *(pl.col(c).fill_null(0) for c in [*sums, "_offset", "_epoch"]),
+    )
+    chain = ["session_id", "_agent", "model"]
+    ended = pl.coalesce("end_time", "start_time").shift(1).over(chain)
+    gap = (pl.col("start_time") - ended).dt.total_milliseconds()
+    newest_bytes = pl.col("_user_bytes") - pl.col("_user_bytes").shift(1).over(chain).fill_null(0)
+    newest_items = pl.col("_user_items") - pl.col("_user_items").shift(1).over(chain).fill_null(0)
+    same_epoch = pl.col("_epoch") == pl.col("_epoch").shift(1).over(chain)
+    return placed.with_columns(
+        pl.format(
+            "fixed:{}|{}",
+            pl.when(pl.col("_agent") == "main")
+            .then(pl.lit("main"))
+            .otherwise(pl.coalesce("agent_name", pl.lit("subagent"))),
+            pl.col("model").fill_null("?"),
+        ).alias("_fkey"),
+        (pl.col("_epoch") == 0).cast(pl.Int64).alias("_c_fixed"),
+        pl.col("x_tool").alias("p_tool"),
+        (pl.col("x_prose") - newest_bytes.clip(lower_bound=0)).alias("p_prose"),
+        pl.col("x_json").alias("p_json"),
+        (pl.col("x_item") - newest_items.clip(lower_bound=0)).alias("p_item"),
+        pl.when((gap <= CACHE_TTL_MS).fill_null(False) & same_epoch.fill_null(False))
+        .then(pl.col("event_seq").shift(1).over(chain))
+        .alias("_prev_seq"),
+    ).drop("_user_bytes", "_user_items", "_epoch")
+
+
+def _coefficients(x: pl.DataFrame) -> pl.DataFrame:
+    """Long form: (session_id, event_seq, part, param, value) for the prompt (``prompt``) and
+    the cacheable prefix (``prefix``) of each call, and its fixed part alone (``fixed``)."""
+    base = ["session_id", "event_seq"]
+    fixed = x.select(*base, pl.col("_fkey").alias("param"), pl.col("_c_fixed").cast(pl.Float64))
+    parts = []
+    for part, cols in (("prompt", _X), ("prefix", _P)):
+        parts.append(fixed.rename({"_c_fixed": "value"}).with_columns(pl.lit(part).alias("part")))
+        parts.extend(
+            x.select(
+                *base,
+                pl.lit(part).alias("part"),
+                pl.lit(name).alias("param"),
+                pl.col(col).cast(pl.Float64).alias("value"),
+            )
+            for name, col in zip(RATES, cols, strict=True)
+        )
+    parts.append(
+        x.select(
+            *base,
+            pl.lit("fixed").alias("part"),
+            pl.col("_fkey").alias("param"),
+            pl.lit(1.0).alias("value"),
+        )
+    )
+    return pl.concat(parts, how="diagonal_relaxed").filter(pl.col("value") != 0)
+
+
+def fit(
+    x: pl.DataFrame,
+    members: pl.DataFrame,
+    targets: pl.DataFrame,
+    priors: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Solve each session's unknowns; return (per-call ``_estimate`` and ``_prefix_estimate``
+    and ``_fixed``, per-session ``FIT`` columns).
+
+    ``members``: (session_id, row, event_seq, part) — which calls' prompt, prefix or fixed
+    part a constraint row sums; ``targets``: (session_id, row, y, sd, at_least: the row only
+    bounds the prediction from below); ``priors``:
+    (session_id, param, mean, sd) for every unknown of the session.
+    """
+    coef = _coefficients(x)
+    offsets = x.select("session_id", "event_seq", "_offset")
+    a = (
+        members.join(coef, on=["session_id", "event_seq", "part"])
+        .group_by("session_id", "row", "param")
+        .agg(pl.col("value").sum())
+    )
+    offset = (
+        members.filter(pl.col("part") != "fixed")
+        .join(offsets, on=["session_id", "event_seq"])
+        .group_by("session_id", "row")
+        .agg(pl.col("_offset").sum().cast(pl.Float64).alias("_off"))
+    )
+    rows = (
+        targets.join(offset, on=["session_id", "row"], how="left")
+        .with_columns(
+            (pl.col("y") - pl.col("_off").fill_null(0)).alias("_y"),
+            (1 / pl.col("sd") ** 2).alias("_w"),
+        )
+        .join(a.select("session_id", "row").unique(), on=["session_id", "row"], how="semi")
+    )
+    # Cache reads only bound the prompts from below: a cache miss (another server, an evicted
+    # entry) reads less than the previous prompt, never more. So a read row the fit already
+    # exceeds is dropped and the fit solved again (an active set; two rounds suffice).
+    for _ in range(3):
+        solved = _solve(priors, _with_links(_gram(a, rows), priors), _rhs(a, rows))
+        theta = solved.select("session_id", "param", "theta")
+        predicted = (
+            a.join(theta, on=["session_id", "param"])
+            .group_by("session_id", "row")
+            .agg((pl.col("value") * pl.col("theta")).sum().alias("_pred"))
+        )
+        slack = rows.join(predicted, on=["session_id", "row"], how="left").filter(
+            pl.col("at_least") & (pl.col("_pred").fill_null(0) > pl.col("_y"))
+        )
+        if not slack.height:
+            break
+        rows = rows.join(slack.select("session_id", "row"), on=["session_id", "row"], how="anti")
+    estimate = _apply(coef, theta, offsets)
+    summary = (
+        rows.join(predicted, on=["session_id", "row"], how="left")
+        .group_by("session_id")
+        .agg(
+            pl.len().cast(pl.Int64).alias("fit_constraints"),
+            (
+                (
+                    (pl.col("_pred").fill_null(0) - pl.col("_y"))
+                    / pl.max_horizontal(pl.col("y").abs(), pl.lit(1.0))
+                )
+                ** 2
+            )
+            .mean()
+            .sqrt()
+            .mul(100)
+            .round(2)
+            .alias("fit_residual_pct"),
+        )
+    )
+    flags = solved.group_by("session_id").agg(
+        pl.col("param").filter(pl.col("determined")).sort().alias("fit_determined"),
+        pl.col("param").filter(~pl.col("determined")).sort().alias("fit_from_prior"),
+    )
+    fit_frame = flags.join(summary, on="session_id", how="left").with_columns(
+        pl.col("fit_constraints").fill_null(0)
+    )
+    return estimate, fit_frame.select("session_id", *FIT)
+
+
+def _gram(a: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per session, XᵀWX in long form (session_id, param, q, g)."""
+    weighted = a.join(rows.select("session_id", "row", "_w"), on=["session_id", "row"])
+    return (
+        weighted.join(a.rename({"param": "q", "value": "vq"}), on=["session_id", "row"])
+        .group_by("session_id", "param", "q")
+        .agg((pl.col("_w") * pl.col("value") * pl.col("vq")).sum().alias("g"))
+    )
+
+
+def _rhs(a: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per session, XᵀWy in long form (session_id, param, b)."""
+    weighted = a.join(rows.select("session_id", "row", "_y", "_w"), on=["session_id", "row"])
+    return weighted.group_by("session_id", "param").agg(
+        (pl.col("_w") * pl.col("value") * pl.col("_y")).sum().alias("b")
+    )
+
+
+def _apply(coef: pl.DataFrame, theta: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
+    """Per call: the fitted prompt, prefix and fixed part, in whole tokens."""
+    parts = (
+        coef.join(theta, on=["session_id", "param"])
+        .group_by("session_id", "event_seq", "part")
+        .agg((pl.col("value") * pl.col("theta")).sum().alias("_t"))
+        .pivot("part", index=["session_id", "event_seq"], values="_t")
+    )
+    for part in ("prompt", "prefix", "fixed"):
+        if part not in parts.columns:
+            parts = parts.with_columns(pl.lit(0.0).alias(part))
+    off = pl.col("_offset").cast(pl.Float64)
+    return offsets.join(parts, on=["session_id", "event_seq"], how="left").select(
+        "session_id",
+        "event_seq",
+        (pl.col("prompt").fill_null(0) + off).round().cast(pl.Int64).alias("_estimate"),
+        (pl.col("prefix").fill_null(0) + off).round().cast(pl.Int64).alias("_prefix_estimate"),
+        pl.col("fixed").fill_null(0).round().cast(pl.Int64).alias("_fixed"),
+    )
+
+
+def _with_links(gram: pl.DataFrame, priors: pl.DataFrame) -> pl.DataFrame:
+    """Add the prior that a session's fixed parts are alike (``LINK_SD``): every agent of a
+    session gets the CLI's base prompt and most of its tools, so where the totals cannot tell
+    the main agent's fixed part from its sub-agents' (one model for all), they stay close
+    rather than each at its own prior. A term (θ_sub - θ_main)² / LINK_SD² per sub-agent key."""
+    fixed = priors.filter(pl.col("param").str.starts_with("fixed:"))
+    main = (
+        fixed.filter(pl.col("param").str.starts_with("fixed:main|"))
+        .group_by("session_id")
+        .agg(pl.col("param").sort().first().alias("_main"))
+    )
+    pairs = fixed.filter(~pl.col("param").str.starts_with("fixed:main|")).join(
+        main, on="session_id"
+    )
+    w = 1 / LINK_SD**2
+    terms = pl.concat(
+        [
+            pairs.select("session_id", "param", pl.col("param").alias("q"), pl.lit(w).alias("g")),
+            pairs.select("session_id", pl.col("_main").alias("param"), pl.col("_main").alias("q"),
+                         pl.lit(w).alias("g")),
+            pairs.select("session_id", "param", pl.col("_main").alias("q"), pl.lit(-w).alias("g")),
+            pairs.select("session_id", pl.col("_main").alias("param"), pl.col("param").alias("q"),
+                         pl.lit(-w).alias("g")),
+        ]
+    )  # fmt: skip
+    return (
+        pl.concat([gram, terms], how="vertical_relaxed")
+        .group_by("session_id", "param", "q")
+        .agg(pl.col("g").sum())
+    )
+
+
+def _solve(priors: pl.DataFrame, gram: pl.DataFrame, rhs: pl.DataFrame) -> pl.DataFrame:
+    """Per session, θ = (XᵀWX + P)⁻¹ (XᵀWy + Pμ) and its standard errors; one small dense
+    system per session (a handful of unknowns), solved in plain Python."""
+    g: dict[str, dict[tuple[str, str], float]] = {}
+    for session, p, q, value in gram.iter_rows():
+        g.setdefault(session, {})[(p, q)] = value
+    b: dict[str, dict[str, float]] = {}
+    for session, p, value in rhs.iter_rows():
+        b.setdefault(session, {})[p] = value
+    out: list[tuple[str, str, float, bool]] = []
+    per_session: dict[str, list[tuple[str, float, float]]] = {}
+    for session, param, mean, sd in priors.select("session_id", "param", "mean", "sd").iter_rows():
+        per_session.setdefault(session, []).append((param, mean, sd))
+    for session, params in per_session.items():
+        names = [p for p, _, _ in params]
+        gs, bs = g.get(session, {}), b.get(session, {})
+        matrix = [
+            [gs.get((p, q), 0.0) + (1 / sd**2 if p == q else 0.0) for q in names]
+            for p, _, sd in params
+        ]
+        vector = [bs.get(p, 0.0) + mean / sd**2 for p, mean, sd in params]
+        theta, inverse_diagonal = _gauss(matrix, vector)
+        for i, (p, _, sd) in enumerate(params):
+            determined = math.sqrt(max(inverse_diagonal[i], 0.0)) < DETERMINED * sd
+            out.append((session, p, max(theta[i], 0.0), determined))
+    return pl.DataFrame(
+        out,
+        schema={
+            "session_id": pl.String(),
+            "param": pl.String(),
+            "theta": pl.Float64(),
+            "determined": pl.Boolean(),
+        },
+        orient="row",
+    )
+
+
+def _gauss(matrix: list[list[float]], vector: list[float]) -> tuple[list[float], list[float]]:
+    """Solve a symmetric positive-definite system by Gauss-Jordan elimination with partial
+    pivoting; also return the diagonal of the inverse (the unknowns' variances)."""
+    n = len(vector)
+    aug = [row[:] + [vector[i]] + [1.0 if j == i else 0.0 for j in range(n)] for i, row in
+           enumerate(matrix)]  # fmt: skip
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(aug[r][col]))
+        aug[col], aug[pivot] = aug[pivot], aug[col]
+        head = aug[col][col]
+        aug[col] = [v / head for v in aug[col]]
+        for r in range(n):
+            if r != col and aug[r][col] != 0.0:
+                factor = aug[r][col]
+                aug[r] = [v - factor * w for v, w in zip(aug[r], aug[col], strict=True)]
+    return [aug[i][n] for i in range(n)], [aug[i][n + 1 + i] for i in range(n)]
+
+
+def priors_for(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """(session_id, param, mean, sd): every unknown of each session and its prior."""
+    system = (
+        events.filter((pl.col("event_type") == "system.message") & pl.col("agent_id").is_null())
+        .group_by("session_id")
+        .agg(pl.col("content_bytes").first().alias("_system_bytes"))
+    )
+    keys = x.select("session_id", "_fkey", (pl.col("_agent") == "main").alias("_main")).unique(
+        ["session_id", "_fkey"]
+    )
+    main_mean, main_sd = MAIN_FIXED_PRIOR
+    sub_mean, sub_sd = SUB_FIXED_PRIOR
+    fixed = keys.join(system, on="session_id", how="left").select(
+        "session_id",
+        pl.col("_fkey").alias("param"),
+        pl.when(~pl.col("_main"))
+        .then(sub_mean)
+        .when(pl.col("_system_bytes").is_not_null())
+        .then((pl.col("_system_bytes") + 3) // 4 + TOOL_DEFINITIONS_PRIOR)
+        .otherwise(main_mean)
+        .cast(pl.Float64)
+        .alias("mean"),
+        pl.when(~pl.col("_main"))
+        .then(sub_sd)
+        .when(pl.col("_system_bytes").is_not_null())
+        .then(SYSTEM_FIXED_SD)
+        .otherwise(main_sd)
+        .alias("sd"),
+    )
+    sessions = x.select("session_id").unique()
+    rates = pl.DataFrame(
+        {
+            "param": list(PRIORS),
+            "mean": [m for m, _ in PRIORS.values()],
+            "sd": [s for _, s in PRIORS.values()],
+        }
+    )
+    return pl.concat([fixed, sessions.join(rates, how="cross")], how="vertical_relaxed")
+
+
+def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(members, targets) of every constraint row of each session (see the module doc).
+
+    ``x`` is ``regressors`` output with the shutdown columns of ``tokens.py``: ``_segment``,
+    ``_t_input_tokens``, ``_t_cache_read_tokens``, ``_sum_ok`` (the calls of this model are
+    the shutdown's requests), and the observed figures (``token_source``, ``input_tokens``,
+    ``cache_read_tokens``, ``output_tokens``).
+    """
+    member_cols = ["session_id", "row", "event_seq", "part"]
+    target_cols = ["session_id", "row", "y", "sd", "at_least"]
+    llm = pl.col("kind") != "compaction"
+    group = pl.format("{}:{}", pl.col("_segment"), pl.col("model"))
+    summed = x.filter(pl.col("_sum_ok") & llm)
+    sum_in = summed.select(
+        "session_id",
+        pl.format("in:{}", group).alias("row"),
+        "event_seq",
+        pl.lit("prompt").alias("part"),
+        pl.col("_t_input_tokens").alias("y"),
+    )
+    sum_read = summed.filter(
+        (pl.col("_t_cache_read_tokens") > 0) & pl.col("_prev_seq").is_not_null()
+    ).select(
+        "session_id",
+        pl.format("read:{}", group).alias("row"),
+        pl.col("_prev_seq").alias("event_seq"),
+        pl.lit("prefix").alias("part"),
+        pl.col("_t_cache_read_tokens").alias("y"),
+    )
+    seen = x.filter(
+        (pl.col("token_source") == "observed") & llm & pl.col("input_tokens").is_not_null()
+    )
+    seen_in = seen.select(
+        "session_id",
+        pl.format("obs:{}", "event_seq").alias("row"),
+        "event_seq",
+        pl.lit("prompt").alias("part"),
+        pl.col("input_tokens").alias("y"),
+    )
+    seen_read = seen.filter(
+        (pl.col("cache_read_tokens") > 0) & pl.col("_prev_seq").is_not_null()
+    ).select(
+        "session_id",
+        pl.format("obsread:{}", "event_seq").alias("row"),
+        pl.col("_prev_seq").alias("event_seq"),
+        pl.lit("prefix").alias("part"),
+        pl.col("cache_read_tokens").alias("y"),
+    )
+    groups = [
+        (pl.concat([sum_in, seen_in, _subagent_totals(x, events)]), SUM_SD, False),
+        (pl.concat([sum_read, seen_read]), SUM_SD, True),
+        (pl.concat([_compaction_sizes(x, events), _stated_fixed(x, events)]), CONTEXT_SD, False),
+    ]
+    members = pl.concat([rows.select(member_cols) for rows, _, _ in groups])
+    targets = pl.concat(
+        [
+            rows.unique(["session_id", "row"]).select(
+                "session_id",
+                "row",
+                pl.col("y").cast(pl.Float64),
+                (pl.col("y") * sd + 100).cast(pl.Float64).alias("sd"),
+                pl.lit(at_least).alias("at_least"),
+            )
+            for rows, sd, at_least in groups
+        ]
+    )
+    return members, targets.select(target_cols)
+
+
+def _subagent_totals(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A sub-agent's ``totalTokens`` (input + output of all its calls) minus its outputs: the
+    sum of its calls' inputs, where every one of its calls states its output."""
+    runs = events.filter(
+        pl.col("event_type").is_in(["subagent.completed", "subagent.failed"])
+        & pl.col("total_tokens").is_not_null()
+    )
+    totals = (
+        pl.concat(
+            [
+                runs.select("session_id", pl.col(key).alias("_agent"), "total_tokens")
+                for key in ("agent_id", "tool_call_id")
+            ]
+        )
+        .drop_nulls("_agent")
+        .unique(["session_id", "_agent"], keep="last")
+    )
+    sub = x.filter(pl.col("kind") == "subagent").join(totals, on=["session_id", "_agent"])
+    known = pl.col("output_tokens").is_not_null().all().over("session_id", "_agent")
+    return (
+        sub.filter(known)
+        .select(
+            "session_id",
+            pl.format("agent:{}", "_agent").alias("row"),
+            "event_seq",
+            pl.lit("prompt").alias("part"),
+            (
+                pl.col("total_tokens") - pl.col("output_tokens").sum().over("session_id", "_agent")
+            ).alias("y"),
+        )
+        .filter(pl.col("y") > 0)
+    )
+
+
+def _compaction_sizes(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``preCompactionTokens``: the main prompt when a compaction starts."""
+    pre = events.filter(
+        (pl.col("event_type") == "session.compaction_complete")
+        & pl.col("pre_compaction_tokens").is_not_null()
+    ).select("source_file", "source_line", "pre_compaction_tokens")
+    return (
+        x.filter(pl.col("kind") == "compaction")
+        .join(pre, on=["source_file", "source_line"])
+        .select(
+            "session_id",
+            pl.format("pre:{}", "event_seq").alias("row"),
+            "event_seq",
+            pl.lit("prompt").alias("part"),
+            pl.col("pre_compaction_tokens").alias("y"),
+        )
+    )
+
+
+def _stated_fixed(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``systemTokens + toolDefinitionsTokens`` (a shutdown's or compaction's): the main fixed
+    part, tied to the session's first main call."""
+    stated = (
+        events.filter(
+            pl.col("system_tokens").is_not_null() & pl.col("tool_definitions_tokens").is_not_null()
+        )
+        .group_by("session_id")
+        .agg((pl.col("system_tokens") + pl.col("tool_definitions_tokens")).first().alias("y"))
+    )
+    first_main = (
+        x.filter(pl.col("kind") == "main").group_by("session_id").agg(pl.col("event_seq").min())
+    )
+    return first_main.join(stated, on="session_id").select(
+        "session_id",
+        pl.lit("stated-fixed").alias("row"),
+        "event_seq",
+        pl.lit("fixed").alias("part"),
+        "y",
+    )
