@@ -48,6 +48,10 @@ PRIORS: dict[str, tuple[float, float]] = {
     "prose": (0.25, 0.08),
     "json": (0.30, 0.10),
     "item": (8.0, 8.0),
+    # tokens of a sub-agent's task prompt: part of its first prompt that, like a user
+    # message, the next call does not read back from cache (the log holds it only inside
+    # the parent's tool request)
+    "task": (800.0, 800.0),
 }
 #: Prior of the main agent's fixed part, in tokens: where the log has the system message,
 #: its text at 4 bytes a token plus ``TOOL_DEFINITIONS_PRIOR`` (the middle of the values real
@@ -165,6 +169,14 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         (pl.col("x_prose") - newest_bytes.clip(lower_bound=0)).alias("p_prose"),
         pl.col("x_json").alias("p_json"),
         (pl.col("x_item") - newest_items.clip(lower_bound=0)).alias("p_item"),
+        pl.lit(0, pl.Int64).alias("x_task"),
+        pl.when(
+            (pl.col("_agent") != "main")
+            & (pl.col("event_seq") == pl.col("event_seq").min().over("session_id", "_agent"))
+        )
+        .then(-1)
+        .otherwise(0)
+        .alias("p_task"),
         pl.when((gap <= CACHE_TTL_MS).fill_null(False) & same_epoch.fill_null(False))
         .then(pl.col("event_seq").shift(1).over(chain))
         .alias("_prev_seq"),
