@@ -173,6 +173,7 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         pl.when(
             (pl.col("_agent") != "main")
             & (pl.col("event_seq") == pl.col("event_seq").min().over("session_id", "_agent"))
+            & (pl.col("_user_items") == 0)
         )
         .then(-1)
         .otherwise(0)
@@ -336,16 +337,17 @@ def _with_links(gram: pl.DataFrame, priors: pl.DataFrame) -> pl.DataFrame:
     """Add the prior that a session's fixed parts are alike (``LINK_SD``): every agent of a
     session gets the CLI's base prompt and most of its tools, so where the totals cannot tell
     the main agent's fixed part from its sub-agents' (one model for all), they stay close
-    rather than each at its own prior. A term (θ_sub - θ_main)² / LINK_SD² per sub-agent key."""
+    rather than each at its own prior; so do the main agent's parts under different models
+    (the same text, other tokenizers). A term (θ_k - θ_main)² / LINK_SD² per other key."""
     fixed = priors.filter(pl.col("param").str.starts_with("fixed:"))
-    main = (
-        fixed.filter(pl.col("param").str.starts_with("fixed:main|"))
-        .group_by("session_id")
-        .agg(pl.col("param").sort().first().alias("_main"))
+    # The anchor: the main agent's key (its first model in name order), else any key.
+    anchor = fixed.group_by("session_id").agg(
+        pl.col("param")
+        .sort_by(~pl.col("param").str.starts_with("fixed:main|"), "param")
+        .first()
+        .alias("_main")
     )
-    pairs = fixed.filter(~pl.col("param").str.starts_with("fixed:main|")).join(
-        main, on="session_id"
-    )
+    pairs = fixed.join(anchor, on="session_id").filter(pl.col("param") != pl.col("_main"))
     w = 1 / LINK_SD**2
     terms = pl.concat(
         [
@@ -510,7 +512,8 @@ def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl
     groups = [
         (pl.concat([sum_in, seen_in, _subagent_totals(x, events)]), SUM_SD, False),
         (pl.concat([sum_read, seen_read]), SUM_SD, True),
-        (pl.concat([_compaction_sizes(x, events), _stated_fixed(x, events)]), CONTEXT_SD, False),
+        (_stated_fixed(x, events), SUM_SD, False),
+        (_compaction_sizes(x, events), CONTEXT_SD, False),
     ]
     members = pl.concat([rows.select(member_cols) for rows, _, _ in groups])
     targets = pl.concat(

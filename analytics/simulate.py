@@ -9,25 +9,35 @@ ids, a ``parentId`` chain), ``<out>/ground_truth.json`` with every call's tokens
 
 The token model (all integers):
 
-* Context text is measured in bytes and turned into tokens by ``context_tokens`` =
-  ``ceil(bytes / BYTES_PER_TOKEN)`` with ``BYTES_PER_TOKEN = 4``. The text written is ASCII, so
-  bytes = characters. Per event the context text is: ``system.message`` / ``user.message``
-  ``data.content``; ``assistant.message`` ``data.content`` plus, for each tool request, its
-  ``arguments`` as compact JSON (``separators=(",", ":")``); ``tool.execution_complete``
-  ``data.result.content`` (``detailedContent`` is display-only); ``session.compaction_complete``
-  ``data.summaryContent``. Events with an envelope ``agentId`` belong to that sub-agent's context.
-* A main call's prompt (``input_tokens``, cache-inclusive) = system tokens (the ``system.message``)
-  + tool-definition tokens (not in the log; reported at compaction and shutdown) + the context
-  tokens of every main-agent event since the session start, or since the last compaction, whose
-  summary then stands for everything before it. A sub-agent call's prompt is the same with the
-  sub-agent's own system message, tool definitions, prompt (its ``user.message``) and events.
-* ``output_tokens`` = the context tokens of the call's ``assistant.message`` + reasoning tokens
-  (reasoning is billed as output but never written, never re-read).
+* Each session draws what a real tokenizer and CLI would decide, and ``ground_truth.json``
+  records it (``drawn``); the reconstruction is told none of it: a fixed part (system prompt +
+  tool definitions, ``system_tokens`` + ``tool_definitions_tokens``: 8k-40k), tokens per 1,000
+  bytes for each kind of content (``tool``: tool results, i.e. code and command output;
+  ``prose``: user, assistant and system text; ``json``: tool-call arguments) and the framing
+  tokens of each message (``item_tokens``). Text is ASCII, so bytes = characters; sizes are
+  drawn in nominal tokens of ``BYTES_PER_TOKEN`` bytes.
+* Per event the context text is: ``user.message`` ``data.content`` (prose);
+  ``assistant.message`` ``data.content`` (prose) plus, for each tool request, its ``arguments``
+  as compact JSON (``separators=(",", ":")``, json); ``tool.execution_complete``
+  ``data.result.content`` (tool; ``detailedContent`` is display-only); an event adds
+  ``text_tokens(bytes, rate)`` + ``item_tokens``. ``session.compaction_complete``
+  ``data.summaryContent`` replaces the conversation with the summary's drawn token count.
+  Events with an envelope ``agentId`` belong to that sub-agent's context.
+* A main call's prompt (``input_tokens``, cache-inclusive) = system tokens (the
+  ``system.message``, written at the prose rate) + tool-definition tokens (not in the log;
+  reported at compaction and shutdown) + the context tokens of every main-agent event since
+  the session start, or since the last compaction. A sub-agent call's prompt is the same with
+  the sub-agent's own system message, tool definitions, prompt (its ``user.message``) and
+  events.
+* ``output_tokens`` = the tokens of the call's ``assistant.message`` (prose + json) + reasoning
+  tokens (reasoning is billed as output but never written, never re-read).
 * Prompt caching per (agent, model) chain: within ``cache_ttl_seconds`` of the chain's previous
   call, Anthropic-style models read the prefix the previous call cached and write the rest but a
-  short uncached tail; OpenAI-style models read the previous prompt rounded down to 128 tokens
-  and write nothing. A compaction call reads the main chain's cache and writes nothing; after it
-  only the fixed part (system + tools) is still a cached prefix.
+  short uncached tail (the newest user messages are not cached for the next call: the CLI
+  re-sends them in another form, as real SDK captures show); OpenAI-style models read the
+  previous prompt rounded down to 128 tokens and write nothing. A compaction call reads the
+  main chain's cache and writes nothing; after it only the fixed part (system + tools) is
+  still a cached prefix.
 * nano-AIU per call = Σ tokens x per-token price (``ModelSpec``); USD = nano-AIU / 1e11.
   ``session.shutdown`` is cumulative across processes; compaction calls are in ``totalNanoAiu``
   but not in ``modelMetrics``, as in real logs.
@@ -58,7 +68,7 @@ from analytics.errors import UsageError
 from analytics.sources.sdk_capture import Capture
 
 BYTES_PER_TOKEN = 4
-"""Bytes of written context text per token (the rule ``context_tokens`` applies)."""
+"""Bytes per nominal token when drawing text sizes (``user_message_tokens`` and the like)."""
 
 MB = 1_000_000
 """``target_size_mb`` counts decimal megabytes of the ``session-state/`` tree."""
@@ -67,13 +77,14 @@ Range = tuple[int, int]
 JSON = dict[str, Any]
 
 
-def context_tokens(text_bytes: int) -> int:
-    """Tokens of context text of ``text_bytes`` bytes: ``ceil(text_bytes / BYTES_PER_TOKEN)``.
+def text_tokens(text_bytes: int, tokens_per_kb: int) -> int:
+    """Tokens of ``text_bytes`` of context text at ``tokens_per_kb`` tokens per 1,000 bytes,
+    rounded up.
 
-    >>> context_tokens(0), context_tokens(1), context_tokens(8), context_tokens(9)
-    (0, 1, 2, 3)
+    >>> text_tokens(0, 300), text_tokens(1, 300), text_tokens(1000, 300), text_tokens(1001, 300)
+    (0, 1, 300, 301)
     """
-    return -(-text_bytes // BYTES_PER_TOKEN)
+    return -(-text_bytes * tokens_per_kb // 1000)
 
 
 @dataclass(frozen=True)
@@ -131,8 +142,14 @@ class SimulationParams:
     target_size_mb: float | None = None
     calls_per_session: Range = (4, 40)
     calls_per_prompt: Range = (1, 8)
-    system_tokens: Range = (6_000, 11_000)
-    tool_definitions_tokens: Range = (8_000, 14_000)
+    system_tokens: Range = (3_000, 22_000)
+    tool_definitions_tokens: Range = (5_000, 18_000)
+    # tokens per 1,000 bytes, drawn per session and kind of content: code and command output
+    # (tool results), prose (user, assistant, system and summary text), JSON tool arguments
+    tool_tokens_per_kb: Range = (260, 420)
+    prose_tokens_per_kb: Range = (210, 300)
+    json_tokens_per_kb: Range = (240, 380)
+    item_tokens: Range = (2, 24)  # framing per message (role, ids, tool-result wrapper)
     user_message_tokens: Range = (10, 400)
     tool_result_tokens: Range = (20, 3_000)
     output_tokens: Range = (40, 1_500)
@@ -612,21 +629,30 @@ class _Usage:
 
 
 def _cache_usage(
-    spec: ModelSpec, prompt: int, chain: _CacheChain, now_ms: int, ttl_ms: int, tail: int
+    spec: ModelSpec,
+    prompt: int,
+    chain: _CacheChain,
+    now_ms: int,
+    ttl_ms: int,
+    tail: int,
+    fresh: int = 0,
 ) -> _Usage:
     """Split ``prompt`` into cache read / write / uncached and advance ``chain``.
 
     ``tail`` is the short uncached suffix after the last cache breakpoint (Anthropic style).
+    ``fresh`` is the newest user messages at the prompt's end: the CLI sends them in another
+    form later (with the reminders it adds removed), so the next call cannot read them back,
+    as real SDK captures show.
     """
     warm = now_ms - chain.last_ms <= ttl_ms
     cached = min(chain.prefix, prompt) if warm else 0
     if spec.openai_cache:
         read, write = cached // 128 * 128, 0
-        chain.prefix = prompt
+        chain.prefix = prompt - fresh
     else:
         read = cached
         write = prompt - read - min(tail, prompt - read)
-        chain.prefix = read + write
+        chain.prefix = max(read + write - fresh, 0)
     chain.last_ms = now_ms
     return _Usage(prompt, read, write)
 
@@ -720,14 +746,17 @@ class _Agent:
     messages: int = 0
     agent_id: str | None = None
     task_call_id: str | None = None
+    fresh: int = 0  # tokens of user messages since the agent's last call (not cached by it)
 
     @property
     def prompt(self) -> int:
         return self.fixed_system + self.fixed_tools + self.conversation
 
-    def add(self, tokens: int) -> None:
+    def add(self, tokens: int, *, user: bool = False) -> None:
         self.conversation += tokens
         self.messages += 1
+        if user:
+            self.fresh += tokens
 
 
 @dataclass
@@ -769,8 +798,19 @@ class _Session:
         self.clock = self._start_ms()
         self.start_ms = self.clock
         self.process = 0
+        self.rates = {
+            "tool": self._int(*p.tool_tokens_per_kb),
+            "prose": self._int(*p.prose_tokens_per_kb),
+            "json": self._int(*p.json_tokens_per_kb),
+        }
+        self.item_tokens = self._int(*p.item_tokens)
+        # every explore sub-agent of a session gets the same system prompt and tools
+        self.explore_fixed = (
+            self._int(*p.subagent_system_tokens),
+            self._int(*p.subagent_tool_definitions_tokens),
+        )
         self.main = _Agent(self._int(*p.system_tokens), self._int(*p.tool_definitions_tokens))
-        self.system_text = _padded(_SYSTEM_HEAD, self.main.fixed_system * BYTES_PER_TOKEN, rng)
+        self.system_text = _padded(_SYSTEM_HEAD, self._bytes_of(self.main.fixed_system), rng)
         self.chains: dict[tuple[str | None, str], _CacheChain] = {}
         self.totals: dict[str, _ModelTotals] = {}
         self.calls: list[_Call] = []
@@ -811,6 +851,18 @@ class _Session:
             plan.append(calls)
             remaining -= calls
         return plan
+
+    def _tokens(self, kind: str, text_bytes: int) -> int:
+        """Tokens of ``text_bytes`` of one kind of content at this session's drawn rate."""
+        return text_tokens(text_bytes, self.rates[kind])
+
+    def _bytes_of(self, prose_tokens: int) -> int:
+        """Bytes of prose that make ``prose_tokens`` tokens (for system prompts)."""
+        return prose_tokens * 1000 // self.rates["prose"]
+
+    def _add(self, agent: _Agent, kind: str, text_bytes: int, *, user: bool = False) -> None:
+        """Add one message of ``text_bytes`` to ``agent``'s context, with its framing."""
+        agent.add(self._tokens(kind, text_bytes) + self.item_tokens, user=user)
 
     def _int(self, low: int, high: int) -> int:
         """A uniform integer in [low, high]; ``random.randint`` is several times slower."""
@@ -926,7 +978,7 @@ class _Session:
             self.user_messages += 1
             self.summary = self.summary or content.raw[:60].rstrip(" .")
         self.log.emit("user.message", data, self._tick(5, 60))
-        self.main.add(context_tokens(len(content)))
+        self._add(self.main, "prose", len(content), user=True)
         return turn
 
     # -- calls -----------------------------------------------------------------------------------
@@ -990,7 +1042,11 @@ class _Session:
     def _usage(self, spec: ModelSpec, agent: _Agent) -> _Usage:
         chain = self.chains.setdefault((agent.agent_id, spec.name), _CacheChain())
         ttl_ms = self.p.cache_ttl_seconds * 1000
-        return _cache_usage(spec, agent.prompt, chain, self.clock, ttl_ms, self._int(1, 12))
+        usage = _cache_usage(
+            spec, agent.prompt, chain, self.clock, ttl_ms, self._int(1, 12), agent.fresh
+        )
+        agent.fresh = 0
+        return usage
 
     def _call(
         self,
@@ -1004,7 +1060,8 @@ class _Session:
     ) -> _Call:
         """Account one completed call whose message is ``content`` + ``uses``; advance the clock."""
         spec = MODELS[model]
-        visible = context_tokens(len(content) + sum(len(u.arguments_json) for u in uses))
+        arguments = sum(len(u.arguments_json) for u in uses)
+        visible = self._tokens("prose", len(content)) + self._tokens("json", arguments)
         reasoning = self._int(0, visible) if spec.reasoning else 0
         usage = self._usage(spec, agent)
         output = visible + reasoning
@@ -1021,7 +1078,7 @@ class _Session:
         self.totals.setdefault(model, _ModelTotals()).add(call)
         self.total_nano += call.nano_aiu
         self.api_ms += duration
-        agent.add(visible)
+        agent.add(visible + self.item_tokens)
         return call
 
     def _message(
@@ -1142,7 +1199,7 @@ class _Session:
                 data["turnId"] = turn_id
             data |= {"success": True, "result": {"content": result, "detailedContent": result}}
             self.log.emit("tool.execution_complete", data, self._tick(5, 3000), agent_id)
-            agent.add(context_tokens(len(result)))
+            self._add(agent, "tool", len(result))
             if use.name == "task_complete":
                 summary = use.arguments["summary"]
                 self.log.emit(
@@ -1170,12 +1227,7 @@ class _Session:
     def _subagent(self, task: _ToolUse, turn: _Turn) -> _Text:
         """Run an explore sub-agent for ``task``; return its final answer (the task's result)."""
         p, rng = self.p, self.rng
-        agent = _Agent(
-            self._int(*p.subagent_system_tokens),
-            self._int(*p.subagent_tool_definitions_tokens),
-            agent_id=_uuid(rng),
-            task_call_id=task.call_id,
-        )
+        agent = _Agent(*self.explore_fixed, agent_id=_uuid(rng), task_call_id=task.call_id)
         self.agent_ids[task.call_id] = str(agent.agent_id)
         started, names = self.clock, {"agentName": "explore", "agentDisplayName": "Explore Agent"}
         self.log.emit(
@@ -1184,13 +1236,13 @@ class _Session:
              "model": p.subagent_model},
             self._tick(2, 20), agent.agent_id,
         )  # fmt: skip
-        system = _padded("You are an exploration agent. ", agent.fixed_system * 4, rng)
+        system = _padded("You are an exploration agent. ", self._bytes_of(agent.fixed_system), rng)
         prompt: _Text = task.arguments["prompt"]
         self.log.emit("system.message", {"role": "system", "content": system}, self._tick(5, 50),
                       agent.agent_id)  # fmt: skip
         self.log.emit("user.message", {"content": prompt, "interactionId": turn.interaction_id},
                       self._tick(2, 20), agent.agent_id)  # fmt: skip
-        agent.add(context_tokens(len(prompt)))
+        self._add(agent, "prose", len(prompt), user=True)
         first_call = len(self.calls)
         calls = self._int(*p.subagent_calls)
         answer = _text("")
@@ -1352,6 +1404,13 @@ class _Session:
             "premium_requests": _js_number(self.premium),
             "system_tokens": self.main.fixed_system,
             "tool_definitions_tokens": self.main.fixed_tools,
+            # what the session drew and the reconstruction is not told
+            "drawn": {
+                "fixed_tokens": self.main.fixed_system + self.main.fixed_tools,
+                "subagent_fixed_tokens": sum(self.explore_fixed),
+                "tokens_per_kb": dict(self.rates),
+                "item_tokens": self.item_tokens,
+            },
             "total_nano_aiu": self.total_nano,
             "models": {m: t.truth() for m, t in self.totals.items() if t.requests},
             "calls": [c.truth() for c in self.calls],
@@ -1478,7 +1537,7 @@ class _Outputs:
         self._truth: IO[str] = (out / "ground_truth.json").open("w", encoding="ascii")
         header = {
             "generator": "agentcost simulate",
-            "bytes_per_token": BYTES_PER_TOKEN,
+            "size_bytes_per_token": BYTES_PER_TOKEN,
             "params": [asdict(p) for p in plans],
         }
         self._truth.write(_dumps(header)[:-1] + ',"sessions":[')
@@ -1577,9 +1636,9 @@ __all__ = [
     "ModelSpec",
     "SimulationParams",
     "SimulationSummary",
-    "context_tokens",
     "parse_model_shares",
     "parse_range",
     "simulate",
+    "text_tokens",
     "write_capture_tree",
 ]

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from analytics.cli import app
 from analytics.errors import UsageError
-from analytics.simulate import MB, SimulationParams, context_tokens, simulate
+from analytics.simulate import MB, SimulationParams, simulate, text_tokens
 from tests.conftest import SAMPLE_LOGS
 
 #: Every feature at a high rate, so a few dozen sessions exercise them all.
@@ -172,36 +172,38 @@ def test_shutdowns_are_cumulative(tree: Path, truth: dict[str, Any]) -> None:
         assert totals == sorted(totals)
 
 
-def context_of(event: Event) -> int:
-    """The documented rule, read independently: context tokens an event adds."""
+def context_of(event: Event, drawn: dict[str, Any]) -> int:
+    """The documented rule, read independently: context tokens an event adds, at the rates
+    the session drew."""
     data, kind = event["data"], event["type"]
-    if kind in ("user.message", "system.message"):
-        return context_tokens(len(data["content"]))
+    rate, item = drawn["tokens_per_kb"], drawn["item_tokens"]
+    if kind == "user.message":
+        return text_tokens(len(data["content"]), rate["prose"]) + item
     if kind == "assistant.message":
         args = "".join(
             json.dumps(r["arguments"], separators=(",", ":")) for r in data["toolRequests"]
         )
-        return context_tokens(len(data["content"]) + len(args))
+        content = text_tokens(len(data["content"]), rate["prose"])
+        return content + text_tokens(len(args), rate["json"]) + item
     if kind == "tool.execution_complete":
-        return context_tokens(len(data["result"]["content"]))
+        return text_tokens(len(data["result"]["content"]), rate["tool"]) + item
     return 0
 
 
-def reconstruct(events: list[Event], tool_definitions: int) -> tuple[list[int], list[int]]:
-    """Main-call prompts and shutdown context sizes, from the log and the fixed tool tokens."""
-    prompts, snapshots, system, conversation = [], [], 0, 0
+def reconstruct(events: list[Event], drawn: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """Main-call prompts and shutdown context sizes, from the log and what the session drew."""
+    prompts, snapshots, conversation = [], [], 0
+    fixed = drawn["fixed_tokens"]
     for event in (e for e in events if "agentId" not in e):
         kind = event["type"]
-        if kind == "system.message":
-            system = context_of(event)
-        elif kind == "session.compaction_complete":
-            conversation = context_tokens(len(event["data"]["summaryContent"]))
+        if kind == "session.compaction_complete":
+            conversation = event["data"]["postCompactionTokens"] - fixed
         elif kind == "assistant.turn_start":
-            prompts.append(system + tool_definitions + conversation)
+            prompts.append(fixed + conversation)
         elif kind == "session.shutdown":
-            snapshots.append(system + tool_definitions + conversation)
+            snapshots.append(fixed + conversation)
         else:
-            conversation += context_of(event)
+            conversation += context_of(event, drawn)
     return prompts, snapshots
 
 
@@ -209,11 +211,18 @@ def test_input_tokens_are_the_context_written_before_the_call(
     tree: Path, truth: dict[str, Any]
 ) -> None:
     for session, events in sessions(tree, truth):
-        prompts, snapshots = reconstruct(events, session["tool_definitions_tokens"])
+        prompts, snapshots = reconstruct(events, session["drawn"])
         main = [c["input_tokens"] for c in session["calls"] if c["kind"] == "main"]
         assert prompts == main
         shutdowns = [e["data"] for e in events if e["type"] == "session.shutdown"]
         assert snapshots == [s["currentTokens"] for s in shutdowns]
+
+
+def test_sessions_draw_their_own_fixed_part_and_rates(truth: dict[str, Any]) -> None:
+    drawn = [s["drawn"] for s in truth["sessions"]]
+    assert all(8_000 <= d["fixed_tokens"] <= 40_000 for d in drawn)
+    for kind in ("tool", "prose", "json"):
+        assert len({d["tokens_per_kb"][kind] for d in drawn}) > 1
 
 
 def test_sub_agent_and_compaction_figures_match_the_truth(
