@@ -78,7 +78,7 @@ SCENARIOS: dict[str, SimulationParams] = {
         seed=105,
         calls_per_session=(6, 6),
         calls_per_prompt=(3, 3),
-        compaction_threshold=11_500,
+        compaction_threshold=11_300,
         compaction_summary_tokens=(250, 350),
         start="2026-08-07",
     ),

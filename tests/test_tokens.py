@@ -187,8 +187,11 @@ def _worked_example(path: Path) -> None:
 def test_the_worked_example_of_the_agent_loop(tmp_path: Path) -> None:
     _worked_example(tmp_path / "example.jsonl")
     calls = analyze([tmp_path / "example.jsonl"]).calls
-    assert calls["input_tokens"].to_list() == [2_000 + 1_500 * k for k in range(10)]
-    assert calls["input_tokens"].sum() == 87_500
+    # No totals to fit to: the stated fixed part, prose at its prior of 4 bytes a token and
+    # 8 tokens of framing per message (``reconstruct.PRIORS``).
+    framing = [8 * (1 + k) for k in range(10)]
+    nominal = [2_000 + 1_500 * k + f for k, f in enumerate(framing)]
+    assert all(abs(got - want) <= 5 for got, want in zip(calls["input_tokens"], nominal))
     assert calls["output_tokens"].sum() == 3_000
     assert (calls["token_source"] == "estimated").all()
     table = parse_rate_table(
@@ -199,7 +202,8 @@ def test_the_worked_example_of_the_agent_loop(tmp_path: Path) -> None:
     )
     priced = price_calls(calls, table)
     parts = ["input_cost_usd", "cache_read_cost_usd", "cache_write_cost_usd"]
-    assert sum(priced[part].sum() for part in parts) == Decimal("0.0013125")
+    total = calls["input_tokens"].sum()
+    assert sum(priced[part].sum() for part in parts) == Decimal("0.015") * total / 1_000_000
 
 
 def test_reconstruction_error_on_simulated_sessions_is_small(tmp_path: Path) -> None:
