@@ -114,7 +114,13 @@ def render_report(
     busiest = _busiest_session(priced)
     session = priced.filter(pl.col("session_id") == busiest)
     fixed = fixed_parts.filter(pl.col("session_id") == busiest)
-    fixed_value = fixed["fixed_tokens"].item() if fixed.height else None
+    # The fixed part as the log states it, else as the reconstruction fitted it (main agent).
+    fitted: list[int] = (
+        session.filter(pl.col("kind") == "main")["fixed_part_tokens"].drop_nulls().to_list()
+    )
+    fixed_value = (fixed["fixed_tokens"].item() if fixed.height else None) or (
+        fitted[0] if fitted else None
+    )
     short = (busiest or "none")[:8]
     figures = [
         (

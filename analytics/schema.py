@@ -193,6 +193,9 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     "reasoning_tokens": pl.Int64(),
     "token_source": pl.String(),
     "billed_nano_aiu": pl.String(),
+    # the agent's fixed part (system prompt + tool definitions) within input_tokens, as the
+    # reconstruction fitted it (capped at the call's input); the rest is conversation
+    "fixed_part_tokens": pl.Int64(),
 }
 
 #: Exact per-call usage read from a persisted per-call record (session-store.db rows,

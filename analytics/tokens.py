@@ -90,7 +90,9 @@ def add_call_tokens(
         issues = empty(ISSUES)
     keyed = _with_totals(_reply_bytes(matched, events), sessions, model_metrics, events)
     estimated, fitted = _reconstruct(keyed, events)
-    calibrated = _calibrate(estimated)
+    calibrated = _calibrate(estimated).with_columns(
+        pl.min_horizontal("_fixed", "input_tokens").alias("fixed_part_tokens")
+    )
     return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues, fitted
 
 
