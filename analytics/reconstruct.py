@@ -39,6 +39,8 @@ import math
 
 import polars as pl
 
+from analytics.schema import SESSIONS
+
 #: Content kinds and the item count: the unknowns shared by every agent of a session, with
 #: their prior (mean, standard deviation) in tokens per byte (per item for ``item``). Code
 #: and command output tokenize at about 2.5-3 bytes per token and English prose at about 4
@@ -81,13 +83,8 @@ _ITEMS = {
     "skill.invoked": "prose",
 }
 
-#: Per-session fit figures (SESSIONS columns).
-FIT: dict[str, pl.DataType] = {
-    "fit_constraints": pl.Int64(),
-    "fit_residual_pct": pl.Float64(),
-    "fit_determined": pl.List(pl.String()),
-    "fit_from_prior": pl.List(pl.String()),
-}
+#: Per-session fit figures: the ``fit_*`` columns of SESSIONS.
+FIT: dict[str, pl.DataType] = {k: v for k, v in SESSIONS.items() if k.startswith("fit_")}
 
 
 def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -287,6 +284,9 @@ def fit(
     flags = solved.group_by("session_id").agg(
         pl.col("param").filter(pl.col("determined")).sort().alias("fit_determined"),
         pl.col("param").filter(~pl.col("determined")).sort().alias("fit_from_prior"),
+        pl.struct(pl.col("param").alias("name"), pl.col("theta").round(4).alias("value"))
+        .sort_by("param")
+        .alias("fit_parameters"),
     )
     fit_frame = flags.join(summary, on="session_id", how="left").with_columns(
         pl.col("fit_constraints").fill_null(0)

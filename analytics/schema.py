@@ -180,6 +180,9 @@ SESSIONS: dict[str, pl.DataType] = {
     "fit_residual_pct": pl.Float64(),
     "fit_determined": pl.List(pl.String()),
     "fit_from_prior": pl.List(pl.String()),
+    # the fitted values: fixed parts in tokens, tool/prose/json in tokens per byte, item and
+    # task in tokens
+    "fit_parameters": pl.List(pl.Struct({"name": pl.String(), "value": pl.Float64()})),
 }
 
 #: Per-call token columns added by ``tokens.py``. ``input_tokens`` includes cache reads and

@@ -325,3 +325,54 @@ def test_input_frame_is_not_mutated() -> None:
     before = frame.clone()
     build_calls(frame)
     assert frame.equals(before)
+
+
+def tool_done(agent: str, model: str | None) -> Row:
+    """A sub-agent's tool result line (older CLIs: ``parentToolCallId`` and ``model``)."""
+    return ("tool.execution_complete", {"parent_tool_call_id": agent, "model": model})
+
+
+def old_sub(agent: str = "tool-1", **fields: Any) -> Row:
+    """A sub-agent message of a March 2026 CLI: ``parentToolCallId`` but no model."""
+    return ("assistant.message", {"parent_tool_call_id": agent, **fields})
+
+
+ONE_MODEL = pl.DataFrame(
+    {"session_id": ["s1"], "model": ["claude-haiku-4.5"]},
+    schema={"session_id": pl.String(), "model": pl.String()},
+)
+TWO_MODELS = pl.DataFrame(
+    {"session_id": ["s1", "s1"], "model": ["claude-haiku-4.5", "claude-sonnet-4.6"]}
+)
+
+
+@pytest.mark.parametrize(
+    ("rows", "metrics", "model"),
+    [
+        # the message itself wins
+        ([START, USER, TURN, old_sub(model="gpt-5-mini"), tool_done("tool-1", "x")], None,
+         "gpt-5-mini"),
+        # then the sub-agent's own tool lines (before or after its message)
+        ([START, USER, TURN, old_sub(), tool_done("tool-1", "claude-haiku-4.5")], TWO_MODELS,
+         "claude-haiku-4.5"),
+        ([START, USER, TURN, tool_done("tool-1", "claude-haiku-4.5"), old_sub()], None,
+         "claude-haiku-4.5"),
+        # another sub-agent's tool lines do not count
+        ([START, USER, TURN, old_sub(), tool_done("tool-2", "claude-haiku-4.5")], None,
+         "claude-sonnet-4.6"),
+        # then subagent.started
+        ([START, USER, TURN, started(model="claude-opus-4.5"), old_sub()], ONE_MODEL,
+         "claude-opus-4.5"),
+        # then the session's current model
+        ([START, USER, TURN, old_sub()], TWO_MODELS, "claude-sonnet-4.6"),
+        # then a shutdown that names one model
+        ([("session.start", {}), USER, TURN, old_sub()], ONE_MODEL, "claude-haiku-4.5"),
+        # nothing names it: no model, never another sub-agent's
+        ([("session.start", {}), USER, TURN, old_sub()], TWO_MODELS, None),
+    ],
+)  # fmt: skip
+def test_a_sub_agent_call_takes_the_closest_model_the_log_names(
+    rows: list[Row], metrics: pl.DataFrame | None, model: str | None
+) -> None:
+    calls, _ = build_calls(events(*rows), metrics)
+    assert column(calls.filter(pl.col("kind") == "subagent"), "model") == [model]

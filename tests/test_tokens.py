@@ -191,7 +191,9 @@ def test_the_worked_example_of_the_agent_loop(tmp_path: Path) -> None:
     # 8 tokens of framing per message (``reconstruct.PRIORS``).
     framing = [8 * (1 + k) for k in range(10)]
     nominal = [2_000 + 1_500 * k + f for k, f in enumerate(framing)]
-    assert all(abs(got - want) <= 5 for got, want in zip(calls["input_tokens"], nominal))
+    assert all(
+        abs(got - want) <= 5 for got, want in zip(calls["input_tokens"], nominal, strict=True)
+    )
     assert calls["output_tokens"].sum() == 3_000
     assert (calls["token_source"] == "estimated").all()
     table = parse_rate_table(
