@@ -92,7 +92,8 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ``_c_fixed`` (1, or 0 after a compaction), bytes and items so far per content kind
     (``x_*``), the same for the prefix the next call can read from cache (``p_*``: without the
     newest user messages), ``_offset`` (tokens stated by a compaction), ``_prev_seq`` (the
-    previous call of its agent and model, if its cache is still warm)."""
+    previous call of its agent and model, if its cache is still warm) and ``_prev_part``
+    (``prefix``, or ``fixed`` after a compaction: what of that call is still cached)."""
     agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
     request = (
         pl.col("tool_request_bytes").fill_null(0)
@@ -175,9 +176,15 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         .then(-1)
         .otherwise(0)
         .alias("p_task"),
-        pl.when((gap <= CACHE_TTL_MS).fill_null(False) & same_epoch.fill_null(False))
+        pl.when((gap <= CACHE_TTL_MS).fill_null(False))
         .then(pl.col("event_seq").shift(1).over(chain))
         .alias("_prev_seq"),
+        # What of the previous prompt is still cached: after a compaction in between, only
+        # its fixed part (the summary replaced the conversation after it).
+        pl.when(same_epoch.fill_null(True))
+        .then(pl.lit("prefix"))
+        .otherwise(pl.lit("fixed"))
+        .alias("_prev_part"),
     ).drop("_user_bytes", "_user_items", "_epoch")
 
 
@@ -487,7 +494,7 @@ def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl
         "session_id",
         pl.format("read:{}", group).alias("row"),
         pl.col("_prev_seq").alias("event_seq"),
-        pl.lit("prefix").alias("part"),
+        pl.col("_prev_part").alias("part"),
         pl.col("_t_cache_read_tokens").alias("y"),
     )
     seen = x.filter(
@@ -506,7 +513,7 @@ def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl
         "session_id",
         pl.format("obsread:{}", "event_seq").alias("row"),
         pl.col("_prev_seq").alias("event_seq"),
-        pl.lit("prefix").alias("part"),
+        pl.col("_prev_part").alias("part"),
         pl.col("cache_read_tokens").alias("y"),
     )
     groups = [

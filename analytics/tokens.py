@@ -283,12 +283,23 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFram
     previous = estimates.select(
         "session_id",
         pl.col("event_seq").alias("_prev_seq"),
-        pl.col("_prefix_estimate").alias("_prev_prefix"),
+        "_prefix_estimate",
+        pl.col("_fixed").alias("_prev_fixed"),
     )
     out = (
         x.join(estimates, on=["session_id", "event_seq"], how="left")
-        .join(previous, on=["session_id", "_prev_seq"], how="left")
-        .with_columns(pl.col("_estimate").fill_null(0).clip(lower_bound=1))
+        .join(
+            previous.rename({"_prefix_estimate": "_prev_prefix_estimate"}),
+            on=["session_id", "_prev_seq"],
+            how="left",
+        )
+        .with_columns(
+            pl.col("_estimate").fill_null(0).clip(lower_bound=1),
+            pl.when(pl.col("_prev_part") == "fixed")
+            .then(pl.col("_prev_fixed"))
+            .otherwise(pl.col("_prev_prefix_estimate"))
+            .alias("_prev_prefix"),
+        )
     )
     return out, fitted
 
