@@ -481,41 +481,13 @@ def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl
     llm = pl.col("kind") != "compaction"
     group = pl.format("{}:{}", pl.col("_segment"), pl.col("model"))
     summed = x.filter(pl.col("_sum_ok") & llm)
-    sum_in = summed.select(
-        "session_id",
-        pl.format("in:{}", group).alias("row"),
-        "event_seq",
-        pl.lit("prompt").alias("part"),
-        pl.col("_t_input_tokens").alias("y"),
-    )
-    sum_read = summed.filter(
-        (pl.col("_t_cache_read_tokens") > 0) & pl.col("_prev_seq").is_not_null()
-    ).select(
-        "session_id",
-        pl.format("read:{}", group).alias("row"),
-        pl.col("_prev_seq").alias("event_seq"),
-        pl.col("_prev_part").alias("part"),
-        pl.col("_t_cache_read_tokens").alias("y"),
-    )
     seen = x.filter(
         (pl.col("token_source") == "observed") & llm & pl.col("input_tokens").is_not_null()
     )
-    seen_in = seen.select(
-        "session_id",
-        pl.format("obs:{}", "event_seq").alias("row"),
-        "event_seq",
-        pl.lit("prompt").alias("part"),
-        pl.col("input_tokens").alias("y"),
-    )
-    seen_read = seen.filter(
-        (pl.col("cache_read_tokens") > 0) & pl.col("_prev_seq").is_not_null()
-    ).select(
-        "session_id",
-        pl.format("obsread:{}", "event_seq").alias("row"),
-        pl.col("_prev_seq").alias("event_seq"),
-        pl.col("_prev_part").alias("part"),
-        pl.col("cache_read_tokens").alias("y"),
-    )
+    sum_in = _prompt_rows(summed, pl.format("in:{}", group), "_t_input_tokens")
+    sum_read = _read_rows(summed, pl.format("read:{}", group), "_t_cache_read_tokens")
+    seen_in = _prompt_rows(seen, pl.format("obs:{}", "event_seq"), "input_tokens")
+    seen_read = _read_rows(seen, pl.format("obsread:{}", "event_seq"), "cache_read_tokens")
     groups = [
         (pl.concat([sum_in, seen_in, _subagent_totals(x, events)]), SUM_SD, False),
         (pl.concat([sum_read, seen_read]), SUM_SD, True),
@@ -536,6 +508,24 @@ def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl
         ]
     )
     return members, targets.select(target_cols)
+
+
+def _prompt_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
+    """Rows that sum the prompts of ``calls`` (one row per distinct ``row`` value) to ``y``."""
+    return calls.select(
+        "session_id", row.alias("row"), "event_seq", pl.lit("prompt").alias("part"),
+        pl.col(y).alias("y"),
+    )  # fmt: skip
+
+
+def _read_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
+    """Rows that sum what the warm ``calls`` read (their previous call's cacheable part) to
+    ``y``, where ``y`` reports any reads."""
+    warm = calls.filter((pl.col(y) > 0) & pl.col("_prev_seq").is_not_null())
+    return warm.select(
+        "session_id", row.alias("row"), pl.col("_prev_seq").alias("event_seq"),
+        pl.col("_prev_part").alias("part"), pl.col(y).alias("y"),
+    )  # fmt: skip
 
 
 def _subagent_totals(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -25,14 +25,20 @@ import polars as pl
 
 from analytics.apportion import apportion
 from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.reconstruct import FIT, constraints, fit, priors_for, regressors
+from analytics.reconstruct import (
+    FIT,
+    TOOL_DEFINITIONS_PRIOR,
+    constraints,
+    fit,
+    priors_for,
+    regressors,
+)
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
 
 #: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
 BYTES_PER_TOKEN = 4
-#: Tool definitions, in tokens, when no shutdown or compaction states them: the middle of the
-#: values seen in real 1.0.49-1.0.91 logs (8,395-13,097).
-DEFAULT_TOOL_DEFINITIONS_TOKENS = 11_000
+#: Tool definitions, in tokens, when no shutdown or compaction states them (the prior's).
+DEFAULT_TOOL_DEFINITIONS_TOKENS = TOOL_DEFINITIONS_PRIOR
 #: Automatic prompt caching (OpenAI and others) reuses a prompt prefix in blocks of this size.
 AUTO_CACHE_BLOCK = 128
 
