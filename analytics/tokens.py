@@ -46,8 +46,6 @@ _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).dr
 #: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
 _USED = [
     *EVENT_KEYS,
-    "api_call_id",
-    "usage_id",
     "interaction_type",
     "agent_id",
     "parent_tool_call_id",
@@ -111,10 +109,7 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
-    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS)).filter(
-        pl.coalesce("usage_id", "api_call_id").is_null()
-        | pl.coalesce("usage_id", "api_call_id").is_first_distinct().over("session_id")
-    )
+    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS))
     compacting = pl.col("interaction_type") == "conversation-compaction"
     calls = _compaction_records(calls, records.filter(compacting), usage_cols)
     main_usage = (
