@@ -252,14 +252,17 @@ def test_a_log_copied_onto_itself_is_analysed_once_and_reported_once(tmp_path: P
 
 
 def test_tokens_with_a_zero_bill_mark_a_byok_session(tmp_path: Path) -> None:
-    row = one(analyze([Log().start().turn().turn().shutdown(2, nano=0).write(tmp_path)]))
+    result = analyze([Log().start().turn().turn().shutdown(2, nano=0).write(tmp_path)])
+    row = one(result)
     assert (row["byok"], row["billed_nano_aiu"], row["input_tokens"]) == (True, "0", 2000)
+    assert result.calls["is_byok"].to_list() == [True, True]
 
 
 def test_a_byok_usage_record_marks_the_session(tmp_path: Path) -> None:
     log = Log().start().turn(record=record("u1", isByok=True, provider={"id": "ollama"}))
-    row = one(analyze([log.write(tmp_path)]))
-    assert row["byok"] is True
+    result = analyze([log.write(tmp_path)])
+    assert one(result)["byok"] is True
+    assert result.calls["is_byok"].to_list() == [True]
 
 
 # --- lines missing before a shutdown ----------------------------------------------------------
