@@ -73,8 +73,9 @@ def _tool_counts(column: pl.Expr) -> pl.Expr:
 
 
 def render_csv(frame: pl.DataFrame) -> str:
-    """CSV with lists joined by ``;``, tool counts as ``tool=n``, struct fields as columns
-    named ``struct.field``."""
+    """CSV with lists joined by ``;``, lists of pairs as ``key=value`` (tool counts as
+    ``tool=n``, fit parameters as ``name=value``), struct fields as columns named
+    ``struct.field``."""
     structs = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Struct)]
     frame = frame.with_columns(
         pl.col(name).struct.unnest().name.prefix(f"{name}.") for name in structs
@@ -82,7 +83,7 @@ def render_csv(frame: pl.DataFrame) -> str:
     flat = frame.with_columns(
         pl.col(name)
         .list.eval(
-            pl.format("{}={}", pl.element().struct["tool"], pl.element().struct["calls"])
+            pl.format("{}={}", *(pl.element().struct[f.name] for f in dtype.inner.fields[:2]))
             if isinstance(dtype.inner, pl.Struct)
             else pl.element().cast(pl.String)
         )
