@@ -49,7 +49,7 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
 
     Shown beside observed per-call tokens so the reconstruction's error is visible.
     """
-    rebuilt, _, _ = add_call_tokens(
+    rebuilt, _ = add_call_tokens(
         conform(analysis.calls, CALLS),
         analysis.events,
         analysis.sessions,

@@ -124,7 +124,7 @@ def _analyse(
     from analytics.events import drop_repeats, order_events, place_model_metrics
     from analytics.sessions import session_issues, summarize_sessions
     from analytics.sources.copilot_events import read_logs
-    from analytics.tokens import add_call_tokens, with_fit
+    from analytics.tokens import call_tokens_and_fit, with_fit
 
     parsed = read_logs(logs, store, progress)
     events, repeat_issues = drop_repeats(order_events(parsed.events))
@@ -134,7 +134,7 @@ def _analyse(
     calls, call_issues = build_calls(events, metrics)
     sessions = summarize_sessions(events, calls, metrics)
     call_issues = _stack([call_issues, session_issues(events, sessions)], ISSUES)
-    calls, token_issues, fitted = add_call_tokens(
+    calls, token_issues, fitted = call_tokens_and_fit(
         calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
     )
     sessions = with_fit(sessions, fitted)

@@ -79,13 +79,29 @@ def add_call_tokens(
     observed: pl.DataFrame | None = None,
     *,
     use_observed: bool = True,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Return (CALLS + CALL_TOKENS, ISSUES, per-session fit). ``observed`` is an OBSERVED_USAGE
-    frame; the fit (``reconstruct.FIT`` columns) goes to SESSIONS with ``with_fit``.
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (CALLS + CALL_TOKENS, ISSUES). ``observed`` is an OBSERVED_USAGE frame.
 
     ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
     ``agentcost validate`` compares against the records to measure the reconstruction's error.
     """
+    calls, issues, _ = call_tokens_and_fit(
+        calls, events, sessions, model_metrics, observed, use_observed=use_observed
+    )
+    return calls, issues
+
+
+def call_tokens_and_fit(
+    calls: pl.DataFrame,
+    events: pl.DataFrame,
+    sessions: pl.DataFrame,
+    model_metrics: pl.DataFrame,
+    observed: pl.DataFrame | None = None,
+    *,
+    use_observed: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """``add_call_tokens`` and the per-session fit (``reconstruct.FIT`` columns), which goes
+    to SESSIONS with ``with_fit``."""
     events = events.select([c for c in _USED if c in events.columns])
     if use_observed:
         with_log = _observed_in_log(calls, events)

@@ -28,7 +28,7 @@ def reconstruction_errors(result: Analysis, group_bytes: int = GROUP_BYTES) -> p
 
 def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
-    blind, _, _ = add_call_tokens(
+    blind, _ = add_call_tokens(
         result.calls, result.events, result.sessions, result.model_metrics, use_observed=False
     )
     return _compared(result.calls.filter(pl.col("token_source") == "observed"), blind)

@@ -28,7 +28,7 @@ from analytics.calls import build_calls
 from analytics.events import order_events
 from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, conform
 from analytics.sessions import summarize_sessions
-from analytics.tokens import add_call_tokens
+from analytics.tokens import call_tokens_and_fit
 
 MODEL = "claude-sonnet-4.6"
 FILE = "/logs/s1/events.jsonl"
@@ -171,7 +171,7 @@ def reconstruct(session: Session, observed: int) -> tuple[pl.DataFrame, dict[str
         ),
         OBSERVED_USAGE,
     )
-    with_tokens, _, fit = add_call_tokens(
+    with_tokens, _, fit = call_tokens_and_fit(
         calls, session.events, sessions, session.metrics, rows if observed else None
     )
     parameters = {p["name"]: p["value"] for p in fit["fit_parameters"][0]}
