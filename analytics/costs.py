@@ -104,7 +104,7 @@ def _price_each(
     own = {m.id for m in table.models}
     from_log = {m.id: m.source for m in copilot.models if m.id not in own}
     provider, vendor = _byok_tables()
-    byok = pl.col("is_byok").fill_null(False)
+    byok = _is_byok(calls)
     indexed = calls.with_row_index(_CALL)
     parts = [
         _relabel(
@@ -146,18 +146,23 @@ def _relabel(priced: pl.DataFrame, origins: Mapping[str, str | None], source: st
 def _billed(priced: pl.DataFrame) -> pl.DataFrame:
     """``billed_usd``: the log's bill of each call; 0 for a BYOK call, which Copilot never bills."""
     bill = nano_aiu_usd(pl.col("billed_nano_aiu"))
-    if "is_byok" in priced.columns:
-        bill = pl.when(pl.col("is_byok").fill_null(False)).then(bill.fill_null(0)).otherwise(bill)
+    bill = pl.when(_is_byok(priced)).then(bill.fill_null(0)).otherwise(bill)
     return priced.with_columns(bill.cast(MONEY).alias("billed_usd")).select(
         *(c for c in priced.columns if c not in COSTS), *COSTS, "billed_usd"
     )
+
+
+def _is_byok(calls: pl.DataFrame) -> pl.Expr:
+    """Whether each call is bring-your-own-key (``is_byok``); calls without that column (CALLS
+    of a reader that does not mark BYOK) are Copilot-billed."""
+    return pl.col("is_byok").fill_null(False) if "is_byok" in calls.columns else pl.lit(False)
 
 
 def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl.DataFrame:
     """Each session's calls summed exactly and set beside its bill."""
     unpriced = pl.col("cost_usd").is_null()
     any_priced = pl.col("cost_usd").is_not_null().any()
-    byok = pl.col("is_byok").fill_null(False) if copilot else pl.lit(False)
+    byok = _is_byok(priced) if copilot else pl.lit(False)
     # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls nothing.
     charged = pl.col("cost_usd").filter(~byok)
     per_session = priced.group_by("session_id").agg(

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from analytics.analysis import analyze
 from analytics.cli import app
 from analytics.costs import price_analysis
 from analytics.errors import AgentcostError
@@ -441,3 +442,51 @@ def test_rates_learn_on_a_real_store_round_trips_to_its_bills(
         assert result.exit_code == 0, result.output
         (session,) = json.loads(result.stdout)["sessions"]
         assert session["cost_usd"] == session["billed_usd"] == "0.189131700000000000", spec
+
+
+def test_modelog_usage_record_priced_from_its_own_prices_equals_its_bill(real_logs: Path) -> None:
+    """claude-sonnet-5.5 as if the table did not know it: the log's prices give the bill."""
+    result = analyze([real_logs / "modelog-1.0.94-usage-record" / "single-turn-session.jsonl"])
+    record = result.events.filter(pl.col("event_type") == "session.usage_record")
+    frame = calls(
+        *record.select(
+            "session_id",
+            "model",
+            "input_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            pl.col("nano_aiu").alias("billed_nano_aiu"),
+            "is_byok",
+        ).to_dicts()
+    )
+    assert (frame["input_tokens"].item(), frame["output_tokens"].item()) == (25_721, 60)
+    priced, _ = price_analysis(
+        frame, sessions("s1"), WITHOUT_SONNET_55, log_prices=result.log_prices
+    )
+    assert priced.select("cost_usd", "billed_usd", "cost_source").row(0) == (
+        Decimal("0.0649005"),
+        Decimal("0.0649005"),
+        "log_rates",
+    )
+    assert "single-turn-session.jsonl:7" in priced["price_from"].item()
+    bundled, _ = price_analysis(frame, sessions("s1"), COPILOT, log_prices=result.log_prices)
+    assert bundled.select("cost_usd", "cost_source").row(0) == (Decimal("0.0649005"), "rates")
+
+
+def test_lantern_byok_session_costs_copilot_nothing_and_stays_unpriced(real_logs: Path) -> None:
+    """A local Ollama model over BYOK: the Copilot bill is 0, the user's cost unknown (not $0).
+
+    Its shutdown shows tokens with totalNanoAiu 0, so its calls are BYOK (marked here as the
+    reader marks them)."""
+    result = analyze([real_logs / "lantern-byok-1.0.78"])
+    marked = result.calls.with_columns(pl.lit(True).alias("is_byok"))
+    priced, per_session = price_analysis(marked, result.sessions, COPILOT, None, result.log_prices)
+    assert priced["cost_usd"].to_list() == [None, None]
+    assert priced["billed_usd"].to_list() == [Decimal(0), Decimal(0)]
+    session = per_session.row(0, named=True)
+    assert session["billed_usd"] == 0 and session["cost_usd"] is None
+    assert (session["cost_source"], session["unpriced_calls"]) == ("unpriced", 2)
+    assert session["unpriced_models"] == ["qwen3:0.6b"]
+    assert session["cost_minus_billed_usd"] == 0  # what Copilot charges (0) is its bill
