@@ -193,41 +193,46 @@ def _credits_per_million(cost_per_batch: str, batch_size: int) -> str | None:
 def _issues(converted: pl.DataFrame, learned: pl.DataFrame) -> pl.DataFrame:
     """Conflicting prices (warnings) and prices that cannot be exact (errors)."""
     older = pl.col("older")
-    conflicts = learned.filter(pl.col("prices_seen") > 1).select(
+    conflict = pl.format(
+        "the log quotes {} prices for {} {} tokens: {} AI credits per million tokens here "
+        "({}), {} at {}:{} ({}); agentcost uses the newest, {}. Hint: a price change or a "
+        "long-context tier; pin the price you want with --rates github-copilot+FILE",
+        pl.col("prices_seen"),
+        pl.col("model"),
+        pl.col("token_type"),
+        pl.col("credits_per_million"),
+        _when(pl.col("timestamp")),
+        older.struct["credits_per_million"],
+        older.struct["source_file"],
+        older.struct["source_line"],
+        _when(older.struct["timestamp"]),
+        pl.col("credits_per_million"),
+    ).alias("message")
+    inexact = pl.format(
+        "the log's price for {} {} tokens, {} nano-AIU per {} tokens, cannot be written "
+        "exactly as a rate-table price; left out, never rounded. Hint: price the model "
+        "with --rates github-copilot+FILE",
+        "model",
+        "token_type",
+        "cost_per_batch",
+        "batch_size",
+    ).alias("message")
+    found = [
+        learned.filter(pl.col("prices_seen") > 1).select(*_at_line("warning"), conflict),
+        converted.filter(pl.col("credits_per_million").is_null()).select(
+            *_at_line("error"), inexact
+        ),
+    ]
+    return conform(pl.concat(found), ISSUES)
+
+
+def _at_line(severity: str) -> list[pl.Expr]:
+    """The file, line and severity columns of an issue at a price's line."""
+    return [
         pl.col("source_file").alias("file"),
         pl.col("source_line").alias("line"),
-        pl.lit("warning").alias("severity"),
-        pl.format(
-            "the log quotes {} prices for {} {} tokens: {} AI credits per million tokens here "
-            "({}), {} at {}:{} ({}); agentcost uses the newest, {}. Hint: a price change or a "
-            "long-context tier; pin the price you want with --rates github-copilot+FILE",
-            pl.col("prices_seen"),
-            pl.col("model"),
-            pl.col("token_type"),
-            pl.col("credits_per_million"),
-            _when(pl.col("timestamp")),
-            older.struct["credits_per_million"],
-            older.struct["source_file"],
-            older.struct["source_line"],
-            _when(older.struct["timestamp"]),
-            pl.col("credits_per_million"),
-        ).alias("message"),
-    )
-    inexact = converted.filter(pl.col("credits_per_million").is_null()).select(
-        pl.col("source_file").alias("file"),
-        pl.col("source_line").alias("line"),
-        pl.lit("error").alias("severity"),
-        pl.format(
-            "the log's price for {} {} tokens, {} nano-AIU per {} tokens, cannot be written "
-            "exactly as a rate-table price; left out, never rounded. Hint: price the model "
-            "with --rates github-copilot+FILE",
-            "model",
-            "token_type",
-            "cost_per_batch",
-            "batch_size",
-        ).alias("message"),
-    )
-    return conform(pl.concat([conflicts, inexact]), ISSUES)
+        pl.lit(severity).alias("severity"),
+    ]
 
 
 def _when(moment: pl.Expr) -> pl.Expr:
