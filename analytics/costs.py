@@ -73,14 +73,10 @@ def is_copilot_table(table: RateTable) -> bool:
     return table.name.split("+")[0] == COPILOT_TABLE
 
 
-def byok_table() -> RateTable:
-    """The ``BYOK_TABLES`` as one table in dollars, an earlier table winning a shared name."""
-    return _byok_tables()[0]
-
-
 @functools.cache
 def _byok_tables() -> tuple[RateTable, dict[str, str]]:
-    """(the BYOK table, the vendor table of each of its model ids)."""
+    """(the ``BYOK_TABLES`` as one table in dollars, an earlier table winning a shared name;
+    the vendor table of each of its model ids)."""
     tables = [load_rate_table(name) for name in BYOK_TABLES]
     merged = tables[-1]
     vendor = {m.id: tables[-1].name for m in merged.models}
@@ -130,7 +126,7 @@ def _price_each(
 
 def _relabel(priced: pl.DataFrame, origins: Mapping[str, str | None], source: str) -> pl.DataFrame:
     """Calls priced by a model of ``origins`` (model id -> where its price is from) get
-    ``cost_source`` ``source`` and that ``price_from``; ``origins`` empty for all: every call."""
+    ``cost_source`` ``source`` and that ``price_from``; the others keep theirs."""
     matched = pl.col("priced_model").is_in(list(origins)) & pl.col("cost_usd").is_not_null()
     return priced.with_columns(
         pl.when(matched).then(pl.lit(source)).otherwise(pl.col("cost_source")).alias("cost_source"),
