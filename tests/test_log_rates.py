@@ -8,7 +8,7 @@ import re
 import shutil
 import sqlite3
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -317,8 +317,12 @@ def test_byok_calls_under_another_table_are_priced_like_any_call() -> None:
 # ------------------------------------------------------------------------- properties
 
 counts = st.integers(min_value=0, max_value=10**9)
-#: Batch prices whose per-token dollars fit MONEY: batch sizes 10^0..10^7, any integer cost.
-batch_prices = st.tuples(st.integers(min_value=0, max_value=10**13), st.integers(0, 7))
+#: Batch prices whose per-token dollars fit MONEY: any integer cost per batch, batch sizes
+#: 2^a x 5^b up to 10^7 (1, 2, 4, 25, 1000, 10^6, ...).
+batch_prices = st.tuples(
+    st.integers(min_value=0, max_value=10**13),
+    st.builds(lambda a, b: 2**a * 5**b, st.integers(0, 7), st.integers(0, 7)),
+)
 
 
 @given(
@@ -334,7 +338,7 @@ def test_learned_prices_reproduce_total_nano_aiu_exactly(
             "tokenType": k,
             "tokenCount": 0,
             "costPerBatch": c,
-            "batchSize": 10**b,
+            "batchSize": b,
             "model": "new-model",
         }
         for k, (c, b) in zip(kinds, prices, strict=True)
@@ -351,12 +355,14 @@ def test_learned_prices_reproduce_total_nano_aiu_exactly(
         for u, r, w, o in token_rows
     ]
     priced, _ = price_analysis(calls(*rows), sessions("s1"), COPILOT, log_prices=seen)
-    for (u, r, w, o), cost in zip(token_rows, priced["cost_usd"], strict=True):
-        nano = sum(
-            (Decimal(n) * c / 10**b for n, (c, b) in zip((u, r, w, o), prices, strict=True)),
-            Decimal(0),
-        )
-        assert cost == nano.scaleb(-11)
+    with localcontext(prec=80):
+        for (u, r, w, o), cost in zip(token_rows, priced["cost_usd"], strict=True):
+            nano = sum(
+                (Decimal(n) * c / b for n, (c, b) in zip((u, r, w, o), prices, strict=True)),
+                Decimal(0),
+            )
+            assert cost == nano.scaleb(-11)
+    assert parse_rate_table(learned_toml(seen), name="log-rates") == learned_rate_table(seen)
 
 
 @given(
@@ -490,3 +496,61 @@ def test_lantern_byok_session_costs_copilot_nothing_and_stays_unpriced(real_logs
     assert (session["cost_source"], session["unpriced_calls"]) == ("unpriced", 2)
     assert session["unpriced_models"] == ["qwen3:0.6b"]
     assert session["cost_minus_billed_usd"] == 0  # what Copilot charges (0) is its bill
+
+
+def usage_record(second: int, model: str, output_price: int) -> dict[str, Any]:
+    """A ``session.usage_record`` line for one call of ``model`` (prices per million tokens)."""
+    prices = [("input", 4, 300_000_000_000), ("output", 60, output_price)]
+    return {
+        "type": "session.usage_record",
+        "timestamp": f"2026-11-0{second}T10:00:00.000Z",
+        "data": {
+            "usage": {
+                "model": model,
+                "provider": {"id": "copilot"},
+                "inputTokens": 4,
+                "outputTokens": 60,
+                "cacheReadTokens": 0,
+                "cacheWriteTokens": 0,
+                "isByok": False,
+                "apiCallId": f"msg_{second}",
+                "accounting": {"usageId": f"msg_{second}"},
+                "copilotUsage": {
+                    "tokenDetails": json.loads(details(prices, model)),
+                    "totalNanoAiu": 4 * 300_000 + 60 * output_price // 10**6,
+                },
+            }
+        },
+    }
+
+
+def session_log(root: Path, session: str, day: int, *lines: dict[str, Any]) -> None:
+    stamp = f"2026-11-0{day}T09:59:00.000Z"
+    start = {"type": "session.start", "timestamp": stamp, "data": {"sessionId": session}}
+    turn = {"type": "assistant.turn_start", "timestamp": stamp, "data": {"turnId": "0"}}
+    end = {"type": "assistant.turn_end", "timestamp": stamp, "data": {"turnId": "0"}}
+    message = {
+        "type": "assistant.message",
+        "timestamp": stamp,
+        "data": {"model": "new-model", "content": "ok", "outputTokens": 60},
+    }
+    path = root / session / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    text = [json.dumps(line) for line in (start, turn, *lines, message, end)]
+    path.write_text("\n".join(text) + "\n")
+
+
+def test_prices_from_one_session_price_another_and_a_change_is_an_issue(tmp_path: Path) -> None:
+    session_log(tmp_path, "old", 1, usage_record(1, "new-model", 1_500_000_000_000))
+    session_log(tmp_path, "new", 2, usage_record(2, "new-model", 1_200_000_000_000))
+    session_log(tmp_path, "none", 3)  # no usage record: priced from the others' prices
+    out = CliRunner().invoke(app, ["--no-cache", "analyze", str(tmp_path), "--calls", "-f", "json"])
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    newest = str(tmp_path / "new" / "events.jsonl") + ":3"
+    for call in report["calls"]:
+        assert call["cost_source"] == "log_rates", call
+        assert call["price_from"].startswith(f"the log's own prices: {newest} (session new,")
+    (issue,) = [i for i in report["issues"] if "prices for new-model" in i["message"]]
+    assert (issue["file"], issue["line"], issue["severity"]) == (newest[:-2], 3, "warning")
+    assert "1500 at " in issue["message"] and "uses the newest, 1200." in issue["message"]
