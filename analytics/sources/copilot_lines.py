@@ -715,6 +715,16 @@ def _model_metrics(
                 (piece, line, "warning", "shutdown modelMetrics is not an object; ignored")
             )
             continue
+        if not per_model:  # ``{}``: no model was billed in this process (0 requests)
+            rows.append(
+                {
+                    "piece": piece,
+                    "source_line": line,
+                    "process_index": process,
+                    "model": None,
+                    **dict.fromkeys(_ZERO_WHEN_EMPTY, 0),
+                }
+            )
         for model, values in per_model.items():
             if not isinstance(values, dict):
                 issues.append((piece, line, "warning", f"modelMetrics[{model!r}] is not an object"))
@@ -739,8 +749,18 @@ def _model_metrics(
             )
     if not rows:
         return empty(LOCAL_MODEL_METRICS), issues
-    schema = {k: v for k, v in LOCAL_MODEL_METRICS.items() if k in rows[0]}
+    schema = {k: v for k, v in LOCAL_MODEL_METRICS.items() if any(k in row for row in rows)}
     return conform(pl.DataFrame(rows, schema=schema), LOCAL_MODEL_METRICS), issues
+
+
+#: The counters of an empty ``modelMetrics`` (``{}``): zero, not unknown.
+_ZERO_WHEN_EMPTY = (
+    "requests_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
 
 
 def _object(value: object) -> dict[str, Any]:
