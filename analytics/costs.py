@@ -60,12 +60,22 @@ def price_analysis(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(priced calls, sessions with costs) under ``table``.
 
-    ``calls`` are CALLS + CALL_TOKENS (``is_byok`` included); ``log_prices`` the prices the
+    ``calls`` are CALLS + CALL_TOKENS; ``log_prices`` the prices the
     logs quote (``schema.LOG_PRICES``), used for Copilot-billed models ``table`` lacks when
     ``table`` is ``github-copilot``.
     """
-    priced = _price_each(calls, table, model_map or {}, log_prices)
+    marked = _with_byok(calls, sessions)
+    priced = _price_each(marked, table, model_map or {}, log_prices)
     return priced, _sessions(priced, sessions, is_copilot_table(table))
+
+
+def _with_byok(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` with ``is_byok``: their own where CALLS has it, else their session's ``byok``
+    (a BYOK session's calls are all taken as BYOK)."""
+    if "is_byok" in calls.columns or "byok" not in sessions.columns:
+        return calls
+    byok = sessions.select("session_id", pl.col("byok").alias("is_byok"))
+    return calls.join(byok, on="session_id", how="left", maintain_order="left")
 
 
 def is_copilot_table(table: RateTable) -> bool:
@@ -188,8 +198,14 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
             "token_sources"
         ),
     )
+    # A session without calls (say, one whose only call failed) cost nothing: an exact 0.
+    no_calls = pl.col("unpriced_calls").is_null()
     joined = sessions.join(per_session, on="session_id", how="left").with_columns(
         nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
+        *(
+            pl.when(no_calls).then(pl.lit(0, dtype=MONEY)).otherwise(pl.col(c)).alias(c)
+            for c in (*_PARTS, "cost_usd", "_charged")
+        ),
     )
     complete = pl.col("unpriced_calls").fill_null(0) == 0
     billed = pl.col("billed_usd").is_not_null()

@@ -482,20 +482,35 @@ def test_modelog_usage_record_priced_from_its_own_prices_equals_its_bill(real_lo
 
 
 def test_lantern_byok_session_costs_copilot_nothing_and_stays_unpriced(real_logs: Path) -> None:
-    """A local Ollama model over BYOK: the Copilot bill is 0, the user's cost unknown (not $0).
-
-    Its shutdown shows tokens with totalNanoAiu 0, so its calls are BYOK (marked here as the
-    reader marks them)."""
-    result = analyze([real_logs / "lantern-byok-1.0.78"])
-    marked = result.calls.with_columns(pl.lit(True).alias("is_byok"))
-    priced, per_session = price_analysis(marked, result.sessions, COPILOT, None, result.log_prices)
-    assert priced["cost_usd"].to_list() == [None, None]
-    assert priced["billed_usd"].to_list() == [Decimal(0), Decimal(0)]
-    session = per_session.row(0, named=True)
-    assert session["billed_usd"] == 0 and session["cost_usd"] is None
+    """A local Ollama model over BYOK (its shutdown: tokens, totalNanoAiu 0): the Copilot bill
+    is 0, the user's cost unknown, never $0."""
+    out = CliRunner().invoke(
+        app, ["--no-cache", "analyze", str(real_logs / "lantern-byok-1.0.78"), "-f", "json"]
+    )
+    assert out.exit_code == 0, out.output
+    (session,) = json.loads(out.stdout)["sessions"]
+    assert session["byok"] is True
+    assert (session["billed_usd"], session["cost_usd"]) == ("0.000000000000000000", None)
     assert (session["cost_source"], session["unpriced_calls"]) == ("unpriced", 2)
     assert session["unpriced_models"] == ["qwen3:0.6b"]
-    assert session["cost_minus_billed_usd"] == 0  # what Copilot charges (0) is its bill
+    assert session["cost_minus_billed_usd"] == "0.000000000000000000"  # Copilot charged 0
+
+
+def test_calls_of_a_byok_session_are_byok_and_a_session_without_calls_costs_zero() -> None:
+    """CALLS without ``is_byok`` take their session's ``byok``."""
+    frame = calls({"model": "claude-sonnet-4.6"}).drop("is_byok")
+    marked = sessions("s1", "s2", billed="0").with_columns(
+        pl.Series("byok", [True, False]), pl.Series("llm_calls", [1, 0])
+    )
+    priced, per_session = price_analysis(frame, marked, COPILOT)
+    assert priced.select("is_byok", "cost_source", "price_from").row(0) == (
+        True,
+        "byok_provider",
+        "anthropic",
+    )
+    empty_session = per_session.filter(pl.col("session_id") == "s2").row(0, named=True)
+    assert (empty_session["cost_usd"], empty_session["cost_source"]) == (Decimal(0), "rates")
+    assert empty_session["cost_minus_billed_usd"] == 0
 
 
 def usage_record(second: int, model: str, output_price: int) -> dict[str, Any]:
@@ -554,3 +569,27 @@ def test_prices_from_one_session_price_another_and_a_change_is_an_issue(tmp_path
     (issue,) = [i for i in report["issues"] if "prices for new-model" in i["message"]]
     assert (issue["file"], issue["line"], issue["severity"]) == (newest[:-2], 3, "warning")
     assert "1500 at " in issue["message"] and "uses the newest, 1200." in issue["message"]
+
+
+def test_modelog_through_the_cli_costs_its_bill_and_learned_rates_round_trip(
+    real_logs: Path, tmp_path: Path
+) -> None:
+    """1 call, observed (input 25,721, output 60), billed $0.0649005 = its cost: under the
+    bundled table, under the learned table alone, and under github-copilot+learned."""
+    log = str(real_logs / "modelog-1.0.94-usage-record" / "single-turn-session.jsonl")
+    learned = tmp_path / "learned.toml"
+    runner = CliRunner()
+    out = runner.invoke(app, ["--no-cache", "rates", "learn", log, "-o", str(learned)])
+    assert out.exit_code == 0, out.output
+    for rates in ("github-copilot", str(learned), f"github-copilot+{learned}"):
+        out = runner.invoke(
+            app, ["--no-cache", "analyze", log, "--calls", "-f", "json", "--rates", rates]
+        )
+        assert out.exit_code == 0, out.output
+        (call,) = json.loads(out.stdout)["calls"]
+        assert (call["input_tokens"], call["output_tokens"], call["token_source"]) == (
+            25_721,
+            60,
+            "observed",
+        )
+        assert call["cost_usd"] == call["billed_usd"] == "0.064900500000000000", rates
