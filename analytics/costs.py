@@ -109,20 +109,18 @@ def _price_each(
     copilot = table if learned is None else add_missing_models(table, learned)
     own = {m.id for m in table.models}
     from_log = {m.id: m.source for m in copilot.models if m.id not in own}
-    provider, vendor = _byok_tables()
     byok = _is_byok(calls)
     indexed = calls.with_row_index(_CALL)
-    parts = [
-        _relabel(
-            price_calls(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
-        ),
-        _relabel(
-            price_calls(indexed.filter(byok), provider, model_map=model_map),
-            vendor,
-            "byok_provider",
-        ),
-    ]
-    together = pl.concat(parts).sort(_CALL).drop(_CALL)
+    own_key = indexed.filter(byok)
+    together = _relabel(
+        price_calls(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
+    )
+    if own_key.height:  # most logs have no BYOK call: no second pricing, no re-sort
+        provider, vendor = _byok_tables()
+        by_provider = price_calls(own_key, provider, model_map=model_map)
+        together = pl.concat([together, _relabel(by_provider, vendor, "byok_provider")])
+        together = together.sort(_CALL)
+    together = together.drop(_CALL)
     return _billed(
         together.with_columns(
             pl.lit(table.name).alias("rates"),
