@@ -84,11 +84,19 @@ def drop_repeats(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     An event ``id`` is unique within a session: a line whose id an earlier line of the same
     session already had is a copy (a log concatenated onto itself, a file copied twice) and is
-    analysed once. Lines without an id (SDK captures) are never taken for copies. The issue
-    stands at the first repeated line of each file and gives the count.
+    analysed once. Lines without an id (SDK captures) are never taken for copies. Likewise a
+    ``session.usage_record`` whose ``accounting.usageId`` (else ``apiCallId``) an earlier record
+    had: the same call, recorded again. The issue stands at the first repeated line of each file
+    and gives the count.
     """
-    repeat = pl.col("event_id").is_not_null() & ~pl.col("event_id").is_first_distinct().over(
-        "session_id"
+    record = pl.coalesce("usage_id", "api_call_id")
+    repeat = (
+        pl.col("event_id").is_not_null()
+        & ~pl.col("event_id").is_first_distinct().over("session_id")
+    ) | (
+        (pl.col("event_type") == "session.usage_record")
+        & record.is_not_null()
+        & ~record.is_first_distinct().over("session_id", "event_type")
     )
     flagged = events.select("source_file", "source_line", "session_id", repeat.alias("_repeat"))
     if not flagged["_repeat"].any():
@@ -103,9 +111,12 @@ def drop_repeats(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             "line",
             pl.lit("warning").alias("severity"),
             pl.format(
-                "{} lines repeat earlier events of their session (same event id): each is "
+                "{} {} of their session (same event id, or a usage record's usage id): "
                 "analysed once",
                 pl.col("_n"),
+                pl.when(pl.col("_n") == 1)
+                .then(pl.lit("line repeats an earlier event"))
+                .otherwise(pl.lit("lines repeat earlier events")),
             ).alias("message"),
         )
     )

@@ -190,6 +190,7 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     "reasoning_tokens": pl.Int64(),
     "token_source": pl.String(),
     "billed_nano_aiu": pl.String(),
+    "is_byok": pl.Boolean(),  # bring your own key: the provider bills this call, not Copilot
 }
 
 #: Exact per-call usage read from a persisted per-call record (session-store.db rows,
