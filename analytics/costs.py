@@ -60,22 +60,12 @@ def price_analysis(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(priced calls, sessions with costs) under ``table``.
 
-    ``calls`` are CALLS + CALL_TOKENS; ``log_prices`` the prices the
+    ``calls`` are CALLS + CALL_TOKENS (``is_byok`` included); ``log_prices`` the prices the
     logs quote (``schema.LOG_PRICES``), used for Copilot-billed models ``table`` lacks when
     ``table`` is ``github-copilot``.
     """
-    marked = _with_byok(calls, sessions)
-    priced = _price_each(marked, table, model_map or {}, log_prices)
+    priced = _price_each(calls, table, model_map or {}, log_prices)
     return priced, _sessions(priced, sessions, is_copilot_table(table))
-
-
-def _with_byok(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """``calls`` with ``is_byok``: their own where CALLS has it, else their session's ``byok``
-    (a BYOK session's calls are all taken as BYOK)."""
-    if "is_byok" in calls.columns or "byok" not in sessions.columns:
-        return calls
-    byok = sessions.select("session_id", pl.col("byok").alias("is_byok"))
-    return calls.join(byok, on="session_id", how="left", maintain_order="left")
 
 
 def is_copilot_table(table: RateTable) -> bool:
@@ -157,8 +147,8 @@ def _billed(priced: pl.DataFrame) -> pl.DataFrame:
 
 
 def _is_byok(calls: pl.DataFrame) -> pl.Expr:
-    """Whether each call is bring-your-own-key (``is_byok``); calls without that column (CALLS
-    of a reader that does not mark BYOK) are Copilot-billed."""
+    """Whether each call is bring-your-own-key (``is_byok``); calls of a frame without that
+    column are Copilot-billed."""
     return pl.col("is_byok").fill_null(False) if "is_byok" in calls.columns else pl.lit(False)
 
 

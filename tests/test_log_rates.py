@@ -496,18 +496,9 @@ def test_lantern_byok_session_costs_copilot_nothing_and_stays_unpriced(real_logs
     assert session["cost_minus_billed_usd"] == "0.000000000000000000"  # Copilot charged 0
 
 
-def test_calls_of_a_byok_session_are_byok_and_a_session_without_calls_costs_zero() -> None:
-    """CALLS without ``is_byok`` take their session's ``byok``."""
-    frame = calls({"model": "claude-sonnet-4.6"}).drop("is_byok")
-    marked = sessions("s1", "s2", billed="0").with_columns(
-        pl.Series("byok", [True, False]), pl.Series("llm_calls", [1, 0])
-    )
-    priced, per_session = price_analysis(frame, marked, COPILOT)
-    assert priced.select("is_byok", "cost_source", "price_from").row(0) == (
-        True,
-        "byok_provider",
-        "anthropic",
-    )
+def test_a_session_without_calls_costs_zero() -> None:
+    frame = calls({"model": "claude-sonnet-4.6"})
+    _, per_session = price_analysis(frame, sessions("s1", "s2", billed="0"), COPILOT)
     empty_session = per_session.filter(pl.col("session_id") == "s2").row(0, named=True)
     assert (empty_session["cost_usd"], empty_session["cost_source"]) == (Decimal(0), "rates")
     assert empty_session["cost_minus_billed_usd"] == 0
