@@ -86,7 +86,7 @@ EVENTS: dict[str, pl.DataType] = {
     # sizes
     "tool_request_bytes": pl.Int64(),  # the tool-request (JSON) part of content_bytes
     "events_file_size_bytes": pl.Int64(),  # the file's size the CLI saw when writing the line
-    "byte_offset": pl.Int64(),  # the line's first byte in its file
+    "byte_offset": pl.Int64(),  # the line's first byte in its file (repeats not counted)
 }
 
 #: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the

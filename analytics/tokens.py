@@ -316,7 +316,29 @@ def _observed_beside_log(
             "calls",
         ).alias("message"),
     )
-    return merged, conform(issues, ISSUES)
+    return merged, conform(pl.concat([issues, _disagreements(joined)]), ISSUES)
+
+
+def _disagreements(joined: pl.DataFrame) -> pl.DataFrame:
+    """Calls whose record in the log (a usage record) and whose row beside it (session store,
+    OTel) both give tokens, and differ: the log's record is kept, the difference reported."""
+    differs = (pl.col("token_source") == "observed") & pl.any_horizontal(
+        (pl.col(c) != pl.col(f"_o_{c}")).fill_null(False) for c in _TOKENS
+    )
+    return joined.filter(differs).select(
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.format(
+            "the log's usage record and the per-call row beside the log disagree on this call "
+            "(input {} vs {}, cache read {} vs {}, cache write {} vs {}); the log's is used",
+            *(
+                pl.col(name).cast(pl.String).fill_null("none")
+                for c in ["input_tokens", "cache_read_tokens", "cache_write_tokens"]
+                for name in (c, f"_o_{c}")
+            ),
+        ).alias("message"),
+    )
 
 
 def _text_tokens(bytes_: pl.Expr) -> pl.Expr:

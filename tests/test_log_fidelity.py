@@ -11,6 +11,7 @@ failed turn added. Only the expected figure may move.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.analysis import Analysis, analyze
+from analytics.calls import build_calls
+from analytics.events import drop_repeats, order_events
+from analytics.schema import MODEL_METRICS, OBSERVED_USAGE, conform, empty
+from analytics.sessions import summarize_sessions
+from analytics.sources.copilot_events import read_events
+from analytics.tokens import add_call_tokens
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 T0 = datetime(2026, 10, 9, 11, 0, tzinfo=UTC)
@@ -419,10 +426,44 @@ def test_a_failed_turn_raises_failed_calls_by_one_and_nothing_else(
         for e in failed
     )
     before = _analyse_bytes(folder, "before", b"".join(lines))
-    after = _analyse_bytes(folder, "after", b"".join([*lines[: at + 1], extra, *lines[at + 1 :]]))
-    # A reason that counts bytes before a shutdown sees the two new lines: compare its kind.
-    kind = pl.col("calls_delta_reason").str.split(":").list.first()
-    old, new = (figures(r)[0].with_columns(kind) for r in (before, after))
+    # As the CLI would have written it: later shutdowns state a file longer by the new lines.
+    later = _grown(lines[at + 1 :], len(extra))
+    after = _analyse_bytes(folder, "after", b"".join([*lines[: at + 1], extra, *later]))
+    old, new = (figures(r)[0] for r in (before, after))
     assert (new["failed_calls"] - old["failed_calls"]).to_list() == [1]
     assert new.drop("failed_calls").equals(old.drop("failed_calls"))
     assert figures(after)[1].equals(figures(before)[1])
+
+
+def test_a_usage_record_and_a_store_row_that_disagree_are_reported(tmp_path: Path) -> None:
+    """The log's record is the first source; a session-store row for the same call that gives
+    other figures is named, not silently preferred or dropped."""
+    log = Log().start().turn(record=record("u1"))
+    events, _ = drop_repeats(order_events(read_events(log.write(tmp_path), "hint").events))
+    calls, _ = build_calls(events)
+    sessions = summarize_sessions(events, calls, empty(MODEL_METRICS))
+    row = {"source_file": "session-store.db", "session_id": SESSION, "input_tokens": 25_700}
+    store = conform(pl.DataFrame([row]), OBSERVED_USAGE)
+    priced, issues = add_call_tokens(calls, events, sessions, empty(MODEL_METRICS), store)
+    assert priced["input_tokens"].to_list() == [25_721]
+    (issue,) = issues.rows(named=True)
+    assert issue["line"] == 2  # the call's turn_start
+    assert "input 25721 vs 25700" in issue["message"]
+
+
+def _grown(lines: list[bytes], extra: int) -> list[bytes]:
+    """``lines`` after ``extra`` new bytes before them: each ``eventsFileSizeBytes`` grows by
+    the bytes now in front of its line (the new ones, and digits earlier sizes gained)."""
+    grown: list[bytes] = []
+    for line in lines:
+        match = _SIZE.search(line)
+        if not match:
+            grown.append(line)
+            continue
+        wider = str(int(match[1]) + extra).encode()
+        extra += len(wider) - len(match[1])
+        grown.append(line[: match.start(1)] + wider + line[match.end(1) :])
+    return grown
+
+
+_SIZE = re.compile(rb'"eventsFileSizeBytes"\s*:\s*(\d+)')
