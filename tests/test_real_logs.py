@@ -11,6 +11,8 @@ To regenerate the snapshots after an intended change, run::
 
     .venv/bin/python tests/test_real_logs.py
 
+(``... tests/test_real_logs.py table`` prints the README's table of every real log.)
+
 then review the diff (``git diff tests/snapshots``) before committing it. Tests never write them.
 """
 
@@ -183,10 +185,6 @@ def regenerate(real_logs: Path = DEFAULT_REAL_LOGS) -> None:
         print(f"wrote {target}", file=sys.stderr)
 
 
-if __name__ == "__main__":
-    regenerate()
-
-
 def test_a_priced_model_with_unknown_tokens_is_not_called_unpriced(real_logs: Path) -> None:
     """The scrubbed 1.0.80 log has no output tokens, so its calls have no cost; their models
     are priced, so they are named as unknown tokens, and only gpt-6-luna as unpriced."""
@@ -200,3 +198,89 @@ def test_a_priced_model_with_unknown_tokens_is_not_called_unpriced(real_logs: Pa
     sessions = json.loads(document)["sessions"]
     unpriced = {s["session_id"][:12]: s["unpriced_models"] for s in sessions}
     assert unpriced["aiusage-core"] == [] and unpriced["7c34d7cd-639"] == ["gpt-6-luna"]
+
+
+# --- the README's table of every real log ----------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+TABLE_START = "<!-- real-logs-table: start -->"
+TABLE_END = "<!-- real-logs-table: end -->"
+
+
+def _usd(value: str | None) -> str:
+    """A decimal-string amount as the table shows it: exact, without trailing zeros."""
+    if value is None:
+        return "—"
+    text = value.rstrip("0").rstrip(".") if "." in value else value
+    return f"${text}"
+
+
+def table_rows(path: Path, relative: str) -> list[str]:
+    """The README rows of one real log file: one per session it holds."""
+    rows = []
+    for s in analyze_json(path)["sessions"]:
+        requests = "—" if s["shutdown_requests"] is None else str(s["shutdown_requests"])
+        agree = "—" if s["calls_agree"] is None else ("yes" if s["calls_agree"] else "no")
+        reason = (s["calls_delta_reason"] or "").split(":")[0]
+        billed, cost = s["billed_usd"], s["cost_usd"]
+        equal = "—" if billed is None or cost is None else ("yes" if billed == cost else "no")
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    f"`{relative}`",
+                    s["session_id"][:8],
+                    s["copilot_version"] or "—",
+                    f"{s['llm_calls']} ({s['main_calls']}+{s['subagent_calls']}"
+                    f"+{s['compaction_calls']})",
+                    str(s["failed_calls"]),
+                    requests,
+                    agree + (f": {reason}" if reason else ""),
+                    _usd(billed),
+                    _usd(cost),
+                    equal,
+                    s["cost_source"] or "—",
+                ]
+            )
+            + " |"
+        )
+    return rows
+
+
+def readme_rows(real_logs: Path) -> dict[str, list[str]]:
+    """The table rows the README holds, by file (for the files present here)."""
+    text = README.read_text()
+    table = text[text.index(TABLE_START) : text.index(TABLE_END)]
+    found: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            found.setdefault(line.split("`")[1], []).append(line)
+    return found
+
+
+@pytest.mark.parametrize("relative", [_relative(f) for f in FILES] or ["<none>"])
+def test_the_readme_table_tells_the_truth(real_logs: Path, relative: str) -> None:
+    """Each README row is what ``agentcost analyze FILE`` prints now (files present here)."""
+    written = readme_rows(real_logs).get(relative)
+    if written is None:
+        pytest.skip(f"{relative} is not in the README's table (new data)")
+    assert written == table_rows(real_logs / relative, relative)
+
+
+def print_table(real_logs: Path = DEFAULT_REAL_LOGS) -> None:
+    """Print the README's table from the current code (paste it between the markers)."""
+    print(
+        "| file | session | CLI | calls (main+sub+compaction) | failed | shutdown requests "
+        "| agree | billed | cost (github-copilot) | cost = bill | cost_source |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in sorted(real_logs.rglob("*.jsonl")):
+        for row in table_rows(path, str(path.relative_to(real_logs))):
+            print(row)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["table"]:
+        print_table()
+    else:
+        regenerate()
