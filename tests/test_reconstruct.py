@@ -8,8 +8,10 @@ of tool output, prose and JSON, tokens per message), and so do its shutdown tota
 
 - with most calls observed, the fit recovers the fixed part (within 3%), tool output's tokens
   per byte (within 10%) and the other calls' prompts (within 1%);
-- adding an observed call never makes the other calls' error worse on average (beyond 0.25
-  percentage points: rounding of the generated tokens);
+- adding an observed call never makes the other calls' mean error worse, beyond 10% of it plus
+  0.25 percentage points: not strictly never, since one observation can move the split between
+  the fixed part and the growth that the shutdown sums had balanced (hypothesis found a 6-call
+  session where observing the first call took the others from 2.40% to 2.65%);
 - calibrated calls sum to the shutdown exactly and read + write + uncached = input on every call.
 """
 
@@ -219,10 +221,11 @@ def test_an_observed_call_never_makes_the_others_worse_on_average(
     before, _, _ = reconstruct(session, observed)
     after, _, _ = reconstruct(session, observed + 1)
     others = observed + 1
-    assert (
-        _other_error(after, session.inputs, others)
-        <= _other_error(before, session.inputs, others) + 0.25
+    after_error, before_error = (
+        _other_error(after, session.inputs, others),
+        _other_error(before, session.inputs, others),
     )
+    assert after_error <= before_error * 1.10 + 0.25
 
 
 @settings(max_examples=15, deadline=None)
