@@ -95,6 +95,14 @@ ModelMapOpt = Annotated[
 StrictOpt = Annotated[
     bool, typer.Option(help="Exit with status 1 if any input problem (issue) was found.")
 ]
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Tables: every column at its natural width and full session ids, instead of "
+        "fitting $COLUMNS or the terminal.",
+    ),
+]
 
 
 def _fail(error: AgentcostError) -> NoReturn:
@@ -181,6 +189,7 @@ def analyze(
     model_map: ModelMapOpt = None,
     output: OutputOpt = None,
     strict: StrictOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
@@ -201,7 +210,8 @@ def analyze(
             output,
             frame,
             lambda: report.render_json(key, frame, result.issues),
-            lambda: render(frame, str(window.zone)),
+            lambda layout: render(frame, str(window.zone), layout),
+            wide=wide,
         )
         _report_issues(result, strict)
     except AgentcostError as error:
@@ -224,6 +234,7 @@ def compare(
     timezone: ZoneOpt = None,
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """Re-price the same sessions under several rate tables and name the cheapest."""
     from analytics import report
@@ -234,7 +245,7 @@ def compare(
         window = _window(since, until, timezone)
         tables = [load_rates(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window, keep_events=False)
-        wide, cheapest = compare_tables(
+        costs, cheapest = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map)
         )
         verdict = (
@@ -246,9 +257,12 @@ def compare(
         _emit(
             output_format,
             output,
-            wide,
-            lambda: report.render_json("sessions", wide, result.issues),
-            lambda: report.comparison_table(wide, names, str(window.zone)) + "\n" + verdict,
+            costs,
+            lambda: report.render_json("sessions", costs, result.issues),
+            lambda layout: report.comparison_table(
+                costs, names, str(window.zone), layout, [verdict]
+            ),
+            wide=wide,
         )
         _report_issues(result, strict=False)
     except AgentcostError as error:
@@ -264,6 +278,7 @@ def validate(
     paths: PathsArg = None,
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
     from analytics import report
@@ -279,7 +294,8 @@ def validate(
             output,
             summary,
             lambda: report.render_json("sessions", summary, result.issues),
-            lambda: report.plain_table(summary) if errors.height else nothing,
+            lambda layout: report.plain_table(summary, layout) if errors.height else nothing,
+            wide=wide,
         )
     except AgentcostError as error:
         _fail(error)
@@ -392,6 +408,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analytics.periods import Breakdown, Period
+    from analytics.text_table import Layout
 
 
 class By(StrEnum):
@@ -429,12 +446,26 @@ def _priced(
     return result, priced_calls, priced_sessions
 
 
+def _layout(wide: bool, output: Path | None = None) -> Layout:
+    """Where tables go: the width of ``$COLUMNS`` or the terminal (120 when neither says;
+    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``."""
+    import shutil
+
+    from analytics.text_table import COMPACT_BELOW, Layout
+
+    colour = output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    width = None if wide else shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
+    return Layout(width=width, colour=colour)
+
+
 def _emit(
     output_format: Format,
     output: Path | None,
     rows: pl.DataFrame,
     as_json: Callable[[], str],
-    as_table: Callable[[], str],
+    as_table: Callable[[Layout], str],
+    *,
+    wide: bool = False,
 ) -> None:
     """Print or write one report. csv and parquet hold the report's main ``rows``; json and the
     table are the report's own renderings. A file that cannot be written is a usage error."""
@@ -449,7 +480,7 @@ def _emit(
         text = {
             Format.json: as_json,
             Format.csv: lambda: report.render_csv(rows),
-            Format.table: as_table,
+            Format.table: lambda: as_table(_layout(wide, output)),
         }[output_format]()
         if output is None:
             typer.echo(text, nl=not text.endswith("\n"))
@@ -474,6 +505,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         output_format: FormatOpt = Format.table,
         output: OutputOpt = None,
         strict: StrictOpt = False,
+        wide: WideOpt = False,
     ) -> None:
         from analytics import report
         from analytics.periods import period_report
@@ -502,7 +534,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 lambda: report.render_sections_json(
                     {"periods": rep.rows, "totals": rep.totals}, result.issues, timezone=rep.zone
                 ),
-                lambda: report.period_table(rep.rows, rep.totals, period, rep.zone),
+                lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+                wide=wide,
             )
             _report_issues(result, strict)
         except AgentcostError as error:
@@ -537,6 +570,7 @@ def top(
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
     strict: StrictOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     import polars as pl
@@ -565,12 +599,12 @@ def top(
             sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
             sections["behaviour"] = pl.concat(loops).sort("session_id")
 
-        def as_table() -> str:
-            text = report.attribution_table(ranked, by.value)
+        def as_table(layout: Layout) -> str:
+            text = report.attribution_table(ranked, by.value, layout)
             if behaviour:
                 text += "\n\ncompactions (saved tokens: (pre - post) x later calls, an estimate)\n"
-                text += report.compaction_table(sections["compactions"], zone)
-                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"])
+                text += report.compaction_table(sections["compactions"], zone, layout)
+                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
 
         _emit(
@@ -579,6 +613,7 @@ def top(
             ranked,
             lambda: report.render_sections_json(sections, result.issues, timezone=zone),
             as_table,
+            wide=wide,
         )
         _report_issues(result, strict)
     except AgentcostError as error:

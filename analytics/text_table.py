@@ -1,0 +1,199 @@
+"""Text tables that fit the terminal, drawn by rich.
+
+A table is a list of :class:`Column` over the rows of a frame whose cells are already strings
+(``report.py`` formats them with polars). :func:`render_table` fits the table to a
+:class:`Layout`: while the table is wider than the layout, the column with the highest
+``drop`` rank goes (the most important columns have rank 0 and are never dropped), and a
+note under the table names what was left out; whatever still does not fit is wrapped by
+rich inside its cells, so no line is longer than the width. ``Layout(width=None)``
+(``--wide``) keeps every column at its natural width. Numbers are right-aligned; totals are
+the table's footer. Colour only when the layout asks for it (a terminal, no ``NO_COLOR``).
+
+>>> import polars as pl
+>>> frame = pl.DataFrame({"name": ["a", "b"], "n": ["1", "22"]})
+>>> print(render_table(frame, [Column("NAME", "name", right=False), Column("N", "n")],
+...     {"name": "total", "n": "23"}, Layout(width=40)))
+NAME    N
+─────────
+a       1
+b      22
+─────────
+total  23
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console, RenderableType
+
+#: Below this width a table takes its compact layout (see ``Layout.compact``).
+COMPACT_BELOW = 120
+#: Width of a line with no limit (``--wide``): longer than any table agentcost draws.
+_UNLIMITED = 100_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a table is drawn: ``width`` columns (``None``: no limit, ``--wide``), in colour
+    or not."""
+
+    width: int | None = COMPACT_BELOW
+    colour: bool = False
+
+    @property
+    def wide(self) -> bool:
+        """Everything, at its natural width, session ids in full."""
+        return self.width is None
+
+    @property
+    def compact(self) -> bool:
+        """A narrow terminal: shorter session ids, fewer columns."""
+        return self.width is not None and self.width < COMPACT_BELOW
+
+    @property
+    def id_length(self) -> int | None:
+        """Characters of a session id to show (``None``: all of them)."""
+        if self.width is None:
+            return None
+        return 8 if self.compact else 12
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: header, the frame column holding its (string) cells, alignment, and its
+    ``drop`` rank: 0 is always shown; when the table is too wide the highest rank goes first."""
+
+    header: str
+    field: str
+    right: bool = True
+    drop: int = 0
+
+
+def console(layout: Layout) -> Console:
+    """A rich console that draws into a string at the layout's width and colour."""
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(),
+        width=layout.width or _UNLIMITED,
+        force_terminal=layout.colour,
+        color_system="standard" if layout.colour else None,
+        no_color=not layout.colour,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+        force_jupyter=False,
+        force_interactive=False,
+    )
+
+
+def draw(layout: Layout, *parts: RenderableType) -> str:
+    """``parts`` one below the other as text (long lines wrapped at the width), each line
+    without trailing blanks."""
+    out = console(layout)
+    for part in parts:
+        out.print(part, overflow="fold", crop=False, soft_wrap=layout.wide)
+    text = out.file.getvalue()  # type: ignore[attr-defined]
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def render_table(
+    frame: pl.DataFrame,
+    columns: Sequence[Column],
+    totals: Mapping[str, str] | None = None,
+    layout: Layout | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """The rows of ``frame`` (string cells) as a table fitted to ``layout``, with an optional
+    totals row (``totals``: cell text by field) and ``notes`` below it (wrapped)."""
+    layout = layout or Layout()
+    rows = list(zip(*(frame[c.field].to_list() for c in columns), strict=True))
+    shown = _fit(columns, rows, totals, layout)
+    kept = [columns.index(c) for c in shown]
+    table = _table(shown, [[row[i] for i in kept] for row in rows], totals, layout)
+    hidden = [c.header for c in columns if c not in shown]
+    if hidden:
+        left_out = f"{len(hidden)} columns left out to fit {layout.width}: {', '.join(hidden)}"
+        notes = [*notes, f"{left_out} (--wide shows all)"]
+    return draw(layout, table, *notes)
+
+
+def _fit(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str | None]],
+    totals: Mapping[str, str] | None,
+    layout: Layout,
+) -> list[Column]:
+    """The columns to show: all of them, less the highest ``drop`` ranks while the table's
+    natural width is more than the layout's."""
+    shown = list(columns)
+    if layout.width is None:
+        return shown
+    widest = {
+        c.field: max(
+            [len(c.header), len(totals.get(c.field, "")) if totals else 0]
+            + [len(row[i] or "") for row in rows],
+        )
+        for i, c in enumerate(columns)
+    }
+
+    def natural(chosen: Sequence[Column]) -> int:
+        return sum(widest[c.field] for c in chosen) + 2 * (len(chosen) - 1)
+
+    while natural(shown) > layout.width:
+        candidates = [c for c in shown if c.drop > 0]
+        if not candidates:
+            break
+        shown.remove(max(reversed(candidates), key=lambda c: c.drop))
+    return shown
+
+
+def _table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str | None]],
+    totals: Mapping[str, str] | None,
+    layout: Layout,
+) -> RenderableType:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        box=box.SIMPLE_HEAD if totals is None else box.SIMPLE,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_footer=totals is not None,
+        header_style="bold" if layout.colour else "",
+        footer_style="bold" if layout.colour else "",
+        expand=False,
+    )
+    for column in columns:
+        table.add_column(
+            column.header,
+            footer=(totals or {}).get(column.field, ""),
+            justify="right" if column.right else "left",
+            overflow="fold",
+            no_wrap=layout.wide,
+        )
+    for row in rows:
+        table.add_row(*(_cell(value, layout) for value in row))
+    return table
+
+
+def _cell(value: str | None, layout: Layout) -> RenderableType:
+    """A cell's text; in colour, problems stand out (unpriced, mismatches)."""
+    from rich.text import Text
+
+    text = "-" if value is None else value
+    if not layout.colour:
+        return text
+    style = "red" if "MISMATCH" in text else "yellow" if "unpriced" in text else ""
+    return Text(text, style=style)
