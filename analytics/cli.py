@@ -477,11 +477,12 @@ def _emit(
         if output_format is Format.parquet and output is not None:
             rows.write_parquet(output)
             return
-        text = {
+        renderings: dict[Format, Callable[[], str]] = {
             Format.json: as_json,
             Format.csv: lambda: report.render_csv(rows),
             Format.table: lambda: as_table(_layout(wide, output)),
-        }[output_format]()
+        }
+        text = renderings[output_format]()
         if output is None:
             typer.echo(text, nl=not text.endswith("\n"))
         else:
