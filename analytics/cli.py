@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     name="agentcost",
     help="Facts about LLM calls, tokens and money from AI coding-agent session logs.",
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -42,8 +42,34 @@ def root(
         ),
     ] = False,
 ) -> None:
-    """Facts about LLM calls, tokens and money from AI coding-agent session logs."""
+    """Facts about LLM calls, tokens and money from AI coding-agent session logs.
+
+    Without a command: what was spent today, this week and this month in the default home
+    ($COPILOT_HOME or ~/.copilot), the costliest sessions and the model mix.
+    """
     ctx.obj = not no_cache
+    if ctx.invoked_subcommand is None:
+        _home(ctx)
+
+
+def _home(ctx: typer.Context) -> None:
+    """The first screen: spend by period, costliest sessions, model mix (``analytics.home``)."""
+    from datetime import datetime
+
+    from analytics import report
+    from analytics.home import home_screen
+    from analytics.timezones import resolve_zone
+
+    try:
+        zone = resolve_zone(None)
+        result, priced_calls, priced_sessions = _priced(
+            ctx, None, "github-copilot", None, keep_events=False
+        )
+        screen = home_screen(priced_calls, priced_sessions, zone, datetime.now(zone).date())
+        typer.echo(report.home_text(screen, _layout(wide=False)))
+        _report_issues(result, strict=False)
+    except AgentcostError as error:
+        _fail(error)
 
 
 class Format(StrEnum):
@@ -163,8 +189,7 @@ def _report_issues(result: Analysis, strict: bool) -> None:
 
     if result.issues.height:
         typer.echo(
-            f"agentcost: {issue_summary(result.issues)} in the input; "
-            "see the issues list of --format json",
+            f"agentcost: {issue_summary(result.issues)} in the input; agentcost issues lists them",
             err=True,
         )
         if strict:
@@ -265,6 +290,39 @@ def compare(
             wide=wide,
         )
         _report_issues(result, strict=False)
+    except AgentcostError as error:
+        _fail(error)
+
+
+# --- commands: issues ---
+
+
+@app.command()
+def issues(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    strict: StrictOpt = False,
+    wide: WideOpt = False,
+) -> None:
+    """List the input's problems (file, line, severity, message): lines agentcost could not
+    use, or kept but finds suspect."""
+    from analytics import report
+
+    try:
+        result = _load(ctx, paths, keep_events=False)
+        found = result.issues
+        _emit(
+            output_format,
+            output,
+            found,
+            lambda: report.render_sections_json({}, found),
+            lambda layout: report.issues_table(found, layout) if found.height else "no issues",
+            wide=wide,
+        )
+        if strict and found.height:
+            raise StrictModeError("--strict: the input has issues")
     except AgentcostError as error:
         _fail(error)
 

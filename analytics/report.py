@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from analytics.text_table import Column, Layout, render_table
+
+if TYPE_CHECKING:
+    from analytics.home import HomeScreen
 
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
@@ -399,6 +402,87 @@ def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
         for index, name in enumerate(frame.columns)
     ]
     return _table(frame, columns, None, layout)
+
+
+def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
+    """``agentcost issues``: every input problem with its file and line (``-`` for a whole
+    file or directory), errors first."""
+    ordered = issues.sort(
+        pl.col("severity") != "error", "file", "line", nulls_last=False, maintain_order=True
+    )
+    columns = [
+        Column("FILE", "file", right=False),
+        Column("LINE", "line"),
+        Column("SEVERITY", "severity", right=False),
+        Column("MESSAGE", "message", right=False),
+    ]
+    return _table(ordered, columns, {"file": f"{issues.height} issues"}, layout)
+
+
+def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
+    """The first screen of bare ``agentcost``: spend by period, the costliest sessions and
+    the model mix, each headed by the command that gives the detail."""
+    periods = screen.periods.with_columns(
+        pl.col("since").dt.to_string().fill_null("-").alias("_since"),
+        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+        pl.when(pl.col("billed_split_calls") > 0)
+        .then(pl.format("~{}", _dollars(pl.col("billed_usd"))))
+        .otherwise(_dollars(pl.col("billed_usd")))
+        .alias("_billed"),
+    )
+    spend = _table(
+        periods,
+        [
+            Column(f"SPENT ({screen.zone})", "label", right=False),
+            Column("SINCE", "_since", right=False, drop=2),
+            Column("CALLS", "calls"),
+            Column("COST USD", "_cost"),
+            Column("COPILOT BILL USD", "_billed", drop=1),
+            Column("DETAIL", "command", right=False, drop=3),
+        ],
+        None,
+        layout,
+    )
+    sessions = screen.sessions.with_columns(
+        *_id_and_start(screen.zone, "%Y-%m-%d", layout),
+        _cost_cell().alias("_cost"),
+    )
+    costliest = _table(
+        sessions,
+        [
+            Column("SESSION", "_id", right=False),
+            Column("DAY", "_start", right=False, drop=2),
+            Column("MODELS", "models", right=False, drop=1),
+            Column("CALLS", "llm_calls"),
+            Column("COST USD", "_cost"),
+        ],
+        None,
+        layout,
+    )
+    models = screen.models.with_columns(
+        pl.col("model").fill_null("unknown model"),
+        pl.format("{}%", pl.col("share_pct").round(1)).alias("_share"),
+        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+    )
+    mix = _table(
+        models,
+        [
+            Column("MODEL", "model", right=False),
+            Column("CALLS", "calls"),
+            Column("SHARE", "_share", drop=1),
+            Column("COST USD", "_cost"),
+        ],
+        None,
+        layout,
+    )
+    return "\n\n".join(
+        [
+            spend,
+            f"costliest sessions (detail: agentcost analyze; context: agentcost top)\n{costliest}",
+            f"model mix (detail: agentcost daily --by model)\n{mix}",
+            "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
+        ]
+    )
 
 
 def _count(value: Any) -> str:
