@@ -251,8 +251,13 @@ def compare(
     ctx: typer.Context,
     paths: PathsArg = None,
     rates: Annotated[
-        str, typer.Option(help="Comma-separated rate tables (bundled names or TOML files).")
-    ] = "github-copilot,anthropic,openai,google,openrouter,deepseek",
+        str,
+        typer.Option(
+            help="Comma-separated sellers: rate tables (bundled names or TOML files) or vendor "
+            "(each model at its vendor's own API). Models are priced under each table's own "
+            "name for them (the model-equivalence map).",
+        ),
+    ] = "github-copilot,vendor,openrouter",
     model_map: ModelMapOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
@@ -261,31 +266,30 @@ def compare(
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
-    """Re-price the same sessions under several rate tables and name the cheapest."""
+    """Price the same calls at each seller of their model (Copilot, the vendor, OpenRouter)
+    and name the cheapest."""
     from analytics import report
-    from analytics.compare import compare_tables
-    from analytics.rates import load_rates
+    from analytics.compare import compare_tables, load_seller
 
     try:
         window = _window(since, until, timezone)
-        tables = [load_rates(name.strip()) for name in rates.split(",") if name.strip()]
+        tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window, keep_events=False)
-        costs, cheapest = compare_tables(
-            result.calls, result.sessions, tables, _model_map(model_map)
-        )
-        verdict = (
-            f"cheapest complete table: {cheapest}"
-            if cheapest
-            else "no table priced every call; totals are lower bounds"
-        )
+        found = compare_tables(result.calls, result.sessions, tables, _model_map(model_map))
         names = [t.name for t in tables]
         _emit(
             output_format,
             output,
-            costs,
-            lambda: report.render_json("sessions", costs, result.issues),
+            found.sessions,
+            lambda: report.render_sections_json(
+                {"sessions": found.sessions, "priced_as": found.priced_as}, result.issues
+            ),
             lambda layout: report.comparison_table(
-                costs, names, str(window.zone), layout, [verdict]
+                found.sessions,
+                names,
+                str(window.zone),
+                layout,
+                report.comparison_notes(found, layout),
             ),
             wide=wide,
         )

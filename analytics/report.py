@@ -18,6 +18,7 @@ import polars as pl
 from analytics.text_table import Column, Layout, render_table
 
 if TYPE_CHECKING:
+    from analytics.compare import Comparison
     from analytics.home import HomeScreen
 
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
@@ -366,22 +367,22 @@ def comparison_table(
     notes: Sequence[str] = (),
 ) -> str:
     """Sessions x rate tables: each table's cost, marked where calls were left unpriced."""
+    estimated = pl.col("estimated_calls").fill_null(0) > 0
+
+    def cost(name: str) -> pl.Expr:
+        amount = _dollars(pl.col(name))
+        amount = pl.when(estimated & amount.is_not_null()).then("~" + amount).otherwise(amount)
+        return (
+            pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
+            .then(pl.format("{} +{} unpriced", amount.fill_null("-"), f"{name}_unpriced_calls"))
+            .otherwise(amount)
+            .alias(f"_{name}")
+        )
+
     cells = wide.with_columns(
         _short_id(layout),
         pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d").alias("_day"),
-        *(
-            pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
-            .then(
-                pl.format(
-                    "{} +{} unpriced",
-                    _dollars(pl.col(name)).fill_null("-"),
-                    pl.col(f"{name}_unpriced_calls"),
-                )
-            )
-            .otherwise(_dollars(pl.col(name)))
-            .alias(f"_{name}")
-            for name in tables
-        ),
+        *(cost(name) for name in tables),
     )
     columns = [
         Column("SESSION", "_id", right=False),
@@ -390,9 +391,52 @@ def comparison_table(
         *(Column(f"{name} USD", f"_{name}") for name in tables),
     ]
     totals = {"_id": "total", "llm_calls": _count(wide["llm_calls"].sum())}
+    any_estimated = (wide["estimated_calls"].fill_null(0) > 0).any()
     for name in tables:
-        totals[f"_{name}"] = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
-    return _table(cells, columns, totals, layout, notes)
+        total = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
+        totals[f"_{name}"] = _estimate_mark(total, any_estimated)
+    return _table(cells, columns, totals, layout, [*notes, *_legend(any_estimated)])
+
+
+def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[str]:
+    """Under the comparison: the verdict; per table, which model priced each log model (or
+    that the table does not sell it); and where each table's prices come from and when they
+    were checked (the sources in full in the wide layout)."""
+    verdict = (
+        f"cheapest table that priced every call: {found.cheapest}"
+        if found.cheapest
+        else "no table priced every call; totals are lower bounds"
+    )
+    priced = found.priced_as.with_columns(pl.col("model").fill_null("unknown model"))
+    lines = (
+        priced.with_columns(
+            pl.when(pl.col("priced_model").is_null())
+            .then(pl.format("{} not sold there ({} calls unpriced)", "model", "calls"))
+            .when(
+                (pl.col("priced_model") == pl.col("model")) & (pl.col("seller") == pl.col("rates"))
+            )
+            .then(pl.format("{} ({} calls)", "model", "calls"))
+            .when(pl.col("seller") == pl.col("rates"))
+            .then(pl.format("{} as {} ({} calls)", "model", "priced_model", "calls"))
+            .otherwise(
+                pl.format("{} as {} {} ({} calls)", "model", "seller", "priced_model", "calls")
+            )
+            .alias("_priced")
+        )
+        .group_by("rates", maintain_order=True)
+        .agg(pl.col("_priced").str.join(", "))
+        .select(pl.format("{}: {}", "rates", "_priced"))
+        .to_series()
+        .to_list()
+    )
+    sellers = priced.filter(pl.col("seller").is_not_null()).unique("seller", maintain_order=True)
+    if (layout or Layout()).wide:
+        sources = sellers.select(
+            pl.format("{}: prices checked {}, source: {}", "seller", "checked", "source")
+        )
+        return [verdict, *lines, *sources.to_series().to_list()]
+    checked = sellers.select(pl.format("{} {}", "seller", "checked")).to_series().str.join(", ")
+    return [verdict, *lines, f"prices checked: {checked.item()} (--wide shows their sources)"]
 
 
 def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
