@@ -284,13 +284,7 @@ def compare(
             lambda: report.render_sections_json(
                 {"sessions": found.sessions, "priced_as": found.priced_as}, result.issues
             ),
-            lambda layout: report.comparison_table(
-                found.sessions,
-                names,
-                str(window.zone),
-                layout,
-                report.comparison_notes(found, layout),
-            ),
+            lambda layout: report.comparison_table(found, names, str(window.zone), layout),
             wide=wide,
         )
         _report_issues(result, strict=False)

@@ -29,13 +29,15 @@ SELLERS = ("github-copilot", VENDOR, "openrouter")
 @dataclass(frozen=True)
 class Comparison:
     """``sessions``: one row per session with a cost column per table (exact decimals) and
-    ``<table>_unpriced_calls``, and ``estimated_calls`` (calls whose tokens are estimates, so
-    every cost of the session is too); ``priced_as``: per table and log model, the table's
-    model that priced it (null: not sold there), the table its price comes from (``seller``:
-    for ``vendor``, the vendor's own), the calls, and that table's source and check date;
+    ``<table>_unpriced_calls``; ``estimated_calls``: per session, the calls whose tokens are
+    estimates (so every cost of the session is one too); ``priced_as``: per table and log
+    model, the table's model that priced it (null: not sold there), the table its price
+    comes from (``seller``: for ``vendor``, the vendor's own), the calls, and that table's
+    source and check date;
     ``cheapest``: the cheapest table that priced every call, if any."""
 
     sessions: pl.DataFrame
+    estimated_calls: pl.DataFrame
     priced_as: pl.DataFrame
     cheapest: str | None
 
@@ -132,9 +134,7 @@ def compare_tables(
     estimated = calls.group_by("session_id").agg(
         (pl.col("token_source") == "estimated").sum().cast(pl.Int64).alias("estimated_calls")
     )
-    wide = sessions.select("session_id", "start_time", "llm_calls").join(
-        estimated, on="session_id", how="left"
-    )
+    wide = sessions.select("session_id", "start_time", "llm_calls")
     totals: dict[str, Decimal] = {}
     priced_as = []
     for table in tables:
@@ -156,4 +156,4 @@ def compare_tables(
             totals[table.name] = Decimal(str(total)) if total is not None else Decimal(0)
     cheapest = min(totals, key=lambda name: totals[name]) if totals else None
     every = pl.concat(priced_as) if priced_as else pl.DataFrame()
-    return Comparison(sessions=wide, priced_as=every, cheapest=cheapest)
+    return Comparison(sessions=wide, estimated_calls=estimated, priced_as=every, cheapest=cheapest)

@@ -360,13 +360,11 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
 
 
 def comparison_table(
-    wide: pl.DataFrame,
-    tables: Sequence[str],
-    zone: str,
-    layout: Layout | None = None,
-    notes: Sequence[str] = (),
+    found: Comparison, tables: Sequence[str], zone: str, layout: Layout | None = None
 ) -> str:
-    """Sessions x rate tables: each table's cost, marked where calls were left unpriced."""
+    """Sessions x rate tables: each table's cost, ``~`` where it prices estimated tokens,
+    marked where calls were left unpriced; the notes of ``comparison_notes`` below."""
+    wide = found.sessions.join(found.estimated_calls, on="session_id", how="left")
     estimated = pl.col("estimated_calls").fill_null(0) > 0
 
     def cost(name: str) -> pl.Expr:
@@ -395,6 +393,7 @@ def comparison_table(
     for name in tables:
         total = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
         totals[f"_{name}"] = _estimate_mark(total, any_estimated)
+    notes = comparison_notes(found, layout)
     return _table(cells, columns, totals, layout, [*notes, *_legend(any_estimated)])
 
 
