@@ -35,7 +35,7 @@ class HomeScreen:
 def home_screen(
     priced_calls: pl.DataFrame, priced_sessions: pl.DataFrame, zone: ZoneInfo, today: date
 ) -> HomeScreen:
-    """The first screen's figures for ``today`` in ``zone``.
+    """The first screen's figures for ``today`` in ``zone`` (up to its end; all time: every call).
 
     ``priced_calls``/``priced_sessions`` are ``costs.price_analysis`` output.
     """
@@ -46,7 +46,14 @@ def home_screen(
         ("all time", None, "agentcost analyze"),
     ]
     periods = pl.concat(
-        period_report(priced_calls, priced_sessions, period="day", zone=zone, since=since)
+        period_report(
+            priced_calls,
+            priced_sessions,
+            period="day",
+            zone=zone,
+            since=since,
+            until=today if since else None,
+        )
         .totals.drop("period")
         .select(
             pl.lit(label).alias("label"),

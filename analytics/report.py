@@ -605,7 +605,7 @@ def period_table(
             .otherwise(billed)
             .fill_null("-")
             .alias("_billed"),
-            *((_short_id(layout).alias("session_id"),) if "session_id" in keys else ()),
+            *((_short_id(layout).alias("session_id"),) if "session_id" in frame.columns else ()),
         )
 
     columns = [

@@ -120,8 +120,8 @@ def render_table(
     table = _table(shown, [[row[i] for i in kept] for row in rows], totals, layout)
     hidden = [c.header for c in columns if c not in shown]
     if hidden:
-        left_out = f"{len(hidden)} columns left out to fit {layout.width}: {', '.join(hidden)}"
-        notes = [*notes, f"{left_out} (--wide shows all)"]
+        left_out = f"{len(hidden)} columns left out to fit {layout.width} (--wide shows all)"
+        notes = [*notes, f"{left_out}: {', '.join(hidden)}"]
     return draw(layout, table, *notes)
 
 
