@@ -325,6 +325,161 @@ def issues(
         _fail(error)
 
 
+# --- commands: watch, budget, statusline ---
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A session directory or events.jsonl, or a tree to take the most recently "
+            "written log from. Default: $COPILOT_HOME or ~/.copilot.",
+            show_default=False,
+        ),
+    ] = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+) -> None:
+    """Live view of the active session: calls, context size, cost so far, last call's cost
+    and the growth curve, updated as its events.jsonl grows. q or Ctrl-C quits."""
+    from rich.console import Console
+
+    from analytics import watch as live
+    from analytics.analysis import analyze
+    from analytics.pricing import price_calls
+    from analytics.rates import load_rates
+
+    try:
+        table, renames = load_rates(rates), _model_map(model_map)
+        log = live.latest_log([path] if path else [])
+        target = live.session_target(log)
+        use_cache = bool(ctx.find_root().obj)
+
+        def analyse() -> live.Figures | None:
+            result = analyze([target], use_cache=use_cache, keep_events=False)
+            return live.figures(price_calls(result.calls, table, model_map=renames))
+
+        live.run(log.path, analyse, Console(highlight=False))
+    except KeyboardInterrupt:
+        return
+    except AgentcostError as error:
+        _fail(error)
+
+
+budget_app = typer.Typer(
+    help="A monthly allowance in AI credits or USD: spent, left, and the month-end projection.",
+    invoke_without_command=True,
+    add_completion=False,
+)
+app.add_typer(budget_app, name="budget")
+
+
+@budget_app.callback()
+def budget(
+    ctx: typer.Context,
+    rates: RatesOpt = "github-copilot",
+    timezone: ZoneOpt = None,
+) -> None:
+    """Spent, left and the month-end projection of this budget month (the default home's
+    logs); exit 1 when over the budget."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from analytics.budget import load_budget
+    from analytics.budget_text import budget_lines
+
+    try:
+        status = _budget_status(ctx, load_budget(), rates, timezone)
+        typer.echo(budget_lines(status))
+        if status.over:
+            raise typer.Exit(1)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@budget_app.command("set")
+def budget_set(
+    credits: Annotated[
+        str | None, typer.Option(help="Monthly allowance in AI credits (1 credit = $0.01).")
+    ] = None,
+    usd: Annotated[str | None, typer.Option(help="Monthly allowance in US dollars.")] = None,
+    start_day: Annotated[
+        int, typer.Option(help="Day of the month a budget month starts (1-28).")
+    ] = 1,
+) -> None:
+    """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
+    else $XDG_CONFIG_HOME/agentcost or ~/.config/agentcost)."""
+    from decimal import Decimal, InvalidOperation
+
+    from analytics.budget import Budget, budget_path
+
+    try:
+        if (credits is None) == (usd is None):
+            raise UsageError("give one of --credits N or --usd N")
+        text = credits if credits is not None else usd
+        try:
+            amount = Decimal(str(text))
+        except InvalidOperation:
+            raise UsageError(f"{text!r} is not a number; e.g. --credits 300") from None
+        chosen = Budget(amount, "credits" if credits is not None else "usd", start_day)
+        path = budget_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(chosen.to_toml(), encoding="utf-8")
+        except OSError as err:
+            raise UsageError(
+                f"{path}: cannot write ({err.strerror}); check the directory"
+            ) from None
+        typer.echo(f"agentcost: budget saved to {path}", err=True)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@app.command()
+def statusline(
+    ctx: typer.Context,
+    rates: RatesOpt = "github-copilot",
+    timezone: ZoneOpt = None,
+) -> None:
+    """One short line for a shell prompt or tmux: today's cost, the month against the budget
+    (if set), and the session being written now."""
+    from analytics.budget import budget_path, load_budget
+    from analytics.budget_text import statusline as line
+    from analytics.watch import latest_log
+
+    try:
+        saved = load_budget() if budget_path().exists() else None
+        status = _budget_status(ctx, saved, rates, timezone)
+        log = latest_log([])
+        typer.echo(line(status, _active(log)))
+    except AgentcostError as error:
+        _fail(error)
+
+
+def _budget_status(
+    ctx: typer.Context, saved: Budget | None, rates: str, timezone: str | None
+) -> BudgetStatus:
+    """The budget month so far in the default home, priced with ``rates``."""
+    from datetime import datetime
+
+    from analytics.budget import budget_status
+    from analytics.timezones import resolve_zone
+
+    zone = resolve_zone(timezone)
+    _, priced_calls, priced_sessions = _priced(ctx, None, rates, None, keep_events=False)
+    return budget_status(priced_calls, priced_sessions, saved, zone, datetime.now(zone).date())
+
+
+def _active(log: LogFile) -> str | None:
+    """``session 38b50b0c`` when ``log`` was written in the last 10 minutes, else ``None``."""
+    import time
+
+    if log.stat is None or time.time() - log.stat.st_mtime > 600:
+        return None
+    return f"session {log.session_hint[:8]}"
+
+
 # --- commands: validate ---
 
 
@@ -463,7 +618,9 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from analytics.budget import Budget, BudgetStatus
     from analytics.periods import Breakdown, Period
+    from analytics.sources.discover import LogFile
     from analytics.text_table import Layout
 
 
