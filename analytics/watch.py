@@ -85,12 +85,17 @@ def figures(priced_calls: pl.DataFrame) -> Figures | None:
 
 
 def sparkline(values: list[int], width: int) -> str:
-    """The last ``width`` values as bars from zero to the largest (``▁`` to ``█``)."""
+    """The last ``width`` values as bars from the smallest (``▁``) to the largest (``█``), so
+    the growth on top of the fixed part shows; all equal is a flat ``▁`` line.
+
+    >>> sparkline([10_000, 10_500, 11_000, 12_000], 10)
+    '▁▃▅█'
+    """
     tail = pl.Series(values[-width:] if width > 0 else [], dtype=pl.Int64)
-    top = tail.max()
-    if not isinstance(top, int) or top <= 0:
+    low, high = tail.min(), tail.max()
+    if not isinstance(low, int) or not isinstance(high, int) or high == low:
         return _BARS[0] * tail.len()
-    levels = (tail * (len(_BARS) - 1) / top).round().cast(pl.Int64)
+    levels = ((tail - low) * (len(_BARS) - 1) / (high - low)).round().cast(pl.Int64)
     return "".join(_BARS[level] for level in levels.to_list())
 
 
@@ -113,7 +118,8 @@ def view(shown: Figures | None, log: Path, width: int) -> RenderableType:
         table.add_row("context now", f"{context} input tokens")
         table.add_row("cost so far", f"{_usd(shown.cost_usd, mark)}{unpriced}")
         table.add_row("last call", _usd(shown.last_cost_usd, mark, unknown="no cost"))
-        table.add_row("growth", sparkline(shown.growth, max(width - 16, 1)) or "-")
+        span = f"  {shown.growth[0]:,} → {shown.growth[-1]:,}" if shown.growth else ""
+        table.add_row("growth", sparkline(shown.growth, max(width - 40, 1)) + span)
     table.add_row("", "q or Ctrl-C quits")
     return table
 
