@@ -107,9 +107,9 @@ def _as_text(frame: pl.DataFrame, fields: Sequence[str]) -> pl.DataFrame:
     def text(name: str, dtype: pl.DataType) -> pl.Expr:
         column = pl.col(name)
         if dtype.is_integer():
-            return _thousands(column)
+            return thousands(column)
         if isinstance(dtype, pl.Decimal):
-            return _dollars(column)
+            return dollars(column)
         if isinstance(dtype, pl.List):
             return column.list.join(", ").replace("", None)
         return column.cast(pl.String)
@@ -172,7 +172,7 @@ def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = Non
     local = local.with_columns(
         *_token_value("input_tokens"), *_token_value("output_tokens")
     ).with_columns(
-        _cost_cell().alias("_cost"),
+        cost_cell().alias("_cost"),
         _tokens_cell("input_tokens").alias("_input"),
         _tokens_cell("output_tokens").alias("_output"),
         _sources_cell().alias("_sources"),
@@ -212,8 +212,8 @@ def _tokens_cell(column: str) -> pl.Expr:
         pl.when(value.is_null())
         .then(pl.lit("-"))
         .when(pl.col(f"_{column}_est"))
-        .then(pl.format("~{}", _thousands(value)))
-        .otherwise(_thousands(value))
+        .then(pl.format("~{}", thousands(value)))
+        .otherwise(thousands(value))
     )
 
 
@@ -223,7 +223,7 @@ def _tokens_total(frame: pl.DataFrame, column: str) -> str:
     return f"~{total}" if frame[f"_{column}_est"].any() and total != "-" else total
 
 
-def _thousands(expr: pl.Expr) -> pl.Expr:
+def thousands(expr: pl.Expr) -> pl.Expr:
     """An integer with thousands separators (1234567 -> "1,234,567")."""
     digits = expr.cast(pl.String)
     return (
@@ -246,11 +246,11 @@ def _money(value: Any) -> str:
     return "-" if value is None else f"{Decimal(value):.4f}"
 
 
-def _cost_cell() -> pl.Expr:
+def cost_cell() -> pl.Expr:
     """The cost cell: the amount (``~`` when it prices estimated tokens), marked when some
     calls could not be priced."""
     estimated = pl.col("token_sources").struct["estimated"] > 0
-    digits = _dollars(pl.col("cost_usd"))
+    digits = dollars(pl.col("cost_usd"))
     amount = pl.when(estimated).then(pl.format("~{}", digits)).otherwise(digits)
     return (
         pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
@@ -310,7 +310,7 @@ def _sum_known(series: pl.Series) -> str:
 
 def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
     """The per-call table of ``agentcost analyze --calls``."""
-    cost = _dollars(pl.col("cost_usd"), 6)
+    cost = dollars(pl.col("cost_usd"), 6)
     local = calls.with_columns(
         *_id_and_start(zone, "%Y-%m-%d %H:%M:%S", layout),
         ((pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds() / 1000)
@@ -368,7 +368,7 @@ def comparison_table(
     estimated = pl.col("estimated_calls").fill_null(0) > 0
 
     def cost(name: str) -> pl.Expr:
-        amount = _dollars(pl.col(name))
+        amount = dollars(pl.col(name))
         amount = pl.when(estimated & amount.is_not_null()).then("~" + amount).otherwise(amount)
         return (
             pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
@@ -469,8 +469,8 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         pl.col("since").dt.to_string().fill_null("-").alias("_since"),
         _usd("cost_usd", "unpriced_calls").alias("_cost"),
         pl.when(pl.col("billed_split_calls") > 0)
-        .then(pl.format("~{}", _dollars(pl.col("billed_usd"))))
-        .otherwise(_dollars(pl.col("billed_usd")))
+        .then(pl.format("~{}", dollars(pl.col("billed_usd"))))
+        .otherwise(dollars(pl.col("billed_usd")))
         .alias("_billed"),
     )
     spend = _table(
@@ -488,7 +488,7 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     )
     sessions = screen.sessions.with_columns(
         *_id_and_start(screen.zone, "%Y-%m-%d", layout),
-        _cost_cell().alias("_cost"),
+        cost_cell().alias("_cost"),
     )
     costliest = _table(
         sessions,
@@ -554,7 +554,7 @@ def render_sections_json(
 def _usd(amount: str, unpriced: str) -> pl.Expr:
     """A money cell: rounded for display, ``+ N unpriced`` when calls were left out, and
     ``unpriced (N calls)`` when none was priced; never a silent $0."""
-    value = _dollars(pl.col(amount))
+    value = dollars(pl.col(amount))
     left_out = pl.col(unpriced).fill_null(0)
     return (
         pl.when(left_out == 0)
@@ -565,7 +565,7 @@ def _usd(amount: str, unpriced: str) -> pl.Expr:
     )
 
 
-def _dollars(amount: pl.Expr, places: int = 4) -> pl.Expr:
+def dollars(amount: pl.Expr, places: int = 4) -> pl.Expr:
     """An exact decimal amount shown with ``places`` decimals (rounded half to even, for
     display only)."""
     return amount.round(places).cast(pl.Decimal(38, places)).cast(pl.String)
@@ -573,7 +573,7 @@ def _dollars(amount: pl.Expr, places: int = 4) -> pl.Expr:
 
 def _count_cell(column: str) -> pl.Expr:
     """An integer with thousands separators, ``-`` when unknown."""
-    return _thousands(pl.col(column)).fill_null("-")
+    return thousands(pl.col(column)).fill_null("-")
 
 
 _PERIOD_HEADER = {"day": "DAY", "week": "WEEK", "month": "MONTH"}
@@ -595,7 +595,7 @@ def period_table(
     keys = [c for c in ("model", "project", "session_id") if c in rows.columns]
 
     def cells(frame: pl.DataFrame) -> pl.DataFrame:
-        billed = _dollars(pl.col("billed_usd"))
+        billed = dollars(pl.col("billed_usd"))
         return frame.with_columns(
             pl.col("period").fill_null("unknown").alias("_period"),
             *(_count_cell(c).alias(f"_{c}") for c in ["sessions", "calls", *_TOKEN_HEADERS]),
@@ -663,7 +663,7 @@ def compaction_table(frame: pl.DataFrame, zone: str, layout: Layout | None = Non
     cells = frame.with_columns(
         _short_id(layout),
         pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d %H:%M").alias("_at"),
-        _dollars(pl.col("cost_usd")).fill_null("unpriced"),
+        dollars(pl.col("cost_usd")).fill_null("unpriced"),
         *(
             _count_cell(c).alias(f"_{c}")
             for c in (
