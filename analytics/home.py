@@ -40,7 +40,7 @@ def home_screen(
     ``priced_calls``/``priced_sessions`` are ``costs.price_analysis`` output.
     """
     starts = [
-        ("today", today, f"agentcost daily --since {today}"),
+        ("today", today, "agentcost daily"),
         ("this week", today - timedelta(days=today.weekday()), "agentcost weekly"),
         ("this month", today.replace(day=1), "agentcost monthly"),
         ("all time", None, "agentcost analyze"),

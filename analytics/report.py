@@ -477,14 +477,15 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         periods,
         [
             Column(f"SPENT ({screen.zone})", "label", right=False),
-            Column("SINCE", "_since", right=False, drop=2),
+            Column("SINCE", "_since", right=False, drop=4),
             Column("CALLS", "calls"),
             Column("COST USD", "_cost"),
-            Column("COPILOT BILL USD", "_billed", drop=1),
-            Column("DETAIL", "command", right=False, drop=3),
+            Column("BILLED USD", "_billed", drop=3),
+            Column("DETAIL", "command", right=False),
         ],
         None,
         layout,
+        ["BILLED USD: the Copilot bill the logs record (~: a session's bill split over days)"],
     )
     sessions = screen.sessions.with_columns(
         *_id_and_start(screen.zone, "%Y-%m-%d", layout),

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
-import time
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -52,9 +52,9 @@ def test_bare_agentcost_prints_the_first_screen(monkeypatch: pytest.MonkeyPatch)
     text = result.stdout
     for label in ("today", "this week", "this month", "all time"):
         assert label in text
-    for command in ("agentcost daily --since", "agentcost weekly", "agentcost monthly"):
+    for command in ("agentcost daily", "agentcost weekly", "agentcost monthly"):
         assert command in text
-    assert "COPILOT BILL USD" in text
+    assert "BILLED USD: the Copilot bill the logs record" in text
     assert "costliest sessions (detail: agentcost analyze" in text
     assert "model mix (detail: agentcost daily --by model)" in text
     assert "38b50b0c" in text  # the costliest sample session
@@ -69,9 +69,13 @@ def test_help_is_fast_and_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]"
     agentcost = Path(sys.executable).with_name("agentcost")
     subprocess.run([agentcost, "--help"], capture_output=True, check=True)  # warm the disk
-    started = time.perf_counter()
+    # CPU seconds, not wall-clock: the suite shares the machine, and waiting for a core is
+    # not agentcost's time. On an idle machine the wall-clock time is about the same.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     help_run = subprocess.run([agentcost, "--help"], capture_output=True, text=True, check=True)
-    assert time.perf_counter() - started < 0.5
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 0.5, f"agentcost --help took {cpu:.2f} CPU seconds"
     assert "Usage" in help_run.stdout
 
 
