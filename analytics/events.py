@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.schema import EVENTS, conform
+from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
 
 #: Every stage's first EVENTS columns: where a row came from and where it sits in its session.
 EVENT_KEYS = [
@@ -77,3 +77,62 @@ def order_events(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("_resume").cum_sum().over("_session").cast(pl.Int32).alias("process_index"),
     )
     return conform(events.with_columns(numbered), EVENTS)
+
+
+def drop_repeats(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Ordered EVENTS -> (EVENTS without repeated lines, one ISSUES row per file that had them).
+
+    An event ``id`` is unique within a session: a line whose id an earlier line of the same
+    session already had is a copy (a log concatenated onto itself, a file copied twice) and is
+    analysed once. Lines without an id (SDK captures) are never taken for copies. The issue
+    stands at the first repeated line of each file and gives the count.
+    """
+    repeat = pl.col("event_id").is_not_null() & ~pl.col("event_id").is_first_distinct().over(
+        "session_id"
+    )
+    flagged = events.select("source_file", "source_line", "session_id", repeat.alias("_repeat"))
+    if not flagged["_repeat"].any():
+        return events, empty(ISSUES)
+    issues = (
+        flagged.filter(pl.col("_repeat"))
+        .group_by("source_file")
+        .agg(pl.col("source_line").min().alias("line"), pl.len().alias("_n"))
+        .sort("source_file")
+        .select(
+            pl.col("source_file").alias("file"),
+            "line",
+            pl.lit("warning").alias("severity"),
+            pl.format(
+                "{} lines repeat earlier events of their session (same event id): each is "
+                "analysed once",
+                pl.col("_n"),
+            ).alias("message"),
+        )
+    )
+    kept = events.filter(~flagged["_repeat"])
+    renumbered = kept.with_columns(
+        pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("event_seq"),
+        (pl.col("event_type") == "session.resume")
+        .cum_sum()
+        .over("session_id")
+        .cast(pl.Int32)
+        .alias("process_index"),
+    )
+    return renumbered, conform(issues, ISSUES)
+
+
+def place_model_metrics(metrics: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Shutdown totals of the shutdown lines kept in ``events``, with their session and process
+    as ordered (a repeated shutdown line's totals go with the line)."""
+    return (
+        metrics.drop("session_id", "process_index")
+        .join(
+            events.filter(pl.col("event_type") == "session.shutdown").select(
+                "source_file", "source_line", "session_id", "process_index"
+            ),
+            on=["source_file", "source_line"],
+            how="inner",
+            maintain_order="left",
+        )
+        .select(MODEL_METRICS.keys())
+    )

@@ -74,6 +74,19 @@ EVENTS: dict[str, pl.DataType] = {
     "total_nano_aiu": pl.String(),
     "total_premium_requests": pl.String(),
     "total_api_duration_ms": pl.Int64(),
+    # session.usage_record (CLI 1.0.94+): the call's own usage and bill
+    "usage_id": pl.String(),  # accounting.usageId: the record's de-duplication key
+    "interaction_type": pl.String(),  # conversation-agent | conversation-subagent | ...
+    "is_byok": pl.Boolean(),  # bring your own key: not billed by Copilot
+    "provider": pl.String(),
+    "token_details": pl.String(),  # the line's price list (tokenDetails) as compact JSON
+    # session.info / session.error
+    "info_type": pl.String(),  # "rewind" marks a /rewind
+    "error_type": pl.String(),  # rate_limit, quota, ...
+    # sizes
+    "tool_request_bytes": pl.Int64(),  # the tool-request (JSON) part of content_bytes
+    "events_file_size_bytes": pl.Int64(),  # the file's size the CLI saw when writing the line
+    "byte_offset": pl.Int64(),  # the line's first byte in its file
 }
 
 #: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the
@@ -144,6 +157,10 @@ SESSIONS: dict[str, pl.DataType] = {
     "calls_checked": pl.Int64(),  # main + sub-agent calls the shutdown totals cover
     "calls_delta": pl.Int64(),  # calls_checked - shutdown_requests
     "calls_agree": pl.Boolean(),
+    "calls_delta_reason": pl.String(),  # why calls_delta is not 0, as far as the log says
+    "failed_calls": pl.Int64(),  # turns whose model call failed: not requests, not in llm_calls
+    "rewinds": pl.Int64(),  # /rewind commands (the shutdown then counts fewer calls)
+    "byok": pl.Boolean(),  # bring your own key: the provider bills, not Copilot
     "user_messages": pl.Int64(),
     "autopilot_nudges": pl.Int64(),
     "tool_calls": pl.List(pl.Struct({"tool": pl.String(), "calls": pl.Int64()})),
@@ -157,7 +174,7 @@ SESSIONS: dict[str, pl.DataType] = {
     "cache_read_tokens": pl.Int64(),
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
-    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | messages | null
+    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | usage_records | messages
     "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
     "premium_requests": pl.String(),
 }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.apportion import apportion
+from analytics.calls import USAGE_RECORDS
 from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
 
@@ -45,6 +46,9 @@ _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).dr
 #: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
 _USED = [
     *EVENT_KEYS,
+    "api_call_id",
+    "usage_id",
+    "interaction_type",
     "agent_id",
     "parent_tool_call_id",
     "tool_call_id",
@@ -107,8 +111,14 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
+    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS)).filter(
+        pl.coalesce("usage_id", "api_call_id").is_null()
+        | pl.coalesce("usage_id", "api_call_id").is_first_distinct().over("session_id")
+    )
+    compacting = pl.col("interaction_type") == "conversation-compaction"
+    calls = _compaction_records(calls, records.filter(compacting), usage_cols)
     main_usage = (
-        events.filter((pl.col("event_type") == "assistant.usage") & MAIN_AGENT)
+        records.filter(MAIN_AGENT & ~compacting.fill_null(False))
         .select(
             "session_id",
             pl.col("event_seq").alias("_usage_seq"),
@@ -128,6 +138,30 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         pl.when(pl.col("input_tokens").is_not_null()).then(pl.lit("observed")).alias("token_source")
     )
+
+
+def _compaction_records(
+    calls: pl.DataFrame, records: pl.DataFrame, usage_cols: list[str]
+) -> pl.DataFrame:
+    """Compaction calls take their usage record's figures (the n-th record of a session for
+    its n-th compaction), before those of ``compactionTokensUsed``."""
+    if not records.height:
+        return calls
+    ranked = records.select(
+        "session_id",
+        pl.int_range(pl.len()).over("session_id").alias("_nth"),
+        pl.lit("compaction").alias("kind"),
+        *(pl.col(c).alias(f"_r_{c}") for c in [*usage_cols, "output_tokens"]),
+        pl.col("nano_aiu").alias("_r_nano"),
+    )
+    compaction = pl.col("kind") == "compaction"
+    joined = calls.with_columns(
+        pl.when(compaction).then(pl.int_range(pl.len()).over("session_id", "kind")).alias("_nth")
+    ).join(ranked, on=["session_id", "_nth", "kind"], how="left")
+    return joined.with_columns(
+        *(pl.coalesce(f"_r_{c}", c).alias(c) for c in [*usage_cols, "output_tokens"]),
+        pl.coalesce("_r_nano", "billed_nano_aiu").alias("billed_nano_aiu"),
+    ).drop("_nth", *(f"_r_{c}" for c in [*usage_cols, "output_tokens"]), "_r_nano")
 
 
 def _owning_main_call(items: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
