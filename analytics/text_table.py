@@ -8,6 +8,8 @@ note under the table names what was left out; whatever still does not fit is wra
 rich inside its cells, so no line is longer than the width. ``Layout(width=None)``
 (``--wide``) keeps every column at its natural width. Numbers are right-aligned; totals are
 the table's footer. Colour only when the layout asks for it (a terminal, no ``NO_COLOR``).
+A long table (``LONG_TABLE`` rows) that fits has its rows padded by polars at the widths rich
+gives the columns, with the same result: rich costs about 0.2 ms a cell.
 
 >>> import polars as pl
 >>> frame = pl.DataFrame({"name": ["a", "b"], "n": ["1", "22"]})
@@ -113,36 +115,71 @@ def render_table(
 ) -> str:
     """The rows of ``frame`` (string cells) as a table fitted to ``layout``, with an optional
     totals row (``totals``: cell text by field) and ``notes`` below it (wrapped)."""
+    import polars as pl
+
     layout = layout or Layout()
-    rows = list(zip(*(frame[c.field].to_list() for c in columns), strict=True))
-    shown = _fit(columns, rows, totals, layout)
-    kept = [columns.index(c) for c in shown]
-    table = _table(shown, [[row[i] for i in kept] for row in rows], totals, layout)
+    fields = list(dict.fromkeys(c.field for c in columns))
+    cells = frame.select(pl.col(field).fill_null("-") for field in fields)
+    longest = cells.select(pl.all().str.len_chars().max().fill_null(0)).row(0, named=True)
+    widest = {
+        c.field: max(len(c.header), len((totals or {}).get(c.field, "")), int(longest[c.field]))
+        for c in columns
+    }
+    shown = _fit(columns, widest, layout)
     hidden = [c.header for c in columns if c not in shown]
     if hidden:
         left_out = f"{len(hidden)} columns left out to fit {layout.width} (--wide shows all)"
         notes = [*notes, f"{left_out}: {', '.join(hidden)}"]
-    return draw(layout, table, *notes)
+    natural = sum(widest[c.field] for c in shown) + 2 * (len(shown) - 1)
+    if frame.height > LONG_TABLE and natural <= (layout.width or natural) and _plain(cells):
+        return _long_table(cells, shown, widest, totals, layout, notes)
+    rows = cells.select(c.field for c in shown).rows()
+    return draw(layout, _table(shown, rows, totals, layout), *notes)
 
 
-def _fit(
-    columns: Sequence[Column],
-    rows: Sequence[Sequence[str | None]],
+#: Above this many rows, the rows are laid out by polars at the widths rich chose (see
+#: ``_long_table``): rich spends about 0.2 ms a cell, 10 s on a 5,000-session tree.
+LONG_TABLE = 200
+
+
+def _plain(cells: pl.DataFrame) -> bool:
+    """Whether every cell is ASCII: one character, one terminal column, as polars pads."""
+    import polars as pl
+
+    return not cells.select(pl.any_horizontal(pl.all().str.contains(r"[^\x00-\x7f]").any())).item()
+
+
+def _long_table(
+    cells: pl.DataFrame,
+    shown: Sequence[Column],
+    widths: Mapping[str, int],
     totals: Mapping[str, str] | None,
     layout: Layout,
-) -> list[Column]:
+    notes: Sequence[str],
+) -> str:
+    """A long table that fits without wrapping: rich draws its header, rules and totals at
+    the columns' natural widths (what it would choose itself), and the rows are those widths'
+    padded cells, two blanks apart, made by polars over whole columns."""
+    import polars as pl
+
+    frame = draw(layout, _table(shown, [], totals, layout, widths)).splitlines()
+    padded = [
+        pl.col(c.field).str.pad_start(widths[c.field])
+        if c.right
+        else pl.col(c.field).str.pad_end(widths[c.field])
+        for c in shown
+    ]
+    body = cells.select(pl.concat_str(padded, separator="  ").str.strip_chars_end())
+    lines = [*frame[:2], *body.to_series().to_list(), *frame[2:]]
+    return "\n".join([*lines, draw(layout, *notes)] if notes else lines)
+
+
+def _fit(columns: Sequence[Column], widest: Mapping[str, int], layout: Layout) -> list[Column]:
     """The columns to show: all of them, less the highest ``drop`` ranks while the table's
-    natural width is more than the layout's."""
+    natural width (``widest``: each column's longest text) is more than the layout's."""
     shown = list(columns)
     if layout.width is None:
         return shown
-    widest = {
-        c.field: max(
-            [len(c.header), len(totals.get(c.field, "")) if totals else 0]
-            + [len(row[i] or "") for row in rows],
-        )
-        for i, c in enumerate(columns)
-    }
 
     def natural(chosen: Sequence[Column]) -> int:
         return sum(widest[c.field] for c in chosen) + 2 * (len(chosen) - 1)
@@ -160,7 +197,9 @@ def _table(
     rows: Sequence[Sequence[str | None]],
     totals: Mapping[str, str] | None,
     layout: Layout,
+    widths: Mapping[str, int] | None = None,
 ) -> RenderableType:
+    """A rich table of ``rows``; ``widths`` sets each column's width (``_long_table``)."""
     from rich import box
     from rich.table import Table
 
@@ -182,6 +221,7 @@ def _table(
             justify="right" if column.right else "left",
             overflow="fold",
             no_wrap=layout.wide,
+            min_width=widths[column.field] if widths else None,
         )
     for row in rows:
         table.add_row(*(_cell(value, layout) for value in row))

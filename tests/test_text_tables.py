@@ -131,3 +131,26 @@ def test_a_table_too_wide_even_when_compact_is_wrapped_inside_its_cells() -> Non
     text = render_table(frame, columns, None, Layout(width=60))
     assert max(len(line) for line in text.splitlines()) <= 60
     assert re.sub(r"\s+", "", text).count("x") == 50
+
+
+@pytest.mark.parametrize("width", [80, 120, 200, None])
+@pytest.mark.parametrize("with_totals", [False, True])
+def test_a_long_table_is_drawn_as_rich_draws_it(
+    width: int | None, with_totals: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above LONG_TABLE rows polars pads the rows; the text is the one rich makes itself."""
+    from analytics import text_table
+
+    rows = text_table.LONG_TABLE + 50
+    frame = pl.DataFrame(
+        {
+            f"c{i}": [None if j % 7 == 0 else f"{(j * 7919 + i) % 100_000:,}" for j in range(rows)]
+            for i in range(12)
+        }
+    ).with_columns(pl.col("c0").str.replace("1", "session-"))
+    columns = [Column(f"C{i}", f"c{i}", right=i > 0, drop=i) for i in range(12)]
+    totals = {"c0": "total", "c3": "123,456,789"} if with_totals else None
+    long = render_table(frame, columns, totals, Layout(width=width))
+    monkeypatch.setattr(text_table, "LONG_TABLE", 10**9)
+    assert long == render_table(frame, columns, totals, Layout(width=width))
+    assert len(long.splitlines()) >= rows + 2
