@@ -288,9 +288,9 @@ def _session_specs(
     return specs
 
 
-def _escaped(column: str) -> pl.Expr:
-    """A column as HTML text (``&``, ``<``, ``>``, ``"`` escaped); null as empty."""
-    text = pl.col(column).cast(pl.String).fill_null("")
+def _escaped(column: str, unknown: str = "") -> pl.Expr:
+    """A column as HTML text (``&``, ``<``, ``>``, ``"`` escaped); null as ``unknown``."""
+    text = pl.col(column).cast(pl.String).fill_null(unknown)
     for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
         text = text.str.replace_all(char, entity, literal=True)
     return text
@@ -336,13 +336,15 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
         _escaped("session_id"),
         pl.lit('">'),
     ]
-    for _, numeric, shown, value in cells:
+    for heading, numeric, shown, value in cells:
         css = NUM if numeric else ""
+        full = [pl.lit('" title="'), _escaped("session_id")] if heading == "session" else []
         parts += [
             pl.lit(f'<td{css} data-value="'),
             _escaped(value),
+            *full,
             pl.lit('">'),
-            _escaped(shown),
+            _escaped(shown, "-"),
             pl.lit("</td>"),
         ]
     parts.append(pl.lit("</tr>"))
@@ -371,11 +373,16 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
         f'<th{NUM if numeric else ""} scope="col">{html.escape(heading)}</th>'
         for heading, numeric, _, _ in cells
     )
-    capped = (
-        f" The {len(chosen)} sessions with the most calls of {sessions.height} are listed."
-        if len(chosen) < sessions.height
-        else ""
-    )
+    with_calls = sessions.filter(pl.col("llm_calls") > 0).height
+    left_out = [
+        f"The {len(chosen)} sessions with the most calls are listed, of {with_calls}."
+        if len(chosen) < with_calls
+        else "",
+        f"Sessions without LLM calls: {sessions.height - with_calls} (not listed)."
+        if sessions.height > with_calls
+        else "",
+    ]
+    capped = " ".join(["", *filter(None, left_out)]) if any(left_out) else ""
     return (
         '<section><h2>Sessions</h2><p class="note">Pick a session for the context-growth and'
         " cost-per-call charts below, here or by clicking its row; click a heading to sort."

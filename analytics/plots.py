@@ -195,12 +195,17 @@ def cost_per_call_spec(calls: pl.DataFrame, *, title: str = "") -> dict[str, Any
 
 
 def _call_axis(calls: int) -> dict[str, Any]:
-    """The x axis of per-call charts: whole call numbers only, about 20 ticks at most."""
-    return {
+    """The x axis of per-call charts: whole call numbers only (about 20 ticks at most), from
+    the first call to the last."""
+    axis: dict[str, Any] = {
         "title": {"text": "LLM call (index in the session)"},
         "tick0": 1,
         "dtick": max(1, -(-calls // 20)),
+        "zeroline": False,
     }
+    if calls:
+        axis["range"] = [0.5, calls + 0.5]
+    return axis
 
 
 def _styled(spec: dict[str, Any]) -> go.Figure:
