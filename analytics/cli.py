@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from analytics.errors import AgentcostError, StrictModeError, UsageError
+from analytics.errors import AgentcostError, InputError, StrictModeError, UsageError
 
 if TYPE_CHECKING:
     from analytics.analysis import Analysis, Window
@@ -451,8 +451,11 @@ def statusline(
     try:
         saved = load_budget() if budget_path().exists() else None
         status = _budget_status(ctx, saved, rates, timezone)
-        log = latest_log([])
-        typer.echo(line(status, _active(log)))
+        try:
+            active = _active(latest_log([]))
+        except InputError:  # no session log yet: nothing is active
+            active = None
+        typer.echo(line(status, active))
     except AgentcostError as error:
         _fail(error)
 

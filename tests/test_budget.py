@@ -218,3 +218,13 @@ def test_budget_without_a_valid_config_is_a_clear_error(
 def test_budget_set_rejects_bad_values(today_home: Path, args: list[str]) -> None:
     exit_code, _, err = run("budget", "set", *args)
     assert exit_code == 2 and err.startswith("agentcost: error:")
+
+
+def test_statusline_without_any_session_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home" / "session-state").mkdir(parents=True)
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
+    exit_code, out, _ = run("statusline", "--timezone", "UTC")
+    assert (exit_code, out) == (0, "today $0.00 · month $0.00\n")
