@@ -86,7 +86,7 @@ EVENTS: dict[str, pl.DataType] = {
     # sizes
     "tool_request_bytes": pl.Int64(),  # the tool-request (JSON) part of content_bytes
     "events_file_size_bytes": pl.Int64(),  # the file's size the CLI saw when writing the line
-    "byte_offset": pl.Int64(),  # the line's first byte in its file
+    "byte_offset": pl.Int64(),  # the line's first byte in its file (repeats not counted)
 }
 
 #: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the
@@ -190,6 +190,7 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     "reasoning_tokens": pl.Int64(),
     "token_source": pl.String(),
     "billed_nano_aiu": pl.String(),
+    "is_byok": pl.Boolean(),  # bring your own key: the provider bills this call, not Copilot
 }
 
 #: Exact per-call usage read from a persisted per-call record (session-store.db rows,

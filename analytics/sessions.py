@@ -15,7 +15,7 @@ a ``/rewind`` (the shutdown then counts only the calls after the rewind point), 
 missing from the file (a shutdown states the file's size when it was written).
 
 Without a shutdown (or with an empty one), ``session.usage_record`` lines give the session's
-tokens and bill: one record per call, de-duplicated by ``accounting.usageId``.
+tokens and bill: one record per call (``events.drop_repeats`` keeps one per usage id).
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ _USED = [
     "total_api_duration_ms",
     "info_type",
     "is_byok",
-    "usage_id",
-    "api_call_id",
     "nano_aiu",
     "input_tokens",
     "output_tokens",
@@ -72,7 +70,7 @@ def summarize_sessions(
     """One SESSIONS row per session found in ``events``."""
     failed = failed_calls(events).group_by("session_id").agg(pl.len().alias("failed_calls"))
     events = events.select(_USED)
-    records = usage_records(events)
+    records = events.filter(pl.col("event_type") == "session.usage_record")
     shutdowns = _shutdowns(events, calls, model_metrics)
     mode = _shutdown_mode(events, shutdowns)
     truth = _ground_truth(shutdowns, mode)
@@ -142,15 +140,6 @@ def summarize_sessions(
         )
     )
     return conform(sessions.sort("start_time", "session_id"), SESSIONS)
-
-
-def usage_records(events: pl.DataFrame) -> pl.DataFrame:
-    """The ``session.usage_record`` lines, one per call: a record repeated with the same
-    ``accounting.usageId`` (else ``apiCallId``) in a session is taken once."""
-    key = pl.coalesce("usage_id", "api_call_id")
-    return events.filter(pl.col("event_type") == "session.usage_record").filter(
-        key.is_null() | key.is_first_distinct().over("session_id")
-    )
 
 
 def _record_totals(records: pl.DataFrame) -> pl.DataFrame:

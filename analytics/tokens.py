@@ -46,8 +46,6 @@ _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).dr
 #: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
 _USED = [
     *EVENT_KEYS,
-    "api_call_id",
-    "usage_id",
     "interaction_type",
     "agent_id",
     "parent_tool_call_id",
@@ -60,6 +58,7 @@ _USED = [
     "system_tokens",
     "tool_definitions_tokens",
     "post_compaction_tokens",
+    "is_byok",
 ]
 
 
@@ -90,7 +89,36 @@ def add_call_tokens(
         issues = empty(ISSUES)
     estimated = _reconstruct(_reply_bytes(matched, events), events)
     calibrated = _calibrate(estimated, sessions, model_metrics, events)
-    return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
+    return conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS)), issues
+
+
+def _byok(calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``is_byok`` per call: its own usage record's flag (a sub-agent call's line, or a main
+    call's record in its turn), else its session's (``sessions.byok``)."""
+    records = events.filter(
+        (pl.col("event_type") == "session.usage_record") & pl.col("is_byok").is_not_null()
+    )
+    own = records.select("source_file", "source_line", pl.col("is_byok").alias("_own"))
+    main = (
+        _owning_main_call(
+            records.filter(MAIN_AGENT).select(
+                "session_id", pl.col("event_seq").alias("_event_seq"), "is_byok"
+            ),
+            calls,
+        )
+        .group_by("session_id", "event_seq")
+        .agg(pl.col("is_byok").any().alias("_turn"))
+    )
+    return (
+        calls.join(own, on=["source_file", "source_line"], how="left")
+        .join(main, on=["session_id", "event_seq"], how="left")
+        .join(
+            sessions.select("session_id", pl.col("byok").alias("_session")),
+            on="session_id",
+            how="left",
+        )
+        .with_columns(pl.coalesce("_own", "_turn", "_session").alias("is_byok"))
+    )
 
 
 def _rows(events: pl.DataFrame, kinds: list[str], *columns: str | pl.Expr) -> pl.DataFrame:
@@ -111,10 +139,7 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
-    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS)).filter(
-        pl.coalesce("usage_id", "api_call_id").is_null()
-        | pl.coalesce("usage_id", "api_call_id").is_first_distinct().over("session_id")
-    )
+    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS))
     compacting = pl.col("interaction_type") == "conversation-compaction"
     calls = _compaction_records(calls, records.filter(compacting), usage_cols)
     main_usage = (
@@ -291,7 +316,29 @@ def _observed_beside_log(
             "calls",
         ).alias("message"),
     )
-    return merged, conform(issues, ISSUES)
+    return merged, conform(pl.concat([issues, _disagreements(joined)]), ISSUES)
+
+
+def _disagreements(joined: pl.DataFrame) -> pl.DataFrame:
+    """Calls whose record in the log (a usage record) and whose row beside it (session store,
+    OTel) both give tokens, and differ: the log's record is kept, the difference reported."""
+    differs = (pl.col("token_source") == "observed") & pl.any_horizontal(
+        (pl.col(c) != pl.col(f"_o_{c}")).fill_null(False) for c in _TOKENS
+    )
+    return joined.filter(differs).select(
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.format(
+            "the log's usage record and the per-call row beside the log disagree on this call "
+            "(input {} vs {}, cache read {} vs {}, cache write {} vs {}); the log's is used",
+            *(
+                pl.col(name).cast(pl.String).fill_null("none")
+                for c in ["input_tokens", "cache_read_tokens", "cache_write_tokens"]
+                for name in (c, f"_o_{c}")
+            ),
+        ).alias("message"),
+    )
 
 
 def _text_tokens(bytes_: pl.Expr) -> pl.Expr:

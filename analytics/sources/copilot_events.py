@@ -244,9 +244,8 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
     """Final tables: each piece's rows moved to their place in their file.
 
     Line numbers, byte offsets and ``process_index`` are offset by the pieces before it in the
-    same file. A file can hold several sessions one after another: each line belongs to the
-    latest ``session.start`` before it (lines before the first one, to the first one), and a
-    file without any to its hint (directory name or file stem). Unknown event
+    same file. A file can hold several sessions one after another (``_session_of_line``); a
+    file without any ``session.start`` is its hint's (directory name or file stem). Unknown event
     types are reported here, once per file and type, because a type's lines can span pieces.
     """
     rows: list[tuple[int, int, str, int, int, int, str]] = []
@@ -258,7 +257,7 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
             failed.append((file, None, "error", error))
             continue
         pieces = _infos_of(read, new, tail=True)
-        session = next((p.session for p in pieces if p.session), read.log.session_hint)
+        session = read.log.session_hint
         lines = resumes = offset = 0
         for info in pieces:
             rows.append((info.id, order, file, lines, resumes, offset, session))
@@ -280,12 +279,7 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
     )
     events = _moved(local.events, where, "source_file", "source_line").with_columns(
         pl.col("source_line").alias("event_seq"),
-        pl.col("session_id")
-        .forward_fill()
-        .backward_fill()
-        .over("_order")
-        .fill_null(pl.col("_session"))
-        .alias("session_id"),
+        _session_of_line().alias("session_id"),
     )
     metrics = _moved(local.model_metrics, where, "source_file", "source_line")
     metrics = metrics.drop("session_id", "process_index").join(
@@ -299,6 +293,24 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
         conform(events, EVENTS),
         conform(metrics, MODEL_METRICS),
         issues.sort("file", "line", nulls_last=False, maintain_order=True),
+    )
+
+
+def _session_of_line() -> pl.Expr:
+    """Each line's session: a file is cut into parts at each ``session.start``; a part is the
+    session its start names (lines before the first start belong to the first part). A start
+    that names none (a scrubbed copy) gives the file's hint to the first part, and the hint
+    with ``#n`` to the n-th, so two such sessions in one file stay apart. A start repeating an
+    earlier start's event id (a log copied onto itself) begins no part."""
+    new_start = (pl.col("event_type") == "session.start") & (
+        pl.col("event_id").is_null() | pl.col("event_id").is_first_distinct().over("_order")
+    )
+    part = new_start.cum_sum().over("_order").clip(lower_bound=1)
+    named = pl.col("session_id").drop_nulls().first().over("_order", part)
+    return pl.coalesce(
+        named,
+        pl.when(part == 1).then(pl.col("_session")),
+        pl.format("{}#{}", pl.col("_session"), part),
     )
 
 
