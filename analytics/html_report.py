@@ -296,16 +296,30 @@ def _escaped(column: str, unknown: str = "") -> pl.Expr:
     return text
 
 
-NUM = ' class="num"'
+_NUM = ' class="num"'
+#: The sessions table: (heading, numeric, shown column, sort-value column) of ``_picker``.
+_SESSION_CELLS = [
+    ("session", False, "_short", "session_id"),
+    ("start", False, "_start", "_start"),
+    ("models", False, "_models", "_models"),
+    ("calls", True, "llm_calls", "llm_calls"),
+    ("input tokens", True, "_input", "_input_value"),
+    ("cost USD", True, "_cost", "_cost_value"),
+    ("billed USD", True, "_billed", "_billed"),
+    ("status", False, "status", "status"),
+]
 
 
 def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str) -> str:
-    """The session selector and the sortable sessions table (the chosen sessions)."""
+    """The session selector and the sortable sessions table (the chosen sessions, busiest
+    first), with a note of the sessions left out."""
     from analytics.report import cost_cell, dollars, thousands
 
-    order = pl.DataFrame({"session_id": list(chosen)}).with_row_index("_order")
+    tokens = pl.coalesce("input_tokens", "calls_input_tokens")
     rows = (
-        sessions.join(order, on="session_id")
+        sessions.join(
+            pl.DataFrame({"session_id": list(chosen)}).with_row_index("_order"), on="session_id"
+        )
         .sort("_order")
         .with_columns(
             pl.col("start_time")
@@ -316,82 +330,68 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
             cost_cell().alias("_cost"),
             pl.col("cost_usd").cast(pl.String).alias("_cost_value"),
             dollars(pl.col("billed_usd")).alias("_billed"),
-            pl.coalesce("input_tokens", "calls_input_tokens").alias("_input_value"),
-            thousands(pl.coalesce("input_tokens", "calls_input_tokens")).alias("_input"),
+            tokens.alias("_input_value"),
+            thousands(tokens).alias("_input"),
             pl.col("session_id").str.slice(0, 8).alias("_short"),
         )
     )
-    cells = [  # (heading, numeric, shown column, sort value column)
-        ("session", False, "_short", "session_id"),
-        (f"start ({zone})", False, "_start", "_start"),
-        ("models", False, "_models", "_models"),
-        ("calls", True, "llm_calls", "llm_calls"),
-        ("input tokens", True, "_input", "_input_value"),
-        (f"cost USD ({rates})", True, "_cost", "_cost_value"),
-        ("billed USD", True, "_billed", "_billed"),
-        ("status", False, "status", "status"),
+    headings = {"start": f"start ({zone})", "cost USD": f"cost USD ({rates})"}
+    head = "".join(
+        f'<th{_NUM if numeric else ""} scope="col">{html.escape(headings.get(name, name))}</th>'
+        for name, numeric, _, _ in _SESSION_CELLS
+    )
+    options = rows.select(
+        pl.format(
+            '<option value="{}">{} · {} · {} calls · {}</option>',
+            *(_escaped(c) for c in ("session_id", "_short", "_start")),
+            "llm_calls",
+            _escaped("_cost"),
+        )
+    )
+    with_calls = sessions.filter(pl.col("llm_calls") > 0).height
+    left_out = [
+        *(
+            [f"The {len(chosen)} sessions with the most calls of {with_calls} are listed."]
+            if len(chosen) < with_calls
+            else []
+        ),
+        *(
+            [f"Sessions without LLM calls: {sessions.height - with_calls} (not listed)."]
+            if sessions.height > with_calls
+            else []
+        ),
     ]
-    parts: list[pl.Expr | str] = [
-        pl.lit('<tr data-session="'),
-        _escaped("session_id"),
-        pl.lit('">'),
-    ]
-    for heading, numeric, shown, value in cells:
-        css = NUM if numeric else ""
-        full = [pl.lit('" title="'), _escaped("session_id")] if heading == "session" else []
+    return (
+        '<section><h2>Sessions</h2><p class="note">Pick a session for the context-growth and'
+        " cost-per-call charts below, here or by clicking its row; click a heading to sort."
+        f"{html.escape(''.join(' ' + note for note in left_out))}</p>"
+        '<div class="picker"><label for="session-select">session </label>'
+        f'<select id="session-select">{_joined(options)}</select></div>'
+        f'<div class="scroll"><table class="sessions" id="sessions"><thead><tr>{head}</tr>'
+        f"</thead><tbody>{_joined(rows.select(_session_row()))}</tbody></table></div></section>"
+    )
+
+
+def _session_row() -> pl.Expr:
+    """One ``<tr>`` of the sessions table: each cell shows its text and sorts by its value;
+    the session cell shows the full id on hover."""
+    parts: list[pl.Expr] = [pl.lit('<tr data-session="'), _escaped("session_id"), pl.lit('">')]
+    for name, numeric, shown, value in _SESSION_CELLS:
+        full = [pl.lit('" title="'), _escaped("session_id")] if name == "session" else []
         parts += [
-            pl.lit(f'<td{css} data-value="'),
+            pl.lit(f'<td{_NUM if numeric else ""} data-value="'),
             _escaped(value),
             *full,
             pl.lit('">'),
             _escaped(shown, "-"),
             pl.lit("</td>"),
         ]
-    parts.append(pl.lit("</tr>"))
-    body = (
-        rows.select(pl.concat_str(parts).alias("row"))["row"].str.join("\n").item()
-        if rows.height
-        else ""
-    )
-    options = (
-        rows.select(
-            pl.format(
-                '<option value="{}">{} · {} · {} calls · {}</option>',
-                _escaped("session_id"),
-                _escaped("_short"),
-                _escaped("_start"),
-                "llm_calls",
-                _escaped("_cost"),
-            ).alias("option")
-        )["option"]
-        .str.join("\n")
-        .item()
-        if rows.height
-        else ""
-    )
-    head = "".join(
-        f'<th{NUM if numeric else ""} scope="col">{html.escape(heading)}</th>'
-        for heading, numeric, _, _ in cells
-    )
-    with_calls = sessions.filter(pl.col("llm_calls") > 0).height
-    left_out = [
-        f"The {len(chosen)} sessions with the most calls are listed, of {with_calls}."
-        if len(chosen) < with_calls
-        else "",
-        f"Sessions without LLM calls: {sessions.height - with_calls} (not listed)."
-        if sessions.height > with_calls
-        else "",
-    ]
-    capped = " ".join(["", *filter(None, left_out)]) if any(left_out) else ""
-    return (
-        '<section><h2>Sessions</h2><p class="note">Pick a session for the context-growth and'
-        " cost-per-call charts below, here or by clicking its row; click a heading to sort."
-        f"{html.escape(capped)}</p>"
-        '<div class="picker"><label for="session-select">session </label>'
-        f'<select id="session-select">{options}</select></div>'
-        f'<div class="scroll"><table class="sessions" id="sessions"><thead><tr>{head}</tr>'
-        f"</thead><tbody>{body}</tbody></table></div></section>"
-    )
+    return pl.concat_str([*parts, pl.lit("</tr>")])
+
+
+def _joined(lines: pl.DataFrame) -> str:
+    """The one column of ``lines``, one line each."""
+    return str(lines.to_series().str.join("\n").item())
 
 
 def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str) -> str:
