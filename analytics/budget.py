@@ -59,7 +59,7 @@ class Budget:
 
     def __post_init__(self) -> None:
         if not self.amount.is_finite() or self.amount <= 0:
-            raise ConfigError(f"a budget must be a positive amount, not {self.amount}")
+            raise ConfigError(f"a budget must be a positive amount (e.g. 300), not {self.amount}")
         if not 1 <= self.start_day <= _LAST_START_DAY:
             raise ConfigError(
                 f"start day {self.start_day} is not 1-{_LAST_START_DAY}; choose a day every "
@@ -96,13 +96,19 @@ def parse_budget(text: str, origin: str) -> Budget:
     if not isinstance(start_day, int) or isinstance(start_day, bool):
         raise ConfigError(f"{origin}: start_day must be a whole number 1-28; {fix}")
     try:
-        amount = Decimal(str(raw[unit]))
-    except InvalidOperation:
-        raise ConfigError(f"{origin}: {unit} {raw[unit]!r} is not a number; {fix}") from None
-    try:
-        return Budget(amount, unit, start_day)
+        return make_budget(raw[unit], unit, start_day)
     except ConfigError as err:
         raise ConfigError(f"{origin}: {err}; {fix}") from None
+
+
+def make_budget(amount: object, unit: Unit, start_day: int = 1) -> Budget:
+    """A budget of ``amount`` (a number, or its text) a month in ``unit``; a ``ConfigError``
+    saying what is wrong otherwise."""
+    try:
+        value = Decimal(str(amount))
+    except InvalidOperation:
+        raise ConfigError(f"{unit} {amount!r} is not a number (e.g. 300 or 39.50)") from None
+    return Budget(value, unit, start_day)
 
 
 def load_budget(path: Path | None = None) -> Budget:

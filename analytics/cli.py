@@ -410,19 +410,12 @@ def budget_set(
 ) -> None:
     """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
     else $XDG_CONFIG_HOME/agentcost or ~/.config/agentcost)."""
-    from decimal import Decimal, InvalidOperation
-
-    from analytics.budget import Budget, budget_path
+    from analytics.budget import budget_path, make_budget
 
     try:
         if (credits is None) == (usd is None):
             raise UsageError("give one of --credits N or --usd N")
-        text = credits if credits is not None else usd
-        try:
-            amount = Decimal(str(text))
-        except InvalidOperation:
-            raise UsageError(f"{text!r} is not a number; e.g. --credits 300") from None
-        chosen = Budget(amount, "credits" if credits is not None else "usd", start_day)
+        chosen = make_budget(credits or usd, "credits" if credits is not None else "usd", start_day)
         path = budget_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
