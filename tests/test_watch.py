@@ -55,8 +55,9 @@ def test_latest_log_is_the_most_recently_written(tmp_path: Path) -> None:
     home = copy_of_a_session(tmp_path)
     other = home / "session-state" / "other"
     shutil.copytree(home / "session-state" / SESSION, other)
-    old = time.time() - 3600
-    os.utime(home / "session-state" / SESSION / "events.jsonl", (old, old))
+    now = time.time()  # copies keep the sample's mtime: set both
+    os.utime(home / "session-state" / SESSION / "events.jsonl", (now - 3600, now - 3600))
+    os.utime(other / "events.jsonl", (now, now))
     log = latest_log([home])
     assert log.path == other / "events.jsonl"
     assert session_target(log) == other
