@@ -275,7 +275,9 @@ def compare(
         window = _window(since, until, timezone)
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window, keep_events=False)
-        found = compare_tables(result.calls, result.sessions, tables, _model_map(model_map))
+        found = compare_tables(
+            result.calls, result.sessions, tables, _model_map(model_map), result.log_prices
+        )
         names = [t.name for t in tables]
         _emit(
             output_format,
@@ -348,7 +350,7 @@ def watch(
 
     from analytics import watch as live
     from analytics.analysis import analyze
-    from analytics.pricing import price_calls
+    from analytics.costs import price_analysis
     from analytics.rates import load_rates
 
     try:
@@ -359,7 +361,10 @@ def watch(
 
         def analyse() -> live.Figures | None:
             result = analyze([target], use_cache=use_cache, keep_events=False)
-            return live.figures(price_calls(result.calls, table, model_map=renames))
+            priced, _ = price_analysis(
+                result.calls, result.sessions, table, renames, result.log_prices
+            )
+            return live.figures(priced)
 
         live.run(log.path, analyse, Console(highlight=False))
     except KeyboardInterrupt:
@@ -875,7 +880,7 @@ def rates_learn(ctx: typer.Context, paths: PathsArg = None, output: OutputOpt = 
     try:
         result = _load(ctx, paths, keep_events=False)
         text = learned_toml(result.log_prices)
-        _emit(Format.table, output, result.log_prices, lambda: text, lambda: text)
+        _emit(Format.table, output, result.log_prices, lambda: text, lambda _: text)
         _report_issues(result, strict=False)
     except AgentcostError as error:
         _fail(error)

@@ -126,10 +126,13 @@ def compare_tables(
     sessions: pl.DataFrame,
     tables: Sequence[RateTable],
     model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
 ) -> Comparison:
     """The sessions priced under each table, what each priced each model as, the cheapest.
 
-    A table that leaves any call unpriced cannot be the cheapest: its total is a lower bound.
+    ``log_prices`` (the prices the logs quote) price what ``github-copilot`` lacks, as in
+    ``costs.price_analysis``. A table that leaves any call unpriced cannot be the cheapest:
+    its total is a lower bound.
     """
     estimated = calls.group_by("session_id").agg(
         (pl.col("token_source") == "estimated").sum().cast(pl.Int64).alias("estimated_calls")
@@ -139,7 +142,7 @@ def compare_tables(
     priced_as = []
     for table in tables:
         priced_calls, priced = price_analysis(
-            calls, sessions, table, _price_at(calls, table, model_map)
+            calls, sessions, table, _price_at(calls, table, model_map), log_prices
         )
         wide = wide.join(
             priced.select(

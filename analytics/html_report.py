@@ -237,7 +237,9 @@ def render_report(
             plots.provider_comparison(table_totals(calls, tables)),
         ),
     ]
-    _, sessions = price_analysis(analysis.calls, analysis.sessions, table)
+    _, sessions = price_analysis(
+        analysis.calls, analysis.sessions, table, log_prices=analysis.log_prices
+    )
     body = [_facts(analysis, priced, table, zone), _picker(sessions, chosen, zone, table.name)]
     for index, (heading, note, figure) in enumerate(figures):
         chart = figure.to_html(
