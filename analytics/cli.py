@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from analytics.errors import AgentcostError, StrictModeError, UsageError
+from analytics.errors import AgentcostError, InputError, StrictModeError, UsageError
 
 if TYPE_CHECKING:
     from analytics.analysis import Analysis, Window
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     name="agentcost",
     help="Facts about LLM calls, tokens and money from AI coding-agent session logs.",
-    no_args_is_help=True,
+    invoke_without_command=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -44,8 +44,34 @@ def root(
         ),
     ] = False,
 ) -> None:
-    """Facts about LLM calls, tokens and money from AI coding-agent session logs."""
+    """Facts about LLM calls, tokens and money from AI coding-agent session logs.
+
+    Without a command: what was spent today, this week and this month in the default home
+    ($COPILOT_HOME or ~/.copilot), the costliest sessions and the model mix.
+    """
     ctx.obj = not no_cache
+    if ctx.invoked_subcommand is None:
+        _home(ctx)
+
+
+def _home(ctx: typer.Context) -> None:
+    """The first screen: spend by period, costliest sessions, model mix (``analytics.home``)."""
+    from datetime import datetime
+
+    from analytics import report
+    from analytics.home import home_screen
+    from analytics.timezones import resolve_zone
+
+    try:
+        zone = resolve_zone(None)
+        result, priced_calls, priced_sessions = _priced(
+            ctx, None, "github-copilot", None, keep_events=False
+        )
+        screen = home_screen(priced_calls, priced_sessions, zone, datetime.now(zone).date())
+        typer.echo(report.home_text(screen, _layout(wide=False)))
+        _report_issues(result, strict=False)
+    except AgentcostError as error:
+        _fail(error)
 
 
 class Format(StrEnum):
@@ -96,6 +122,14 @@ ModelMapOpt = Annotated[
 ]
 StrictOpt = Annotated[
     bool, typer.Option(help="Exit with status 1 if any input problem (issue) was found.")
+]
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Tables: every column at its natural width and full session ids, instead of "
+        "fitting $COLUMNS or the terminal.",
+    ),
 ]
 
 
@@ -157,8 +191,7 @@ def _report_issues(result: Analysis, strict: bool) -> None:
 
     if result.issues.height:
         typer.echo(
-            f"agentcost: {issue_summary(result.issues)} in the input; "
-            "see the issues list of --format json",
+            f"agentcost: {issue_summary(result.issues)} in the input; agentcost issues lists them",
             err=True,
         )
         if strict:
@@ -183,6 +216,7 @@ def analyze(
     model_map: ModelMapOpt = None,
     output: OutputOpt = None,
     strict: StrictOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
@@ -203,7 +237,8 @@ def analyze(
             output,
             frame,
             lambda: report.render_json(key, frame, result.issues),
-            lambda: render(frame, str(window.zone)),
+            lambda layout: render(frame, str(window.zone), layout),
+            wide=wide,
         )
         _report_issues(result, strict)
     except AgentcostError as error:
@@ -218,43 +253,234 @@ def compare(
     ctx: typer.Context,
     paths: PathsArg = None,
     rates: Annotated[
-        str, typer.Option(help="Comma-separated rate tables (bundled names or TOML files).")
-    ] = "github-copilot,anthropic,openai,google,openrouter,deepseek",
+        str,
+        typer.Option(
+            help="Comma-separated sellers: rate tables (bundled names or TOML files) or vendor "
+            "(each model at its vendor's own API). Models are priced under each table's own "
+            "name for them (the model-equivalence map).",
+        ),
+    ] = "github-copilot,vendor,openrouter",
     model_map: ModelMapOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
     timezone: ZoneOpt = None,
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
 ) -> None:
-    """Re-price the same sessions under several rate tables and name the cheapest."""
+    """Price the same calls at each seller of their model (Copilot, the vendor, OpenRouter)
+    and name the cheapest."""
     from analytics import report
-    from analytics.compare import compare_tables
-    from analytics.rates import load_rates
+    from analytics.compare import compare_tables, load_seller
 
     try:
         window = _window(since, until, timezone)
-        tables = [load_rates(name.strip()) for name in rates.split(",") if name.strip()]
+        tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window, keep_events=False)
-        wide, cheapest = compare_tables(
-            result.calls, result.sessions, tables, _model_map(model_map)
-        )
-        verdict = (
-            f"cheapest complete table: {cheapest}"
-            if cheapest
-            else "no table priced every call; totals are lower bounds"
+        found = compare_tables(
+            result.calls, result.sessions, tables, _model_map(model_map), result.log_prices
         )
         names = [t.name for t in tables]
         _emit(
             output_format,
             output,
-            wide,
-            lambda: report.render_json("sessions", wide, result.issues),
-            lambda: report.comparison_table(wide, names, str(window.zone)) + "\n" + verdict,
+            found.sessions,
+            lambda: report.render_sections_json(
+                {"sessions": found.sessions, "priced_as": found.priced_as}, result.issues
+            ),
+            lambda layout: report.comparison_table(found, names, str(window.zone), layout),
+            wide=wide,
         )
         _report_issues(result, strict=False)
     except AgentcostError as error:
         _fail(error)
+
+
+# --- commands: issues ---
+
+
+@app.command()
+def issues(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    strict: StrictOpt = False,
+    wide: WideOpt = False,
+) -> None:
+    """List the input's problems (file, line, severity, message): lines agentcost could not
+    use, or kept but finds suspect."""
+    from analytics import report
+
+    try:
+        result = _load(ctx, paths, keep_events=False)
+        found = result.issues
+        _emit(
+            output_format,
+            output,
+            found,
+            lambda: report.render_sections_json({}, found),
+            lambda layout: report.issues_table(found, layout) if found.height else "no issues",
+            wide=wide,
+        )
+        if strict and found.height:
+            raise StrictModeError("--strict: the input has issues")
+    except AgentcostError as error:
+        _fail(error)
+
+
+# --- commands: watch, budget, statusline ---
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A session directory or events.jsonl, or a tree to take the most recently "
+            "written log from. Default: $COPILOT_HOME or ~/.copilot.",
+            show_default=False,
+        ),
+    ] = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+) -> None:
+    """Live view of the active session: calls, context size, cost so far, last call's cost
+    and the growth curve, updated as its events.jsonl grows. q or Ctrl-C quits."""
+    from rich.console import Console
+
+    from analytics import watch as live
+    from analytics.analysis import analyze
+    from analytics.costs import price_analysis
+    from analytics.rates import load_rates
+
+    try:
+        table, renames = load_rates(rates), _model_map(model_map)
+        log = live.latest_log([path] if path else [])
+        target = live.session_target(log)
+        use_cache = bool(ctx.find_root().obj)
+
+        def analyse() -> live.Figures | None:
+            result = analyze([target], use_cache=use_cache, keep_events=False)
+            priced, _ = price_analysis(
+                result.calls, result.sessions, table, renames, result.log_prices
+            )
+            return live.figures(priced)
+
+        live.run(log.path, analyse, Console(highlight=False))
+    except KeyboardInterrupt:
+        return
+    except AgentcostError as error:
+        _fail(error)
+
+
+budget_app = typer.Typer(
+    help="A monthly allowance in AI credits or USD: spent, left, and the month-end projection.",
+    invoke_without_command=True,
+    add_completion=False,
+)
+app.add_typer(budget_app, name="budget")
+
+
+@budget_app.callback()
+def budget(
+    ctx: typer.Context,
+    rates: RatesOpt = "github-copilot",
+    timezone: ZoneOpt = None,
+) -> None:
+    """Spent, left and the month-end projection of this budget month (the default home's
+    logs); exit 1 when over the budget."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from analytics.budget import load_budget
+    from analytics.budget_text import budget_lines
+
+    try:
+        status = _budget_status(ctx, load_budget(), rates, timezone)
+        typer.echo(budget_lines(status))
+        if status.over:
+            raise typer.Exit(1)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@budget_app.command("set")
+def budget_set(
+    credits: Annotated[
+        str | None, typer.Option(help="Monthly allowance in AI credits (1 credit = $0.01).")
+    ] = None,
+    usd: Annotated[str | None, typer.Option(help="Monthly allowance in US dollars.")] = None,
+    start_day: Annotated[
+        int, typer.Option(help="Day of the month a budget month starts (1-28).")
+    ] = 1,
+) -> None:
+    """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
+    else $XDG_CONFIG_HOME/agentcost or ~/.config/agentcost)."""
+    from analytics.budget import budget_path, make_budget
+
+    try:
+        if (credits is None) == (usd is None):
+            raise UsageError("give one of --credits N or --usd N")
+        chosen = make_budget(credits or usd, "credits" if credits is not None else "usd", start_day)
+        path = budget_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(chosen.to_toml(), encoding="utf-8")
+        except OSError as err:
+            raise UsageError(
+                f"{path}: cannot write ({err.strerror}); check the directory"
+            ) from None
+        typer.echo(f"agentcost: budget saved to {path}", err=True)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@app.command()
+def statusline(
+    ctx: typer.Context,
+    rates: RatesOpt = "github-copilot",
+    timezone: ZoneOpt = None,
+) -> None:
+    """One short line for a shell prompt or tmux: today's cost, the month against the budget
+    (if set), and the session being written now."""
+    from analytics.budget import budget_path, load_budget
+    from analytics.budget_text import statusline as line
+    from analytics.watch import latest_log
+
+    try:
+        saved = load_budget() if budget_path().exists() else None
+        status = _budget_status(ctx, saved, rates, timezone)
+        try:
+            active = _active(latest_log([]))
+        except InputError:  # no session log yet: nothing is active
+            active = None
+        typer.echo(line(status, active))
+    except AgentcostError as error:
+        _fail(error)
+
+
+def _budget_status(
+    ctx: typer.Context, saved: Budget | None, rates: str, timezone: str | None
+) -> BudgetStatus:
+    """The budget month so far in the default home, priced with ``rates``."""
+    from datetime import datetime
+
+    from analytics.budget import budget_status
+    from analytics.timezones import resolve_zone
+
+    zone = resolve_zone(timezone)
+    _, priced_calls, priced_sessions = _priced(ctx, None, rates, None, keep_events=False)
+    return budget_status(priced_calls, priced_sessions, saved, zone, datetime.now(zone).date())
+
+
+def _active(log: LogFile) -> str | None:
+    """``session 38b50b0c`` when ``log`` was written in the last 10 minutes, else ``None``."""
+    import time
+
+    if log.stat is None or time.time() - log.stat.st_mtime > 600:
+        return None
+    return f"session {log.session_hint[:8]}"
 
 
 # --- commands: validate ---
@@ -266,6 +492,7 @@ def validate(
     paths: PathsArg = None,
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
     from analytics import report
@@ -282,7 +509,8 @@ def validate(
             output,
             summary,
             lambda: report.render_json("sessions", summary, result.issues),
-            lambda: report.plain_table(summary) if errors.height else nothing,
+            lambda layout: report.plain_table(summary, layout) if errors.height else nothing,
+            wide=wide,
         )
     except AgentcostError as error:
         _fail(error)
@@ -432,7 +660,10 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from analytics.budget import Budget, BudgetStatus
     from analytics.periods import Breakdown, Period
+    from analytics.sources.discover import LogFile
+    from analytics.text_table import Layout
 
 
 class By(StrEnum):
@@ -470,12 +701,26 @@ def _priced(
     return result, priced_calls, priced_sessions
 
 
+def _layout(wide: bool, output: Path | None = None) -> Layout:
+    """Where tables go: the width of ``$COLUMNS`` or the terminal (120 when neither says;
+    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``."""
+    import shutil
+
+    from analytics.text_table import COMPACT_BELOW, Layout
+
+    colour = output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    width = None if wide else shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
+    return Layout(width=width, colour=colour)
+
+
 def _emit(
     output_format: Format,
     output: Path | None,
     rows: pl.DataFrame,
     as_json: Callable[[], str],
-    as_table: Callable[[], str],
+    as_table: Callable[[Layout], str],
+    *,
+    wide: bool = False,
 ) -> None:
     """Print or write one report. csv and parquet hold the report's main ``rows``; json and the
     table are the report's own renderings. A file that cannot be written is a usage error."""
@@ -487,11 +732,12 @@ def _emit(
         if output_format is Format.parquet and output is not None:
             rows.write_parquet(output)
             return
-        text = {
+        renderings: dict[Format, Callable[[], str]] = {
             Format.json: as_json,
             Format.csv: lambda: report.render_csv(rows),
-            Format.table: as_table,
-        }[output_format]()
+            Format.table: lambda: as_table(_layout(wide, output)),
+        }
+        text = renderings[output_format]()
         if output is None:
             typer.echo(text, nl=not text.endswith("\n"))
         else:
@@ -515,6 +761,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         output_format: FormatOpt = Format.table,
         output: OutputOpt = None,
         strict: StrictOpt = False,
+        wide: WideOpt = False,
     ) -> None:
         from analytics import report
         from analytics.periods import period_report
@@ -543,7 +790,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 lambda: report.render_sections_json(
                     {"periods": rep.rows, "totals": rep.totals}, result.issues, timezone=rep.zone
                 ),
-                lambda: report.period_table(rep.rows, rep.totals, period, rep.zone),
+                lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+                wide=wide,
             )
             _report_issues(result, strict)
         except AgentcostError as error:
@@ -578,6 +826,7 @@ def top(
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
     strict: StrictOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     import polars as pl
@@ -606,12 +855,12 @@ def top(
             sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
             sections["behaviour"] = pl.concat(loops).sort("session_id")
 
-        def as_table() -> str:
-            text = report.attribution_table(ranked, by.value)
+        def as_table(layout: Layout) -> str:
+            text = report.attribution_table(ranked, by.value, layout)
             if behaviour:
                 text += "\n\ncompactions (saved tokens: (pre - post) x later calls, an estimate)\n"
-                text += report.compaction_table(sections["compactions"], zone)
-                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"])
+                text += report.compaction_table(sections["compactions"], zone, layout)
+                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
 
         _emit(
@@ -620,6 +869,7 @@ def top(
             ranked,
             lambda: report.render_sections_json(sections, result.issues, timezone=zone),
             as_table,
+            wide=wide,
         )
         _report_issues(result, strict)
     except AgentcostError as error:
@@ -671,7 +921,7 @@ def rates_learn(ctx: typer.Context, paths: PathsArg = None, output: OutputOpt = 
     try:
         result = _load(ctx, paths, keep_events=False)
         text = learned_toml(result.log_prices)
-        _emit(Format.table, output, result.log_prices, lambda: text, lambda: text)
+        _emit(Format.table, output, result.log_prices, lambda: text, lambda _: text)
         _report_issues(result, strict=False)
     except AgentcostError as error:
         _fail(error)

@@ -35,3 +35,9 @@ class StrictModeError(AgentcostError):
     """``--strict`` was given and the input produced issues."""
 
     exit_code = 1
+
+
+class ConfigError(AgentcostError):
+    """agentcost's own configuration file (the budget) is missing or invalid."""
+
+    exit_code = 2

@@ -5,14 +5,20 @@ Pure: an :class:`~analytics.analysis.Analysis` and rate tables in, an HTML strin
 without a network. A hidden ``<pre id="js-errors">`` collects any JavaScript error the page
 raises, which the browser test reads back.
 
-The report shows, for the session with the most LLM calls, how its context grows call by call
-and what each call costs; for all sessions, the context items carried the most, the cost per
-day and the cost under every bundled rate table.
+The report opens on the session with the most LLM calls: how its context grows call by call
+and what each call costs. A selector, a click on a row of the sessions table, or
+``#session=<id>`` in the address redraws those two charts for any other session: each
+session's figures are embedded as plain plotly.js specs (``plots.*_spec``) in a JSON script
+element, so the file stays one offline page. A click on a heading sorts the table;
+``#sort=N`` (``#sort=Nd``: descending) does so on opening, for a link to share. For all
+sessions: the context items carried the most, the cost per day and the cost under every
+bundled rate table.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +27,7 @@ import polars as pl
 from analytics.analysis import Analysis
 from analytics.attribution import attribute_context
 from analytics.compare import table_totals
+from analytics.costs import price_analysis
 from analytics.pricing import price_calls, unpriced_models
 from analytics.rates import RateTable
 from analytics.schema import CALLS, COSTS, conform
@@ -41,7 +48,86 @@ _STYLE = """body { font-family: system-ui, sans-serif; margin: 2rem auto; max-wi
 h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2.5rem; }
 p.note { color: #555; max-width: 60rem; }
 table.facts td { padding: 0.1rem 1rem 0.1rem 0; }
-#js-errors { color: #b00; }"""
+#js-errors { color: #b00; }
+.picker { margin: 0.5rem 0 1rem; } .picker select { font-size: 1rem; max-width: 100%; }
+.scroll { max-height: 24rem; overflow: auto; border: 1px solid #ddd; }
+table.sessions { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+table.sessions th, table.sessions td { padding: 0.25rem 0.6rem; text-align: left;
+  white-space: nowrap; border-bottom: 1px solid #eee; }
+table.sessions th { position: sticky; top: 0; background: #f6f6f6; cursor: pointer;
+  user-select: none; }
+table.sessions th[aria-sort="ascending"]::after { content: " \\25B2"; }
+table.sessions th[aria-sort="descending"]::after { content: " \\25BC"; }
+table.sessions td.num, table.sessions th.num { text-align: right; }
+table.sessions td:nth-child(3) { white-space: normal; }
+table.sessions tbody tr { cursor: pointer; }
+table.sessions tbody tr:hover { background: #f3f7ff; }
+table.sessions tbody tr.chosen { background: #dde8ff; }"""
+
+#: At most this many sessions (those with the most calls) can be picked in one report, so a
+#: tree of thousands of sessions still gives a file a browser opens quickly.
+MAX_SELECTABLE = 500
+
+_SELECTOR_SCRIPT = """<script>
+(function () {
+  var charts = JSON.parse(document.getElementById("session-charts").textContent);
+  var select = document.getElementById("session-select");
+  var table = document.getElementById("sessions");
+  var body = table.tBodies[0];
+  var config = {displaylogo: false, responsive: true};
+  function draw(id, spec) {
+    var chart = document.getElementById(id);
+    var layout = Object.assign({}, spec.layout, {template: chart.layout.template});
+    Plotly.react(chart, spec.data, layout, config);
+    chart.setAttribute("data-session", select.value);
+  }
+  function show() {
+    var chosen = charts[select.value];
+    if (!chosen) { return; }
+    draw("chart-1", chosen.growth);
+    draw("chart-2", chosen.cost);
+    Array.prototype.forEach.call(body.rows, function (row) {
+      row.classList.toggle("chosen", row.getAttribute("data-session") === select.value);
+    });
+  }
+  function pick(id) {
+    if (!charts[id]) { return; }
+    select.value = id;
+    select.dispatchEvent(new Event("change"));
+  }
+  select.addEventListener("change", show);
+  body.addEventListener("click", function (event) {
+    var row = event.target.closest("tr");
+    if (row) { pick(row.getAttribute("data-session")); }
+  });
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+    th.addEventListener("click", function () {
+      var ascending = th.getAttribute("aria-sort") !== "ascending";
+      var numeric = th.classList.contains("num");
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column].getAttribute("data-value");
+        var y = b.cells[column].getAttribute("data-value");
+        if (x === y) { return 0; }
+        if (x === "") { return 1; }
+        if (y === "") { return -1; }
+        var order = numeric ? parseFloat(x) - parseFloat(y) : (x < y ? -1 : 1);
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (other) {
+        other.removeAttribute("aria-sort");
+      });
+      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    });
+  });
+  var wanted = /session=([^&]+)/.exec(window.location.hash);
+  if (wanted) { pick(decodeURIComponent(wanted[1])); } else { show(); }
+  var order = /sort=(\\d+)(d?)/.exec(window.location.hash);
+  var heading = order && table.tHead.rows[0].cells[Number(order[1])];
+  if (heading) { heading.click(); if (order[2]) { heading.click(); } }
+})();
+</script>"""
 
 
 def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
@@ -100,6 +186,21 @@ def carried_context(events: pl.DataFrame, priced: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _fixed_parts(priced: pl.DataFrame, stated: pl.DataFrame) -> dict[str, int]:
+    """Per session, the fixed part to shade: as the log states it, else as the reconstruction
+    fitted it for the main agent (its first call's ``fixed_part_tokens``)."""
+    fitted = (
+        priced.filter((pl.col("kind") == "main") & pl.col("fixed_part_tokens").is_not_null())
+        .sort("session_id", "call_index")
+        .group_by("session_id")
+        .agg(pl.col("fixed_part_tokens").first().alias("_fitted"))
+    )
+    both = fitted.join(stated, on="session_id", how="full", coalesce=True).select(
+        "session_id", pl.coalesce("fixed_tokens", "_fitted")
+    )
+    return {sid: value for sid, value in both.iter_rows() if value is not None}
+
+
 def render_report(
     analysis: Analysis, table: RateTable, tables: Sequence[RateTable], zone: str
 ) -> str:
@@ -111,31 +212,28 @@ def render_report(
 
     priced, carried, fixed_parts = _by_groups(analysis, table)
     calls = priced.drop(list(COSTS))
-    busiest = _busiest_session(priced)
-    session = priced.filter(pl.col("session_id") == busiest)
-    fixed = fixed_parts.filter(pl.col("session_id") == busiest)
-    # The fixed part as the log states it, else as the reconstruction fitted it (main agent).
-    fitted: list[int] = (
-        session.filter(pl.col("kind") == "main")["fixed_part_tokens"].drop_nulls().to_list()
-    )
-    fixed_value = (fixed["fixed_tokens"].item() if fixed.height else None) or (
-        fitted[0] if fitted else None
-    )
+    chosen = _selectable(priced)
+    busiest = chosen[0] if chosen else None
+    fixed = _fixed_parts(priced, fixed_parts)
+    specs = _session_specs(priced, chosen, fixed, table.name)
+    first = priced.filter(pl.col("session_id") == busiest)
     short = (busiest or "none")[:8]
     figures = [
         (
             "Context growth",
-            f"Session {busiest}: input tokens of each call (left axis) and in total (right axis)."
-            " Every call re-sends the fixed part and the whole conversation so far, so the"
+            "Input tokens of each call of the chosen session (left axis) and in total (right"
+            " axis). Every call re-sends the fixed part and the whole conversation so far, so the"
             " per-call line climbs and the total grows quadratically.",
             plots.context_growth(
-                session, fixed_tokens=fixed_value, title=f"Context growth, session {short}"
+                first,
+                fixed_tokens=fixed.get(busiest or ""),
+                title=f"Context growth, session {short}",
             ),
         ),
         (
             "Cost per call",
-            f"Session {busiest}, priced with {table.name}.",
-            plots.cost_per_call(session, title=f"Cost per call, session {short} ({table.name})"),
+            f"The chosen session's calls, priced with {table.name}.",
+            plots.cost_per_call(first, title=f"Cost per call, session {short} ({table.name})"),
         ),
         (
             "Top carried context items",
@@ -150,12 +248,16 @@ def render_report(
         ),
         (
             "Rate tables compared",
-            "The same calls under each bundled rate table. A table that does not know a"
-            " model leaves its calls unpriced; the label says how many it priced.",
+            "The same calls under each bundled rate table, each model under the table's own"
+            " name for it (the model-equivalence map of agentcost compare). A table that does"
+            " not sell a model leaves its calls unpriced; the axis says how many it priced.",
             plots.provider_comparison(table_totals(calls, tables)),
         ),
     ]
-    body = [_facts(analysis, priced, table, zone)]
+    _, sessions = price_analysis(
+        analysis.calls, analysis.sessions, table, log_prices=analysis.log_prices
+    )
+    body = [_facts(analysis, priced, table, zone), _picker(sessions, chosen, zone, table.name)]
     for index, (heading, note, figure) in enumerate(figures):
         chart = figure.to_html(
             full_html=False,
@@ -167,15 +269,148 @@ def render_report(
             f"<section><h2>{html.escape(heading)}</h2>"
             f'<p class="note">{html.escape(note)}</p>{chart}</section>'
         )
+    payload = json.dumps(specs, separators=(",", ":")).replace("</", "<\\/")
+    body.append(f'<script type="application/json" id="session-charts">{payload}</script>')
+    body.append(_SELECTOR_SCRIPT)
     return _page("agentcost report", "\n".join(body))
 
 
-def _busiest_session(priced: pl.DataFrame) -> str | None:
-    """The session with the most calls (the first id on a tie); None without calls."""
+def _selectable(priced: pl.DataFrame) -> list[str]:
+    """The sessions the reader can pick: most calls first (the first id on a tie), at most
+    ``MAX_SELECTABLE``."""
     counts = (
         priced.group_by("session_id").len().sort(["len", "session_id"], descending=[True, False])
     )
-    return str(counts["session_id"][0]) if counts.height else None
+    return counts["session_id"].head(MAX_SELECTABLE).to_list()
+
+
+def _session_specs(
+    priced: pl.DataFrame, chosen: Sequence[str], fixed: dict[str, int], rates: str
+) -> dict[str, dict[str, Any]]:
+    """The two per-session charts of every chosen session, as plain plotly.js specs."""
+    from analytics import plots
+
+    by_session = priced.filter(pl.col("session_id").is_in(list(chosen))).partition_by(
+        "session_id", as_dict=True
+    )
+    specs = {}
+    for session_id in chosen:
+        calls, short = by_session[(session_id,)], session_id[:8]
+        specs[session_id] = {
+            "growth": plots.context_growth_spec(
+                calls, fixed_tokens=fixed.get(session_id), title=f"Context growth, session {short}"
+            ),
+            "cost": plots.cost_per_call_spec(
+                calls, title=f"Cost per call, session {short} ({rates})"
+            ),
+        }
+    return specs
+
+
+def _escaped(column: str, unknown: str = "") -> pl.Expr:
+    """A column as HTML text (``&``, ``<``, ``>``, ``"`` escaped); null as ``unknown``."""
+    text = pl.col(column).cast(pl.String).fill_null(unknown)
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;")):
+        text = text.str.replace_all(char, entity, literal=True)
+    return text
+
+
+_NUM = ' class="num"'
+#: The sessions table: (heading, numeric, shown column, sort-value column) of ``_picker``.
+_SESSION_CELLS = [
+    ("session", False, "_short", "session_id"),
+    ("start", False, "_start", "_start"),
+    ("models", False, "_models", "_models"),
+    ("calls", True, "llm_calls", "llm_calls"),
+    ("input tokens", True, "_input", "_input_value"),
+    ("cost USD", True, "_cost", "_cost_value"),
+    ("billed USD", True, "_billed", "_billed"),
+    ("status", False, "status", "status"),
+]
+
+
+def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str) -> str:
+    """The session selector and the sortable sessions table (the chosen sessions, busiest
+    first), with a note of the sessions left out."""
+    from analytics.report import cost_cell, dollars, thousands
+
+    tokens = pl.coalesce("input_tokens", "calls_input_tokens")
+    rows = (
+        sessions.join(
+            pl.DataFrame({"session_id": list(chosen)}).with_row_index("_order"), on="session_id"
+        )
+        .sort("_order")
+        .with_columns(
+            pl.col("start_time")
+            .dt.convert_time_zone(zone)
+            .dt.strftime("%Y-%m-%d %H:%M")
+            .alias("_start"),
+            pl.col("models").list.join(", ").alias("_models"),
+            cost_cell().alias("_cost"),
+            pl.col("cost_usd").cast(pl.String).alias("_cost_value"),
+            dollars(pl.col("billed_usd")).alias("_billed"),
+            tokens.alias("_input_value"),
+            thousands(tokens).alias("_input"),
+            pl.col("session_id").str.slice(0, 8).alias("_short"),
+        )
+    )
+    headings = {"start": f"start ({zone})", "cost USD": f"cost USD ({rates})"}
+    head = "".join(
+        f'<th{_NUM if numeric else ""} scope="col">{html.escape(headings.get(name, name))}</th>'
+        for name, numeric, _, _ in _SESSION_CELLS
+    )
+    options = rows.select(
+        pl.format(
+            '<option value="{}">{} · {} · {} calls · {}</option>',
+            *(_escaped(c) for c in ("session_id", "_short", "_start")),
+            "llm_calls",
+            _escaped("_cost"),
+        )
+    )
+    with_calls = sessions.filter(pl.col("llm_calls") > 0).height
+    left_out = [
+        *(
+            [f"The {len(chosen)} sessions with the most calls of {with_calls} are listed."]
+            if len(chosen) < with_calls
+            else []
+        ),
+        *(
+            [f"Sessions without LLM calls: {sessions.height - with_calls} (not listed)."]
+            if sessions.height > with_calls
+            else []
+        ),
+    ]
+    return (
+        '<section><h2>Sessions</h2><p class="note">Pick a session for the context-growth and'
+        " cost-per-call charts below, here or by clicking its row; click a heading to sort."
+        f"{html.escape(''.join(' ' + note for note in left_out))}</p>"
+        '<div class="picker"><label for="session-select">session </label>'
+        f'<select id="session-select">{_joined(options)}</select></div>'
+        f'<div class="scroll"><table class="sessions" id="sessions"><thead><tr>{head}</tr>'
+        f"</thead><tbody>{_joined(rows.select(_session_row()))}</tbody></table></div></section>"
+    )
+
+
+def _session_row() -> pl.Expr:
+    """One ``<tr>`` of the sessions table: each cell shows its text and sorts by its value;
+    the session cell shows the full id on hover."""
+    parts: list[pl.Expr] = [pl.lit('<tr data-session="'), _escaped("session_id"), pl.lit('">')]
+    for name, numeric, shown, value in _SESSION_CELLS:
+        full = [pl.lit('" title="'), _escaped("session_id")] if name == "session" else []
+        parts += [
+            pl.lit(f'<td{_NUM if numeric else ""} data-value="'),
+            _escaped(value),
+            *full,
+            pl.lit('">'),
+            _escaped(shown, "-"),
+            pl.lit("</td>"),
+        ]
+    return pl.concat_str([*parts, pl.lit("</tr>")])
+
+
+def _joined(lines: pl.DataFrame) -> str:
+    """The one column of ``lines``, one line each."""
+    return str(lines.to_series().str.join("\n").item())
 
 
 def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str) -> str:

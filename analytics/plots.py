@@ -18,6 +18,7 @@ token count or cost stays unknown: it is left out of a line or bar and named "un
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 import polars as pl
@@ -32,6 +33,11 @@ COST_PARTS: dict[str, str] = {
 }
 
 _TEMPLATE = "plotly_white"
+#: Pixel height of the per-session charts: stated, so redrawing one for another session in a
+#: responsive page keeps its size instead of taking the container's.
+_HEIGHT = 480
+#: Legends below the plot area, clear of the x-axis title.
+_LEGEND = {"orientation": "h", "y": -0.25, "yanchor": "top"}
 _FIXED_COLOR = "rgba(120, 120, 120, 0.18)"
 
 #: Call details shown on hover, in this order (``customdata`` columns).
@@ -55,68 +61,97 @@ def context_growth(
     error. ``fixed_tokens`` (system prompt + tool definitions) is shaded: the part every call
     re-sends however short the conversation is.
     """
+    return _styled(context_growth_spec(calls, fixed_tokens=fixed_tokens, title=title))
+
+
+def context_growth_spec(
+    calls: pl.DataFrame, *, fixed_tokens: int | None = None, title: str = ""
+) -> dict[str, Any]:
+    """:func:`context_growth` as a plain plotly.js figure (``data`` and ``layout``, no
+    template): what the HTML report's session selector draws, built without plotly's
+    per-property validation (about 40 ms a figure)."""
     frame = calls.sort("call_index")
     hover = _call_customdata(frame)
     sources = frame["token_source"].drop_nulls().unique().sort().to_list()
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=frame["call_index"].to_list(),
-            y=frame["input_tokens"].to_list(),
-            name=f"input tokens of the call ({', '.join(sources) or 'unknown'})",
-            mode="lines+markers",
-            customdata=hover,
-            hovertemplate=_CALL_HOVER + "<extra></extra>",
-        )
-    )
+    x = frame["call_index"].to_list()
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": frame["input_tokens"].to_list(),
+            "name": f"input tokens of the call ({', '.join(sources) or 'unknown'})",
+            "mode": "lines+markers",
+            "customdata": hover,
+            "hovertemplate": _CALL_HOVER + "<extra></extra>",
+        }
+    ]
     observed = frame["token_source"] == "observed"
     if "reconstructed_input_tokens" in frame.columns and observed.any():
-        fig.add_trace(
-            go.Scatter(
-                x=frame["call_index"].to_list(),
-                y=frame["reconstructed_input_tokens"].to_list(),
-                name="reconstructed from the log alone",
-                mode="lines+markers",
-                line={"dash": "dot"},
-                hovertemplate="call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": frame["reconstructed_input_tokens"].to_list(),
+                "name": "reconstructed from the log alone",
+                "mode": "lines+markers",
+                "line": {"dash": "dot"},
+                "hovertemplate": "call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
+            }
         )
-    fig.add_trace(
-        go.Scatter(
-            x=frame["call_index"].to_list(),
-            y=frame["input_tokens"].cum_sum().to_list(),
-            name="input tokens sent so far",
-            mode="lines",
-            line={"color": "rgba(90, 90, 90, 0.7)", "width": 1.5},
-            yaxis="y2",
-            hovertemplate="after call %{x}: %{y:,} input tokens in total<extra></extra>",
-        )
+    data.append(
+        {
+            "type": "scatter",
+            "x": x,
+            "y": frame["input_tokens"].cum_sum().to_list(),
+            "name": "input tokens sent so far",
+            "mode": "lines",
+            "line": {"color": "rgba(90, 90, 90, 0.7)", "width": 1.5},
+            "yaxis": "y2",
+            "hovertemplate": "after call %{x}: %{y:,} input tokens in total<extra></extra>",
+        }
     )
-    if fixed_tokens is not None:
-        fig.add_hrect(
-            y0=0,
-            y1=fixed_tokens,
-            fillcolor=_FIXED_COLOR,
-            line_width=0,
-            layer="below",
-            annotation_text=f"system prompt + tool definitions: {fixed_tokens:,} tokens",
-            annotation_position="bottom right",
-        )
-    fig.update_layout(
-        title=title or "Context growth: input tokens per call",
-        xaxis_title="LLM call (index in the session)",
-        yaxis={"title": {"text": "input tokens of the call"}, "rangemode": "tozero"},
-        yaxis2={
+    layout: dict[str, Any] = {
+        "title": {"text": title or "Context growth: input tokens per call"},
+        "xaxis": _call_axis(frame.height),
+        "yaxis": {"title": {"text": "input tokens of the call"}, "rangemode": "tozero"},
+        "yaxis2": {
             "title": {"text": "input tokens sent so far"},
             "overlaying": "y",
             "side": "right",
             "rangemode": "tozero",
             "showgrid": False,
         },
-        legend={"orientation": "h", "y": -0.2},
-        template=_TEMPLATE,
-    )
-    return fig
+        "legend": _LEGEND,
+        "height": _HEIGHT,
+    }
+    if fixed_tokens is not None:
+        layout["shapes"] = [
+            {
+                "type": "rect",
+                "xref": "x domain",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": 0,
+                "y1": fixed_tokens,
+                "fillcolor": _FIXED_COLOR,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        ]
+        layout["annotations"] = [
+            {
+                "text": f"system prompt + tool definitions: {fixed_tokens:,} tokens",
+                "xref": "x domain",
+                "x": 1,
+                "xanchor": "right",
+                "yref": "y",
+                "y": 0,
+                "yanchor": "bottom",
+                "showarrow": False,
+            }
+        ]
+    return {"data": data, "layout": layout}
 
 
 def cost_per_call(calls: pl.DataFrame, *, title: str = "") -> go.Figure:
@@ -126,31 +161,57 @@ def cost_per_call(calls: pl.DataFrame, *, title: str = "") -> go.Figure:
     cache write, output, and the per-request charge when the table has one. A call whose cost
     is unknown (unpriced model, unknown tokens) has no bar and says so on hover.
     """
+    return _styled(cost_per_call_spec(calls, title=title))
+
+
+def cost_per_call_spec(calls: pl.DataFrame, *, title: str = "") -> dict[str, Any]:
+    """:func:`cost_per_call` as a plain plotly.js figure (see :func:`context_growth_spec`)."""
     frame = calls.sort("call_index")
     hover = _call_customdata(frame)
-    fig = go.Figure()
+    data = []
     for column, label in COST_PARTS.items():
         values = _usd(frame[column])
         if column == "request_cost_usd" and not any(values):
             continue
-        fig.add_trace(
-            go.Bar(
-                x=frame["call_index"].to_list(),
-                y=values,
-                name=label,
-                customdata=hover,
-                hovertemplate=f"{label}: $%{{y:.4f}}<br>" + _CALL_HOVER + "<extra></extra>",
-            )
+        data.append(
+            {
+                "type": "bar",
+                "x": frame["call_index"].to_list(),
+                "y": values,
+                "name": label,
+                "customdata": hover,
+                "hovertemplate": f"{label}: $%{{y:.4f}}<br>" + _CALL_HOVER + "<extra></extra>",
+            }
         )
-    fig.update_layout(
-        barmode="stack",
-        title=title or "Cost per call, by part",
-        xaxis_title="LLM call (index in the session)",
-        yaxis_title="cost (USD)",
-        yaxis_tickprefix="$",
-        legend={"orientation": "h", "y": -0.2},
-        template=_TEMPLATE,
-    )
+    layout = {
+        "barmode": "stack",
+        "title": {"text": title or "Cost per call, by part"},
+        "xaxis": _call_axis(frame.height),
+        "yaxis": {"title": {"text": "cost (USD)"}, "tickprefix": "$"},
+        "legend": _LEGEND,
+        "height": _HEIGHT,
+    }
+    return {"data": data, "layout": layout}
+
+
+def _call_axis(calls: int) -> dict[str, Any]:
+    """The x axis of per-call charts: whole call numbers only (about 20 ticks at most), from
+    the first call to the last."""
+    axis: dict[str, Any] = {
+        "title": {"text": "LLM call (index in the session)"},
+        "tick0": 1,
+        "dtick": max(1, -(-calls // 20)),
+        "zeroline": False,
+    }
+    if calls:
+        axis["range"] = [0.5, calls + 0.5]
+    return axis
+
+
+def _styled(spec: dict[str, Any]) -> go.Figure:
+    """A figure from a plain spec, in agentcost's template."""
+    fig = go.Figure(spec)
+    fig.update_layout(template=_TEMPLATE)
     return fig
 
 
@@ -194,6 +255,7 @@ def carried_items(items: pl.DataFrame, *, top: int = 15, title: str = "") -> go.
         xaxis_title="input tokens re-sent (item tokens x times carried)",
         yaxis={"title": {"text": "context item"}, "automargin": True},
         height=max(360, 28 * frame.height + 160),
+        uniformtext={"minsize": 9, "mode": "hide"},
         template=_TEMPLATE,
     )
     return fig
@@ -249,32 +311,36 @@ def provider_comparison(totals: pl.DataFrame, *, title: str = "") -> go.Figure:
     """The same calls priced under several rate tables: one bar per table.
 
     ``totals`` has ``rates`` (table name), ``cost_usd`` (the priced calls' total; null when no
-    call was priced), ``calls`` and ``priced_calls``. The label says how many calls the table
-    could price, so a cheap bar that covers few calls is not mistaken for a cheap provider.
+    call was priced), ``calls`` and ``priced_calls``. Each table's axis label says how many
+    calls it could price, so a cheap bar that covers few calls is not mistaken for a cheap
+    provider; the bar's own label is only its cost, so labels of neighbours never overlap.
     """
     frame = totals.sort("rates")
-    labels = [
-        f"{cost} · {priced}/{calls} calls priced"
-        for cost, priced, calls in zip(
-            _money_text(frame["cost_usd"]),
+    ticks = [
+        f"{name}<br>{priced}/{calls} calls priced"
+        for name, priced, calls in zip(
+            frame["rates"].to_list(),
             frame["priced_calls"].to_list(),
             frame["calls"].to_list(),
             strict=True,
         )
     ]
+    costs = _money_text(frame["cost_usd"])
     fig = go.Figure(
         go.Bar(
-            x=frame["rates"].to_list(),
+            x=ticks,
             y=_usd(frame["cost_usd"]),
-            text=labels,
+            text=costs,
             textposition="outside",
+            cliponaxis=False,
             hovertemplate="<b>%{x}</b><br>%{text}<extra></extra>",
         )
     )
     fig.update_layout(
         title=title or "The same sessions under each rate table",
-        xaxis_title="rate table",
+        xaxis_title="rate table (how many of the calls it could price)",
         yaxis={"title": {"text": "cost of the priced calls (USD)"}, "tickprefix": "$"},
+        uniformtext={"minsize": 10, "mode": "hide"},
         template=_TEMPLATE,
     )
     return fig

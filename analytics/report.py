@@ -9,12 +9,17 @@ the user's timezone in the text table; decimals are strings so no digit is lost.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from analytics.text_table import Column, Layout, render_table
+
+if TYPE_CHECKING:
+    from analytics.compare import Comparison
+    from analytics.home import HomeScreen
 
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
@@ -96,86 +101,79 @@ def render_csv(frame: pl.DataFrame) -> str:
     return flat.write_csv()
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of a text table: header, how to format a value, right-aligned or not."""
+def _as_text(frame: pl.DataFrame, fields: Sequence[str]) -> pl.DataFrame:
+    """``fields`` of ``frame`` as display strings: integers with thousands separators, money
+    with 4 decimals, lists joined; unknown (null) stays null and is drawn as ``-``."""
 
-    header: str
-    field: str
-    format: Callable[[Any], str]
-    right: bool = True
+    def text(name: str, dtype: pl.DataType) -> pl.Expr:
+        column = pl.col(name)
+        if dtype.is_integer():
+            return thousands(column)
+        if isinstance(dtype, pl.Decimal):
+            return dollars(column)
+        if isinstance(dtype, pl.List):
+            return column.list.join(", ").replace("", None)
+        return column.cast(pl.String)
 
-
-def _count(value: Any) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
-def _text(value: Any) -> str:
-    return "-" if value is None else str(value)
-
-
-def _models(value: Any) -> str:
-    return ", ".join(value) if value else "-"
+    schema = frame.schema
+    return frame.with_columns(
+        text(name, schema[name]).alias(name) for name in dict.fromkeys(fields)
+    )
 
 
-def render_table(
-    frame: pl.DataFrame, columns: Sequence[Column], totals: dict[str, str] | None
+def _table(
+    frame: pl.DataFrame,
+    columns: Sequence[Column],
+    totals: dict[str, str] | None,
+    layout: Layout | None,
+    notes: Sequence[str] = (),
 ) -> str:
-    """Aligned plain text, one row per frame row, with an optional totals row."""
-    header = [c.header for c in columns]
-    rows = [[c.format(row[c.field]) for c in columns] for row in frame.iter_rows(named=True)]
-    if totals is not None:
-        rows.append([totals.get(c.field, "") for c in columns])
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            cell.rjust(width) if col.right else cell.ljust(width)
-            for cell, width, col in zip(cells, widths, columns, strict=True)
-        ).rstrip()
-
-    out = [line(header), line(["-" * w for w in widths])]
-    out.extend(line(row) for row in rows[: len(rows) - (totals is not None)])
-    if totals is not None:
-        out.append(line(["-" * w for w in widths]))
-        out.append(line(rows[-1]))
-    return "\n".join(out)
+    """``render_table`` of ``frame`` with each shown field as text."""
+    text = _as_text(frame, [c.field for c in columns])
+    return render_table(text, columns, totals, layout, notes)
 
 
-def _id_and_start(zone: str, time_format: str) -> list[pl.Expr]:
-    """A short session id (``_id``) and the start time in ``zone`` (``_start``)."""
+def _short_id(layout: Layout | None) -> pl.Expr:
+    """The session id as the layout shows it (cut in the narrower layouts), as ``_id``."""
+    length = (layout or Layout()).id_length
+    ids = pl.col("session_id")
+    return (ids if length is None else ids.str.slice(0, length)).alias("_id")
+
+
+def _id_and_start(zone: str, time_format: str, layout: Layout | None) -> list[pl.Expr]:
+    """The session id as shown (``_id``) and the start time in ``zone`` (``_start``)."""
     return [
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        _short_id(layout),
         pl.col("start_time").dt.convert_time_zone(zone).dt.strftime(time_format).alias("_start"),
     ]
 
 
-def session_table(sessions: pl.DataFrame, zone: str) -> str:
+def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
     """The per-session table of ``agentcost analyze``, times in ``zone``."""
     local = sessions.with_columns(
-        *_id_and_start(zone, "%Y-%m-%d %H:%M"),
+        *_id_and_start(zone, "%Y-%m-%d %H:%M", layout),
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
         _check().alias("_check"),
     )
     columns = [
-        Column("SESSION", "_id", _text, right=False),
-        Column(f"START ({zone})", "_start", _text, right=False),
-        Column("MODELS", "models", _models, right=False),
-        Column("CALLS", "llm_calls", _count),
-        Column("MAIN/SUB/COMPACT", "_split", _text),
-        Column("INTERRUPTED", "interrupted_calls", _count),
-        Column("SHUTDOWN CHECK", "_check", _text, right=False),
-        Column("INPUT TOK", "_input", _text),
-        Column("OUTPUT TOK", "_output", _text),
-        Column("PER-CALL TOKENS", "_sources", _text, right=False),
-        Column("COST USD", "_cost", _text),
-        Column("BILLED USD", "billed_usd", _money),
-        Column("STATUS", "status", _text, right=False),
+        Column("SESSION", "_id", right=False),
+        Column(f"START ({zone})", "_start", right=False, drop=3),
+        Column("MODELS", "models", right=False, drop=6),
+        Column("CALLS", "llm_calls"),
+        Column("MAIN/SUB/COMPACT", "_split", drop=8),
+        Column("INTERRUPTED", "interrupted_calls", drop=9),
+        Column("SHUTDOWN CHECK", "_check", right=False, drop=5),
+        Column("INPUT TOK", "_input", drop=2),
+        Column("OUTPUT TOK", "_output", drop=4),
+        Column("PER-CALL TOKENS", "_sources", right=False, drop=7),
+        Column("COST USD", "_cost"),
+        Column("BILLED USD", "billed_usd", drop=1),
+        Column("STATUS", "status", right=False, drop=10),
     ]
     local = local.with_columns(
         *_token_value("input_tokens"), *_token_value("output_tokens")
     ).with_columns(
-        _cost_cell().alias("_cost"),
+        cost_cell().alias("_cost"),
         _tokens_cell("input_tokens").alias("_input"),
         _tokens_cell("output_tokens").alias("_output"),
         _sources_cell().alias("_sources"),
@@ -193,7 +191,7 @@ def session_table(sessions: pl.DataFrame, zone: str) -> str:
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
-    return render_table(local, columns, totals) + _legend(estimated)
+    return _table(local, columns, totals, layout, _legend(estimated))
 
 
 def _token_value(column: str) -> list[pl.Expr]:
@@ -215,8 +213,8 @@ def _tokens_cell(column: str) -> pl.Expr:
         pl.when(value.is_null())
         .then(pl.lit("-"))
         .when(pl.col(f"_{column}_est"))
-        .then(pl.format("~{}", _thousands(value)))
-        .otherwise(_thousands(value))
+        .then(pl.format("~{}", thousands(value)))
+        .otherwise(thousands(value))
     )
 
 
@@ -226,7 +224,7 @@ def _tokens_total(frame: pl.DataFrame, column: str) -> str:
     return f"~{total}" if frame[f"_{column}_est"].any() and total != "-" else total
 
 
-def _thousands(expr: pl.Expr) -> pl.Expr:
+def thousands(expr: pl.Expr) -> pl.Expr:
     """An integer with thousands separators (1234567 -> "1,234,567")."""
     digits = expr.cast(pl.String)
     return (
@@ -246,14 +244,14 @@ def _sources_cell() -> pl.Expr:
 
 def _money(value: Any) -> str:
     """Dollars rounded for display only (the data keeps every digit)."""
-    return "-" if value is None else f"{Decimal(value):,.4f}"
+    return "-" if value is None else f"{Decimal(value):.4f}"
 
 
-def _cost_cell() -> pl.Expr:
+def cost_cell() -> pl.Expr:
     """The cost cell: the amount (``~`` when it prices estimated tokens), marked when some
     calls could not be priced."""
     estimated = pl.col("token_sources").struct["estimated"] > 0
-    digits = pl.col("cost_usd").cast(pl.Float64).round(4).cast(pl.String)
+    digits = dollars(pl.col("cost_usd"))
     amount = pl.when(estimated).then(pl.format("~{}", digits)).otherwise(digits)
     return (
         pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
@@ -272,9 +270,9 @@ ESTIMATE_LEGEND = (
 )
 
 
-def _legend(estimated: bool | None) -> str:
-    """The line that explains ``~``, under a table that shows one."""
-    return f"\n{ESTIMATE_LEGEND}" if estimated else ""
+def _legend(estimated: bool | None) -> list[str]:
+    """The note that explains ``~``, under a table that shows one."""
+    return [ESTIMATE_LEGEND] if estimated else []
 
 
 def _estimate_mark(total: str, estimated: bool | None) -> str:
@@ -285,7 +283,7 @@ def _estimate_mark(total: str, estimated: bool | None) -> str:
 def _money_total(series: pl.Series, unpriced: object) -> str:
     known = series.drop_nulls()
     total = _money(known.sum()) if known.len() else "-"
-    return f"{total} (+{unpriced} calls without a cost)" if unpriced else total
+    return f"{total} (+{unpriced} without a cost)" if unpriced else total
 
 
 def _check() -> pl.Expr:
@@ -311,10 +309,11 @@ def _sum_known(series: pl.Series) -> str:
     return f"{total} (+{missing} unknown)" if missing else total
 
 
-def call_table(calls: pl.DataFrame, zone: str) -> str:
+def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
     """The per-call table of ``agentcost analyze --calls``."""
+    cost = dollars(pl.col("cost_usd"), 6)
     local = calls.with_columns(
-        *_id_and_start(zone, "%Y-%m-%d %H:%M:%S"),
+        *_id_and_start(zone, "%Y-%m-%d %H:%M:%S", layout),
         ((pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds() / 1000)
         .round(1)
         .cast(pl.String)
@@ -325,25 +324,25 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
         .when(pl.col("cost_usd").is_null())
         .then(pl.lit("unknown tokens"))
         .when(pl.col("token_source") == "estimated")
-        .then(pl.format("~{}", pl.col("cost_usd").cast(pl.Float64).round(6)))
-        .otherwise(pl.col("cost_usd").cast(pl.Float64).round(6).cast(pl.String))
+        .then(pl.format("~{}", cost))
+        .otherwise(cost)
         .alias("_cost"),
     )
     columns = [
-        Column("SESSION", "_id", _text, right=False),
-        Column("#", "call_index", _count),
-        Column("KIND", "kind", _text, right=False),
-        Column("MODEL", "model", _text, right=False),
-        Column("AGENT", "agent_name", _text, right=False),
-        Column(f"START ({zone})", "_start", _text, right=False),
-        Column("SECONDS", "_seconds", _text),
-        Column("INPUT TOK", "input_tokens", _count),
-        Column("CACHE READ", "cache_read_tokens", _count),
-        Column("CACHE WRITE", "cache_write_tokens", _count),
-        Column("OUTPUT TOK", "output_tokens", _count),
-        Column("TOKENS", "token_source", _text, right=False),
-        Column("COST USD", "_cost", _text),
-        Column("INTERRUPTED", "_cut", _text, right=False),
+        Column("SESSION", "_id", right=False),
+        Column("#", "call_index"),
+        Column("KIND", "kind", right=False, drop=4),
+        Column("MODEL", "model", right=False, drop=3),
+        Column("AGENT", "agent_name", right=False, drop=9),
+        Column(f"START ({zone})", "_start", right=False, drop=7),
+        Column("SECONDS", "_seconds", drop=8),
+        Column("INPUT TOK", "input_tokens"),
+        Column("CACHE READ", "cache_read_tokens", drop=5),
+        Column("CACHE WRITE", "cache_write_tokens", drop=6),
+        Column("OUTPUT TOK", "output_tokens", drop=2),
+        Column("TOKENS", "token_source", right=False, drop=1),
+        Column("COST USD", "_cost"),
+        Column("INTERRUPTED", "_cut", right=False, drop=10),
     ]
     totals = {
         "_id": f"{calls.height} calls",
@@ -357,46 +356,182 @@ def call_table(calls: pl.DataFrame, zone: str) -> str:
             (calls["token_source"] == "estimated").any(),
         ),
     }
-    return render_table(local, columns, totals) + _legend(
-        (calls["token_source"] == "estimated").any()
-    )
+    estimated = (calls["token_source"] == "estimated").any()
+    return _table(local, columns, totals, layout, _legend(estimated))
 
 
-def comparison_table(wide: pl.DataFrame, tables: Sequence[str], zone: str) -> str:
-    """Sessions x rate tables: each table's cost, marked where calls were left unpriced."""
-    cells = wide.with_columns(
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
-        pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d").alias("_day"),
-        *(
+def comparison_table(
+    found: Comparison, tables: Sequence[str], zone: str, layout: Layout | None = None
+) -> str:
+    """Sessions x rate tables: each table's cost, ``~`` where it prices estimated tokens,
+    marked where calls were left unpriced; the notes of ``comparison_notes`` below."""
+    wide = found.sessions.join(found.estimated_calls, on="session_id", how="left")
+    estimated = pl.col("estimated_calls").fill_null(0) > 0
+
+    def cost(name: str) -> pl.Expr:
+        amount = dollars(pl.col(name))
+        amount = pl.when(estimated & amount.is_not_null()).then("~" + amount).otherwise(amount)
+        return (
             pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
-            .then(
-                pl.format(
-                    "{} +{} unpriced",
-                    pl.col(name).cast(pl.Float64).round(4).cast(pl.String).fill_null("-"),
-                    pl.col(f"{name}_unpriced_calls"),
-                )
-            )
-            .otherwise(pl.col(name).cast(pl.Float64).round(4).cast(pl.String))
+            .then(pl.format("{} +{} unpriced", amount.fill_null("-"), f"{name}_unpriced_calls"))
+            .otherwise(amount)
             .alias(f"_{name}")
-            for name in tables
-        ),
+        )
+
+    cells = wide.with_columns(
+        _short_id(layout),
+        pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d").alias("_day"),
+        *(cost(name) for name in tables),
     )
     columns = [
-        Column("SESSION", "_id", _text, right=False),
-        Column(f"DAY ({zone})", "_day", _text, right=False),
-        Column("CALLS", "llm_calls", _count),
-        *(Column(f"{name} USD", f"_{name}", _text) for name in tables),
+        Column("SESSION", "_id", right=False),
+        Column(f"DAY ({zone})", "_day", right=False, drop=2),
+        Column("CALLS", "llm_calls", drop=1),
+        *(Column(f"{name} USD", f"_{name}") for name in tables),
     ]
     totals = {"_id": "total", "llm_calls": _count(wide["llm_calls"].sum())}
+    any_estimated = (wide["estimated_calls"].fill_null(0) > 0).any()
     for name in tables:
-        totals[f"_{name}"] = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
-    return render_table(cells, columns, totals)
+        total = _money_total(wide[name], wide[f"{name}_unpriced_calls"].sum())
+        totals[f"_{name}"] = _estimate_mark(total, any_estimated)
+    notes = comparison_notes(found, layout)
+    return _table(cells, columns, totals, layout, [*notes, *_legend(any_estimated)])
 
 
-def plain_table(frame: pl.DataFrame) -> str:
-    """Every column of a small frame, as aligned text."""
-    columns = [Column(name.upper(), name, _text, right=False) for name in frame.columns]
-    return render_table(frame, columns, None)
+def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[str]:
+    """Under the comparison: the verdict; per table, which model priced each log model (or
+    that the table does not sell it); and where each table's prices come from and when they
+    were checked (the sources in full in the wide layout)."""
+    verdict = (
+        f"cheapest table that priced every call: {found.cheapest}"
+        if found.cheapest
+        else "no table priced every call; totals are lower bounds"
+    )
+    priced = found.priced_as.with_columns(pl.col("model").fill_null("unknown model"))
+    lines = (
+        priced.with_columns(
+            pl.when(pl.col("priced_model").is_null())
+            .then(pl.format("{} not sold there ({} calls unpriced)", "model", "calls"))
+            .when(
+                (pl.col("priced_model") == pl.col("model")) & (pl.col("seller") == pl.col("rates"))
+            )
+            .then(pl.format("{} ({} calls)", "model", "calls"))
+            .when(pl.col("seller") == pl.col("rates"))
+            .then(pl.format("{} as {} ({} calls)", "model", "priced_model", "calls"))
+            .otherwise(
+                pl.format("{} as {} {} ({} calls)", "model", "seller", "priced_model", "calls")
+            )
+            .alias("_priced")
+        )
+        .group_by("rates", maintain_order=True)
+        .agg(pl.col("_priced").str.join(", "))
+        .select(pl.format("{}: {}", "rates", "_priced"))
+        .to_series()
+        .to_list()
+    )
+    sellers = priced.filter(pl.col("seller").is_not_null()).unique("seller", maintain_order=True)
+    if (layout or Layout()).wide:
+        sources = sellers.select(
+            pl.format("{}: prices checked {}, source: {}", "seller", "checked", "source")
+        )
+        return [verdict, *lines, *sources.to_series().to_list()]
+    checked = sellers.select(pl.format("{} {}", "seller", "checked")).to_series().str.join(", ")
+    return [verdict, *lines, f"prices checked: {checked.item()} (--wide shows their sources)"]
+
+
+def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
+    """Every column of a small frame, as a table."""
+    columns = [
+        Column(name.upper(), name, right=frame.schema[name].is_numeric(), drop=index)
+        for index, name in enumerate(frame.columns)
+    ]
+    return _table(frame, columns, None, layout)
+
+
+def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
+    """``agentcost issues``: every input problem with its file and line (``-`` for a whole
+    file or directory), errors first."""
+    ordered = issues.sort(
+        pl.col("severity") != "error", "file", "line", nulls_last=False, maintain_order=True
+    )
+    columns = [
+        Column("FILE", "file", right=False),
+        Column("LINE", "line"),
+        Column("SEVERITY", "severity", right=False),
+        Column("MESSAGE", "message", right=False),
+    ]
+    return _table(ordered, columns, {"file": f"{issues.height} issues"}, layout)
+
+
+def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
+    """The first screen of bare ``agentcost``: spend by period, the costliest sessions and
+    the model mix, each headed by the command that gives the detail."""
+    periods = screen.periods.with_columns(
+        pl.col("since").dt.to_string().fill_null("-").alias("_since"),
+        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+        pl.when(pl.col("billed_split_calls") > 0)
+        .then(pl.format("~{}", dollars(pl.col("billed_usd"))))
+        .otherwise(dollars(pl.col("billed_usd")))
+        .alias("_billed"),
+    )
+    spend = _table(
+        periods,
+        [
+            Column(f"SPENT ({screen.zone})", "label", right=False),
+            Column("SINCE", "_since", right=False, drop=4),
+            Column("CALLS", "calls"),
+            Column("COST USD", "_cost"),
+            Column("BILLED USD", "_billed", drop=3),
+            Column("DETAIL", "command", right=False),
+        ],
+        None,
+        layout,
+        ["BILLED USD: the Copilot bill the logs record (~: a session's bill split over days)"],
+    )
+    sessions = screen.sessions.with_columns(
+        *_id_and_start(screen.zone, "%Y-%m-%d", layout),
+        cost_cell().alias("_cost"),
+    )
+    costliest = _table(
+        sessions,
+        [
+            Column("SESSION", "_id", right=False),
+            Column("DAY", "_start", right=False, drop=2),
+            Column("MODELS", "models", right=False, drop=1),
+            Column("CALLS", "llm_calls"),
+            Column("COST USD", "_cost"),
+        ],
+        None,
+        layout,
+    )
+    models = screen.models.with_columns(
+        pl.col("model").fill_null("unknown model"),
+        pl.format("{}%", pl.col("share_pct").round(1)).alias("_share"),
+        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+    )
+    mix = _table(
+        models,
+        [
+            Column("MODEL", "model", right=False),
+            Column("CALLS", "calls"),
+            Column("SHARE", "_share", drop=1),
+            Column("COST USD", "_cost"),
+        ],
+        None,
+        layout,
+    )
+    return "\n\n".join(
+        [
+            spend,
+            f"costliest sessions (detail: agentcost analyze; context: agentcost top)\n{costliest}",
+            f"model mix (detail: agentcost daily --by model)\n{mix}",
+            "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
+        ]
+    )
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 # --- period reports, context attribution and agent-loop behaviour (agentcost daily/top) ---
@@ -421,7 +556,7 @@ def render_sections_json(
 def _usd(amount: str, unpriced: str) -> pl.Expr:
     """A money cell: rounded for display, ``+ N unpriced`` when calls were left out, and
     ``unpriced (N calls)`` when none was priced; never a silent $0."""
-    value = _dollars(pl.col(amount))
+    value = dollars(pl.col(amount))
     left_out = pl.col(unpriced).fill_null(0)
     return (
         pl.when(left_out == 0)
@@ -432,14 +567,15 @@ def _usd(amount: str, unpriced: str) -> pl.Expr:
     )
 
 
-def _dollars(amount: pl.Expr) -> pl.Expr:
-    """An exact decimal amount shown with 4 decimals (rounded half to even, for display only)."""
-    return amount.round(4).cast(pl.Decimal(38, 4)).cast(pl.String)
+def dollars(amount: pl.Expr, places: int = 4) -> pl.Expr:
+    """An exact decimal amount shown with ``places`` decimals (rounded half to even, for
+    display only)."""
+    return amount.round(places).cast(pl.Decimal(38, places)).cast(pl.String)
 
 
 def _count_cell(column: str) -> pl.Expr:
     """An integer with thousands separators, ``-`` when unknown."""
-    return _thousands(pl.col(column)).fill_null("-")
+    return thousands(pl.col(column)).fill_null("-")
 
 
 _PERIOD_HEADER = {"day": "DAY", "week": "WEEK", "month": "MONTH"}
@@ -451,7 +587,9 @@ _TOKEN_HEADERS = {
 }
 
 
-def period_table(rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: str) -> str:
+def period_table(
+    rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: str, layout: Layout | None = None
+) -> str:
     """The table of ``agentcost daily|weekly|monthly``: one row per period (and key), totals.
 
     ``BILLED USD`` is marked ``~`` where part of a session's bill was split over its calls.
@@ -459,7 +597,7 @@ def period_table(rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: st
     keys = [c for c in ("model", "project", "session_id") if c in rows.columns]
 
     def cells(frame: pl.DataFrame) -> pl.DataFrame:
-        billed = _dollars(pl.col("billed_usd"))
+        billed = dollars(pl.col("billed_usd"))
         return frame.with_columns(
             pl.col("period").fill_null("unknown").alias("_period"),
             *(_count_cell(c).alias(f"_{c}") for c in ["sessions", "calls", *_TOKEN_HEADERS]),
@@ -469,24 +607,28 @@ def period_table(rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: st
             .otherwise(billed)
             .fill_null("-")
             .alias("_billed"),
+            *((_short_id(layout).alias("session_id"),) if "session_id" in frame.columns else ()),
         )
 
     columns = [
-        Column(f"{_PERIOD_HEADER[period]} ({zone})", "_period", _text, right=False),
-        *(Column(key.removesuffix("_id").upper(), key, _text, right=False) for key in keys),
-        Column("SESSIONS", "_sessions", _text),
-        Column("CALLS", "_calls", _text),
-        *(Column(header, f"_{c}", _text) for c, header in _TOKEN_HEADERS.items()),
-        Column("COST USD", "_cost", _text),
-        Column("BILLED USD", "_billed", _text),
+        Column(f"{_PERIOD_HEADER[period]} ({zone})", "_period", right=False),
+        *(Column(key.removesuffix("_id").upper(), key, right=False) for key in keys),
+        Column("SESSIONS", "_sessions", drop=5),
+        Column("CALLS", "_calls"),
+        *(
+            Column(header, f"_{c}", drop=drop)
+            for (c, header), drop in zip(_TOKEN_HEADERS.items(), (2, 4, 3, 1), strict=True)
+        ),
+        Column("COST USD", "_cost"),
+        Column("BILLED USD", "_billed", drop=6),
     ]
     total = cells(totals).row(0, named=True)
-    return render_table(
-        cells(rows), columns, {c.field: str(total.get(c.field, "")) for c in columns}
+    return _table(
+        cells(rows), columns, {c.field: str(total.get(c.field) or "") for c in columns}, layout
     )
 
 
-def attribution_table(frame: pl.DataFrame, by: str) -> str:
+def attribution_table(frame: pl.DataFrame, by: str, layout: Layout | None = None) -> str:
     """``agentcost top``: the costliest context items per session, or per tool."""
     cells = frame.with_columns(
         *(
@@ -498,32 +640,32 @@ def attribution_table(frame: pl.DataFrame, by: str) -> str:
     )
     if by == "tool":
         columns = [
-            Column("SOURCE", "source", _text, right=False),
-            Column("ITEMS", "_items", _text),
-            Column("BYTES", "_content_bytes", _text),
-            Column("TIMES SENT", "_sends", _text),
-            Column("TOKENS SENT", "_tokens_sent", _text),
-            Column("COST USD", "_cost", _text),
+            Column("SOURCE", "source", right=False),
+            Column("ITEMS", "_items", drop=3),
+            Column("BYTES", "_content_bytes", drop=2),
+            Column("TIMES SENT", "_sends", drop=1),
+            Column("TOKENS SENT", "_tokens_sent"),
+            Column("COST USD", "_cost"),
         ]
     else:
-        cells = cells.with_columns(pl.col("session_id").str.slice(0, 12).alias("_id"))
+        cells = cells.with_columns(_short_id(layout))
         columns = [
-            Column("SESSION", "_id", _text, right=False),
-            Column("ITEM", "label", _text, right=False),
-            Column("TOKENS", "_tokens_added", _text),
-            Column("TIMES SENT", "_sends", _text),
-            Column("TOKENS SENT", "_tokens_sent", _text),
-            Column("COST USD", "_cost", _text),
+            Column("SESSION", "_id", right=False),
+            Column("ITEM", "label", right=False),
+            Column("TOKENS", "_tokens_added", drop=2),
+            Column("TIMES SENT", "_sends", drop=1),
+            Column("TOKENS SENT", "_tokens_sent", drop=3),
+            Column("COST USD", "_cost"),
         ]
-    return render_table(cells, columns, None)
+    return _table(cells, columns, None, layout)
 
 
-def compaction_table(frame: pl.DataFrame, zone: str) -> str:
+def compaction_table(frame: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
     """Compaction calls: cost, pre/post tokens and the estimated input tokens saved."""
     cells = frame.with_columns(
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        _short_id(layout),
         pl.col("start_time").dt.convert_time_zone(zone).dt.strftime("%Y-%m-%d %H:%M").alias("_at"),
-        _dollars(pl.col("cost_usd")).fill_null("unpriced"),
+        dollars(pl.col("cost_usd")).fill_null("unpriced"),
         *(
             _count_cell(c).alias(f"_{c}")
             for c in (
@@ -535,22 +677,22 @@ def compaction_table(frame: pl.DataFrame, zone: str) -> str:
         ),
     )
     columns = [
-        Column("SESSION", "_id", _text, right=False),
-        Column("#", "call_index", _count),
-        Column(f"AT ({zone})", "_at", _text, right=False),
-        Column("COST USD", "cost_usd", _text),
-        Column("PRE TOK", "_pre_compaction_tokens", _text),
-        Column("POST TOK", "_post_compaction_tokens", _text),
-        Column("LATER CALLS", "_later_calls", _text),
-        Column("SAVED INPUT TOK (EST.)", "_saved_input_tokens_estimate", _text),
+        Column("SESSION", "_id", right=False),
+        Column("#", "call_index"),
+        Column(f"AT ({zone})", "_at", right=False, drop=3),
+        Column("COST USD", "cost_usd"),
+        Column("PRE TOK", "_pre_compaction_tokens", drop=2),
+        Column("POST TOK", "_post_compaction_tokens", drop=1),
+        Column("LATER CALLS", "_later_calls", drop=4),
+        Column("SAVED INPUT TOK (EST.)", "_saved_input_tokens_estimate"),
     ]
-    return render_table(cells, columns, None)
+    return _table(cells, columns, None, layout)
 
 
-def behaviour_table(frame: pl.DataFrame) -> str:
+def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
     """Agent-loop behaviour per session: prompts, calls, nudges, unfinished and cut-off work."""
     cells = frame.with_columns(
-        pl.col("session_id").str.slice(0, 12).alias("_id"),
+        _short_id(layout),
         pl.col("calls_per_user_message").round(1).cast(pl.String).fill_null("-").alias("_ratio"),
         _usd("nudge_cost_usd", "nudge_unpriced_calls").alias("_nudge_cost"),
         _usd("interrupted_cost_usd", "interrupted_unpriced_calls").alias("_cut_cost"),
@@ -560,15 +702,15 @@ def behaviour_table(frame: pl.DataFrame) -> str:
         .alias("_done"),
     )
     columns = [
-        Column("SESSION", "_id", _text, right=False),
-        Column("PROMPTS", "user_messages", _count),
-        Column("CALLS", "llm_calls", _count),
-        Column("CALLS/PROMPT", "_ratio", _text),
-        Column("NUDGES", "autopilot_nudges", _count),
-        Column("NUDGE CALLS", "nudge_calls", _count),
-        Column("NUDGE USD", "_nudge_cost", _text),
-        Column("TASK COMPLETE", "_done", _text, right=False),
-        Column("INTERRUPTED", "interrupted_calls", _count),
-        Column("INTERRUPTED USD", "_cut_cost", _text),
+        Column("SESSION", "_id", right=False),
+        Column("PROMPTS", "user_messages", drop=3),
+        Column("CALLS", "llm_calls"),
+        Column("CALLS/PROMPT", "_ratio", drop=2),
+        Column("NUDGES", "autopilot_nudges", drop=5),
+        Column("NUDGE CALLS", "nudge_calls", drop=6),
+        Column("NUDGE USD", "_nudge_cost", drop=4),
+        Column("TASK COMPLETE", "_done", right=False, drop=1),
+        Column("INTERRUPTED", "interrupted_calls", drop=7),
+        Column("INTERRUPTED USD", "_cut_cost"),
     ]
-    return render_table(cells, columns, None)
+    return _table(cells, columns, None, layout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -107,6 +108,14 @@ def test_report_is_self_contained(report_html: Path) -> None:
     assert not re.search(r"<script[^>]+src=", page), "the report must not load scripts"
     for title in ("Context growth", "Cost per call", "carried context", "Cost per day"):
         assert title in page
+    assert '<select id="session-select">' in page and 'id="sessions"' in page
+    charts = re.search(r'<script type="application/json" id="session-charts">(.*?)</script>', page)
+    assert charts is not None
+    specs = json.loads(charts.group(1))
+    options = re.findall(r'<option value="([^"]+)"', page)
+    rows = re.findall(r'<tr data-session="([^"]+)"', page)
+    assert options == rows == list(specs) and len(specs) >= 2
+    assert all(set(spec) == {"growth", "cost"} for spec in specs.values())
 
 
 def test_report_command_rejects_an_unwritable_path(tmp_path: Path) -> None:
@@ -118,7 +127,8 @@ def test_report_command_rejects_an_unwritable_path(tmp_path: Path) -> None:
     assert "cannot write" in result.output or "no session" in result.output.lower()
 
 
-def test_every_chart_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
+def chromium_dom(page: str, tmp_path: Path) -> str:
+    """The DOM of ``page`` (a file URL, with any ``#fragment``) after its scripts ran."""
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing in CI; run .ci/install-browser")
@@ -135,19 +145,74 @@ def test_every_chart_renders_in_headless_chromium(report_html: Path, tmp_path: P
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={profile}",
+        "--window-size=1400,1000",
         "--virtual-time-budget=10000",
         "--dump-dom",
-        report_html.as_uri(),
+        page,
     ]
     env = {**os.environ, "HOME": str(tmp_path)}
     dom = subprocess.run(
         command, check=False, capture_output=True, text=True, timeout=120, env=env
     ).stdout
+    shutil.rmtree(profile, ignore_errors=True)
     errors = re.search(r'<pre id="js-errors"[^>]*>(.*?)</pre>', dom, re.DOTALL)
     assert errors is not None, "the page did not load"
     assert errors.group(1).strip() == "", f"JavaScript errors: {errors.group(1)}"
+    return dom
+
+
+def chart_titles(dom: str) -> list[str]:
+    """The drawn title of each chart, in page order."""
+    return re.findall(r'class="gtitle"[^>]*>([^<]*)<', dom)
+
+
+def test_every_chart_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
+    dom = chromium_dom(report_html.as_uri(), tmp_path)
     charts = re.split(r'<div id="chart-\d+"', dom)[1:]
     assert len(charts) == CHARTS
     for index, chart in enumerate(charts, start=1):
         assert 'class="main-svg"' in chart.split("</section>")[0], f"chart {index} not drawn"
-    shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_the_session_selector_redraws_both_session_charts(
+    report_html: Path, tmp_path: Path
+) -> None:
+    """Opened on the busiest session; picking another (``#session=`` sets the selector and
+    fires its change event, as a reader's pick does) redraws the growth and cost charts."""
+    page = report_html.read_text("utf-8")
+    sessions = re.findall(r'<option value="([^"]+)"', page)
+    first = chart_titles(chromium_dom(report_html.as_uri(), tmp_path))
+    assert f"session {sessions[0][:8]}" in first[0] and f"session {sessions[0][:8]}" in first[1]
+    seen = {}
+    for session in sessions[-2:]:
+        dom = chromium_dom(f"{report_html.as_uri()}#session={session}", tmp_path)
+        titles = chart_titles(dom)
+        assert titles[0] == f"Context growth, session {session[:8]}"
+        assert titles[1].startswith(f"Cost per call, session {session[:8]}")
+        assert titles[2:] == first[2:]  # the other charts stay as they are
+        assert re.search(f'<div id="chart-1"[^>]*data-session="{session}"', dom)
+        assert re.search(f'<tr data-session="{session}" class="chosen"', dom)
+        charts = re.split(r'<div id="chart-\d+"', dom)[1:]
+        seen[session] = [chart.split("</section>")[0] for chart in charts[:2]]
+        assert all('class="main-svg"' in chart for chart in seen[session])
+    one, other = seen.values()
+    assert one != other  # different data drawn, not only a different title
+
+
+#: The calls cell (the 4th) of each sessions-table row.
+CALLS_CELL = (
+    r'<tr data-session="[^"]+"[^>]*>(?:<td[^>]*>[^<]*</td>){3}<td class="num" data-value="(\d+)"'
+)
+
+
+@pytest.mark.parametrize(("fragment", "descending"), [("sort=3", False), ("sort=3d", True)])
+def test_a_heading_sorts_the_sessions_table(
+    report_html: Path, tmp_path: Path, fragment: str, descending: bool
+) -> None:
+    """Column 3 is calls: ``#sort=3`` clicks its heading once (ascending), ``3d`` twice."""
+    dom = chromium_dom(f"{report_html.as_uri()}#{fragment}", tmp_path)
+    body = dom.split('id="sessions"')[1].split("</tbody>")[0]
+    calls = [int(value) for value in re.findall(CALLS_CELL, body)]
+    assert len(calls) >= 2
+    assert calls == sorted(calls, reverse=descending)
+    assert ('aria-sort="descending"' if descending else 'aria-sort="ascending"') in dom

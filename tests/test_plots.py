@@ -179,9 +179,9 @@ def test_provider_comparison_labels_how_much_each_table_priced() -> None:
         schema_overrides={"cost_usd": MONEY},
     )
     bar = plots.provider_comparison(totals).to_dict()["data"][0]
-    assert list(bar["x"]) == ["anthropic", "openai"]
+    assert list(bar["x"]) == ["anthropic<br>3/4 calls priced", "openai<br>0/4 calls priced"]
     assert list(bar["y"]) == [2.5, None]
-    assert list(bar["text"]) == ["$2.5000 · 3/4 calls priced", "unpriced · 0/4 calls priced"]
+    assert list(bar["text"]) == ["$2.5000", "unpriced"]
 
 
 def test_builders_accept_empty_frames() -> None:

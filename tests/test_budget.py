@@ -1,0 +1,230 @@
+"""Budgets: the budget month, spent/left/projection, the config file, and the commands."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from analytics.budget import (
+    Budget,
+    BudgetStatus,
+    budget_month,
+    budget_status,
+    load_budget,
+    parse_budget,
+)
+from analytics.budget_text import budget_lines, statusline
+from analytics.cli import app
+from analytics.errors import ConfigError
+from analytics.schema import MONEY
+from tests.test_cli_analyze import write_session
+
+
+@pytest.mark.parametrize(
+    ("today", "start_day", "expected"),
+    [
+        (date(2026, 3, 10), 1, (date(2026, 3, 1), date(2026, 4, 1))),
+        (date(2026, 3, 31), 1, (date(2026, 3, 1), date(2026, 4, 1))),
+        (date(2026, 3, 10), 15, (date(2026, 2, 15), date(2026, 3, 15))),
+        (date(2026, 3, 15), 15, (date(2026, 3, 15), date(2026, 4, 15))),
+        (date(2026, 3, 14), 15, (date(2026, 2, 15), date(2026, 3, 15))),
+        (date(2026, 1, 5), 28, (date(2025, 12, 28), date(2026, 1, 28))),  # across a year
+        (date(2026, 12, 31), 28, (date(2026, 12, 28), date(2027, 1, 28))),
+        (date(2028, 2, 29), 1, (date(2028, 2, 1), date(2028, 3, 1))),  # a leap day
+    ],
+)
+def test_budget_month(today: date, start_day: int, expected: tuple[date, date]) -> None:
+    assert budget_month(today, start_day) == expected
+
+
+def calls(*days_and_costs: tuple[str, str | None]) -> pl.DataFrame:
+    """Priced calls of one session: (UTC start, cost or None for unpriced)."""
+    return pl.DataFrame(
+        {
+            "session_id": ["s"] * len(days_and_costs),
+            "event_seq": list(range(len(days_and_costs))),
+            "start_time": [
+                datetime.fromisoformat(d).replace(tzinfo=UTC) for d, _ in days_and_costs
+            ],
+            "model": ["m"] * len(days_and_costs),
+            "input_tokens": [10] * len(days_and_costs),
+            "cache_read_tokens": [0] * len(days_and_costs),
+            "cache_write_tokens": [0] * len(days_and_costs),
+            "output_tokens": [1] * len(days_and_costs),
+            "cost_usd": pl.Series([c and Decimal(c) for _, c in days_and_costs], dtype=MONEY),
+            "billed_nano_aiu": pl.Series([None] * len(days_and_costs), dtype=pl.Int64),
+        }
+    )
+
+
+SESSIONS = pl.DataFrame(
+    {"session_id": ["s"], "billed_nano_aiu": [None], "repository": [None], "cwd": ["/w"]},
+    schema={
+        "session_id": pl.String,
+        "billed_nano_aiu": pl.Int64,
+        "repository": pl.String,
+        "cwd": pl.String,
+    },
+)
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def status(budget: Budget | None, today: date, *rows: tuple[str, str | None]) -> BudgetStatus:
+    return budget_status(calls(*rows), SESSIONS, budget, UTC_ZONE, today)
+
+
+def test_under_budget_with_projection() -> None:
+    # 1 credit = $0.01: 300 credits = $3.00. Spent $1.00 in the first 10 days of a 30-day month.
+    found = status(
+        Budget(Decimal(300), "credits", start_day=15),
+        date(2026, 4, 24),
+        ("2026-04-14T23:59:00", "5.00"),  # the previous budget month: not counted
+        ("2026-04-15T00:00:00", "0.40"),
+        ("2026-04-24T12:00:00", "0.60"),
+        ("2026-04-25T00:00:00", "9.00"),  # after today: not counted
+    )
+    assert (found.start, found.end) == (date(2026, 4, 15), date(2026, 5, 15))
+    assert found.spent_usd == Decimal("1.00") and found.today_usd == Decimal("0.60")
+    assert found.left_usd == Decimal("2.00")
+    assert found.projected_usd == Decimal(3)  # $1.00 / 10 days x 30 days
+    assert not found.over
+    text = budget_lines(found)
+    assert "spent         100.00 credits, 33%" in text
+    assert "left          200.00 credits" in text
+    assert "projection    ~300.00 credits by month end" in text and "within the budget" in text
+    assert "OVER" not in text
+    assert statusline(found, "session 38b50b0c") == (
+        "today 60.00 credits · month 100.00/300.00 credits (33%) · session 38b50b0c"
+    )
+
+
+def test_over_budget_and_unpriced_calls_make_a_lower_bound() -> None:
+    found = status(
+        Budget(Decimal("1.50"), "usd"),
+        date(2026, 4, 2),
+        ("2026-03-31T23:00:00", "100"),  # last month
+        ("2026-04-01T08:00:00", "1.00"),
+        ("2026-04-02T08:00:00", "1.00"),
+        ("2026-04-02T09:00:00", None),
+    )
+    assert found.spent_usd == Decimal(2) and found.unpriced_calls == 1
+    assert found.over and found.left_usd == Decimal("-0.50")
+    assert found.projected_usd == Decimal(30)  # $2 / 2 days x 30 days of April
+    text = budget_lines(found)
+    assert "(+1 calls without a cost: a lower bound)" in text
+    assert "over by $28.50" in text and text.endswith("OVER BUDGET by $0.50")
+    assert "(133%) OVER" in statusline(found, None)
+
+
+def test_without_a_budget_the_month_is_the_calendar_month() -> None:
+    found = status(None, date(2026, 4, 2), ("2026-04-01T08:00:00", "1.25"))
+    assert (found.start, found.left_usd, found.over) == (date(2026, 4, 1), None, False)
+    assert statusline(found, None) == "today $0.00 · month $1.25"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('credits = "300"\nstart_day = 15\n', Budget(Decimal(300), "credits", 15)),
+        ("usd = 39.5\n", Budget(Decimal("39.5"), "usd", 1)),
+        ("credits = 1000\n", Budget(Decimal(1000), "credits", 1)),
+    ],
+)
+def test_parse_budget(text: str, expected: Budget) -> None:
+    assert parse_budget(text, "b.toml") == expected
+    assert parse_budget(expected.to_toml(), "b.toml") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("credits = ", "not valid TOML"),
+        ("", "needs exactly one of credits, usd"),
+        ('credits = 1\nusd = "2"\n', "needs exactly one of credits, usd"),
+        ("credits = 1\nmonthly = 2\n", "unknown keys ['monthly']"),
+        ('credits = "lots"\n', "is not a number"),
+        ("credits = -5\n", "positive amount"),
+        ("credits = 5\nstart_day = 31\n", "start day 31 is not 1-28"),
+        ('credits = 5\nstart_day = "1"\n', "start_day must be a whole number"),
+    ],
+)
+def test_invalid_budget_files(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=r"b\.toml") as raised:
+        parse_budget(text, "b.toml")
+    assert problem in str(raised.value) and "agentcost budget set" in str(raised.value)
+
+
+def test_missing_budget_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no budget set"):
+        load_budget(tmp_path / "budget.toml")
+
+
+@pytest.fixture
+def today_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Copilot home with one session today, and a private config directory."""
+    home = tmp_path / "home"
+    write_session(home, "s-today", day=datetime.now(UTC).strftime("%Y-%m-%dT00:00"))
+    monkeypatch.setenv("COPILOT_HOME", str(home))
+    monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
+    return home
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("amount", "code"), [(["--usd", "100"], 0), (["--credits", "0.1"], 1)], ids=["under", "over"]
+)
+def test_budget_command_exit_code(today_home: Path, amount: list[str], code: int) -> None:
+    assert run("budget", "set", *amount)[0] == 0
+    exit_code, out, _ = run("budget", "--timezone", "UTC")
+    assert exit_code == code, out
+    assert "spent" in out and "left" in out and "projection" in out
+    assert ("OVER BUDGET" in out) == (code == 1)
+    line = run("statusline", "--timezone", "UTC")[1].strip()
+    assert line.startswith("today ") and "month " in line and "session s-today" in line
+    assert "\n" not in line and len(line) < 80
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "no budget set"), ("credits = [1]\n", "is not a number")],
+    ids=["missing", "invalid"],
+)
+def test_budget_without_a_valid_config_is_a_clear_error(
+    today_home: Path, tmp_path: Path, content: str | None, message: str
+) -> None:
+    if content is not None:
+        (tmp_path / "config").mkdir()
+        (tmp_path / "config" / "budget.toml").write_text(content)
+    exit_code, out, err = run("budget")
+    assert exit_code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "agentcost budget set" in err
+    assert run("statusline")[0] == (2 if content else 0)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--credits", "1", "--usd", "1"], ["--usd", "x"], ["--usd", "5", "--start-day", "29"]],
+)
+def test_budget_set_rejects_bad_values(today_home: Path, args: list[str]) -> None:
+    exit_code, _, err = run("budget", "set", *args)
+    assert exit_code == 2 and err.startswith("agentcost: error:")
+
+
+def test_statusline_without_any_session_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home" / "session-state").mkdir(parents=True)
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
+    exit_code, out, _ = run("statusline", "--timezone", "UTC")
+    assert (exit_code, out) == (0, "today $0.00 · month $0.00\n")

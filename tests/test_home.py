@@ -1,0 +1,101 @@
+"""Bare ``agentcost``: the first screen, and ``agentcost issues``."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from typer.testing import CliRunner
+
+from analytics.analysis import analyze
+from analytics.cli import app
+from analytics.costs import price_analysis
+from analytics.home import home_screen
+from analytics.rates import load_rate_table
+from tests.conftest import SAMPLE_LOGS
+
+
+def test_home_screen_figures() -> None:
+    result = analyze([SAMPLE_LOGS])
+    calls, sessions = price_analysis(
+        result.calls, result.sessions, load_rate_table("github-copilot")
+    )
+    # 2026-08-06 is a Thursday: its week started on Monday 2026-08-03, its month on 08-01.
+    screen = home_screen(calls, sessions, ZoneInfo("UTC"), date(2026, 8, 6))
+    periods = {row["label"]: row for row in screen.periods.iter_rows(named=True)}
+    assert periods["today"]["calls"] == 8
+    assert periods["this week"]["since"] == date(2026, 8, 3)
+    assert periods["this week"]["calls"] == 6 + 4 + 2 + 8
+    assert periods["this month"]["calls"] == 20  # up to today: not the 7 calls of 2026-08-07
+    assert periods["all time"]["calls"] == 27
+    assert periods["all time"]["cost_usd"] == sessions["cost_usd"].sum()
+    assert periods["today"]["unpriced_calls"] == 1
+    assert isinstance(periods["today"]["billed_usd"], Decimal)
+    assert screen.sessions.height == 5
+    costs = screen.sessions["cost_usd"].to_list()
+    assert costs == sorted(costs, reverse=True)
+    assert screen.models["model"].to_list() == ["claude-sonnet-4.6", "claude-haiku-4.5"]
+    assert screen.models["calls"].sum() == 27
+
+
+def test_bare_agentcost_prints_the_first_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COPILOT_HOME", str(SAMPLE_LOGS))
+    result = CliRunner().invoke(app, [], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for label in ("today", "this week", "this month", "all time"):
+        assert label in text
+    for command in ("agentcost daily", "agentcost weekly", "agentcost monthly"):
+        assert command in text
+    assert "BILLED USD: the Copilot bill the logs record" in text
+    assert "costliest sessions (detail: agentcost analyze" in text
+    assert "model mix (detail: agentcost daily --by model)" in text
+    assert "38b50b0c" in text  # the costliest sample session
+    assert "agentcost issues" in result.stderr
+
+
+def test_help_is_fast_and_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, analytics.cli; print(sorted({'polars', 'plotly', 'rich'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    agentcost = Path(sys.executable).with_name("agentcost")
+    subprocess.run([agentcost, "--help"], capture_output=True, check=True)  # warm the disk
+    # CPU seconds, not wall-clock: the suite shares the machine, and waiting for a core is
+    # not agentcost's time. On an idle machine the wall-clock time is about the same.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    help_run = subprocess.run([agentcost, "--help"], capture_output=True, text=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 0.5, f"agentcost --help took {cpu:.2f} CPU seconds"
+    assert "Usage" in help_run.stdout
+
+
+def test_issues_command_lists_file_line_severity_message() -> None:
+    result = CliRunner().invoke(app, ["issues", str(SAMPLE_LOGS)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["FILE", "LINE", "SEVERITY", "MESSAGE"]
+    assert "events.jsonl    23  error     invalid JSON" in result.stdout
+    assert "2 issues" in result.stdout
+    document = json.loads(
+        CliRunner().invoke(app, ["issues", str(SAMPLE_LOGS), "-f", "json"]).stdout
+    )
+    assert [i["severity"] for i in document["issues"]] == ["error", "warning"]
+    strict = CliRunner().invoke(app, ["issues", str(SAMPLE_LOGS), "--strict"])
+    assert strict.exit_code == 1
+
+
+def test_other_commands_name_the_issues_command() -> None:
+    result = CliRunner().invoke(app, ["analyze", str(SAMPLE_LOGS)])
+    assert "2 issues (1 errors, 1 warnings) in the input; agentcost issues lists them" in (
+        result.stderr
+    )
