@@ -549,7 +549,8 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
             .alias("cache_write_tokens")
         )
     total_in = pl.col("input_tokens").sum().over(group)
-    reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens"), total_in)
+    # A shutdown that states no cache figures reads and writes nothing (as the log says).
+    reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens").fill_null(0), total_in)
     warm = pl.col("_raw_read").sum().over(group)
     overflow = (reads_total - warm).clip(lower_bound=0)
     read = (
@@ -562,7 +563,9 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
     )
     ordered = ordered.with_columns(read.alias("cache_read_tokens"))
     rest = pl.col("input_tokens") - pl.col("cache_read_tokens")
-    writes_total = pl.min_horizontal(pl.col("_left_cache_write_tokens"), rest.sum().over(group))
+    writes_total = pl.min_horizontal(
+        pl.col("_left_cache_write_tokens").fill_null(0), rest.sum().over(group)
+    )
     return ordered.with_columns(
         apportion(writes_total, rest, group, "event_seq").alias("cache_write_tokens")
     )

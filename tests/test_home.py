@@ -30,10 +30,10 @@ def test_home_screen_figures() -> None:
     # 2026-08-06 is a Thursday: its week started on Monday 2026-08-03, its month on 08-01.
     screen = home_screen(calls, sessions, ZoneInfo("UTC"), date(2026, 8, 6))
     periods = {row["label"]: row for row in screen.periods.iter_rows(named=True)}
-    assert periods["today"]["calls"] == 8
+    assert periods["today"]["calls"] == 6
     assert periods["this week"]["since"] == date(2026, 8, 3)
-    assert periods["this week"]["calls"] == 6 + 4 + 2 + 8
-    assert periods["this month"]["calls"] == 20  # up to today: not the 7 calls of 2026-08-07
+    assert periods["this week"]["calls"] == 6 + 4 + 2 + 6
+    assert periods["this month"]["calls"] == 18  # up to today: not the 9 calls of 2026-08-07
     assert periods["all time"]["calls"] == 27
     assert periods["all time"]["cost_usd"] == sessions["cost_usd"].sum()
     assert periods["today"]["unpriced_calls"] == 1

@@ -87,7 +87,7 @@ def test_default_compare_prices_every_column_and_names_the_models() -> None:
     }
     assert all(r["checked"] and r["source"] for r in document["priced_as"])
     text = CliRunner().invoke(app, ["compare", str(SAMPLE_LOGS)], env={"COLUMNS": "200"}).stdout
-    assert "openrouter: claude-sonnet-4.6 as anthropic/claude-sonnet-4.6 (23 calls)" in text
+    assert "openrouter: claude-sonnet-4.6 as anthropic/claude-sonnet-4.6 (21 calls)" in text
     assert "vendor: claude-sonnet-4.6 as anthropic claude-sonnet-4-6" in text
     assert "prices checked: github-copilot 2026-" in text
 
