@@ -162,6 +162,7 @@ def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = Non
         Column("CALLS", "llm_calls"),
         Column("MAIN/SUB/COMPACT", "_split", drop=8),
         Column("INTERRUPTED", "interrupted_calls", drop=9),
+        Column("FAILED", "failed_calls", drop=9),
         Column("SHUTDOWN CHECK", "_check", right=False, drop=5),
         Column("INPUT TOK", "_input", drop=2),
         Column("OUTPUT TOK", "_output", drop=4),
@@ -182,6 +183,7 @@ def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = Non
         "_id": f"{sessions.height} sessions",
         "llm_calls": _count(sessions["llm_calls"].sum()),
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
+        "failed_calls": _count(sessions["failed_calls"].sum()),
         "_input": _tokens_total(local, "input_tokens"),
         "_output": _tokens_total(local, "output_tokens"),
         "_cost": _estimate_mark(
@@ -287,14 +289,22 @@ def _money_total(series: pl.Series, unpriced: object) -> str:
 
 
 def _check() -> pl.Expr:
-    """``ok 5=5`` when counted calls equal the shutdown's requests, else the difference."""
+    """``ok 5=5`` when counted calls equal the shutdown's requests, else the difference and the
+    cause the log shows (``/rewind``, ``lines missing from the log``, ...)."""
+    cause = pl.col("calls_delta_reason").str.split(":").list.first()
     return (
         pl.when(pl.col("shutdown_requests").is_null())
-        .then(pl.lit("no shutdown totals"))
+        .then(
+            pl.when(pl.col("token_totals_source") == "usage_records")
+            .then(pl.lit("no shutdown; usage records"))
+            .otherwise(pl.lit("no shutdown totals"))
+        )
         .when(pl.col("calls_agree"))
         .then(pl.format("ok {}={}", "calls_checked", "shutdown_requests"))
         .otherwise(
-            pl.format("MISMATCH {} counted vs {} logged", "calls_checked", "shutdown_requests")
+            pl.format(
+                "MISMATCH {} counted vs {} logged: {}", "calls_checked", "shutdown_requests", cause
+            )
         )
     )
 
