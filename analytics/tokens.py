@@ -135,16 +135,7 @@ def _byok(calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame) -> 
         (pl.col("event_type") == "session.usage_record") & pl.col("is_byok").is_not_null()
     )
     own = records.select("source_file", "source_line", pl.col("is_byok").alias("_own"))
-    main = (
-        _owning_main_call(
-            records.filter(MAIN_AGENT).select(
-                "session_id", pl.col("event_seq").alias("_event_seq"), "is_byok"
-            ),
-            calls,
-        )
-        .group_by("session_id", "event_seq")
-        .agg(pl.col("is_byok").any().alias("_turn"))
-    )
+    main = _per_main_call(records, calls, "is_byok", pl.col("is_byok").any().alias("_turn"))
     return (
         calls.join(own, on=["source_file", "source_line"], how="left")
         .join(main, on=["session_id", "event_seq"], how="left")
@@ -225,6 +216,17 @@ def _compaction_records(
     ).drop("_nth", *(f"_r_{c}" for c in [*usage_cols, "output_tokens"]), "_r_nano")
 
 
+def _per_main_call(
+    events: pl.DataFrame, calls: pl.DataFrame, column: str, agg: pl.Expr
+) -> pl.DataFrame:
+    """``agg`` of ``column`` over the main-agent rows of ``events`` each main call owns:
+    (session_id, event_seq of the call, the aggregate)."""
+    rows = events.filter(MAIN_AGENT).select(
+        "session_id", pl.col("event_seq").alias("_event_seq"), column
+    )
+    return _owning_main_call(rows, calls).group_by("session_id", "event_seq").agg(agg)
+
+
 def _owning_main_call(items: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """Give main-agent events (column ``_event_seq``) the ``event_seq`` of their call.
 
@@ -260,15 +262,8 @@ def _reply_bytes(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "initiator",
         "content_bytes",
     )
-    main = (
-        _owning_main_call(
-            messages.filter(MAIN_AGENT).select(
-                "session_id", pl.col("event_seq").alias("_event_seq"), "content_bytes"
-            ),
-            calls,
-        )
-        .group_by("session_id", "event_seq")
-        .agg(pl.col("content_bytes").sum().alias("_reply_bytes"))
+    main = _per_main_call(
+        messages, calls, "content_bytes", pl.col("content_bytes").sum().alias("_reply_bytes")
     )
     own = messages.select(
         "source_file", "source_line", pl.col("content_bytes").alias("_own_reply_bytes")
