@@ -45,7 +45,7 @@ from analytics.sources.copilot_lines import LocalTables, PieceInfo
 from analytics.sources.discover import LogFile
 
 #: Bump when the local tables or the manifest change shape; old caches are then ignored.
-FORMAT = 3
+FORMAT = 4
 #: Bytes hashed at each checked region of a file (ctime catches rewrites in between).
 REGION = 4 * 1024
 #: Unreferenced segments younger than this may belong to a run still in progress.
@@ -92,7 +92,7 @@ class LogCache(PieceStore):
                     return fresh
         except OSError:
             return fresh
-        pieces = tuple(PieceInfo(p[0], p[2], p[3], p[4]) for p in entry["pieces"])
+        pieces = tuple(PieceInfo(p[0], p[2], p[3], p[4], p[5]) for p in entry["pieces"])
         return Resume(fresh.size, fresh.mtime_ns, fresh.ctime_ns, boundary, pieces)
 
     def load(self, resumes: Sequence[Resume]) -> tuple[list[LocalTables], list[Resume]]:
@@ -256,7 +256,7 @@ def _entry(
         "head": head,
         "edge": edge,
         "tail": tail,
-        "pieces": [[p.id, segment_of[p.id], p.lines, p.resumes, p.session] for p in pieces],
+        "pieces": [[p.id, segment_of[p.id], p.lines, p.resumes, p.session, p.size] for p in pieces],
     }
 
 
@@ -287,8 +287,8 @@ def _well_formed(entry: object) -> bool:
     pieces = entry["pieces"]
     return isinstance(pieces, list) and all(
         isinstance(p, list)
-        and len(p) == 5
-        and all(isinstance(v, int) for v in (p[0], p[2], p[3]))
+        and len(p) == 6
+        and all(isinstance(v, int) for v in (p[0], p[2], p[3], p[5]))
         and isinstance(p[1], str)
         and (p[4] is None or isinstance(p[4], str))
         for p in pieces

@@ -74,6 +74,19 @@ EVENTS: dict[str, pl.DataType] = {
     "total_nano_aiu": pl.String(),
     "total_premium_requests": pl.String(),
     "total_api_duration_ms": pl.Int64(),
+    # session.usage_record (CLI 1.0.94+): the call's own usage and bill
+    "usage_id": pl.String(),  # accounting.usageId: the record's de-duplication key
+    "interaction_type": pl.String(),  # conversation-agent | conversation-subagent | ...
+    "is_byok": pl.Boolean(),  # bring your own key: not billed by Copilot
+    "provider": pl.String(),
+    "token_details": pl.String(),  # the line's price list (tokenDetails) as compact JSON
+    # session.info / session.error
+    "info_type": pl.String(),  # "rewind" marks a /rewind
+    "error_type": pl.String(),  # rate_limit, quota, ...
+    # sizes
+    "tool_request_bytes": pl.Int64(),  # the tool-request (JSON) part of content_bytes
+    "events_file_size_bytes": pl.Int64(),  # the file's size the CLI saw when writing the line
+    "byte_offset": pl.Int64(),  # the line's first byte in its file
 }
 
 #: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the

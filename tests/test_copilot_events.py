@@ -230,7 +230,8 @@ def test_spaced_json_reads_like_compact_json(tmp_path: Path) -> None:
     compact_log = read(tmp_path, b"\n".join(compact(e) for e in events))
     spaced_log = read(tmp_path, "\n".join(json.dumps(e) for e in events).encode())
     assert b'", "' in json.dumps(START).encode()
-    assert compact_log.events.equals(spaced_log.events)
+    # Only where the lines start differs (the spaced lines are longer).
+    assert compact_log.events.drop("byte_offset").equals(spaced_log.events.drop("byte_offset"))
 
 
 @pytest.mark.parametrize(

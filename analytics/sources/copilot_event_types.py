@@ -1,8 +1,9 @@
 """The Copilot CLI event catalogue: every event type the published schema knows.
 
 Taken from the SDK's generated session-event types (schema of ``@github/copilot`` ^1.0.81, 116
-types) plus four types seen in real logs or older schemas (``model.call_start``,
-``assistant.turn_retry``, ``model.call_finished``, ``subagent.configured``). A type outside this
+types) plus types seen in real logs or older schemas (``model.call_start``,
+``assistant.turn_retry``, ``model.call_finished``, ``subagent.configured``, and
+``session.usage_record``, written by CLI 1.0.94). A type outside this
 set is still kept as an event, and reported once per file as unknown, so a newer CLI never breaks
 the reader silently.
 """
@@ -100,6 +101,7 @@ KNOWN_EVENT_TYPES: frozenset[str] = frozenset(
         "session.shutdown",
         "session.skills_loaded",
         "session.snapshot_rewind",
+        "session.usage_record",
         "session.start",
         "session.task_complete",
         "session.title_changed",

@@ -243,11 +243,13 @@ def _infos_of(read: _FileRead, new: dict[int, PieceInfo], *, tail: bool) -> tupl
 def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceInfo]) -> ParsedLog:
     """Final tables: each piece's rows moved to their place in their file.
 
-    Line numbers and ``process_index`` are offset by the pieces before it in the same file;
-    ``session_id`` is the file's (its first ``session.start``, else the hint). Unknown event
+    Line numbers, byte offsets and ``process_index`` are offset by the pieces before it in the
+    same file. A file can hold several sessions one after another: each line belongs to the
+    latest ``session.start`` before it (lines before the first one, to the first one), and a
+    file without any to its hint (directory name or file stem). Unknown event
     types are reported here, once per file and type, because a type's lines can span pieces.
     """
-    rows: list[tuple[int, int, str, int, int, str]] = []
+    rows: list[tuple[int, int, str, int, int, int, str]] = []
     failed: list[tuple[str, int | None, str, str]] = []
     for order, read in enumerate(reads):
         file = str(read.log.path)
@@ -257,11 +259,12 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
             continue
         pieces = _infos_of(read, new, tail=True)
         session = next((p.session for p in pieces if p.session), read.log.session_hint)
-        lines = resumes = 0
+        lines = resumes = offset = 0
         for info in pieces:
-            rows.append((info.id, order, file, lines, resumes, session))
+            rows.append((info.id, order, file, lines, resumes, offset, session))
             lines += info.lines
             resumes += info.resumes
+            offset += info.size
     where = pl.DataFrame(
         rows,
         schema={
@@ -270,14 +273,26 @@ def place(local: LocalTables, reads: Sequence[_FileRead], new: dict[int, PieceIn
             "_file": pl.String,
             "_lines": pl.Int64,
             "_resumes": pl.Int32,
+            "_offset": pl.Int64,
             "_session": pl.String,
         },
         orient="row",
     )
     events = _moved(local.events, where, "source_file", "source_line").with_columns(
-        pl.col("source_line").alias("event_seq")
+        pl.col("source_line").alias("event_seq"),
+        pl.col("session_id")
+        .forward_fill()
+        .backward_fill()
+        .over("_order")
+        .fill_null(pl.col("_session"))
+        .alias("session_id"),
     )
     metrics = _moved(local.model_metrics, where, "source_file", "source_line")
+    metrics = metrics.drop("session_id", "process_index").join(
+        events.select("source_file", "source_line", "session_id", "process_index"),
+        on=["source_file", "source_line"],
+        how="left",
+    )
     issues = _moved(local.issues, where, "file", "line")
     issues = pl.concat([conform(issues, ISSUES), _unknown_types(events), _issues(failed)])
     return ParsedLog(
@@ -304,8 +319,12 @@ def _moved(frame: pl.DataFrame, where: pl.DataFrame, file: str, line: str) -> pl
         (pl.col(line) + of("_lines")).alias(line),
         of("_order").alias("_order"),
         *(
-            [of("_session").alias("session_id"), pl.col("process_index") + of("_resumes")]
-            if "session_id" in frame.columns
+            [
+                of("_session").alias("_session"),
+                pl.col("process_index") + of("_resumes"),
+                pl.col("byte_offset") + of("_offset"),
+            ]
+            if "byte_offset" in frame.columns
             else []
         ),
     )

@@ -7,9 +7,10 @@ not fit (invalid JSON, a torn last line, a field with an unexpected shape) are f
 bisection and handled one by one, so a single bad line costs a few extra decodes, not a slow
 path for the whole batch.
 
-*Local* form: line numbers and ``process_index`` count from the start of each piece and the
-session is left open; ``copilot_events.place`` adds each piece's offsets within its file and
-the file's session id. ``analytics.cache`` stores exactly these local tables.
+*Local* form: line numbers, byte offsets and ``process_index`` count from the start of each
+piece, and ``session_id`` is set on ``session.start`` lines only; ``copilot_events.place`` adds
+each piece's offsets within its file and gives every line its session. ``analytics.cache``
+stores exactly these local tables.
 """
 
 from __future__ import annotations
@@ -92,14 +93,42 @@ _DATA_FIELDS: dict[str, pl.DataType] = {
         "preCompactionTokens",
         "postCompactionTokens",
         "chunkIndex",
+        "infoType",
+        "errorType",
+        "eventsFileSizeBytes",
     )
 }
+#: ``session.usage_record`` (CLI 1.0.94+): one call's exact usage and bill, under ``data.usage``.
+_USAGE_RECORD = pl.Struct(
+    {
+        **{
+            name: S
+            for name in (
+                "model",
+                "inputTokens",
+                "outputTokens",
+                "cacheReadTokens",
+                "cacheWriteTokens",
+                "reasoningTokens",
+                "initiator",
+                "interactionType",
+                "isByok",
+                "apiCallId",
+                "duration",
+            )
+        },
+        "provider": pl.Struct({"id": S}),
+        "accounting": pl.Struct({"usageId": S}),
+        "copilotUsage": _USAGE,
+    }
+)
 _DATA = pl.Struct(
     {
         **_DATA_FIELDS,
         "context": pl.Struct({"cwd": S, "repository": S, "gitRoot": S}),
         "copilotUsage": _USAGE,
         "compactionTokensUsed": _COMPACTION_TOKENS,
+        "usage": _USAGE_RECORD,
     }
 )
 _LINE = pl.Struct({"type": S, "id": S, "timestamp": S, "agentId": S, "ephemeral": S, "data": _DATA})
@@ -119,15 +148,17 @@ class Piece:
 class PieceInfo:
     """What placing a parsed piece in its file needs.
 
-    ``lines`` and ``resumes`` (its ``session.resume`` events) offset the line numbers and
-    ``process_index`` of the pieces after it; ``session`` is the session id of its first
-    ``session.start``, if any (a file's session is the first of these, else the hint).
+    ``lines``, ``resumes`` (its ``session.resume`` events) and ``size`` (its bytes) offset the
+    line numbers, ``process_index`` and byte offsets of the pieces after it; ``session`` is the
+    session id of its first ``session.start``, if any (lines of a file before its first
+    ``session.start`` belong to that session, else to the hint).
     """
 
     id: int
     lines: int
     resumes: int
     session: str | None
+    size: int
 
 
 #: Local form: the contracts plus the piece each row came from; file-level columns
@@ -222,7 +253,7 @@ def parse_pieces(pieces: Sequence[Piece]) -> LocalTables:
     issues.extend(more_issues)
     rows = (
         pl.concat([decoded, rescued])
-        .join(lines.select("row", "piece", "source_line"), on="row")
+        .join(lines.select("row", "piece", "source_line", "byte_offset"), on="row")
         .sort("row")
     )
     events, typed_issues = _to_events(rows)
@@ -244,14 +275,16 @@ def _piece_infos(
     )
     found = {piece: (resumes, session) for piece, resumes, session in per_piece.iter_rows()}
     return tuple(
-        PieceInfo(p.id, n, *found.get(p.id, (0, None))) for p, n in zip(pieces, counts, strict=True)
+        PieceInfo(p.id, n, *found.get(p.id, (0, None)), len(p.data))
+        for p, n in zip(pieces, counts, strict=True)
     )
 
 
 def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[int], list[LocalIssue]]:
     """Split pieces into numbered text lines; report NUL bytes, bad UTF-8, blank lines.
 
-    Returns a frame (row, piece, source_line, line) of the lines worth decoding, and each
+    Returns a frame (row, piece, source_line, byte_offset, line) of the lines worth decoding
+    (``byte_offset``: the line's first byte within its piece), and each
     piece's line count (an unterminated last line counts). NUL bytes
     (left by a crash) are removed; a line that was only NULs or blank is reported and not
     decoded. Bytes that are not UTF-8 are replaced (U+FFFD) so the rest of the line is still
@@ -266,10 +299,13 @@ def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[int], list
             split.pop()
         counts.append(len(split))
         parts.extend(split)
+    raw = pl.Series("line", parts, dtype=pl.Binary)
+    sizes = raw.bin.size().cast(pl.Int64) + 1
     try:
-        text = pl.Series("line", parts, dtype=pl.Binary).cast(pl.String)
+        text = raw.cast(pl.String)
     except pl.exceptions.PolarsError:  # bytes that are not UTF-8 somewhere: find and fix them
         text = pl.Series("line", _repair_utf8(parts, pieces, counts, issues), dtype=pl.String)
+    del raw
     numbering = (
         pl.DataFrame(
             {"piece": [p.id for p in pieces], "n": counts},
@@ -281,7 +317,11 @@ def _split_lines(pieces: Sequence[Piece]) -> tuple[pl.DataFrame, list[int], list
             pl.int_ranges(1, pl.col("n") + 1, dtype=pl.Int64).explode().alias("source_line"),
         )
     )
-    frame = numbering.with_columns(text, pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
+    frame = numbering.with_columns(
+        (sizes.cum_sum() - sizes).alias("byte_offset"),
+        text,
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+    ).with_columns(pl.col("byte_offset") - pl.col("byte_offset").first().over("piece"))
     has_nul = frame.filter(pl.col("line").str.contains("\x00", literal=True))
     if has_nul.height:
         frame = frame.with_columns(pl.col("line").str.replace_all("\x00", "", literal=True))
@@ -429,7 +469,9 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
     Besides the contract's columns the result keeps ``row`` (the line's position in the
     batch) and ``_start_session`` (the ``sessionId`` of a ``session.start``).
     """
-    flat = rows.select("row", "piece", "source_line", pl.col("e").struct.unnest()).unnest("data")
+    flat = rows.select(
+        "row", "piece", "source_line", "byte_offset", pl.col("e").struct.unnest()
+    ).unnest("data")
     where = ["piece", "source_line"]
     issues: list[LocalIssue] = [
         (piece, n, "error", "event has no 'type'")
@@ -446,10 +488,12 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
     )
     kind = pl.col("type")
     usage = pl.col("compactionTokensUsed")
+    record = pl.col("usage")
     events = flat.select(
         "row",
         "piece",
         "source_line",
+        "byte_offset",
         pl.when(kind == "session.start").then("sessionId").alias("_start_session"),
         pl.col("source_line").alias("event_seq"),
         (kind == "session.resume").cum_sum().over("piece").alias("process_index"),
@@ -462,19 +506,23 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
         pl.col("interactionId").alias("interaction_id"),
         pl.coalesce(
             "model",
+            record.struct["model"],
             "newModel",
             "chosenModel",
             "currentModel",
             "selectedModel",
             usage.struct["model"],
         ).alias("model"),
-        pl.coalesce("apiCallId", "requestId").alias("api_call_id"),
+        pl.coalesce("apiCallId", "requestId", record.struct["apiCallId"]).alias("api_call_id"),
         pl.col("toolCallId").alias("tool_call_id"),
         pl.coalesce("toolName", "agentName").alias("tool_name"),
         (pl.col("success").str.to_lowercase() == "true").alias("success"),
         _int(
             pl.coalesce(
-                pl.col("outputTokens"), usage.struct["outputTokens"], usage.struct["output"]
+                pl.col("outputTokens"),
+                record.struct["outputTokens"],
+                usage.struct["outputTokens"],
+                usage.struct["output"],
             )
         ).alias("output_tokens"),
         _content_bytes(kind).alias("content_bytes"),
@@ -485,26 +533,48 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
         .str.slice(0, _TEXT_LIMIT)
         .alias("text"),
         _int(
-            pl.coalesce(pl.col("inputTokens"), usage.struct["inputTokens"], usage.struct["input"])
+            pl.coalesce(
+                pl.col("inputTokens"),
+                record.struct["inputTokens"],
+                usage.struct["inputTokens"],
+                usage.struct["input"],
+            )
         ).alias("input_tokens"),
         _int(
             pl.coalesce(
                 pl.col("cacheReadTokens"),
+                record.struct["cacheReadTokens"],
                 usage.struct["cacheReadTokens"],
                 usage.struct["cachedInput"],
             )
         ).alias("cache_read_tokens"),
-        _int(pl.coalesce(pl.col("cacheWriteTokens"), usage.struct["cacheWriteTokens"])).alias(
-            "cache_write_tokens"
+        _int(
+            pl.coalesce(
+                pl.col("cacheWriteTokens"),
+                record.struct["cacheWriteTokens"],
+                usage.struct["cacheWriteTokens"],
+            )
+        ).alias("cache_write_tokens"),
+        _int(pl.coalesce(pl.col("reasoningTokens"), record.struct["reasoningTokens"])).alias(
+            "reasoning_tokens"
         ),
-        _int(pl.col("reasoningTokens")).alias("reasoning_tokens"),
         _int(pl.col("totalTokens")).alias("total_tokens"),
         pl.coalesce(
             pl.col("copilotUsage").struct["totalNanoAiu"],
+            record.struct["copilotUsage"].struct["totalNanoAiu"],
             usage.struct["copilotUsage"].struct["totalNanoAiu"],
         ).alias("nano_aiu"),
-        pl.col("initiator"),
-        _int(pl.coalesce(pl.col("duration"), usage.struct["duration"])).alias("duration_ms"),
+        pl.coalesce("initiator", record.struct["initiator"]).alias("initiator"),
+        _int(
+            pl.coalesce(pl.col("duration"), record.struct["duration"], usage.struct["duration"])
+        ).alias("duration_ms"),
+        record.struct["accounting"].struct["usageId"].alias("usage_id"),
+        record.struct["interactionType"].alias("interaction_type"),
+        (record.struct["isByok"].str.to_lowercase() == "true").alias("is_byok"),
+        record.struct["provider"].struct["id"].alias("provider"),
+        pl.col("infoType").alias("info_type"),
+        pl.col("errorType").alias("error_type"),
+        _int(pl.col("eventsFileSizeBytes")).alias("events_file_size_bytes"),
         *(
             _int(pl.col(src)).alias(dst)
             for src, dst in (
@@ -529,7 +599,7 @@ def _to_events(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[LocalIssue]]:
     return events.with_columns(
         pl.col("process_index").cast(pl.Int32),
         pl.lit(None, pl.String).alias("source_file"),
-        pl.lit(None, pl.String).alias("session_id"),
+        pl.col("_start_session").alias("session_id"),
     ), issues
 
 
@@ -551,46 +621,66 @@ def _content_bytes(kind: pl.Expr) -> pl.Expr:
     )
 
 
+#: Where a line's price list (``tokenDetails``) sits, by event type (see ``_matched``).
+_TOKEN_DETAILS = {
+    "session.usage_record": ("$.data.usage.copilotUsage.tokenDetails",),
+    "session.compaction_complete": ("$.data.compactionTokensUsed.copilotUsage.tokenDetails",),
+    "session.shutdown": ("$.data.tokenDetails", "$.data.copilotUsage.tokenDetails"),
+}
+
+
 def _add_tool_sizes(events: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
-    """Add tool results and tool requests to ``content_bytes``.
+    """Add tool results and tool requests to ``content_bytes``; keep price lists as text.
 
     Their shapes vary by CLI version (a result is a string or ``{content, detailedContent}``;
     only ``content`` is sent to the model), so they are read with JSON paths, and only on the
-    lines of those two event types.
+    lines of the event types that carry them. A value that is not a string is measured (and
+    kept) as compact JSON, as ``str.json_path_match`` renders it. ``tool_request_bytes`` is the
+    tool-request part of an assistant message (JSON arguments, a kind of content of its own).
     """
-
-    def measured(kind: str, *paths: str) -> pl.DataFrame:
-        """Bytes at the first of ``paths`` that is present, on the lines of one event type."""
-        todo = (
-            events.filter(pl.col("event_type") == kind)
-            .select("row")
-            .join(lines.select("row", "line"), on="row")
-        )
-        found: list[pl.DataFrame] = []
-        for path in paths:
-            sized = todo.select("row", pl.col("line").str.json_path_match(path).alias("text"))
-            found.append(sized.filter(pl.col("text").is_not_null()))
-            todo = todo.join(sized.filter(pl.col("text").is_null()), on="row", how="semi")
-        return pl.concat(found).select(
-            "row", pl.col("text").str.len_bytes().cast(pl.Int64).alias("extra_bytes")
-        )
-
-    sized = pl.concat(
-        [
-            measured("tool.execution_complete", "$.data.result.content", "$.data.result"),
-            measured("assistant.message", "$.data.toolRequests"),
-        ]
+    results = _matched(
+        events, lines, "tool.execution_complete", "$.data.result.content", "$.data.result"
+    ).select("row", _bytes("text").alias("result_bytes"))
+    requests = _matched(events, lines, "assistant.message", "$.data.toolRequests").select(
+        "row", _bytes("text").alias("tool_request_bytes")
     )
+    details = pl.concat(
+        [_matched(events, lines, kind, *paths) for kind, paths in _TOKEN_DETAILS.items()]
+    ).rename({"text": "token_details"})
+    extra = pl.sum_horizontal("result_bytes", "tool_request_bytes")
     return (
-        events.join(sized, on="row", how="left")
+        events.join(results, on="row", how="left")
+        .join(requests, on="row", how="left")
+        .join(details, on="row", how="left")
         .with_columns(
-            pl.when(pl.col("extra_bytes").is_not_null())
-            .then(pl.col("content_bytes").fill_null(0) + pl.col("extra_bytes"))
+            pl.when(
+                pl.col("result_bytes").is_not_null() | pl.col("tool_request_bytes").is_not_null()
+            )
+            .then(pl.col("content_bytes").fill_null(0) + extra)
             .otherwise(pl.col("content_bytes"))
             .alias("content_bytes")
         )
-        .drop("extra_bytes")
+        .drop("result_bytes")
     )
+
+
+def _bytes(column: str) -> pl.Expr:
+    return pl.col(column).str.len_bytes().cast(pl.Int64)
+
+
+def _matched(events: pl.DataFrame, lines: pl.DataFrame, kind: str, *paths: str) -> pl.DataFrame:
+    """(row, text): the value at the first of ``paths`` present, on the lines of one type."""
+    todo = (
+        events.filter(pl.col("event_type") == kind)
+        .select("row")
+        .join(lines.select("row", "line"), on="row")
+    )
+    found: list[pl.DataFrame] = []
+    for path in paths:
+        matched = todo.select("row", pl.col("line").str.json_path_match(path).alias("text"))
+        found.append(matched.filter(pl.col("text").is_not_null()))
+        todo = todo.join(matched.filter(pl.col("text").is_null()), on="row", how="semi")
+    return pl.concat(found)
 
 
 def _model_metrics(
