@@ -25,11 +25,11 @@ pub enum Rule {
     FlagOrFalse(&'static [&'static str]),
     /// An ISO-8601 time with a zone, as UTC milliseconds.
     Time(&'static [&'static str]),
-    /// The compact JSON text of the first present field (of shape `Any`).
-    Json(&'static [&'static str]),
-    /// The byte length of the first present field as a JSON path lookup gives it (a string's
-    /// text, anything else's compact JSON).
-    Measured(&'static [&'static str]),
+    /// On lines of the given types, the first present of their fields as a JSON path lookup
+    /// gives it (of shape `Any`: a string's text, anything else's compact JSON).
+    MatchedOn(&'static [(&'static str, &'static [&'static str])]),
+    /// As `MatchedOn`, its length in bytes.
+    MeasuredOn(&'static [(&'static str, &'static [&'static str])]),
     /// Bytes of text the event adds to the conversation (format-specific, see `Format`).
     ContentBytes,
 }
@@ -46,8 +46,8 @@ pub enum Dtype {
 impl Rule {
     pub fn dtype(self) -> Dtype {
         match self {
-            Rule::Text(_) | Rule::Shared(_) | Rule::Limited(..) | Rule::Json(_) => Dtype::Str,
-            Rule::Int(_) | Rule::Measured(_) | Rule::ContentBytes => Dtype::Int,
+            Rule::Text(_) | Rule::Shared(_) | Rule::Limited(..) | Rule::MatchedOn(_) => Dtype::Str,
+            Rule::Int(_) | Rule::MeasuredOn(_) | Rule::ContentBytes => Dtype::Int,
             Rule::Flag(_) | Rule::FlagOrFalse(_) => Dtype::Bool,
             Rule::Time(_) => Dtype::Time,
         }
@@ -60,12 +60,18 @@ impl Rule {
             | Rule::Shared(p)
             | Rule::Limited(p, _)
             | Rule::Int(p)
-            | Rule::Json(p)
-            | Rule::Measured(p)
             | Rule::Flag(p)
             | Rule::FlagOrFalse(p)
             | Rule::Time(p) => p,
-            Rule::ContentBytes => &[],
+            Rule::MatchedOn(_) | Rule::MeasuredOn(_) | Rule::ContentBytes => &[],
+        }
+    }
+
+    /// The (event type, field paths) pairs of a type-dependent rule.
+    pub fn by_type(self) -> &'static [(&'static str, &'static [&'static str])] {
+        match self {
+            Rule::MatchedOn(t) | Rule::MeasuredOn(t) => t,
+            _ => &[],
         }
     }
 }

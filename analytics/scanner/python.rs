@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use crate::copilot::COPILOT;
-use crate::scan::{Batch, Failure, FileSpec, Scanner};
+use crate::scan::{Batch, Failure, FileSpec, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
 fn scanner() -> &'static Scanner {
@@ -73,15 +73,17 @@ type Scanned = (
 );
 
 /// Scan Copilot event logs: `paths[i]` with session hint `hints[i]`, reading up to
-/// `sizes[i]` bytes (None: to the end), in batches of about `batch_bytes` on all cores.
+/// `sizes[i]` bytes (None: to the end), `block_bytes` at once, in batches of about
+/// `batch_bytes` on all cores.
 #[pyfunction]
-#[pyo3(signature = (paths, hints, sizes, batch_bytes = 16 << 20))]
+#[pyo3(signature = (paths, hints, sizes, batch_bytes = 16 << 20, block_bytes = BLOCK))]
 fn scan_copilot(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     hints: Vec<String>,
     sizes: Vec<Option<u64>>,
     batch_bytes: u64,
+    block_bytes: usize,
 ) -> PyResult<Scanned> {
     if paths.len() != hints.len() || paths.len() != sizes.len() {
         return Err(PyValueError::new_err("paths, hints and sizes differ in length"));
@@ -94,7 +96,7 @@ fn scan_copilot(
         .collect();
     let count = files.len();
     let batches = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| scanner().scan(&files, batch_bytes)))
+        catch_unwind(AssertUnwindSafe(|| scanner().scan(&files, batch_bytes, block_bytes)))
             .unwrap_or_else(|_| vec![lost(count)])
     });
     let mut tables = Vec::with_capacity(batches.len());

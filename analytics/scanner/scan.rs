@@ -22,8 +22,8 @@ use crate::format::{self, Dtype, Format, Rule};
 use crate::json::{self, Fields, Kind, Schema, Value};
 use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
 
-/// Bytes read from a file at once.
-const BLOCK: usize = 4 << 20;
+/// Bytes read from a file at once, unless the caller says otherwise.
+pub const BLOCK: usize = 4 << 20;
 
 /// One file to scan: its path, the session it belongs to when it has no session start (the
 /// directory name or file stem), and how many bytes to read (what discovery saw).
@@ -69,11 +69,14 @@ pub struct Batch {
     pub failures: Vec<Failure>,
 }
 
+/// Field nodes by event type, for type-dependent rules.
+type Typed = Vec<(&'static [u8], Vec<usize>)>;
+
 /// A format with its paths resolved to schema nodes.
 pub struct Scanner {
     format: Format,
     schema: Schema,
-    columns: Vec<(Rule, Vec<usize>)>,
+    columns: Vec<(Rule, Vec<usize>, Typed)>,
     type_node: usize,
     time_node: usize,
     session_node: usize,
@@ -84,7 +87,13 @@ pub struct Scanner {
 }
 
 /// Column names every table starts with, before the format's own.
-pub const PROVENANCE: [&str; 4] = ["source_file", "source_line", "session_id", "process_index"];
+pub const PROVENANCE: [&str; 5] = [
+    "source_file",
+    "source_line",
+    "byte_offset",
+    "session_id",
+    "process_index",
+];
 
 impl Scanner {
     /// The scanner of `format`. Paths the format names but does not declare as fields are a
@@ -99,7 +108,14 @@ impl Scanner {
             columns: format
                 .columns
                 .iter()
-                .map(|&(_, rule)| (rule, nodes(rule.paths())))
+                .map(|&(_, rule)| {
+                    let typed = rule
+                        .by_type()
+                        .iter()
+                        .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
+                        .collect();
+                    (rule, nodes(rule.paths()), typed)
+                })
                 .collect(),
             type_node: node(format.type_field),
             time_node: node(format.time_field),
@@ -128,8 +144,10 @@ impl Scanner {
     }
 
     /// Scan `files` (their indexes in `files` name them in the output) in batches of about
-    /// `batch_bytes`, on rayon's threads; batches come back in file order.
-    pub fn scan(&self, files: &[FileSpec], batch_bytes: u64) -> Vec<Batch> {
+    /// `batch_bytes`, reading `block` bytes at once, on rayon's threads; batches come back in
+    /// file order.
+    pub fn scan(&self, files: &[FileSpec], batch_bytes: u64, block: usize) -> Vec<Batch> {
+        let block = block.max(1);
         let mut batches: Vec<Vec<usize>> = Vec::new();
         let mut size = 0;
         for (index, file) in files.iter().enumerate() {
@@ -144,7 +162,7 @@ impl Scanner {
         }
         batches
             .par_iter()
-            .map(|indexes| self.scan_batch(files, indexes))
+            .map(|indexes| self.scan_batch(files, indexes, block))
             .collect()
     }
 
@@ -154,10 +172,11 @@ impl Scanner {
     }
 
     /// One batch; if scanning it panics (a bug), file by file so one file alone is lost.
-    fn scan_batch(&self, files: &[FileSpec], indexes: &[usize]) -> Batch {
+    fn scan_batch(&self, files: &[FileSpec], indexes: &[usize], block: usize) -> Batch {
         let run = |indexes: &[usize]| {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut out = Builder::new(self);
+                out.block = block;
                 for &index in indexes {
                     if let Some(file) = files.get(index) {
                         out.file(index, file);
@@ -247,8 +266,10 @@ struct FileState {
     index: usize,
     first_row: usize,
     first_totals: usize,
-    session: Option<Vec<u8>>,
+    /// Sessions started in the file: (its row within the file, session id).
+    starts: Vec<(usize, Vec<u8>)>,
     resumes: i64,
+    offset: i64,
 }
 
 /// Columns and issues of one batch, filled line by line.
@@ -257,6 +278,7 @@ struct Builder<'s> {
     fields: Fields,
     source_file: StrColumn,
     source_line: IntColumn,
+    byte_offset: IntColumn,
     session_id: StrColumn,
     process_index: IntColumn,
     columns: Vec<Column>,
@@ -264,6 +286,7 @@ struct Builder<'s> {
     totals: Vec<Totals>,
     failures: Vec<Failure>,
     scratch: Vec<u8>,
+    block: usize,
 }
 
 impl<'s> Builder<'s> {
@@ -271,7 +294,7 @@ impl<'s> Builder<'s> {
         let columns = scanner
             .columns
             .iter()
-            .map(|(rule, _)| match rule.dtype() {
+            .map(|(rule, _, _)| match rule.dtype() {
                 Dtype::Str => Column::Str(StrColumn::default()),
                 Dtype::Int => Column::Int(IntColumn::default()),
                 Dtype::Bool => Column::Bool(BoolColumn::default()),
@@ -283,6 +306,7 @@ impl<'s> Builder<'s> {
             fields: Fields::new(&scanner.schema),
             source_file: StrColumn::default(),
             source_line: IntColumn::default(),
+            byte_offset: IntColumn::default(),
             session_id: StrColumn::default(),
             process_index: IntColumn::default(),
             columns,
@@ -290,6 +314,7 @@ impl<'s> Builder<'s> {
             totals: Vec::new(),
             failures: Vec::new(),
             scratch: Vec::new(),
+            block: BLOCK,
         }
     }
 
@@ -297,6 +322,7 @@ impl<'s> Builder<'s> {
         let mut columns = vec![
             Column::Str(self.source_file),
             Column::Int(self.source_line),
+            Column::Int(self.byte_offset),
             Column::Str(self.session_id),
             Column::Int32(self.process_index),
         ];
@@ -318,8 +344,9 @@ impl<'s> Builder<'s> {
             index,
             first_row: self.source_line.values.len(),
             first_totals: self.totals.len(),
-            session: None,
+            starts: Vec::new(),
             resumes: 0,
+            offset: 0,
         };
         if let Err(error) = self.read_lines(spec, &mut state) {
             self.failures.push(Failure {
@@ -328,19 +355,33 @@ impl<'s> Builder<'s> {
                 message: error.to_string(),
             });
         }
-        let session = state
-            .session
-            .take()
-            .unwrap_or_else(|| spec.hint.as_bytes().to_vec());
+        // Each line belongs to the latest session started at or before it; lines before the
+        // first start to the first one; a file without any to its hint.
         let rows = self.source_line.values.len() - state.first_row;
         let path = spec.path.to_string_lossy();
-        for _ in 0..rows {
+        let hint = spec.hint.as_bytes();
+        let mut starts = state.starts.iter().peekable();
+        let mut current: &[u8] = state.starts.first().map_or(hint, |(_, id)| id.as_slice());
+        for row in 0..rows {
+            while let Some((_, id)) = starts.next_if(|(at, _)| *at <= row) {
+                current = id;
+            }
             self.source_file.push_shared(path.as_bytes());
-            self.session_id.push_shared(&session);
+            self.session_id.push_shared(current);
         }
-        let session_text = String::from_utf8_lossy(&session).into_owned();
         for totals in self.totals.iter_mut().skip(state.first_totals) {
-            totals.session.clone_from(&session_text);
+            let row = usize::try_from(totals.process).unwrap_or(0);
+            totals.process = self
+                .process_index
+                .values
+                .get(state.first_row + row)
+                .copied()
+                .unwrap_or(0);
+            totals.session = self
+                .session_id
+                .get(state.first_row + row)
+                .map(|id| String::from_utf8_lossy(&id).into_owned())
+                .unwrap_or_default();
         }
     }
 
@@ -349,9 +390,9 @@ impl<'s> Builder<'s> {
         let mut left = spec.size.unwrap_or(u64::MAX);
         let mut buffer: Vec<u8> = Vec::new();
         let mut number: i64 = 0;
-        let mut block = vec![0u8; BLOCK];
+        let mut block = vec![0u8; self.block];
         while left > 0 {
-            let want = usize::try_from(left.min(BLOCK as u64)).unwrap_or(BLOCK);
+            let want = usize::try_from(left.min(self.block as u64)).unwrap_or(self.block);
             let got = file.read(block.get_mut(..want).unwrap_or(&mut []))?;
             if got == 0 {
                 break;
@@ -363,6 +404,7 @@ impl<'s> Builder<'s> {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
                 self.line(line, number, state);
+                state.offset += i64::try_from(end - start + 1).unwrap_or(0);
                 start = end + 1;
             }
             buffer.drain(..start);
@@ -458,27 +500,48 @@ impl<'s> Builder<'s> {
         if kind == scanner.format.resume_type.as_bytes() {
             state.resumes += 1;
         }
-        if kind == scanner.format.start_type.as_bytes() && state.session.is_none() {
-            state.session =
-                format::text(line, self.fields.get(scanner.session_node)).map(Cow::into_owned);
+        let row = self.source_line.values.len() - state.first_row;
+        if kind == scanner.format.start_type.as_bytes() {
+            if let Some(id) = format::text(line, self.fields.get(scanner.session_node)) {
+                state.starts.push((row, id.into_owned()));
+            }
         }
         if kind == scanner.format.totals.0.as_bytes() {
             let value = self.fields.get(scanner.totals_node);
-            if !matches!(value.kind, Kind::Missing | Kind::Null) {
-                let json = line.get(value.start..value.end).unwrap_or(&[]);
+            // As a JSON path lookup gives it: a string's text, else compact JSON (none when a
+            // number in it is out of range).
+            let json = match value.kind {
+                Kind::Missing | Kind::Null => None,
+                Kind::Str => format::text(line, value).map(Cow::into_owned),
+                _ => value.measured.map(|_| {
+                    let mut out = Vec::new();
+                    compact(line, value, &mut out);
+                    out
+                }),
+            };
+            if let Some(json) = json {
                 self.totals.push(Totals {
                     file: state.index,
                     line: number,
                     session: String::new(),
-                    process: state.resumes,
-                    json: String::from_utf8_lossy(json).into_owned(),
+                    // The row for now; its process and session once the file is done.
+                    process: i64::try_from(row).unwrap_or(0),
+                    json: String::from_utf8_lossy(&json).into_owned(),
                 });
             }
         }
         self.source_line.push(Some(number));
+        self.byte_offset.push(Some(state.offset));
         self.process_index.push(Some(state.resumes));
-        for (column, (rule, nodes)) in self.columns.iter_mut().zip(&scanner.columns) {
-            let first = first_present(&self.fields, nodes);
+        for (column, (rule, nodes, typed)) in self.columns.iter_mut().zip(&scanner.columns) {
+            let first = if typed.is_empty() {
+                first_present(&self.fields, nodes)
+            } else {
+                typed
+                    .iter()
+                    .find(|(t, _)| *t == kind.as_slice())
+                    .and_then(|(_, nodes)| first_present(&self.fields, nodes))
+            };
             match (column, *rule) {
                 (Column::Str(c), Rule::Shared(_)) => {
                     c.push_opt(first.and_then(|v| format::text(line, v)).as_deref(), true);
@@ -490,18 +553,19 @@ impl<'s> Builder<'s> {
                     let text = first.and_then(|v| format::text(line, v));
                     c.push_opt(text.as_deref().map(|t| format::first_chars(t, n)), false);
                 }
-                (Column::Str(c), Rule::Json(_)) => {
-                    self.scratch.clear();
-                    match first {
-                        Some(v) => {
-                            compact(line, v, &mut self.scratch);
-                            c.push(&self.scratch);
-                        }
-                        None => c.push_null(),
+                (Column::Str(c), Rule::MatchedOn(_)) => match first {
+                    Some(v) if v.kind == Kind::Str => {
+                        c.push_opt(format::text(line, v).as_deref(), false);
                     }
-                }
+                    Some(v) if v.measured.is_some() => {
+                        self.scratch.clear();
+                        compact(line, v, &mut self.scratch);
+                        c.push(&self.scratch);
+                    }
+                    _ => c.push_null(),
+                },
                 (Column::Int(c), Rule::Int(_)) => c.push(first.and_then(|v| format::whole(line, v))),
-                (Column::Int(c), Rule::Measured(_)) => {
+                (Column::Int(c), Rule::MeasuredOn(_)) => {
                     c.push(first.and_then(format::measured).and_then(to_i64));
                 }
                 (Column::Int(c), Rule::ContentBytes) => {
@@ -561,7 +625,7 @@ fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -
     total.and_then(to_i64)
 }
 
-/// The compact JSON text of a value (for `Rule::Json`): re-parsed from its span.
+/// The compact JSON text of a value (for `Rule::MatchedOn`), from its span.
 fn compact(line: &[u8], value: Value, out: &mut Vec<u8>) {
     if let Some(raw) = line.get(value.start..value.end) {
         crate::compact::write(raw, out);
