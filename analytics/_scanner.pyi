@@ -28,3 +28,11 @@ def scan_copilot(
 
 def event_columns() -> list[str]:
     """The event table's column names."""
+
+def copilot_format() -> tuple[
+    list[tuple[str, str]],
+    list[tuple[str, tuple[str, list[tuple[str, list[str]]], int]]],
+    list[tuple[str, list[str]]],
+]:
+    """The Copilot format table: fields (path, shape), columns (name, (rule kind, [(event
+    type or "", paths)], character limit)), and the event-type settings."""

@@ -77,7 +77,13 @@ mod tests {
     #[test]
     fn compacts() {
         let mut out = Vec::new();
-        super::write(br#"[ {"a" : 1.50, "b":"\u00e9\n\u001b"}, true, null, -0, 7 ]"#, &mut out);
-        assert_eq!(out, r#"[{"a":1.5,"b":"é\n\u001b"},true,null,-0.0,7]"#.as_bytes());
+        super::write(
+            br#"[ {"a" : 1.50, "b":"\u00e9\n\u001b"}, true, null, -0, 7 ]"#,
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            r#"[{"a":1.5,"b":"é\n\u001b"},true,null,-0.0,7]"#.as_bytes()
+        );
     }
 }

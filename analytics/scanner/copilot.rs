@@ -76,7 +76,10 @@ pub const COPILOT: Format = Format {
         ("data.compactionTokensUsed.model", Scalar),
         ("data.compactionTokensUsed.duration", Scalar),
         ("data.compactionTokensUsed.copilotUsage", Struct),
-        ("data.compactionTokensUsed.copilotUsage.totalNanoAiu", Scalar),
+        (
+            "data.compactionTokensUsed.copilotUsage.totalNanoAiu",
+            Scalar,
+        ),
         ("data.compactionTokensUsed.input", Scalar),
         ("data.compactionTokensUsed.output", Scalar),
         ("data.compactionTokensUsed.cachedInput", Scalar),
@@ -114,7 +117,10 @@ pub const COPILOT: Format = Format {
         ("event_id", Rule::Text(&["id"])),
         ("timestamp", Rule::Time(&["timestamp"])),
         ("agent_id", Rule::Text(&["agentId"])),
-        ("parent_tool_call_id", Rule::Text(&["data.parentToolCallId"])),
+        (
+            "parent_tool_call_id",
+            Rule::Text(&["data.parentToolCallId"]),
+        ),
         ("turn_id", Rule::Shared(&["data.turnId"])),
         ("interaction_id", Rule::Text(&["data.interactionId"])),
         (
@@ -129,9 +135,15 @@ pub const COPILOT: Format = Format {
                 "data.compactionTokensUsed.model",
             ]),
         ),
-        ("api_call_id", Rule::Text(&["data.apiCallId", "data.requestId", "data.usage.apiCallId"])),
+        (
+            "api_call_id",
+            Rule::Text(&["data.apiCallId", "data.requestId", "data.usage.apiCallId"]),
+        ),
         ("tool_call_id", Rule::Text(&["data.toolCallId"])),
-        ("tool_name", Rule::Shared(&["data.toolName", "data.agentName"])),
+        (
+            "tool_name",
+            Rule::Shared(&["data.toolName", "data.agentName"]),
+        ),
         ("success", Rule::Flag(&["data.success"])),
         (
             "output_tokens",
@@ -143,7 +155,10 @@ pub const COPILOT: Format = Format {
             ]),
         ),
         ("content_bytes", Rule::ContentBytes),
-        ("is_autopilot", Rule::FlagOrFalse(&["data.isAutopilotContinuation"])),
+        (
+            "is_autopilot",
+            Rule::FlagOrFalse(&["data.isAutopilotContinuation"]),
+        ),
         (
             "text",
             Rule::Limited(
@@ -183,7 +198,10 @@ pub const COPILOT: Format = Format {
                 "data.compactionTokensUsed.cacheWriteTokens",
             ]),
         ),
-        ("reasoning_tokens", Rule::Int(&["data.reasoningTokens", "data.usage.reasoningTokens"])),
+        (
+            "reasoning_tokens",
+            Rule::Int(&["data.reasoningTokens", "data.usage.reasoningTokens"]),
+        ),
         ("total_tokens", Rule::Int(&["data.totalTokens"])),
         (
             "nano_aiu",
@@ -193,7 +211,10 @@ pub const COPILOT: Format = Format {
                 "data.compactionTokensUsed.copilotUsage.totalNanoAiu",
             ]),
         ),
-        ("initiator", Rule::Shared(&["data.initiator", "data.usage.initiator"])),
+        (
+            "initiator",
+            Rule::Shared(&["data.initiator", "data.usage.initiator"]),
+        ),
         (
             "duration_ms",
             Rule::Int(&[
@@ -204,10 +225,22 @@ pub const COPILOT: Format = Format {
         ),
         ("current_tokens", Rule::Int(&["data.currentTokens"])),
         ("system_tokens", Rule::Int(&["data.systemTokens"])),
-        ("conversation_tokens", Rule::Int(&["data.conversationTokens"])),
-        ("tool_definitions_tokens", Rule::Int(&["data.toolDefinitionsTokens"])),
-        ("pre_compaction_tokens", Rule::Int(&["data.preCompactionTokens"])),
-        ("post_compaction_tokens", Rule::Int(&["data.postCompactionTokens"])),
+        (
+            "conversation_tokens",
+            Rule::Int(&["data.conversationTokens"]),
+        ),
+        (
+            "tool_definitions_tokens",
+            Rule::Int(&["data.toolDefinitionsTokens"]),
+        ),
+        (
+            "pre_compaction_tokens",
+            Rule::Int(&["data.preCompactionTokens"]),
+        ),
+        (
+            "post_compaction_tokens",
+            Rule::Int(&["data.postCompactionTokens"]),
+        ),
         ("cwd", Rule::Shared(&["data.context.cwd"])),
         (
             "repository",
@@ -216,10 +249,19 @@ pub const COPILOT: Format = Format {
         ("copilot_version", Rule::Shared(&["data.copilotVersion"])),
         ("status_detail", Rule::Shared(&["data.shutdownType"])),
         ("total_nano_aiu", Rule::Text(&["data.totalNanoAiu"])),
-        ("total_premium_requests", Rule::Text(&["data.totalPremiumRequests"])),
-        ("total_api_duration_ms", Rule::Int(&["data.totalApiDurationMs"])),
+        (
+            "total_premium_requests",
+            Rule::Text(&["data.totalPremiumRequests"]),
+        ),
+        (
+            "total_api_duration_ms",
+            Rule::Int(&["data.totalApiDurationMs"]),
+        ),
         ("usage_id", Rule::Text(&["data.usage.accounting.usageId"])),
-        ("interaction_type", Rule::Shared(&["data.usage.interactionType"])),
+        (
+            "interaction_type",
+            Rule::Shared(&["data.usage.interactionType"]),
+        ),
         ("is_byok", Rule::Flag(&["data.usage.isByok"])),
         ("provider", Rule::Shared(&["data.usage.provider.id"])),
         (
@@ -245,7 +287,10 @@ pub const COPILOT: Format = Format {
             "tool_request_bytes",
             Rule::MeasuredOn(&[("assistant.message", &["data.toolRequests"])]),
         ),
-        ("events_file_size_bytes", Rule::Int(&["data.eventsFileSizeBytes"])),
+        (
+            "events_file_size_bytes",
+            Rule::Int(&["data.eventsFileSizeBytes"]),
+        ),
     ],
     type_field: "type",
     time_field: "timestamp",

@@ -147,13 +147,15 @@ pub fn unescape(body: &[u8]) -> Vec<u8> {
                 let high = four_hex(body, i + 2);
                 i += 6;
                 match high {
-                    Some(h @ 0xD800..=0xDBFF) => match (body.get(i..i + 2), four_hex(body, i + 2)) {
-                        (Some(b"\\u"), Some(l @ 0xDC00..=0xDFFF)) => {
-                            i += 6;
-                            0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00)
+                    Some(h @ 0xD800..=0xDBFF) => {
+                        match (body.get(i..i + 2), four_hex(body, i + 2)) {
+                            (Some(b"\\u"), Some(l @ 0xDC00..=0xDFFF)) => {
+                                i += 6;
+                                0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00)
+                            }
+                            _ => 0xFFFD,
                         }
-                        _ => 0xFFFD,
-                    },
+                    }
                     Some(c) => c,
                     None => 0xFFFD,
                 }
@@ -245,7 +247,7 @@ pub fn timestamp(text: &[u8]) -> Option<i64> {
     }
     let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    if year < 1 || !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return None;
     }
     if hour > 23 || minute > 59 || second > 59 {
@@ -314,8 +316,14 @@ mod tests {
     #[test]
     fn timestamps() {
         assert_eq!(timestamp(b"1970-01-01T00:00:00.000Z"), Some(0));
-        assert_eq!(timestamp(b"2026-05-01T10:00:00.123456Z"), Some(1_777_629_600_123));
-        assert_eq!(timestamp(b"2026-05-01T10:00:00+02:00"), Some(1_777_622_400_000));
+        assert_eq!(
+            timestamp(b"2026-05-01T10:00:00.123456Z"),
+            Some(1_777_629_600_123)
+        );
+        assert_eq!(
+            timestamp(b"2026-05-01T10:00:00+02:00"),
+            Some(1_777_622_400_000)
+        );
         assert_eq!(timestamp(b"2026-05-01T10:00:00"), None);
         assert_eq!(timestamp(b"2026-05-01"), None);
         assert_eq!(timestamp(b"2026-13-01T10:00:00Z"), None);
@@ -324,6 +332,9 @@ mod tests {
 
     #[test]
     fn unescapes() {
-        assert_eq!(unescape(br#"a\nb\u00e9\ud83d\ude00\ud800x"#), "a\nbé😀\u{FFFD}x".as_bytes());
+        assert_eq!(
+            unescape(br#"a\nb\u00e9\ud83d\ude00\ud800x"#),
+            "a\nbé😀\u{FFFD}x".as_bytes()
+        );
     }
 }

@@ -21,6 +21,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use crate::copilot::COPILOT;
+use crate::format::Rule;
+use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
@@ -86,7 +88,9 @@ fn scan_copilot(
     block_bytes: usize,
 ) -> PyResult<Scanned> {
     if paths.len() != hints.len() || paths.len() != sizes.len() {
-        return Err(PyValueError::new_err("paths, hints and sizes differ in length"));
+        return Err(PyValueError::new_err(
+            "paths, hints and sizes differ in length",
+        ));
     }
     let files: Vec<FileSpec> = paths
         .into_iter()
@@ -96,8 +100,10 @@ fn scan_copilot(
         .collect();
     let count = files.len();
     let batches = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| scanner().scan(&files, batch_bytes, block_bytes)))
-            .unwrap_or_else(|_| vec![lost(count)])
+        catch_unwind(AssertUnwindSafe(|| {
+            scanner().scan(&files, batch_bytes, block_bytes)
+        }))
+        .unwrap_or_else(|_| vec![lost(count)])
     });
     let mut tables = Vec::with_capacity(batches.len());
     let mut issues = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -140,6 +146,71 @@ fn lost(count: usize) -> Batch {
         })
         .collect();
     batch
+}
+
+/// A column rule as Python data: (kind, [(event type or "", [field paths])], limit).
+type RuleData = (&'static str, Vec<(&'static str, Vec<&'static str>)>, usize);
+
+/// Fields, columns and settings of a format, as Python data.
+type FormatData = (
+    Vec<(&'static str, &'static str)>,
+    Vec<(&'static str, RuleData)>,
+    Vec<(&'static str, Vec<&'static str>)>,
+);
+
+/// The Copilot format table (see `copilot.rs`) as Python data, for the reference reader of
+/// the tests: fields (path, shape), columns (name, rule) and the event-type settings.
+#[pyfunction]
+fn copilot_format() -> FormatData {
+    let format = COPILOT;
+    let fields = format
+        .fields
+        .iter()
+        .map(|&(path, shape)| {
+            let shape = match shape {
+                Shape::Scalar => "scalar",
+                Shape::Struct => "struct",
+                Shape::Any => "any",
+            };
+            (path, shape)
+        })
+        .collect();
+    let columns = format
+        .columns
+        .iter()
+        .map(|&(name, rule)| {
+            let (kind, limit) = match rule {
+                Rule::Text(_) => ("text", 0),
+                Rule::Shared(_) => ("text", 0),
+                Rule::Limited(_, n) => ("text", n),
+                Rule::Int(_) => ("int", 0),
+                Rule::Flag(_) => ("flag", 0),
+                Rule::FlagOrFalse(_) => ("flag_or_false", 0),
+                Rule::Time(_) => ("time", 0),
+                Rule::MatchedOn(_) => ("matched", 0),
+                Rule::MeasuredOn(_) => ("measured", 0),
+                Rule::ContentBytes => ("content_bytes", 0),
+            };
+            let mut paths = vec![("", rule.paths().to_vec())];
+            paths.extend(rule.by_type().iter().map(|&(t, p)| (t, p.to_vec())));
+            (name, (kind, paths, limit))
+        })
+        .collect();
+    let c = format.content;
+    let mut settings = vec![
+        ("type", vec![format.type_field]),
+        ("time", vec![format.time_field]),
+        ("start", vec![format.start_type, format.session_field]),
+        ("resume", vec![format.resume_type]),
+        ("totals", vec![format.totals.0, format.totals.1]),
+        ("text_types", c.text_types.to_vec()),
+        ("text", c.text.to_vec()),
+        ("assistant", [&[c.assistant_type][..], c.assistant].concat()),
+    ];
+    for &(kind, paths) in c.extras {
+        settings.push(("extra", [&[kind][..], paths].concat()));
+    }
+    (fields, columns, settings)
 }
 
 /// The names of the event table's columns (for an empty scan, and for checks).
@@ -206,5 +277,6 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<ArrowTable>()?;
     module.add_function(wrap_pyfunction!(scan_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
     Ok(())
 }

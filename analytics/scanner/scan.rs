@@ -101,7 +101,10 @@ impl Scanner {
     pub fn new(format: Format) -> Scanner {
         let schema = Schema::new(format.fields);
         let nodes = |paths: &[&str]| -> Vec<usize> {
-            paths.iter().map(|p| schema.find(p).unwrap_or(usize::MAX)).collect()
+            paths
+                .iter()
+                .map(|p| schema.find(p).unwrap_or(usize::MAX))
+                .collect()
         };
         let node = |path: &str| schema.find(path).unwrap_or(usize::MAX);
         Scanner {
@@ -242,6 +245,21 @@ fn append(mut into: Table, from: Table) -> Table {
     into
 }
 
+/// Whether UTF-8 text is only Unicode White_Space (a line's first other byte is nearly always
+/// ASCII, which settles it without decoding).
+fn is_blank(text: &[u8]) -> bool {
+    match text
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C))
+    {
+        None => true,
+        Some(b) if b.is_ascii() => false,
+        Some(_) => String::from_utf8_lossy(text)
+            .chars()
+            .all(char::is_whitespace),
+    }
+}
+
 /// Python's `str.isspace` (for the "truncated line?" hint): Unicode White_Space and the four
 /// information separators U+001C..U+001F.
 fn python_space(c: char) -> bool {
@@ -286,6 +304,7 @@ struct Builder<'s> {
     totals: Vec<Totals>,
     failures: Vec<Failure>,
     scratch: Vec<u8>,
+    buffer: Vec<u8>,
     block: usize,
 }
 
@@ -314,6 +333,7 @@ impl<'s> Builder<'s> {
             totals: Vec::new(),
             failures: Vec::new(),
             scratch: Vec::new(),
+            buffer: Vec::new(),
             block: BLOCK,
         }
     }
@@ -388,19 +408,29 @@ impl<'s> Builder<'s> {
     fn read_lines(&mut self, spec: &FileSpec, state: &mut FileState) -> std::io::Result<()> {
         let mut file = File::open(&spec.path)?;
         let mut left = spec.size.unwrap_or(u64::MAX);
-        let mut buffer: Vec<u8> = Vec::new();
+        // One buffer per batch, reused: a block is appended to the unfinished line before it,
+        // and only the new bytes are searched for newlines (a line may span many blocks).
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
         let mut number: i64 = 0;
-        let mut block = vec![0u8; self.block];
+        let mut result = Ok(());
         while left > 0 {
-            let want = usize::try_from(left.min(self.block as u64)).unwrap_or(self.block);
-            let got = file.read(block.get_mut(..want).unwrap_or(&mut []))?;
-            if got == 0 {
-                break;
-            }
-            left -= got as u64;
-            buffer.extend_from_slice(block.get(..got).unwrap_or(&[]));
+            let searched = buffer.len();
+            let got = match (&mut file)
+                .take(left.min(self.block as u64))
+                .read_to_end(&mut buffer)
+            {
+                Ok(0) => break,
+                Ok(got) => got,
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            };
+            left = left.saturating_sub(got as u64);
             let mut start = 0;
-            for end in memchr::memchr_iter(b'\n', &buffer) {
+            let new = buffer.get(searched..).unwrap_or(&[]);
+            for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
                 self.line(line, number, state);
@@ -409,11 +439,12 @@ impl<'s> Builder<'s> {
             }
             buffer.drain(..start);
         }
-        if !buffer.is_empty() {
+        if result.is_ok() && !buffer.is_empty() {
             number += 1;
             self.line(&buffer, number, state);
         }
-        Ok(())
+        self.buffer = buffer;
+        result
     }
 
     fn issue(&mut self, state: &FileState, line: i64, severity: &'static str, message: String) {
@@ -435,10 +466,14 @@ impl<'s> Builder<'s> {
         }
         if memchr::memchr(0, &text).is_some() {
             text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
-            self.issue(state, number, "warning", "NUL bytes removed (left by a crash)".into());
+            self.issue(
+                state,
+                number,
+                "warning",
+                "NUL bytes removed (left by a crash)".into(),
+            );
         }
-        let as_str = String::from_utf8_lossy(&text);
-        if as_str.chars().all(char::is_whitespace) {
+        if is_blank(&text) {
             self.issue(state, number, "warning", "blank line ignored".into());
             return;
         }
@@ -564,16 +599,22 @@ impl<'s> Builder<'s> {
                     }
                     _ => c.push_null(),
                 },
-                (Column::Int(c), Rule::Int(_)) => c.push(first.and_then(|v| format::whole(line, v))),
+                (Column::Int(c), Rule::Int(_)) => {
+                    c.push(first.and_then(|v| format::whole(line, v)))
+                }
                 (Column::Int(c), Rule::MeasuredOn(_)) => {
                     c.push(first.and_then(format::measured).and_then(to_i64));
                 }
                 (Column::Int(c), Rule::ContentBytes) => {
                     c.push(content_bytes(scanner, &self.fields, line, &kind));
                 }
-                (Column::Bool(c), Rule::Flag(_)) => c.push(first.and_then(|v| format::flag(line, v))),
+                (Column::Bool(c), Rule::Flag(_)) => {
+                    c.push(first.and_then(|v| format::flag(line, v)))
+                }
                 (Column::Bool(c), Rule::FlagOrFalse(_)) => {
-                    c.push(Some(first.and_then(|v| format::flag(line, v)).unwrap_or(false)));
+                    c.push(Some(
+                        first.and_then(|v| format::flag(line, v)).unwrap_or(false),
+                    ));
                 }
                 (Column::Time(c), Rule::Time(_)) => c.push(time),
                 (Column::Str(c), _) => c.push_null(),

@@ -83,8 +83,7 @@ impl StrColumn {
             .last()
             .is_none_or(|b| b.len() + len > BUFFER_LIMIT);
         if needs_new {
-            self.buffers
-                .push(Vec::with_capacity(len.max(1 << 20).min(BUFFER_LIMIT)));
+            self.buffers.push(Vec::with_capacity(len.max(64 << 10)));
         }
         let index = self.buffers.len() - 1;
         let buffer = self.buffers.last_mut().map_or(0, |b| {
@@ -114,7 +113,10 @@ impl StrColumn {
         }
         let index = u32::from_le_bytes(bytes[8..12].try_into().ok()?) as usize;
         let offset = u32::from_le_bytes(bytes[12..16].try_into().ok()?) as usize;
-        self.buffers.get(index)?.get(offset..offset + len).map(<[u8]>::to_vec)
+        self.buffers
+            .get(index)?
+            .get(offset..offset + len)
+            .map(<[u8]>::to_vec)
     }
 }
 
