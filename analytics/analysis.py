@@ -90,8 +90,7 @@ class Analysis:
             return
         logs = {str(log.path): log for log in self.found.logs}
         buckets = log_buckets(self.found.logs, group_bytes)
-        # A session goes with its first file's group (the pipeline's, so the parse cache reads
-        # back what it stored together); its other files follow it.
+        # A session goes with its first file's group (the pipeline's); its other files follow.
         sessions = self.sessions.select(
             "session_id",
             "source_files",
