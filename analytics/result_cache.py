@@ -1,6 +1,7 @@
 """Keep whole analyses between runs: re-analysing an unchanged tree loads four small tables.
 
-It spares reading the logs and every stage after it. An analysis is stored under a *key*: a SHA-256 over
+It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
+SHA-256 over
 
 * agentcost's and polars' versions and the ``analytics`` package's own files (size and
   ``mtime_ns``), so an edited checkout never reuses a result its old code computed;

@@ -113,8 +113,8 @@ def stages(tree: Path, cache_root: Path) -> str:
             "summed over the groups of sessions the pipeline analyses one after another. Runs: "
             "cold (empty caches), warm (nothing changed: the result cache answers), and one "
             "file touched (its mtime changed, as a live session's log does: the result cache "
-            "misses for that log's group, which is read and analysed again). Later runs share the process with "
-            "earlier ones, so their RSS includes what those left allocated; the table above "
+            "misses for that log's group, which is read and analysed again). Later runs share "
+            "the process with earlier ones, so their RSS includes what those left allocated; the table above "
             "has the peak of fresh processes.",
             "",
             "| stage | "
