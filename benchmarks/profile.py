@@ -114,8 +114,8 @@ def stages(tree: Path, cache_root: Path) -> str:
             "cold (empty caches), warm (nothing changed: the result cache answers), and one "
             "file touched (its mtime changed, as a live session's log does: the result cache "
             "misses for that log's group, which is read and analysed again). Later runs share "
-            "the process with earlier ones, so their RSS includes what those left allocated; the table above "
-            "has the peak of fresh processes.",
+            "the process with earlier ones, so their RSS includes what those left allocated; "
+            "the table above has the peak of fresh processes.",
             "",
             "| stage | "
             + " | ".join(f"{run} wall s | {run} CPU s | {run} RSS after, MB" for run in _RUNS)
