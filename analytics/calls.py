@@ -9,6 +9,13 @@
   instead, since a capture may hold usage without the messages.
 - Each ``session.compaction_complete`` is one compaction call (its own LLM request, with tokens
   in ``compactionTokensUsed``).
+- A main turn that got no answer (no ``assistant.message``, ``assistant.usage`` or
+  ``session.usage_record``) and that a ``session.error`` (a rate limit after retries, say), an
+  ``abort`` or a ``session.shutdown`` ended is a *failed* call: not a billed request, so not in
+  CALLS; ``failed_calls`` lists them. An unanswered turn with no such end (a crash) stays an
+  interrupted call: whether it was billed is unknown.
+- ``session.usage_record`` (CLI 1.0.94+) is one line per model call: a sub-agent's records are
+  its calls, as ``assistant.usage`` is in SDK captures.
 
 Input must be ordered by ``events.order_events``. Pure function: frames in, frames out.
 """
@@ -36,6 +43,9 @@ _USED = [
     "is_autopilot",
     "initiator",
     "duration_ms",
+    "interaction_type",
+    "usage_id",
+    "text",
 ]
 #: Main events a call is made of; tool starts also name a model, where one is given.
 _CALL_PARTS = [
@@ -43,8 +53,16 @@ _CALL_PARTS = [
     "assistant.turn_end",
     "assistant.message",
     "assistant.usage",
+    "session.usage_record",
+    "session.error",
+    "abort",
+    "session.shutdown",
     "user.message",
 ]
+#: Events that show a main call was answered (and so billed).
+_ANSWERS = ["assistant.message", "assistant.usage", "session.usage_record"]
+#: Per-call usage records: ``assistant.usage`` (SDK captures), ``session.usage_record`` (disk).
+USAGE_RECORDS = ["assistant.usage", "session.usage_record"]
 _SESSION_MODEL_EVENTS = [
     "session.start",
     "session.resume",
@@ -68,12 +86,28 @@ def build_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return conform(calls, CALLS), orphans
 
 
-def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Pair main ``turn_start``/``turn_end`` lines; attach each call's messages and tools."""
+def failed_calls(events: pl.DataFrame) -> pl.DataFrame:
+    """Main turns whose model call got no answer: (session_id, source_file, source_line,
+    start_time, error), ``error`` being the last ``session.error`` message in the turn."""
+    main = _main_events(events.select(_USED))
+    return (
+        main.filter(pl.col("event_type") == "assistant.turn_start")
+        .join(_failed(main), on=["session_id", "_call"], how="inner")
+        .select(
+            "session_id",
+            "source_file",
+            "source_line",
+            pl.col("timestamp").alias("start_time"),
+            pl.col("_error").alias("error"),
+        )
+    )
+
+
+def _main_events(events: pl.DataFrame) -> pl.DataFrame:
+    """The main events a call is made of, each with ``_call``: the most recent main
+    ``turn_start`` before it (0 = none yet). Tool results and the like are left out."""
     kind = pl.col("event_type")
-    # Every main event belongs to the most recent main turn_start before it (0 = none yet).
-    # Only the main events a call is made of are kept (not, say, tool results).
-    main = events.with_columns(
+    return events.with_columns(
         (MAIN_AGENT & (kind == "assistant.turn_start")).cum_sum().over("session_id").alias("_call")
     ).filter(
         MAIN_AGENT
@@ -82,13 +116,40 @@ def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             | ((kind == "tool.execution_start") & pl.col("model").is_not_null())
         )
     )
-    starts = main.filter(kind == "assistant.turn_start")
+
+
+def _failed(main: pl.DataFrame) -> pl.DataFrame:
+    """The main calls that failed: (session_id, _call, _error), ``_error`` being the last
+    ``session.error`` message of the turn (null when an abort or shutdown ended it)."""
+    kind = pl.col("event_type")
+    ended = kind.is_in(["session.error", "abort", "session.shutdown"])
+    return (
+        main.filter(pl.col("_call") > 0)
+        .group_by("session_id", "_call")
+        .agg(
+            kind.is_in(_ANSWERS).any().alias("_answered"),
+            ended.any().alias("_ended"),
+            pl.col("text").filter(kind == "session.error").last().alias("_error"),
+        )
+        .filter(~pl.col("_answered") & pl.col("_ended"))
+        .select("session_id", "_call", "_error")
+    )
+
+
+def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Pair main ``turn_start``/``turn_end`` lines; attach each call's messages and tools.
+
+    Failed calls (``failed_calls``) are left out here."""
+    kind = pl.col("event_type")
+    main = _main_events(events)
+    every_start = main.filter(kind == "assistant.turn_start")
+    starts = every_start.join(_failed(main), on=["session_id", "_call"], how="anti")
     ends = main.filter(kind == "assistant.turn_end").with_columns(
         pl.int_range(pl.len()).over("session_id", "_call").alias("_nth")
     )
     # An end closes its call if it is the first end after the start, in the same process.
     closing = ends.join(
-        starts.select("session_id", "_call", pl.col("process_index").alias("_start_process")),
+        every_start.select("session_id", "_call", pl.col("process_index").alias("_start_process")),
         on=["session_id", "_call"],
         how="left",
     ).with_columns(
@@ -112,7 +173,7 @@ def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
     is_message = pl.col("event_type") == "assistant.message"
     messages = (
-        main.filter(kind.is_in(["assistant.message", "assistant.usage"]))
+        main.filter(kind.is_in(_ANSWERS))
         .group_by("session_id", "_call")
         .agg(
             pl.col("output_tokens").filter(is_message).sum().alias("_message_output"),
@@ -178,22 +239,23 @@ def _subagent_calls(events: pl.DataFrame) -> pl.DataFrame:
     """One call per sub-agent message (or per sub-agent ``assistant.usage`` where captured)."""
     kind = pl.col("event_type")
     tagged = events.with_columns(
-        (kind == "assistant.usage").any().over("session_id").alias("_captured"),
+        kind.is_in(USAGE_RECORDS).any().over("session_id").alias("_captured"),
         pl.coalesce("agent_id", "parent_tool_call_id").alias("_agent"),
     ).with_columns(
         # A sub-agent call starts when the agent's previous event (its start, or the tool
         # result it answers) ended, unless the record states its duration.
         pl.col("timestamp").shift(1).over("session_id", "_agent").alias("_previous_time")
     )
-    from_usage = (kind == "assistant.usage") & (
-        (pl.col("initiator") == "sub-agent") | pl.col("parent_tool_call_id").is_not_null()
+    from_usage = kind.is_in(USAGE_RECORDS) & (
+        (pl.col("initiator") == "sub-agent")
+        | pl.col("parent_tool_call_id").is_not_null()
+        | pl.col("agent_id").is_not_null()
+        | (pl.col("interaction_type") == "conversation-subagent")
     )
     from_message = (kind == "assistant.message") & ~MAIN_AGENT
     sub = tagged.filter(pl.when(pl.col("_captured")).then(from_usage).otherwise(from_message))
-    sub = sub.filter(
-        pl.col("api_call_id").is_null()
-        | pl.col("api_call_id").is_first_distinct().over("session_id", "_agent")
-    )
+    call_key = pl.coalesce("usage_id", "api_call_id")
+    sub = sub.filter(call_key.is_null() | call_key.is_first_distinct().over("session_id", "_agent"))
     started = _subagents(events)
     return sub.join(
         started, left_on=["session_id", "_agent"], right_on=["session_id", "_key"], how="left"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.schema import EVENTS, conform
+from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
 
 #: Every stage's first EVENTS columns: where a row came from and where it sits in its session.
 EVENT_KEYS = [
@@ -77,3 +77,87 @@ def order_events(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("_resume").cum_sum().over("_session").cast(pl.Int32).alias("process_index"),
     )
     return conform(events.with_columns(numbered), EVENTS)
+
+
+def drop_repeats(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Ordered EVENTS -> (EVENTS without repeated lines, one ISSUES row per file that had them).
+
+    An event ``id`` is unique within a session: a line whose id an earlier line of the same
+    session already had is a copy (a log concatenated onto itself, a file copied twice) and is
+    analysed once. Lines without an id (SDK captures) are never taken for copies. Likewise a
+    ``session.usage_record`` whose ``accounting.usageId`` (else ``apiCallId``) an earlier record
+    had: the same call, recorded again. The issue stands at the first repeated line of each file
+    and gives the count. ``byte_offset`` of the lines kept then leaves the repeats out.
+    """
+    record = pl.coalesce("usage_id", "api_call_id")
+    repeat = (
+        pl.col("event_id").is_not_null()
+        & ~pl.col("event_id").is_first_distinct().over("session_id")
+    ) | (
+        (pl.col("event_type") == "session.usage_record")
+        & record.is_not_null()
+        & ~record.is_first_distinct().over("session_id", "event_type")
+    )
+    flagged = events.select(
+        "source_file", "source_line", "session_id", "byte_offset", repeat.alias("_repeat")
+    )
+    if not flagged["_repeat"].any():
+        return events, empty(ISSUES)
+    issues = (
+        flagged.filter(pl.col("_repeat"))
+        .group_by("source_file")
+        .agg(pl.col("source_line").min().alias("line"), pl.len().alias("_n"))
+        .sort("source_file")
+        .select(
+            pl.col("source_file").alias("file"),
+            "line",
+            pl.lit("warning").alias("severity"),
+            pl.format(
+                "{} {} of their session (same event id, or a usage record's usage id): "
+                "analysed once",
+                pl.col("_n"),
+                pl.when(pl.col("_n") == 1)
+                .then(pl.lit("line repeats an earlier event"))
+                .otherwise(pl.lit("lines repeat earlier events")),
+            ).alias("message"),
+        )
+    )
+    kept = events.filter(~flagged["_repeat"]).with_columns(
+        pl.col("byte_offset") - _repeated_bytes_before(flagged).filter(~flagged["_repeat"])
+    )
+    renumbered = kept.with_columns(
+        pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("event_seq"),
+        (pl.col("event_type") == "session.resume")
+        .cum_sum()
+        .over("session_id")
+        .cast(pl.Int32)
+        .alias("process_index"),
+    )
+    return renumbered, conform(issues, ISSUES)
+
+
+def _repeated_bytes_before(flagged: pl.DataFrame) -> pl.Series:
+    """Per row of ``flagged``: the bytes of repeated lines before it in its file, so that a kept
+    line's ``byte_offset`` reads as if the repeats were not there (what the CLI wrote)."""
+    by_line = flagged.with_row_index("_row").sort("source_file", "source_line")
+    size = (pl.col("byte_offset").shift(-1) - pl.col("byte_offset")).over("source_file")
+    repeated = pl.when(pl.col("_repeat")).then(size.fill_null(0)).otherwise(0)
+    before = (repeated.cum_sum() - repeated).over("source_file")
+    return by_line.select("_row", before.alias("_before")).sort("_row")["_before"]
+
+
+def place_model_metrics(metrics: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Shutdown totals of the shutdown lines kept in ``events``, with their session and process
+    as ordered (a repeated shutdown line's totals go with the line)."""
+    return (
+        metrics.drop("session_id", "process_index")
+        .join(
+            events.filter(pl.col("event_type") == "session.shutdown").select(
+                "source_file", "source_line", "session_id", "process_index"
+            ),
+            on=["source_file", "source_line"],
+            how="inner",
+            maintain_order="left",
+        )
+        .select(MODEL_METRICS.keys())
+    )

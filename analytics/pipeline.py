@@ -92,10 +92,11 @@ def run_stages(
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
-    from analytics.events import order_events
+    from analytics.events import drop_repeats, order_events
     from analytics.sources.copilot_events import read_logs
 
-    return order_events(read_logs(logs).events)
+    events, _ = drop_repeats(order_events(read_logs(logs).events))
+    return events
 
 
 def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
@@ -118,17 +119,19 @@ def _analyse(
 ) -> Tables:
     """Every stage on one group of logs."""
     from analytics.calls import build_calls
-    from analytics.events import order_events
-    from analytics.sessions import summarize_sessions
+    from analytics.events import drop_repeats, order_events, place_model_metrics
+    from analytics.sessions import session_issues, summarize_sessions
     from analytics.sources.copilot_events import read_logs
     from analytics.tokens import add_call_tokens
 
     parsed = read_logs(logs, progress)
-    metrics, read_issues = parsed.model_metrics, parsed.issues
-    events = order_events(parsed.events)
+    events, repeat_issues = drop_repeats(order_events(parsed.events))
+    metrics = place_model_metrics(parsed.model_metrics, events)
+    read_issues = _stack([parsed.issues, repeat_issues], ISSUES)
     del parsed
     calls, call_issues = build_calls(events)
     sessions = summarize_sessions(events, calls, metrics)
+    call_issues = _stack([call_issues, session_issues(events, sessions)], ISSUES)
     calls, token_issues = add_call_tokens(
         calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
     )

@@ -86,7 +86,7 @@ EVENTS: dict[str, pl.DataType] = {
     # sizes
     "tool_request_bytes": pl.Int64(),  # the tool-request (JSON) part of content_bytes
     "events_file_size_bytes": pl.Int64(),  # the file's size the CLI saw when writing the line
-    "byte_offset": pl.Int64(),  # the line's first byte in its file
+    "byte_offset": pl.Int64(),  # the line's first byte in its file (repeats not counted)
 }
 
 #: Per-model totals from each ``session.shutdown`` line (``modelMetrics``). Counters are as the
@@ -157,6 +157,10 @@ SESSIONS: dict[str, pl.DataType] = {
     "calls_checked": pl.Int64(),  # main + sub-agent calls the shutdown totals cover
     "calls_delta": pl.Int64(),  # calls_checked - shutdown_requests
     "calls_agree": pl.Boolean(),
+    "calls_delta_reason": pl.String(),  # why calls_delta is not 0, as far as the log says
+    "failed_calls": pl.Int64(),  # turns whose model call failed: not requests, not in llm_calls
+    "rewinds": pl.Int64(),  # /rewind commands (the shutdown then counts fewer calls)
+    "byok": pl.Boolean(),  # bring your own key: the provider bills, not Copilot
     "user_messages": pl.Int64(),
     "autopilot_nudges": pl.Int64(),
     "tool_calls": pl.List(pl.Struct({"tool": pl.String(), "calls": pl.Int64()})),
@@ -170,7 +174,7 @@ SESSIONS: dict[str, pl.DataType] = {
     "cache_read_tokens": pl.Int64(),
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
-    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | messages | null
+    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | usage_records | messages
     "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
     "premium_requests": pl.String(),
 }
@@ -186,6 +190,7 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     "reasoning_tokens": pl.Int64(),
     "token_source": pl.String(),
     "billed_nano_aiu": pl.String(),
+    "is_byok": pl.Boolean(),  # bring your own key: the provider bills this call, not Copilot
 }
 
 #: Exact per-call usage read from a persisted per-call record (session-store.db rows,

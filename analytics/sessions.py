@@ -9,15 +9,22 @@ CLI version or checkpoints when present, otherwise by which reading agrees with 
 counted before each shutdown. Totals are therefore taken once, never once per process.
 
 Compaction calls are excluded from the comparison: Copilot leaves them out of
-``modelMetrics``.
+``modelMetrics``; failed calls (``calls.failed_calls``) are not requests and are counted
+apart. Where the counts still differ, ``calls_delta_reason`` names the cause the log shows:
+a ``/rewind`` (the shutdown then counts only the calls after the rewind point), or lines
+missing from the file (a shutdown states the file's size when it was written).
+
+Without a shutdown (or with an empty one), ``session.usage_record`` lines give the session's
+tokens and bill: one record per call (``events.drop_repeats`` keeps one per usage id).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from analytics.calls import failed_calls
 from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.schema import SESSIONS, conform
+from analytics.schema import ISSUES, SESSIONS, conform
 
 _CUMULATIVE_SINCE = (1, 0, 66)
 #: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.
@@ -37,6 +44,16 @@ _USED = [
     "total_nano_aiu",
     "total_premium_requests",
     "total_api_duration_ms",
+    "info_type",
+    "is_byok",
+    "nano_aiu",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "events_file_size_bytes",
+    "byte_offset",
 ]
 _TOKENS = [
     "input_tokens",
@@ -51,7 +68,9 @@ def summarize_sessions(
     events: pl.DataFrame, calls: pl.DataFrame, model_metrics: pl.DataFrame
 ) -> pl.DataFrame:
     """One SESSIONS row per session found in ``events``."""
+    failed = failed_calls(events).group_by("session_id").agg(pl.len().alias("failed_calls"))
     events = events.select(_USED)
+    records = events.filter(pl.col("event_type") == "session.usage_record")
     shutdowns = _shutdowns(events, calls, model_metrics)
     mode = _shutdown_mode(events, shutdowns)
     truth = _ground_truth(shutdowns, mode)
@@ -63,6 +82,13 @@ def summarize_sessions(
         .join(truth, on="session_id", how="left")
         .join(_uncovered(calls, truth), on="session_id", how="left")
         .join(_billed(events, mode), on="session_id", how="left")
+        .join(failed, on="session_id", how="left")
+        .join(_record_totals(records), on="session_id", how="left")
+        .join(
+            _gaps(events).group_by("session_id").agg(pl.col("message").first().alias("_gap")),
+            on="session_id",
+            how="left",
+        )
     )
     # A session without calls or tools has zero of them: a count, not an unknown.
     sessions = sessions.with_columns(
@@ -74,16 +100,136 @@ def summarize_sessions(
             "subagent_calls",
             "compaction_calls",
             "interrupted_calls",
+            "failed_calls",
         )
     )
-    covered = pl.col("llm_calls") - pl.col("compaction_calls") - pl.col("_uncovered_calls")
-    sessions = sessions.with_columns(
-        pl.when(pl.col("shutdown_requests").is_not_null()).then(covered).alias("calls_checked"),
-        (covered - pl.col("shutdown_requests")).alias("calls_delta"),
-        *_token_totals(),
-        *_status(),
-    ).with_columns((pl.col("calls_delta") == 0).alias("calls_agree"))
+    uncovered = pl.col("_uncovered_calls").fill_null(0)
+    covered = pl.col("llm_calls") - pl.col("compaction_calls") - uncovered
+    sessions = (
+        sessions.with_columns(
+            pl.when(pl.col("shutdown_requests").is_not_null()).then(covered).alias("calls_checked"),
+            (covered - pl.col("shutdown_requests")).alias("calls_delta"),
+            *_token_totals(),
+            *_status(),
+        )
+        .with_columns(
+            (pl.col("calls_delta") == 0).alias("calls_agree"),
+            _delta_reason().alias("calls_delta_reason"),
+            (
+                pl.col("_byok_records")
+                | (
+                    (pl.col("input_tokens") > 0)
+                    & (pl.col("billed_nano_aiu").cast(pl.Decimal(38, 9), strict=False) == 0)
+                )
+            )
+            .fill_null(False)
+            .alias("byok"),
+        )
+        .with_columns(
+            pl.when(pl.col("calls_delta_reason").is_not_null())
+            .then(
+                pl.concat_str(
+                    pl.col("calls_delta_reason"),
+                    pl.col("status_detail"),
+                    separator="; ",
+                    ignore_nulls=True,
+                )
+            )
+            .otherwise(pl.col("status_detail"))
+            .alias("status_detail")
+        )
+    )
     return conform(sessions.sort("start_time", "session_id"), SESSIONS)
+
+
+def _record_totals(records: pl.DataFrame) -> pl.DataFrame:
+    """Per session: the records' token sums and bill, and whether any call was BYOK."""
+    return records.group_by("session_id").agg(
+        pl.len().alias("_records"),
+        *(pl.col(c).sum().alias(f"_record_{c}") for c in _TOKENS),
+        _decimal_sum(pl.col("nano_aiu")).alias("_record_nano"),
+        pl.col("is_byok").fill_null(False).any().alias("_byok_records"),
+    )
+
+
+def _gaps(events: pl.DataFrame) -> pl.DataFrame:
+    """Shutdown lines that show bytes missing before them: (session_id, file, line, message).
+
+    Copilot writes on each shutdown the size its log had then (``eventsFileSizeBytes``,
+    counted from the session's ``session.start``), so a line found nearer the start than that
+    has lost lines before it (an excerpt, or a damaged copy). Extra bytes (repeated lines) are
+    not a loss and are reported as repeats instead.
+    """
+    starts = (
+        events.filter(pl.col("event_type") == "session.start")
+        .group_by("session_id", "source_file")
+        .agg(pl.col("byte_offset").min().alias("_start_offset"))
+    )
+    marks = events.filter(
+        (pl.col("event_type") == "session.shutdown")
+        & pl.col("events_file_size_bytes").is_not_null()
+    ).join(starts, on=["session_id", "source_file"])
+    found = pl.col("byte_offset") - pl.col("_start_offset")
+    stated = pl.col("events_file_size_bytes")
+    return marks.filter(found < stated).select(
+        "session_id",
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.format(
+            "{} bytes of the session's log are missing before this line: session.shutdown says "
+            "the log was {} bytes long here, but it stands {} bytes after session.start "
+            "(an excerpt, or lines lost)",
+            stated - found,
+            stated,
+            found,
+        ).alias("message"),
+    )
+
+
+def session_issues(events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Warnings about what a session's log shows of its own totals: bytes missing before a
+    shutdown, and a ``/rewind`` after which the shutdown undercounts the calls made."""
+    rewound = sessions.filter(pl.col("rewinds") > 0).select("session_id", "calls_delta")
+    rewinds = events.filter(pl.col("info_type") == "rewind").join(rewound, on="session_id")
+    rewind_issues = rewinds.select(
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.when(pl.col("calls_delta") > 0)
+        .then(
+            pl.format(
+                "/rewind: the session.shutdown counts only the calls after the rewind point; "
+                "{} calls made before it are counted here, not in the shutdown",
+                pl.col("calls_delta"),
+            )
+        )
+        .otherwise(pl.lit("/rewind: the session.shutdown may leave out calls made before it"))
+        .alias("message"),
+    )
+    gaps = _gaps(events.select(_USED)).select(
+        "file", "line", pl.lit("warning").alias("severity"), "message"
+    )
+    return conform(pl.concat([gaps, rewind_issues]), ISSUES)
+
+
+def _delta_reason() -> pl.Expr:
+    """Why the calls counted differ from the shutdown's requests, as far as the log says."""
+    delta = pl.col("calls_delta")
+    return (
+        pl.when(delta.is_null() | (delta == 0))
+        .then(None)
+        .when((delta > 0) & (pl.col("rewinds") > 0))
+        .then(
+            pl.format(
+                "/rewind: the shutdown counts only the calls after the rewind point ({} more "
+                "were made)",
+                delta,
+            )
+        )
+        .when((delta < 0) & pl.col("_gap").is_not_null())
+        .then(pl.lit("lines missing from the log: ") + pl.col("_gap"))
+        .otherwise(pl.lit("not explained by the log"))
+    )
 
 
 def _overview(events: pl.DataFrame) -> pl.DataFrame:
@@ -109,6 +255,7 @@ def _overview(events: pl.DataFrame) -> pl.DataFrame:
             (pl.col("process_index").max() + 1).alias("processes"),
             (user & ~pl.col("is_autopilot")).sum().alias("user_messages"),
             (user & pl.col("is_autopilot")).sum().alias("autopilot_nudges"),
+            (pl.col("info_type") == "rewind").sum().alias("rewinds"),
             (kind == "session.task_complete").any().alias("_completed"),
             pl.col("text").filter(kind == "session.task_complete").last().alias("_summary"),
             pl.col("text").filter(kind == "abort").last().alias("_abort"),
@@ -323,25 +470,38 @@ def _decimal_sum(texts: pl.Expr) -> pl.Expr:
 
 
 def _token_totals() -> list[pl.Expr]:
-    """Session token totals: shutdown figures, plus output of calls after the last shutdown."""
+    """Session token totals: shutdown figures, plus output of calls after the last shutdown;
+    without a shutdown, the sums of the usage records; the bill likewise."""
     has_truth = pl.col("shutdown_requests").is_not_null()
+    records = ~has_truth & (pl.col("_records") > 0).fill_null(False)
     extra = pl.when(pl.col("_uncovered_has_output")).then(pl.col("_uncovered_output")).otherwise(0)
     partial = has_truth & (pl.col("_uncovered_calls") > 0)
     exprs = [
         pl.when(has_truth)
         .then(pl.col("_shutdown_output_tokens") + extra)
+        .when(records)
+        .then(pl.col("_record_output_tokens"))
         .when(pl.col("_any_output"))
         .then(pl.col("_uncovered_output"))
         .alias("output_tokens"),
-        pl.when(~has_truth)
+        pl.when(records)
+        .then(pl.lit("usage_records"))
+        .when(~has_truth)
         .then(pl.when(pl.col("_any_output")).then(pl.lit("messages")))
         .when(partial)
         .then(pl.lit("shutdown+messages"))
         .otherwise(pl.lit("shutdown"))
         .alias("token_totals_source"),
+        pl.coalesce("billed_nano_aiu", "_record_nano").alias("billed_nano_aiu"),
     ]
     for column in ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]:
-        exprs.append(pl.when(has_truth).then(pl.col(f"_shutdown_{column}")).alias(column))
+        exprs.append(
+            pl.when(has_truth)
+            .then(pl.col(f"_shutdown_{column}"))
+            .when(records)
+            .then(pl.col(f"_record_{column}"))
+            .alias(column)
+        )
     return exprs
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.apportion import apportion
+from analytics.calls import USAGE_RECORDS
 from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
 
@@ -45,6 +46,7 @@ _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).dr
 #: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
 _USED = [
     *EVENT_KEYS,
+    "interaction_type",
     "agent_id",
     "parent_tool_call_id",
     "tool_call_id",
@@ -56,6 +58,7 @@ _USED = [
     "system_tokens",
     "tool_definitions_tokens",
     "post_compaction_tokens",
+    "is_byok",
 ]
 
 
@@ -86,7 +89,36 @@ def add_call_tokens(
         issues = empty(ISSUES)
     estimated = _reconstruct(_reply_bytes(matched, events), events)
     calibrated = _calibrate(estimated, sessions, model_metrics, events)
-    return conform(calibrated, combine(CALLS, CALL_TOKENS)), issues
+    return conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS)), issues
+
+
+def _byok(calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``is_byok`` per call: its own usage record's flag (a sub-agent call's line, or a main
+    call's record in its turn), else its session's (``sessions.byok``)."""
+    records = events.filter(
+        (pl.col("event_type") == "session.usage_record") & pl.col("is_byok").is_not_null()
+    )
+    own = records.select("source_file", "source_line", pl.col("is_byok").alias("_own"))
+    main = (
+        _owning_main_call(
+            records.filter(MAIN_AGENT).select(
+                "session_id", pl.col("event_seq").alias("_event_seq"), "is_byok"
+            ),
+            calls,
+        )
+        .group_by("session_id", "event_seq")
+        .agg(pl.col("is_byok").any().alias("_turn"))
+    )
+    return (
+        calls.join(own, on=["source_file", "source_line"], how="left")
+        .join(main, on=["session_id", "event_seq"], how="left")
+        .join(
+            sessions.select("session_id", pl.col("byok").alias("_session")),
+            on="session_id",
+            how="left",
+        )
+        .with_columns(pl.coalesce("_own", "_turn", "_session").alias("is_byok"))
+    )
 
 
 def _rows(events: pl.DataFrame, kinds: list[str], *columns: str | pl.Expr) -> pl.DataFrame:
@@ -107,8 +139,11 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "source_file", "source_line", *usage_cols, pl.col("nano_aiu").alias("billed_nano_aiu")
     )
     calls = calls.join(own, on=["source_file", "source_line"], how="left")
+    records = events.filter(pl.col("event_type").is_in(USAGE_RECORDS))
+    compacting = pl.col("interaction_type") == "conversation-compaction"
+    calls = _compaction_records(calls, records.filter(compacting), usage_cols)
     main_usage = (
-        events.filter((pl.col("event_type") == "assistant.usage") & MAIN_AGENT)
+        records.filter(MAIN_AGENT & ~compacting.fill_null(False))
         .select(
             "session_id",
             pl.col("event_seq").alias("_usage_seq"),
@@ -128,6 +163,30 @@ def _observed_in_log(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         pl.when(pl.col("input_tokens").is_not_null()).then(pl.lit("observed")).alias("token_source")
     )
+
+
+def _compaction_records(
+    calls: pl.DataFrame, records: pl.DataFrame, usage_cols: list[str]
+) -> pl.DataFrame:
+    """Compaction calls take their usage record's figures (the n-th record of a session for
+    its n-th compaction), before those of ``compactionTokensUsed``."""
+    if not records.height:
+        return calls
+    ranked = records.select(
+        "session_id",
+        pl.int_range(pl.len()).over("session_id").alias("_nth"),
+        pl.lit("compaction").alias("kind"),
+        *(pl.col(c).alias(f"_r_{c}") for c in [*usage_cols, "output_tokens"]),
+        pl.col("nano_aiu").alias("_r_nano"),
+    )
+    compaction = pl.col("kind") == "compaction"
+    joined = calls.with_columns(
+        pl.when(compaction).then(pl.int_range(pl.len()).over("session_id", "kind")).alias("_nth")
+    ).join(ranked, on=["session_id", "_nth", "kind"], how="left")
+    return joined.with_columns(
+        *(pl.coalesce(f"_r_{c}", c).alias(c) for c in [*usage_cols, "output_tokens"]),
+        pl.coalesce("_r_nano", "billed_nano_aiu").alias("billed_nano_aiu"),
+    ).drop("_nth", *(f"_r_{c}" for c in [*usage_cols, "output_tokens"]), "_r_nano")
 
 
 def _owning_main_call(items: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
@@ -257,7 +316,29 @@ def _observed_beside_log(
             "calls",
         ).alias("message"),
     )
-    return merged, conform(issues, ISSUES)
+    return merged, conform(pl.concat([issues, _disagreements(joined)]), ISSUES)
+
+
+def _disagreements(joined: pl.DataFrame) -> pl.DataFrame:
+    """Calls whose record in the log (a usage record) and whose row beside it (session store,
+    OTel) both give tokens, and differ: the log's record is kept, the difference reported."""
+    differs = (pl.col("token_source") == "observed") & pl.any_horizontal(
+        (pl.col(c) != pl.col(f"_o_{c}")).fill_null(False) for c in _TOKENS
+    )
+    return joined.filter(differs).select(
+        pl.col("source_file").alias("file"),
+        pl.col("source_line").alias("line"),
+        pl.lit("warning").alias("severity"),
+        pl.format(
+            "the log's usage record and the per-call row beside the log disagree on this call "
+            "(input {} vs {}, cache read {} vs {}, cache write {} vs {}); the log's is used",
+            *(
+                pl.col(name).cast(pl.String).fill_null("none")
+                for c in ["input_tokens", "cache_read_tokens", "cache_write_tokens"]
+                for name in (c, f"_o_{c}")
+            ),
+        ).alias("message"),
+    )
 
 
 def _text_tokens(bytes_: pl.Expr) -> pl.Expr:

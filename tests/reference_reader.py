@@ -263,7 +263,7 @@ class Reader:
             lines.pop()
         rows: list[dict[str, Any]] = []
         issues: list[tuple[Any, ...]] = []
-        starts: list[tuple[int, str]] = []
+        starts: list[tuple[int, str | None, bool]] = []
         offset = resumes = 0
         for number, raw in enumerate(lines, start=1):
             at = offset
@@ -309,18 +309,27 @@ class Reader:
             start_type, session_field = self.settings["start"]
             if kind == self.settings["resume"][0]:
                 resumes += 1
-            if kind == start_type and text_of(found.get(session_field)) is not None:
-                starts.append((len(rows), text_of(found.get(session_field)) or ""))
+            if kind == start_type:
+                event_id = text_of(found.get("id"))
+                new = event_id is None or all(row["event_id"] != event_id for row in rows)
+                starts.append((len(rows), text_of(found.get(session_field)), new))
             row = {"source_line": number, "byte_offset": at, "process_index": resumes}
             row.update(self.columns_of(found, kind, time))
             row["_totals"] = self.totals(found, kind)
             rows.append(row)
-        session = starts[0][1] if starts else hint
-        pending = list(starts)
+        # Parts: the first from line 1, then one from each new start after the first.
+        bounds = [0] + [row for row, _, new in starts if new][1:]
+        names: list[str | None] = [None] * len(bounds)
+        for row, session, _ in starts:
+            part = max(i for i, bound in enumerate(bounds) if bound <= row)
+            if names[part] is None:
+                names[part] = session
         for index, row in enumerate(rows):
-            while pending and pending[0][0] <= index:
-                session = pending.pop(0)[1]
-            row["session_id"] = session
+            part = max(i for i, bound in enumerate(bounds) if bound <= index)
+            name = names[part]
+            row["session_id"] = (
+                name if name is not None else hint if part == 0 else f"{hint}#{part + 1}"
+            )
         return rows, issues
 
     def totals(self, found: dict[str, Any], kind: str) -> str | None:

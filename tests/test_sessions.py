@@ -324,8 +324,16 @@ def test_per_process_premium_requests_unknown_when_no_shutdown_says(tmp_path: Pa
 
 
 def test_a_cut_off_last_call_makes_the_session_interrupted(tmp_path: Path) -> None:
-    """R6 shape: the last turn waits on a permission prompt when the process shuts down."""
-    row = session(tmp_path, start(), *turn(1), line(2, "assistant.turn_start"), shutdown(3, 2))
+    """R6 shape: the last turn asked for a tool, whose permission prompt was pending when the
+    process shut down: answered (so billed), never ended."""
+    row = session(
+        tmp_path,
+        start(),
+        *turn(1),
+        line(2, "assistant.turn_start"),
+        line(3, "assistant.message", {"content": "", "toolRequests": [{"name": "bash"}]}),
+        shutdown(4, 2),
+    )
     assert row["status"] == "interrupted"
     assert "turn_end" in row["status_detail"]
     assert row["interrupted_calls"] == 1

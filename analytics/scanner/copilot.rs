@@ -294,6 +294,8 @@ pub const COPILOT: Format = Format {
     ],
     type_field: "type",
     time_field: "timestamp",
+    id_field: "id",
+    id_column: "event_id",
     start_type: "session.start",
     session_field: "data.sessionId",
     resume_type: "session.resume",

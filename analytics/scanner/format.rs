@@ -97,6 +97,9 @@ pub struct Format {
     /// The event type field; a line without one is an error.
     pub type_field: &'static str,
     pub time_field: &'static str,
+    /// The field with each event's own id, and the column that holds it.
+    pub id_field: &'static str,
+    pub id_column: &'static str,
     /// The type that starts a session, and the field with its id.
     pub start_type: &'static str,
     pub session_field: &'static str,

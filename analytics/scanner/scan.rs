@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -80,6 +81,8 @@ pub struct Scanner {
     type_node: usize,
     time_node: usize,
     session_node: usize,
+    id_node: usize,
+    id_column: Option<usize>,
     totals_node: usize,
     text_nodes: Vec<usize>,
     assistant_nodes: Vec<usize>,
@@ -123,6 +126,11 @@ impl Scanner {
             type_node: node(format.type_field),
             time_node: node(format.time_field),
             session_node: node(format.session_field),
+            id_node: node(format.id_field),
+            id_column: format
+                .columns
+                .iter()
+                .position(|&(name, _)| name == format.id_column),
             totals_node: node(format.totals.1),
             text_nodes: nodes(format.content.text),
             assistant_nodes: nodes(format.content.assistant),
@@ -279,13 +287,17 @@ fn python_type(kind: Kind) -> &'static str {
     }
 }
 
+/// A session start line: its row within its file, the session it names, its event id.
+type Start = (usize, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The state of one file being scanned.
 struct FileState {
     index: usize,
     first_row: usize,
     first_totals: usize,
-    /// Sessions started in the file: (its row within the file, session id).
-    starts: Vec<(usize, Vec<u8>)>,
+    /// Session starts in the file: (row within the file, the session id it names, its event
+    /// id).
+    starts: Vec<Start>,
     resumes: i64,
     offset: i64,
 }
@@ -375,19 +387,12 @@ impl<'s> Builder<'s> {
                 message: error.to_string(),
             });
         }
-        // Each line belongs to the latest session started at or before it; lines before the
-        // first start to the first one; a file without any to its hint.
         let rows = self.source_line.values.len() - state.first_row;
         let path = spec.path.to_string_lossy();
-        let hint = spec.hint.as_bytes();
-        let mut starts = state.starts.iter().peekable();
-        let mut current: &[u8] = state.starts.first().map_or(hint, |(_, id)| id.as_slice());
-        for row in 0..rows {
-            while let Some((_, id)) = starts.next_if(|(at, _)| *at <= row) {
-                current = id;
-            }
+        let sessions = self.sessions(&state, spec.hint.as_bytes(), rows);
+        for session in &sessions {
             self.source_file.push_shared(path.as_bytes());
-            self.session_id.push_shared(current);
+            self.session_id.push_shared(session);
         }
         for totals in self.totals.iter_mut().skip(state.first_totals) {
             let row = usize::try_from(totals.process).unwrap_or(0);
@@ -403,6 +408,61 @@ impl<'s> Builder<'s> {
                 .map(|id| String::from_utf8_lossy(&id).into_owned())
                 .unwrap_or_default();
         }
+    }
+
+    /// The session of each of a file's `rows`. The file is cut into parts at each session start
+    /// (lines before the first start belong to the first part); a part is the session its
+    /// starts name (the first that names one), else the hint for the first part and
+    /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
+    /// event id an earlier line of the file had (a log copied onto itself) begins no part.
+    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<Vec<u8>> {
+        let ids = self.scanner.id_column.and_then(|c| self.columns.get(c));
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut checked = 0;
+        let mut new_starts: Vec<usize> = Vec::new();
+        for (row, _, id) in &state.starts {
+            let repeated = match (id, ids) {
+                (Some(id), Some(Column::Str(column))) => {
+                    for earlier in checked..*row {
+                        if let Some(e) = column.get(state.first_row + earlier) {
+                            seen.insert(e);
+                        }
+                    }
+                    checked = checked.max(*row);
+                    seen.contains(id)
+                }
+                _ => false,
+            };
+            if !repeated {
+                new_starts.push(*row);
+            }
+        }
+        // Part k (from 0) begins at bounds[k]: the first part at row 0, the others at the
+        // second new start on.
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(new_starts.iter().skip(1).copied())
+            .collect();
+        let mut names: Vec<Option<&[u8]>> = vec![None; bounds.len()];
+        for (row, session, _) in &state.starts {
+            let part = bounds.partition_point(|&b| b <= *row).saturating_sub(1);
+            if let (Some(slot @ None), Some(session)) = (names.get_mut(part), session) {
+                *slot = Some(session.as_slice());
+            }
+        }
+        let mut out = Vec::with_capacity(rows);
+        for (part, name) in names.iter().enumerate() {
+            let first = bounds.get(part).copied().unwrap_or(rows);
+            let end = bounds.get(part + 1).copied().unwrap_or(rows);
+            let session = match name {
+                Some(name) => name.to_vec(),
+                None if part == 0 => hint.to_vec(),
+                None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
+            };
+            for _ in first..end.max(first) {
+                out.push(session.clone());
+            }
+        }
+        out
     }
 
     fn read_lines(&mut self, spec: &FileSpec, state: &mut FileState) -> std::io::Result<()> {
@@ -537,9 +597,11 @@ impl<'s> Builder<'s> {
         }
         let row = self.source_line.values.len() - state.first_row;
         if kind == scanner.format.start_type.as_bytes() {
-            if let Some(id) = format::text(line, self.fields.get(scanner.session_node)) {
-                state.starts.push((row, id.into_owned()));
-            }
+            let session = format::text(line, self.fields.get(scanner.session_node));
+            let id = format::text(line, self.fields.get(scanner.id_node));
+            state
+                .starts
+                .push((row, session.map(Cow::into_owned), id.map(Cow::into_owned)));
         }
         if kind == scanner.format.totals.0.as_bytes() {
             let value = self.fields.get(scanner.totals_node);
