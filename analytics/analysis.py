@@ -48,6 +48,7 @@ class Analysis:
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
+    log_prices: pl.DataFrame  # every price the logs quote (schema.LOG_PRICES): all sessions'
     found: Found
     read_events: Callable[[Sequence[LogFile]], pl.DataFrame] = field(repr=False, compare=False)
     kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
@@ -70,6 +71,7 @@ class Analysis:
             sessions=self.sessions.filter(mine),
             model_metrics=self.model_metrics.filter(mine),
             issues=self.issues,
+            log_prices=self.log_prices,
             found=self.found,
             read_events=self.read_events,
             kept_events=self.kept_events if events is None else events,
@@ -172,6 +174,7 @@ def _run(
         sessions=tables.sessions,
         model_metrics=tables.model_metrics,
         issues=issues.sort("file", "line", "severity", "message", nulls_last=False),
+        log_prices=tables.log_prices,
         found=found,
         read_events=ordered_events,
         kept_events=tables.events,

@@ -188,7 +188,16 @@ def _main_calls(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .group_by("session_id", "_call")
         .agg(pl.col("model").drop_nulls().first().alias("_tool_model"))
     )
-    prompted = _user_initiated(main)
+    # A failed attempt answers no prompt: the call after it does.
+    prompted = _user_initiated(
+        main.join(
+            every_start.join(starts, on=["session_id", "_call"], how="anti").select(
+                "session_id", "source_line", "source_file"
+            ),
+            on=["session_id", "source_file", "source_line"],
+            how="anti",
+        )
+    )
     calls = (
         starts.join(end_of_call, on=["session_id", "_call"], how="left")
         .join(messages, on=["session_id", "_call"], how="left")

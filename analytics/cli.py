@@ -192,7 +192,7 @@ def analyze(
         table = load_rates(rates)
         result = _load(ctx, paths, window, keep_events=False)
         priced_calls, priced_sessions = price_analysis(
-            result.calls, result.sessions, table, _model_map(model_map)
+            result.calls, result.sessions, table, _model_map(model_map), result.log_prices
         )
         frame, key = (priced_calls, "calls") if calls else (priced_sessions, "sessions")
         render = report.call_table if calls else report.session_table
@@ -424,7 +424,7 @@ def _priced(
     table = load_rates(rates)
     result = _load(ctx, paths, keep_events=keep_events)
     priced_calls, priced_sessions = price_analysis(
-        result.calls, result.sessions, table, _model_map(model_map)
+        result.calls, result.sessions, table, _model_map(model_map), result.log_prices
     )
     return result, priced_calls, priced_sessions
 
@@ -612,6 +612,26 @@ def export(
         written = write_export(directory, tables, rates)
         typer.echo(f"agentcost: wrote {len(written)} files to {directory}", err=True)
         _report_issues(result, strict)
+    except AgentcostError as error:
+        _fail(error)
+
+
+# --- commands: rates ---
+
+rates_app = typer.Typer(help="Rate tables: the prices agentcost uses.", no_args_is_help=True)
+app.add_typer(rates_app, name="rates")
+
+
+@rates_app.command("learn")
+def rates_learn(ctx: typer.Context, paths: PathsArg = None, output: OutputOpt = None) -> None:
+    """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
+    from analytics.log_rates import learned_toml
+
+    try:
+        result = _load(ctx, paths, keep_events=False)
+        text = learned_toml(result.log_prices)
+        _emit(Format.table, output, result.log_prices, lambda: text, lambda: text)
+        _report_issues(result, strict=False)
     except AgentcostError as error:
         _fail(error)
 

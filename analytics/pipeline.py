@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.result_cache import TABLES, ResultCache, records_digest
-from analytics.schema import ISSUES, OBSERVED_USAGE, empty
+from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, empty
 from analytics.sources.discover import Found, LogFile
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class Tables:
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
+    log_prices: pl.DataFrame
     events: pl.DataFrame | None
 
 
@@ -120,6 +121,7 @@ def _analyse(
     """Every stage on one group of logs."""
     from analytics.calls import build_calls
     from analytics.events import drop_repeats, order_events, place_model_metrics
+    from analytics.log_rates import log_prices
     from analytics.sessions import session_issues, summarize_sessions
     from analytics.sources.copilot_events import read_logs
     from analytics.tokens import add_call_tokens
@@ -132,11 +134,11 @@ def _analyse(
     calls, call_issues = build_calls(events)
     sessions = summarize_sessions(events, calls, metrics)
     call_issues = _stack([call_issues, session_issues(events, sessions)], ISSUES)
-    calls, token_issues = add_call_tokens(
-        calls, events, sessions, metrics, observed.of(sessions["session_id"].to_list())
-    )
+    records = observed.of(sessions["session_id"].to_list())
+    calls, token_issues = add_call_tokens(calls, events, sessions, metrics, records)
     issues = _stack([read_issues, call_issues, token_issues], ISSUES)
-    return Tables(calls, sessions, metrics, issues, events if keep_events else None)
+    prices = log_prices(events, records)
+    return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)
 
 
 class _Observed:
@@ -250,11 +252,18 @@ def _split_sessions(
 
 
 def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
-    """One set of tables from the groups', in the order a single group would give."""
+    """One set of tables from the groups', in the order a single group would give; with the
+    issues of the log's prices, which compare the prices of every group."""
+    from analytics.log_rates import learned_prices
+
+    prices = _stack([r.log_prices for r in results], LOG_PRICES).sort(
+        "source_file", "source_line", maintain_order=True
+    )
+    price_issues = learned_prices(prices)[1]
     if len(results) == 1:
         only = results[0]
-        issues = _stack([only.issues, observed_issues], ISSUES)
-        return Tables(only.calls, only.sessions, only.model_metrics, issues, only.events)
+        issues = _stack([only.issues, observed_issues, price_issues], ISSUES)
+        return Tables(only.calls, only.sessions, only.model_metrics, issues, prices, only.events)
     return Tables(
         calls=pl.concat([r.calls for r in results]).sort("session_id", "event_seq"),
         sessions=pl.concat([r.sessions for r in results]).sort(
@@ -263,7 +272,8 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
         model_metrics=pl.concat([r.model_metrics for r in results]).sort(
             "source_file", "source_line", maintain_order=True
         ),
-        issues=_stack([*(r.issues for r in results), observed_issues], ISSUES),
+        issues=_stack([*(r.issues for r in results), observed_issues, price_issues], ISSUES),
+        log_prices=prices,
         events=None,
     )
 

@@ -14,7 +14,8 @@ How a call is priced:
   whole request is priced at the largest tier it exceeds;
 * uncached input = input - cache_read - cache_write; reasoning is part of output and is billed
   at the output price unless the table prices reasoning apart;
-* a per-request charge (``per_request`` x ``multiplier``) applies to ``user_initiated`` calls.
+* a per-request charge (``per_request`` x ``multiplier``) applies to ``user_initiated`` calls;
+* a priced call says so: ``cost_source`` ``rates``, ``price_from`` the table's name.
 
 Unknown is null, never zero: an unpriced model, a needed token count that is null, or a token
 kind the table does not price (when the call has such tokens) makes the cost null.
@@ -140,6 +141,10 @@ def _price(
             *_cost_parts(),
         )
         .with_columns(_total())
+        .with_columns(
+            pl.when(pl.col("cost_usd").is_not_null()).then(pl.lit(v, dtype=pl.String())).alias(n)
+            for n, v in (("cost_source", "rates"), ("price_from", table.name))
+        )
         .select(*kept, *COSTS)
     )
 

@@ -650,6 +650,18 @@ def merge_rate_tables(base: RateTable, override: RateTable) -> RateTable:
     return merged
 
 
+def add_missing_models(base: RateTable, extra: RateTable) -> RateTable:
+    """``base`` with the models of ``extra`` that ``base`` cannot price (none of their names
+    resolves in ``base``), converted into ``base``'s unit; ``base`` itself when there are none.
+
+    Unlike :func:`merge_rate_tables`, ``base`` wins: ``extra`` only fills its gaps.
+    """
+    missing = tuple(m for m in extra.models if all(base.resolve(n) is None for n in m.names))
+    if not missing:
+        return base
+    return merge_rate_tables(base, dataclasses.replace(extra, models=missing))
+
+
 # ---------------------------------------------------------------------------------- dumping
 
 

@@ -13,10 +13,10 @@ SHA-256 over
 rewritten with its old size and mtime still changes the key; a file that grows (a live session)
 does too.
 
-Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS and ISSUES, as Parquet. EVENTS are not
-stored (an order of magnitude larger than the rest); the commands that need them read them again
-on first use (``Analysis.events`` is lazy). The newest ``KEEP`` results are
-kept.
+Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Parquet.
+EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
+them read them again on first use (``Analysis.events`` is lazy). The newest ``KEEP`` results
+are kept.
 
 The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
 group's log files), with a small JSON *note*: the group's session ids and a digest of the
@@ -49,10 +49,10 @@ from analytics.cache_dir import cache_dir
 from analytics.sources.discover import Found, LogFile
 
 #: Bump when the stored tables change shape.
-FORMAT = 1
+FORMAT = 2
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
 KEEP = 64
-TABLES = ("calls", "sessions", "model_metrics", "issues")
+TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
 _PACKAGE = Path(__file__).resolve().parent
 
 

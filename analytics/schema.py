@@ -210,9 +210,29 @@ OBSERVED_USAGE: dict[str, pl.DataType] = {
     "total_nano_aiu": pl.String(),
     "initiator": pl.String(),
     "created_at": TIMESTAMP,
+    "token_details": pl.String(),  # the record's itemised bill, raw JSON (see LOG_PRICES)
+}
+
+#: One row per price the log itself quotes: an entry of a ``tokenDetails`` list
+#: (``session.usage_record``, compaction usage; ``token_details_json`` of store rows) that has
+#: ``costPerBatch`` and ``batchSize``. ``cost_per_batch`` is nano-AIU per ``batch_size`` tokens,
+#: as exact decimal text; ``token_type`` is input | cache_read | cache_write | output. Copilot
+#: bills ``totalNanoAiu = sum(tokenCount x costPerBatch / batchSize)`` (see ``log_rates.py``).
+LOG_PRICES: dict[str, pl.DataType] = {
+    **PROVENANCE,
+    "session_id": pl.String(),
+    "timestamp": TIMESTAMP,
+    "model": pl.String(),
+    "token_type": pl.String(),
+    "cost_per_batch": pl.String(),
+    "batch_size": pl.Int64(),
 }
 
 #: Cost columns added by ``pricing.py`` (exact decimals; null when the model is unpriced).
+#: ``cost_source`` says which prices gave the cost: ``rates`` (the table), ``log_rates`` (the
+#: log's own Copilot prices, for a model the table lacks) or ``byok_provider`` (a bring-your-own-
+#: key call at its provider's list price); null when unpriced. ``price_from`` names them: the
+#: table, or the log line the price was read from.
 COSTS: dict[str, pl.DataType] = {
     "rates": pl.String(),
     "priced_model": pl.String(),
@@ -222,6 +242,8 @@ COSTS: dict[str, pl.DataType] = {
     "output_cost_usd": MONEY,
     "request_cost_usd": MONEY,
     "cost_usd": MONEY,
+    "cost_source": pl.String(),
+    "price_from": pl.String(),
 }
 
 

@@ -176,12 +176,9 @@ def _gaps(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("source_file").alias("file"),
         pl.col("source_line").alias("line"),
         pl.format(
-            "{} bytes of the session's log are missing before this line: session.shutdown says "
-            "the log was {} bytes long here, but it stands {} bytes after session.start "
-            "(an excerpt, or lines lost)",
+            "{} bytes of the session's log are missing before this line (its session.shutdown "
+            "states the size the log had when it was written): an excerpt, or lines lost",
             stated - found,
-            stated,
-            found,
         ).alias("message"),
     )
 

@@ -318,7 +318,7 @@ class Reader:
             row["_totals"] = self.totals(found, kind)
             rows.append(row)
         # Parts: the first from line 1, then one from each new start after the first.
-        bounds = [0] + [row for row, _, new in starts if new][1:]
+        bounds = [0, *[row for row, _, new in starts if new][1:]]
         names: list[str | None] = [None] * len(bounds)
         for row, session, _ in starts:
             part = max(i for i, bound in enumerate(bounds) if bound <= row)

@@ -150,6 +150,14 @@ def test_store_rows_match_the_first_logged_call(live_store: Path) -> None:
         "total_nano_aiu": "1451505000",
         "initiator": "user",
         "created_at": datetime(2026, 8, 15, 8, 59, 22, 190000, tzinfo=UTC),
+        "token_details": (
+            '[{"batchSize":1000000,"costPerBatch":100000000000,"tokenCount":10,'
+            '"tokenType":"input"},{"batchSize":1000000,"costPerBatch":10000000000,'
+            '"tokenCount":8888,"tokenType":"cache_read"},{"batchSize":1000000,'
+            '"costPerBatch":125000000000,"tokenCount":10437,"tokenType":"cache_write"},'
+            '{"batchSize":1000000,"costPerBatch":500000000000,"tokenCount":114,'
+            '"tokenType":"output"}]'
+        ),
         "turn_index": 0,
         "interaction_id": None,
         "turn_id": None,
@@ -179,7 +187,8 @@ def _synthetic_store(path: Path, schema: str, rows: str = "", version: int | Non
 FULL = (
     "CREATE TABLE assistant_usage_events (id INTEGER PRIMARY KEY, session_id TEXT, turn_index,"
     " agent_id, parent_tool_call_id, model, input_tokens, output_tokens, cache_read_tokens,"
-    " cache_write_tokens, reasoning_tokens, total_nano_aiu, initiator, finish_reason, created_at)"
+    " cache_write_tokens, reasoning_tokens, total_nano_aiu, initiator, finish_reason, created_at,"
+    " token_details_json)"
 )
 OLD = (
     "CREATE TABLE assistant_usage_events (id INTEGER PRIMARY KEY, session_id TEXT, model,"
@@ -210,7 +219,7 @@ OLD = (
         pytest.param(
             FULL,
             "INSERT INTO assistant_usage_events VALUES (7, 's', 0, NULL, NULL, 'm', 1.5, 2, 0,"
-            " 0, 0, 'lots', 'user', 'stop', 'yesterday')",
+            " 0, 0, 'lots', 'user', 'stop', 'yesterday', NULL)",
             8,
             1,
             [
@@ -223,7 +232,7 @@ OLD = (
         pytest.param(
             FULL,
             "INSERT INTO assistant_usage_events VALUES (7, 's', 0, NULL, NULL, 'm', 10, 2, 20,"
-            " 0, 5, 12.5, 'user', 'stop', '2026-01-01T10:00:00Z')",
+            " 0, 5, 12.5, 'user', 'stop', '2026-01-01T10:00:00Z', NULL)",
             8,
             1,
             [
@@ -258,9 +267,9 @@ def test_store_parses_both_timestamp_forms_and_exact_nano(tmp_path: Path) -> Non
         tmp_path / "s.db",
         FULL,
         "INSERT INTO assistant_usage_events VALUES (1, 's', 0, NULL, NULL, 'm', 10, 2, 0, 0,"
-        " 0, 12.5, 'user', 'stop', '2026-01-01 10:00:00'),"
+        " 0, 12.5, 'user', 'stop', '2026-01-01 10:00:00', NULL),"
         " (2, 's', 0, NULL, NULL, 'm', 10, 2, 0, 0, 0, 100.0, 'agent', 'stop',"
-        " '2026-01-01T11:00:00.250+01:00')",
+        " '2026-01-01T11:00:00.250+01:00', NULL)",
     )
     usage, issues = read_session_store(store)
     assert issues.is_empty()
@@ -292,7 +301,7 @@ def test_store_changing_while_copied_still_reads_and_warns(
         tmp_path / "s.db",
         FULL,
         "INSERT INTO assistant_usage_events VALUES (1, 's', 0, NULL, NULL, 'm', 10, 2, 0, 0,"
-        " 0, 5, 'user', 'stop', '2026-01-01 10:00:00')",
+        " 0, 5, 'user', 'stop', '2026-01-01 10:00:00', NULL)",
     )
     ticks = itertools.count()
     monkeypatch.setattr(copilot_store, "_fingerprint", lambda _path: next(ticks))
@@ -427,6 +436,7 @@ def test_otel_reads_main_and_sub_agent_calls(tmp_path: Path) -> None:
         "total_nano_aiu": "1451505000",
         "initiator": "user",
         "created_at": datetime(2026, 8, 15, 8, 59, 22, 288000, tzinfo=UTC),
+        "token_details": None,
         "turn_index": None,
         "interaction_id": "int0001",
         "turn_id": "0",

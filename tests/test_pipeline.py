@@ -25,7 +25,7 @@ from analytics.result_cache import ResultCache
 from analytics.sources.discover import Found, LogFile, discover
 from tests.conftest import SAMPLE_LOGS
 
-TABLES = ("calls", "sessions", "model_metrics", "issues")
+TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
 
 
 def grouped_and_whole(paths: list[Path]) -> tuple[Tables, Tables]:

@@ -507,3 +507,43 @@ def test_github_copilot_reproduces_every_store_row(real_logs: Path) -> None:
     billed = out.select(nano_aiu_usd(pl.col("total_nano_aiu")))["total_nano_aiu"]
     assert out["cost_usd"].to_list() == billed.to_list()
     assert out["cost_usd"].sum() == Decimal("0.1891317")
+
+
+def every_shutdown_model(real_logs: Path) -> list[tuple[str, int, str, dict[str, Any]]]:
+    """(file, line, model, modelMetrics entry) of every shutdown of every real log file."""
+    found = []
+    for path in sorted(real_logs.rglob("*.jsonl")):
+        for number, text in enumerate(path.read_text().splitlines(), start=1):
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(line, dict) and line.get("type") == "session.shutdown":
+                metrics = (line.get("data") or {}).get("modelMetrics") or {}
+                name = str(path.relative_to(real_logs))
+                found += [(name, number, model, m) for model, m in metrics.items()]
+    return found
+
+
+#: Models of real shutdowns no log quotes a price for: their bills stay unpriced, never guessed.
+WITHOUT_SOURCED_PRICE = {"gpt-6-luna", "qwen3:0.6b"}
+
+
+def test_github_copilot_reproduces_every_real_shutdown_bill(real_logs: Path) -> None:
+    """Every per-model bill of every shutdown in the folder, to the nano-AIU (data-driven)."""
+    found = every_shutdown_model(real_logs)
+    priced = [row for row in found if row[2] not in WITHOUT_SOURCED_PRICE]
+    assert len(priced) >= 30
+    frame = metrics_frame({"modelMetrics": {f"{i}": m for i, (*_, m) in enumerate(priced)}})
+    frame = frame.with_columns(pl.Series("model", [row[2] for row in priced]))
+    out = price_totals(frame, load_rate_table("github-copilot"))
+    billed = out.select(nano_aiu_usd(pl.col("total_nano_aiu")))["total_nano_aiu"]
+    mismatches = [
+        (row[0], row[1], row[2], cost, bill)
+        for row, cost, bill in zip(priced, out["cost_usd"], billed, strict=True)
+        if cost != bill
+    ]
+    assert mismatches == []
+    unpriced = {row[2] for row in found} & WITHOUT_SOURCED_PRICE
+    table = load_rate_table("github-copilot")
+    assert all(table.resolve(model) is None for model in unpriced)

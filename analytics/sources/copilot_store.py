@@ -83,7 +83,10 @@ _TEXT_COLUMNS = (
     "initiator",
     "finish_reason",
 )
-_READ_COLUMNS = (*_TEXT_COLUMNS, *_COUNT_COLUMNS, "total_nano_aiu", "created_at")
+#: The row's itemised bill, with Copilot's prices (``[{tokenType, tokenCount, costPerBatch,
+#: batchSize}]``, no model: the row's), kept as raw JSON for ``log_rates.py``.
+_DETAILS = "token_details_json"
+_READ_COLUMNS = (*_TEXT_COLUMNS, *_COUNT_COLUMNS, "total_nano_aiu", "created_at", _DETAILS)
 
 
 def read_session_store(
@@ -229,6 +232,7 @@ def _read_usage(
         *(pl.col(name).cast(pl.Int64, strict=False).alias(name) for name in _COUNT_COLUMNS),
         pl.Series("total_nano_aiu", nano, dtype=pl.String),
         _utc_timestamp(pl.col("created_at")).alias("created_at"),
+        pl.col(_DETAILS).alias("token_details"),
     )
     issues += _unusable_values(raw, typed, file)
     return typed, issues
