@@ -247,6 +247,13 @@ struct Parser<'a, 'f> {
     key: Vec<u8>,
 }
 
+/// Where an object or array goes after an item: closed (the offset after it), or on to the
+/// next item (its offset).
+enum Step {
+    Close(usize),
+    Next(usize),
+}
+
 /// What scanning a string learnt.
 struct Str {
     end: usize,
@@ -601,21 +608,36 @@ impl Parser<'_, '_> {
                 None
             };
             let (value, end) = self.member(i, depth, child, measure)?;
-            measured = match (measured, value.measured) {
-                (Some(m), Some(v)) if measure => Some(m + v),
-                _ => None,
-            };
-            i = self.skip_ws(end);
-            match self.at(i) {
-                Some(b'}') => return Ok((i + 1, measured.filter(|_| measure))),
-                Some(b',') => i = self.skip_ws(i + 1),
-                _ => {
-                    return Err(Error {
-                        message: "Expecting ',' delimiter",
-                        at: i,
-                    })
-                }
+            match self.next_item(end, b'}', &mut measured, value.measured, measure)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
             }
+        }
+    }
+
+    /// After an object member or array item ending at `end`: its compact length added to
+    /// `measured` (None unless measuring), then the closing bracket or the comma before the
+    /// next one.
+    fn next_item(
+        &self,
+        end: usize,
+        close: u8,
+        measured: &mut Option<usize>,
+        item: Option<usize>,
+        measure: bool,
+    ) -> Result<Step, Error> {
+        *measured = match (*measured, item) {
+            (Some(m), Some(v)) if measure => Some(m + v),
+            _ => None,
+        };
+        let i = self.skip_ws(end);
+        match self.at(i) {
+            Some(b) if b == close => Ok(Step::Close(i + 1)),
+            Some(b',') => Ok(Step::Next(self.skip_ws(i + 1))),
+            _ => Err(Error {
+                message: "Expecting ',' delimiter",
+                at: i,
+            }),
         }
     }
 
@@ -675,20 +697,9 @@ impl Parser<'_, '_> {
                 measured = measured.map(|m| m + 1);
             }
             first = false;
-            measured = match (measured, value.measured) {
-                (Some(m), Some(v)) if measure => Some(m + v),
-                _ => None,
-            };
-            i = self.skip_ws(end);
-            match self.at(i) {
-                Some(b']') => return Ok((i + 1, measured.filter(|_| measure))),
-                Some(b',') => i = self.skip_ws(i + 1),
-                _ => {
-                    return Err(Error {
-                        message: "Expecting ',' delimiter",
-                        at: i,
-                    })
-                }
+            match self.next_item(end, b']', &mut measured, value.measured, measure)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
             }
         }
     }

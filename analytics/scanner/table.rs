@@ -120,33 +120,24 @@ impl StrColumn {
     }
 }
 
+/// A nullable column of fixed-width values (null rows hold the default value).
+#[derive(Default)]
+pub struct Nullable<T> {
+    pub values: Vec<T>,
+    pub valid: Vec<bool>,
+}
+
+impl<T: Default> Nullable<T> {
+    pub fn push(&mut self, value: Option<T>) {
+        self.valid.push(value.is_some());
+        self.values.push(value.unwrap_or_default());
+    }
+}
+
 /// A nullable column of 64-bit integers.
-#[derive(Default)]
-pub struct IntColumn {
-    pub values: Vec<i64>,
-    pub valid: Vec<bool>,
-}
-
-impl IntColumn {
-    pub fn push(&mut self, value: Option<i64>) {
-        self.values.push(value.unwrap_or(0));
-        self.valid.push(value.is_some());
-    }
-}
-
+pub type IntColumn = Nullable<i64>;
 /// A nullable column of booleans.
-#[derive(Default)]
-pub struct BoolColumn {
-    pub values: Vec<bool>,
-    pub valid: Vec<bool>,
-}
-
-impl BoolColumn {
-    pub fn push(&mut self, value: Option<bool>) {
-        self.values.push(value.unwrap_or(false));
-        self.valid.push(value.is_some());
-    }
-}
+pub type BoolColumn = Nullable<bool>;
 
 /// One output column, of any of the kinds above.
 pub enum Column {
