@@ -2,12 +2,17 @@
 
 from collections.abc import Sequence
 
-class ArrowTable:
-    """Columns of one batch; ``polars.DataFrame(table)`` adopts them (Arrow C data interface)."""
+class ArrowColumn:
+    """One column; ``polars.Series(column)`` adopts it (Arrow C data interface)."""
 
     def __arrow_c_array__(
         self, requested_schema: object | None = None
     ) -> tuple[object, object]: ...
+
+class ArrowTable:
+    """The columns of one batch of files."""
+
+    def columns(self) -> list[tuple[str, ArrowColumn]]: ...
     def __len__(self) -> int: ...
 
 def scan_copilot(

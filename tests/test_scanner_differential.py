@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics import _scanner
+from analytics.sources.copilot_events import batch_frame
 from tests.conftest import SAMPLE_LOGS
 from tests.reference_reader import Reader
 
@@ -35,7 +36,7 @@ _AFTER_SCAN = ("unknown event type", "modelMetrics", "shutdown modelMetrics")
 def native(path: Path, hint: str) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], list[Any]]:
     tables, issues, totals, failures = _scanner.scan_copilot([str(path)], [hint], [None])
     assert failures == []
-    frames = [pl.DataFrame(table) for table in tables]
+    frames = [batch_frame(table) for table in tables]
     events = pl.concat(frames) if frames else pl.DataFrame()
     if events.height:
         events = events.with_columns(pl.col("timestamp").dt.epoch("ms"))

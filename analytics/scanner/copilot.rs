@@ -116,13 +116,15 @@ pub const COPILOT: Format = Format {
         ("event_type", Rule::Shared(&["type"])),
         ("event_id", Rule::Text(&["id"])),
         ("timestamp", Rule::Time(&["timestamp"])),
-        ("agent_id", Rule::Text(&["agentId"])),
+        // Ids repeated on many lines (an agent's, a turn's, an interaction's) are stored once
+        // per batch: a result table that keeps a few of them then keeps little else alive.
+        ("agent_id", Rule::Shared(&["agentId"])),
         (
             "parent_tool_call_id",
-            Rule::Text(&["data.parentToolCallId"]),
+            Rule::Shared(&["data.parentToolCallId"]),
         ),
         ("turn_id", Rule::Shared(&["data.turnId"])),
-        ("interaction_id", Rule::Text(&["data.interactionId"])),
+        ("interaction_id", Rule::Shared(&["data.interactionId"])),
         (
             "model",
             Rule::Shared(&[

@@ -1,8 +1,10 @@
 //! The Python binding: `analytics._scanner.scan_copilot(...)`.
 //!
 //! The event columns leave as Arrow arrays through the Arrow C data interface (the
-//! `__arrow_c_array__` protocol, which `polars.DataFrame(...)` accepts), so polars adopts the
-//! buffers without a copy and without a Python object per row. Issues, per-model totals and
+//! `__arrow_c_array__` protocol, which `polars.Series(...)` accepts), so polars adopts the
+//! buffers without a copy and without a Python object per row. Each column is exported on its
+//! own: a value polars keeps from one column (a session id in a result table) then keeps that
+//! column's buffers alive, not the whole batch's. Issues, per-model totals and
 //! unreadable files are few and leave as Python lists. The GIL is released while scanning.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -11,11 +13,11 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{
-    ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray, StructArray,
+    Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
     TimestampMillisecondArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{ArrowError, Field};
+use arrow_schema::ArrowError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
@@ -31,15 +33,44 @@ fn scanner() -> &'static Scanner {
     SCANNER.get_or_init(|| Scanner::new(COPILOT))
 }
 
-/// A table of columns, for `polars.DataFrame(table)`.
+/// The columns of one batch (`columns()`: name and column, for `polars.Series(column)`).
 #[pyclass(frozen, module = "analytics._scanner")]
 struct ArrowTable {
-    array: StructArray,
+    names: Vec<&'static str>,
+    arrays: Vec<ArrayRef>,
+    rows: usize,
+}
+
+/// One column, for `polars.Series(column)`.
+#[pyclass(frozen, module = "analytics._scanner")]
+#[derive(Clone)]
+struct ArrowColumn {
+    array: ArrayRef,
 }
 
 #[pymethods]
 impl ArrowTable {
-    /// The Arrow PyCapsule protocol: (schema capsule, array capsule) of a struct array.
+    fn columns(&self) -> Vec<(&'static str, ArrowColumn)> {
+        self.names
+            .iter()
+            .zip(&self.arrays)
+            .map(|(&name, array)| {
+                let column = ArrowColumn {
+                    array: Arc::clone(array),
+                };
+                (name, column)
+            })
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.rows
+    }
+}
+
+#[pymethods]
+impl ArrowColumn {
+    /// The Arrow PyCapsule protocol: (schema capsule, array capsule) of the column.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_array__<'py>(
         &self,
@@ -47,16 +78,12 @@ impl ArrowTable {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let _ = requested_schema;
-        let data = arrow_array::Array::to_data(&self.array);
+        let data = self.array.to_data();
         let schema = FFI_ArrowSchema::try_from(data.data_type()).map_err(to_py)?;
         let array = FFI_ArrowArray::new(&data);
         let schema = PyCapsule::new_with_value(py, schema, c"arrow_schema")?;
         let array = PyCapsule::new_with_value(py, array, c"arrow_array")?;
         PyTuple::new(py, [schema.into_any(), array.into_any()])
-    }
-
-    fn __len__(&self) -> usize {
-        arrow_array::Array::len(&self.array)
     }
 }
 
@@ -128,8 +155,12 @@ fn scan_copilot(
                 .into_iter()
                 .map(|f| (f.file, f.errno, f.message)),
         );
+        let rows = batch.events.rows();
+        let names = batch.events.names.clone();
         tables.push(ArrowTable {
-            array: to_arrow(batch.events).map_err(to_py)?,
+            names,
+            arrays: to_arrow(batch.events).map_err(to_py)?,
+            rows,
         });
     }
     Ok((tables, issues, totals, failures))
@@ -225,7 +256,14 @@ fn nulls(valid: Vec<bool>) -> Option<NullBuffer> {
 }
 
 fn strings(column: StrColumn) -> Result<ArrayRef, ArrowError> {
-    let buffers: Vec<Buffer> = column.buffers.into_iter().map(Buffer::from_vec).collect();
+    let buffers: Vec<Buffer> = column
+        .buffers
+        .into_iter()
+        .map(|mut data| {
+            data.shrink_to_fit();
+            Buffer::from_vec(data)
+        })
+        .collect();
     let array = StringViewArray::try_new(
         ScalarBuffer::from(column.views),
         buffers,
@@ -241,10 +279,9 @@ fn ints(column: IntColumn) -> ArrayRef {
     ))
 }
 
-fn to_arrow(table: Table) -> Result<StructArray, ArrowError> {
-    let mut fields = Vec::with_capacity(table.columns.len());
+fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(table.columns.len());
-    for (name, column) in table.names.into_iter().zip(table.columns) {
+    for column in table.columns {
         let array: ArrayRef = match column {
             Column::Str(c) => strings(c)?,
             Column::Int(c) => ints(c),
@@ -265,10 +302,9 @@ fn to_arrow(table: Table) -> Result<StructArray, ArrowError> {
                     .with_timezone("UTC"),
             ),
         };
-        fields.push(Field::new(name, array.data_type().clone(), true));
         arrays.push(array);
     }
-    StructArray::try_new(fields.into(), arrays, None)
+    Ok(arrays)
 }
 
 /// The module `analytics._scanner`.

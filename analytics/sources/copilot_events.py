@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from analytics import _scanner
 from analytics.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
 from analytics.sources.copilot_event_types import KNOWN_EVENT_TYPES
 from analytics.sources.discover import LogFile
@@ -62,15 +63,13 @@ def read_logs(logs: Sequence[LogFile], progress: Progress | None = None) -> Pars
     ``session.start`` before it (earlier lines to the first one), a file without any to its
     hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
     """
-    from analytics import _scanner
-
     names = [str(log.path) for log in logs]
     sizes = [log.stat.st_size if log.stat else None for log in logs]
     tables, issue_columns, totals, failures = _scanner.scan_copilot(
         names, [log.session_hint for log in logs], sizes, BATCH_BYTES, BLOCK_BYTES
     )
     if tables:
-        events = pl.concat([pl.DataFrame(table) for table in tables], rechunk=False)
+        events = pl.concat([batch_frame(table) for table in tables], rechunk=False)
     else:
         events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
     events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
@@ -94,6 +93,11 @@ def read_logs(logs: Sequence[LogFile], progress: Progress | None = None) -> Pars
     return ParsedLog(
         events, metrics, issues.sort("file", "line", nulls_last=False, maintain_order=True)
     )
+
+
+def batch_frame(table: _scanner.ArrowTable) -> pl.DataFrame:
+    """One batch's columns as a frame; polars adopts each column's buffers (no copy)."""
+    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
 
 
 def _failure(name: str, errno: int | None, text: str) -> str:
