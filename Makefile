@@ -3,15 +3,27 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 LOGS ?= sample_logs
+# The native scanner (analytics/scanner/, Rust) builds with cargo; rustup puts it here.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+SCANNER := Cargo.toml Cargo.lock $(wildcard analytics/scanner/*.rs)
+# Seconds of the scanner's bounded fuzz run in `make test` (CI sets more).
+FUZZ_SECONDS ?= 10
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint rust-check bench wheel clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.built
 
+# The editable install builds the extension (release mode, maturin); an edit of the Rust
+# sources rebuilds it in place.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.built: $(VENV)/.installed $(SCANNER)
+	@if [ -n "$$(find $(SCANNER) -newer $(VENV)/.installed)" ]; then \
+		VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --quiet; fi
 	touch $@
 
 ## agentcost analyze on the bundled sample logs (or LOGS=path)
@@ -19,11 +31,17 @@ run: setup
 	$(BIN)/agentcost analyze $(LOGS)
 
 ## lint, type-check and the whole test suite (notebooks included)
-test: setup
+test: setup rust-check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+## the scanner's own checks: format, clippy (warnings are errors), unit tests, a fuzz run
+rust-check:
+	cargo fmt --check
+	cargo clippy --release --all-targets --features python -- -D warnings
+	AGENTCOST_FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --release -- --nocapture
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
@@ -32,5 +50,9 @@ lint: setup
 bench: setup
 	$(PY) -m benchmarks.run --profile
 
+## a wheel of agentcost with the scanner in it, in target/wheels/ (see the README)
+wheel: setup
+	$(BIN)/maturin build --release
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis target analytics/*.so

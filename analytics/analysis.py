@@ -9,13 +9,12 @@ This is the library entry point the CLI and the notebooks use::
 
 The stages themselves run in ``analytics.pipeline`` (in groups of sessions when the events
 need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
-(``analytics.result_cache``) and changed files are parsed only where they changed
-(``analytics.cache``).
+(``analytics.result_cache``), and of a changed one only the groups of sessions whose inputs
+changed are read and analysed again.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,7 +31,7 @@ from analytics.schema import ISSUES, conform
 from analytics.sources.discover import Found, LogFile, discover
 
 if TYPE_CHECKING:
-    from analytics.sources.copilot_events import PieceStore, Progress
+    from analytics.sources.copilot_events import Progress
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,8 @@ class Analysis:
     """Every table of one run. ``issues`` lists each problem with its file and line.
 
     ``events`` is computed on first use: a result loaded from the result cache, or analysed
-    with ``keep_events=False``, reads its events again (``read_events``, through the parse
-    cache if in use) only for the commands that need them; ``event_groups`` reads them a
+    with ``keep_events=False``, reads its events again (``read_events``) only for the
+    commands that need them; ``event_groups`` reads them a
     group of sessions at a time, for per-session work with flat memory.
     """
 
@@ -93,8 +92,7 @@ class Analysis:
             return
         logs = {str(log.path): log for log in self.found.logs}
         buckets = log_buckets(self.found.logs, group_bytes)
-        # A session goes with its first file's group (the pipeline's, so the parse cache reads
-        # back what it stored together); its other files follow it.
+        # A session goes with its first file's group (the pipeline's); its other files follow.
         sessions = self.sessions.select(
             "session_id",
             "source_files",
@@ -132,9 +130,9 @@ def analyze(
 ) -> Analysis:
     """Analyse the logs under ``paths`` (the Copilot home when empty).
 
-    ``use_cache`` keeps results and parsed files in ``analytics.cache_dir.cache_dir()``: an
-    unchanged set of inputs is loaded, not analysed; otherwise an unchanged file is not parsed
-    again and a grown one only for its new bytes. ``progress`` is called with
+    ``use_cache`` keeps results in ``analytics.cache_dir.cache_dir()``: an unchanged set of
+    inputs is loaded, not analysed; otherwise only the groups of sessions whose inputs changed
+    are analysed again. ``progress`` is called with
     (bytes parsed, bytes to parse) while files are read. ``keep_events=False`` analyses a
     large tree in groups of sessions, so memory stays flat; ``events`` are then read again if
     asked for.
@@ -149,29 +147,15 @@ def analyze(
             results.save(key, {name: getattr(result, name) for name in TABLES})
     else:
         tables, _ = stored
-        result = Analysis(**tables, found=found, read_events=_reader(use_cache))
+        result = Analysis(**tables, found=found, read_events=ordered_events)
     return _within(result, window) if window else result
-
-
-def _store(use_cache: bool) -> PieceStore | None:
-    from analytics.cache import LogCache
-
-    return LogCache() if use_cache else None
-
-
-def _reader(use_cache: bool) -> Callable[[Sequence[LogFile]], pl.DataFrame]:
-    """Reads the events of some logs, through one parse cache (opened on first use) if in use:
-    reading a tree a group at a time then reads the cache's manifest once."""
-    store = functools.cache(lambda: _store(use_cache))
-    return lambda logs: ordered_events(logs, store())
 
 
 def _run(
     found: Found, results: ResultCache | None, progress: Progress | None, keep_events: bool
 ) -> Analysis:
     """Every stage, from the logs to per-call tokens; the discovery problems as issues."""
-    use_cache = results is not None
-    tables = run_stages(found, _store(use_cache), progress, keep_events=keep_events, cache=results)
+    tables = run_stages(found, progress, keep_events=keep_events, cache=results)
     problems = conform(
         pl.DataFrame(
             {
@@ -192,7 +176,7 @@ def _run(
         issues=issues.sort("file", "line", "severity", "message", nulls_last=False),
         log_prices=tables.log_prices,
         found=found,
-        read_events=_reader(use_cache),
+        read_events=ordered_events,
         kept_events=tables.events,
     )
 

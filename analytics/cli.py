@@ -39,7 +39,7 @@ def root(
         bool,
         typer.Option(
             "--no-cache",
-            help="Analyse every log again instead of reusing the result and parse caches "
+            help="Analyse every log again instead of reusing the result cache "
             "($AGENTCOST_CACHE_DIR, else ~/.cache/agentcost).",
         ),
     ] = False,

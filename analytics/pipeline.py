@@ -11,8 +11,8 @@ everything (``keep_events``).
 Files are put in groups by a hash of their session hint (directory name or file stem), so a
 session's files share a group and a group keeps its files from run to run: with a result
 cache, an unchanged group is loaded instead of analysed (``ResultCache.group_key``), and a
-live session costs the re-analysis of its own group only. A session whose files name it
-differently (a file with no ``session.start`` beside one that has it) can still land in two
+live session costs the re-reading and re-analysis of its own group only. A session whose files
+name it differently (a file with no ``session.start`` beside one that has it) can still land in two
 groups; such groups are merged and analysed again, so grouping never changes a result.
 
 The stages are imported where they run: a result loaded from the result cache needs none of
@@ -33,7 +33,7 @@ from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, empty
 from analytics.sources.discover import Found, LogFile
 
 if TYPE_CHECKING:
-    from analytics.sources.copilot_events import PieceStore, Progress
+    from analytics.sources.copilot_events import Progress
 
 #: Log bytes analysed together when events need not be kept.
 GROUP_BYTES = 192 * 2**20
@@ -53,7 +53,6 @@ class Tables:
 
 def run_stages(
     found: Found,
-    store: PieceStore | None,
     progress: Progress | None,
     *,
     keep_events: bool,
@@ -75,7 +74,7 @@ def run_stages(
         if stored is not None:
             return stored
         step = (lambda now, _: progress(min(start + now, todo), todo)) if progress else None
-        tables = _analyse(logs, store, step, observed, keep_events)
+        tables = _analyse(logs, step, observed, keep_events)
         if cache and key:
             ids = tables.sessions["session_id"].to_list()
             note = {"sessions": ids, "records": records_digest(observed.of(ids))}
@@ -92,12 +91,12 @@ def run_stages(
     return _combine(results, observed.issues(analysed))
 
 
-def ordered_events(logs: Sequence[LogFile], store: PieceStore | None) -> pl.DataFrame:
+def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
     from analytics.events import drop_repeats, order_events
     from analytics.sources.copilot_events import read_logs
 
-    events, _ = drop_repeats(order_events(read_logs(logs, store).events))
+    events, _ = drop_repeats(order_events(read_logs(logs).events))
     return events
 
 
@@ -115,7 +114,6 @@ def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
 
 def _analyse(
     logs: Sequence[LogFile],
-    store: PieceStore | None,
     progress: Progress | None,
     observed: _Observed,
     keep_events: bool,
@@ -128,7 +126,7 @@ def _analyse(
     from analytics.sources.copilot_events import read_logs
     from analytics.tokens import call_tokens_and_fit, with_fit
 
-    parsed = read_logs(logs, store, progress)
+    parsed = read_logs(logs, progress)
     events, repeat_issues = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
     read_issues = _stack([parsed.issues, repeat_issues], ISSUES)
@@ -214,8 +212,7 @@ def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
 def log_buckets(logs: Sequence[LogFile], group_bytes: int = GROUP_BYTES) -> dict[str, int]:
     """Each log's group (by its path): a hash of its session hint, over a power-of-two count.
 
-    ``Analysis.event_groups`` reads events back in these groups, the order the parse cache
-    stored them in.
+    ``Analysis.event_groups`` reads events back in these groups.
     """
     total = sum(_size(log) for log in logs)
     count = 1

@@ -1,7 +1,7 @@
 """Keep whole analyses between runs: re-analysing an unchanged tree loads four small tables.
 
-The parse cache (``analytics.cache``) spares parsing; this one spares every stage after it too.
-An analysis is stored under a *key*: a SHA-256 over
+It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
+SHA-256 over
 
 * agentcost's and polars' versions and the ``analytics`` package's own files (size and
   ``mtime_ns``), so an edited checkout never reuses a result its old code computed;
@@ -15,15 +15,15 @@ does too.
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Parquet.
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
-them get them from the parse cache on first use (``Analysis.events`` is lazy). The newest
-``KEEP`` results are kept.
+them read them again on first use (``Analysis.events`` is lazy). The newest ``KEEP`` results
+are kept.
 
 The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
 group's log files), with a small JSON *note*: the group's session ids and a digest of the
 per-call records (session store, OTel) of those sessions. A group is reused only if its files
 are unchanged and those records still digest the same, so a live session (its log growing,
-its store rows added) costs a re-analysis of its own group (over the parse cache, which
-parses only its new bytes), not of the tree.
+its store rows added) costs the re-reading and re-analysis of its own group, not of the
+tree.
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped.

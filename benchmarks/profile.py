@@ -1,13 +1,12 @@
 """Where the time and memory of one ``analyze`` go, per stage, cold (empty cache) and warm.
 
-Stage functions are wrapped in place (``analytics.analysis`` names, the reader's batch parser
-as ``copilot_events`` calls it and its steps in ``copilot_lines``, the cache's steps). Per
-stage: wall seconds and CPU seconds of the calling thread (``time.thread_time``; polars' own
-threads are not counted), summed over calls, and the process RSS after its last call. The
-parser and cache steps run on worker threads, so their sums can exceed their share of the wall
-time. The warm run follows the cold one in the same process, so its RSS includes what the cold
-run left allocated (the benchmark table has the warm peak of a fresh process). Import and
-``--help`` times are measured in fresh processes.
+Stage functions are wrapped in place (``analytics.analysis`` names; the reader, and within
+it the native scanner's call, which runs on both cores). Per stage: wall seconds and CPU
+seconds of the calling thread (``time.thread_time``; the scanner's and polars' own threads are
+not counted, so the scan's CPU shows as its wall), summed over calls, and the process RSS
+after its last call. The warm run follows the cold one in the same process, so its RSS
+includes what the cold run left allocated (the benchmark table has the warm peak of a fresh
+process). Import and ``--help`` times are measured in fresh processes.
 """
 
 from __future__ import annotations
@@ -24,11 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from analytics import (
+    _scanner,
     analysis,
-    cache,
     calls,
     costs,
     events,
@@ -39,7 +36,7 @@ from analytics import (
     sessions,
     tokens,
 )
-from analytics.sources import copilot_events, copilot_lines
+from analytics.sources import copilot_events
 
 _STAGES: list[tuple[Any, str]] = [
     (analysis, "discover"),
@@ -47,18 +44,9 @@ _STAGES: list[tuple[Any, str]] = [
     (result_cache.ResultCache, "load"),
     (result_cache.ResultCache, "save"),
     (copilot_events, "read_logs"),
-    (copilot_events, "parse_pieces"),
-    (copilot_lines, "_split_lines"),
-    (copilot_lines, "_decode_tolerantly"),
-    (copilot_lines, "_to_events"),
-    (copilot_lines, "_add_tool_sizes"),
-    (copilot_lines, "_model_metrics"),
-    (copilot_lines, "_piece_infos"),
-    (copilot_events, "place"),
-    (cache.LogCache, "resume"),
-    (cache.LogCache, "load"),
-    (cache.LogCache, "save"),
-    (cache.LogCache, "commit"),
+    (_scanner, "scan_copilot"),
+    (copilot_events, "_model_metrics"),
+    (copilot_events, "_unknown_types"),
     (events, "order_events"),
     (calls, "build_calls"),
     (sessions, "summarize_sessions"),
@@ -67,8 +55,8 @@ _STAGES: list[tuple[Any, str]] = [
     (costs, "price_analysis"),
     (report, "render_json"),
 ]
-#: The runs profiled, in order: empty caches; nothing changed; one log's mtime touched (the
-#: result cache misses, the parse cache has every piece).
+#: The runs profiled, in order: empty cache; nothing changed; one log's mtime touched (the
+#: result cache misses for that log's group of sessions, which is read and analysed again).
 _RUNS = ("cold", "warm", "one file touched")
 
 
@@ -120,14 +108,14 @@ def stages(tree: Path, cache_root: Path) -> str:
         [
             f"## Profile ({tree.name}, in-process: what `agentcost analyze --format json` runs)",
             "",
-            "Wall and CPU seconds (CPU of the calling thread; parser and cache steps run on "
-            "worker threads, so their sums can exceed the wall time) and RSS after each stage, "
+            "Wall and CPU seconds (CPU of the calling thread; the scanner runs on its own "
+            "threads, so its CPU is not counted here) and RSS after each stage, "
             "summed over the groups of sessions the pipeline analyses one after another. Runs: "
             "cold (empty caches), warm (nothing changed: the result cache answers), and one "
             "file touched (its mtime changed, as a live session's log does: the result cache "
-            "misses and the parse cache has every piece). Later runs share the process with "
-            "earlier ones, so their RSS includes what those left allocated; the table above "
-            "has the peak of fresh processes.",
+            "misses for that log's group, which is read and analysed again). Later runs share "
+            "the process with earlier ones, so their RSS includes what those left allocated; "
+            "the table above has the peak of fresh processes.",
             "",
             "| stage | "
             + " | ".join(f"{run} wall s | {run} CPU s | {run} RSS after, MB" for run in _RUNS)
@@ -138,7 +126,6 @@ def stages(tree: Path, cache_root: Path) -> str:
             "",
             f"- peak RSS of this process over both runs: {peak:.0f} MB",
             *_startup(),
-            *_decode_floor(tree),
         ]
     )
 
@@ -167,44 +154,6 @@ def _rss_mb() -> float:
     """Resident set size of this process now (Linux ``/proc/self/statm``)."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
-
-
-def _decode_floor(tree: Path, sample_bytes: int = 64 * 2**20) -> list[str]:
-    """CPU seconds per GB of polars' ``str.json_decode`` on the tree's lines: with a
-    one-field struct (the parse itself, before any field is kept) and with agentcost's.
-
-    The floor under any reader built on it: on 2 cores, 1 GB costs at least half the one-field
-    figure in wall time, before lines are split or a single event is built.
-    """
-    lines: list[bytes] = []
-    size = 0
-    for log in sorted(tree.rglob("events.jsonl")):
-        for line in log.read_bytes().splitlines():
-            if line.rstrip().endswith(b"}"):
-                lines.append(line)
-                size += len(line)
-        if size >= sample_bytes:
-            break
-    text = pl.Series(lines, dtype=pl.Binary).cast(pl.String)
-    structs = {
-        "one field (`type`)": pl.Struct({"type": pl.String()}),
-        "agentcost's struct (`copilot_lines._LINE`)": copilot_lines._LINE,
-    }
-    rows = []
-    for name, struct in structs.items():
-        spent = []
-        for _ in range(3):  # the least of three: other processes share the machine
-            before = resource.getrusage(resource.RUSAGE_SELF)
-            text.str.json_decode(struct)
-            after = resource.getrusage(resource.RUSAGE_SELF)
-            spent.append((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
-        rows.append(f"{name} {min(spent) / size * 1e9:.1f}")
-    return [
-        f"- `str.json_decode` on {size / 1e6:.0f} MB of the tree's lines, CPU seconds per GB: "
-        + "; ".join(rows)
-        + ". The first is the floor of any polars-decoded reader: on 2 cores, half of it in "
-        "wall time per GB before a line is split or an event built."
-    ]
 
 
 def _startup() -> list[str]:

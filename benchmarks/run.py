@@ -5,7 +5,7 @@ generates a tree once with ``agentcost simulate`` (kept in ``benchmarks/data/``)
 ccusage (pinned) into ``benchmarks/.tools`` with npm, then alternates, for each repetition:
 ccusage, agentcost cold (empty caches), agentcost warm (the caches the cold run filled, nothing
 changed), agentcost touched (one log's mtime changed, as a live session's log does: the result
-cache misses and the parse cache has every piece). Wall
+cache misses for that log's group of sessions, which is read and analysed again). Wall
 time and the child's peak RSS come from ``os.wait4``. It checks that both tools report the same
 per-session tokens where both see a session, prints the table and writes
 ``benchmarks/README.md``; with ``--profile`` it adds a per-stage profile of the largest tree.
@@ -118,7 +118,7 @@ def ccusage_command() -> list[str]:
 
 
 def agentcost_command(tree: Path) -> list[str]:
-    """``agentcost analyze --format json`` (the parse cache is on by default)."""
+    """``agentcost analyze --format json`` (the result cache is on by default)."""
     return [str(AGENTCOST), "analyze", str(tree), "--format", "json"]
 
 
@@ -228,16 +228,17 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "",
             "ccusage reports per-session totals from the log's own `session.shutdown` lines "
             "(the agreement check below shows it ignores calls after the last shutdown). "
-            "agentcost decodes and validates every line (every line becomes an event or an "
-            "issue), builds one row per event (~40 columns) and per LLM call, reconstructs "
+            "agentcost decodes and validates every line with its native scanner (every line "
+            "becomes an event or an issue), builds one row per event (~50 columns) and per LLM "
+            "call, reconstructs "
             "per-call tokens and prices them, a group of sessions (~192 MB of logs) at a time "
             "(`analytics/pipeline.py`). Cold = empty caches. Warm = nothing changed since the "
             "cold run: the result cache (`analytics/result_cache.py`, keyed by every input's "
             "path, size, mtime, ctime and inode) answers, and the time is start-up, "
             "discovery, loading four small tables, pricing and JSON. Touched = one log's "
-            "mtime changed (what a live session does): the result cache misses and every "
-            "stage after reading runs again, over pieces the parse cache (`analytics/cache.py`)"
-            " still has. The profile at the end shows where the time and the memory go, stage "
+            "mtime changed (what a live session does): the result cache misses for that log's "
+            "group of sessions, which is read and analysed again. The profile at the end "
+            "shows where the time and the memory go, stage "
             "by stage.",
             "",
             "## Do the tools agree?",

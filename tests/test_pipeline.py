@@ -30,8 +30,8 @@ TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
 
 def grouped_and_whole(paths: list[Path]) -> tuple[Tables, Tables]:
     found = discover(paths)
-    whole = run_stages(found, None, None, keep_events=True)
-    grouped = run_stages(found, None, None, keep_events=False, group_bytes=1)
+    whole = run_stages(found, None, keep_events=True)
+    grouped = run_stages(found, None, keep_events=False, group_bytes=1)
     return grouped, whole
 
 
@@ -85,7 +85,7 @@ def test_a_session_split_across_differently_named_files_is_merged(tmp_path: Path
 @pytest.mark.parametrize("group_bytes", [1, 10**3, 10**9])
 def test_every_log_is_analysed_once(group_bytes: int) -> None:
     found = discover([SAMPLE_LOGS])
-    tables = run_stages(found, None, None, keep_events=False, group_bytes=group_bytes)
+    tables = run_stages(found, None, keep_events=False, group_bytes=group_bytes)
     files = {file for files in tables.sessions["source_files"].to_list() for file in files}
     assert files == {str(log.path) for log in found.logs}
 
@@ -102,13 +102,13 @@ def analysed_groups(
         return original(group, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pipeline, "_analyse", spy)
-    tables = run_stages(discover([logs]), None, None, keep_events=False, group_bytes=1, cache=cache)
+    tables = run_stages(discover([logs]), None, keep_events=False, group_bytes=1, cache=cache)
     monkeypatch.setattr(pipeline, "_analyse", original)
     return tables, analysed
 
 
 def fresh(logs: Path) -> Tables:
-    return run_stages(discover([logs]), None, None, keep_events=True)
+    return run_stages(discover([logs]), None, keep_events=True)
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_a_store_rows_problems_are_reported_for_its_analysed_session_only(copied
     bad = "input_tokens 'lots' is not a valid value; left unknown"
 
     def reported(found: Found, **options: Any) -> int:
-        tables = run_stages(found, None, None, **options)
+        tables = run_stages(found, None, **options)
         return tables.issues["message"].to_list().count(bad)
 
     tree = discover([copied])

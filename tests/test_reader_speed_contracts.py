@@ -1,8 +1,8 @@
 """What keeps the reader fast must not change what it reads.
 
-Huge files are read in chunks split at newlines and many files share a parse batch; with tiny
-chunk and batch sizes (so every file is cut in many pieces, several per line batch) the tables
-must equal a whole-file read, line numbers and process indexes included. Also: ``analyze``
+Files are read in blocks split at newlines and many files share a scan batch; with tiny block
+and batch sizes (every line cut across blocks, every file a batch of its own) the tables must
+equal a whole-file read, line numbers, byte offsets and process indexes included. Also: ``analyze``
 never imports plotly, and the progress bar stays silent when it should.
 """
 
@@ -28,7 +28,7 @@ def test_chunked_reads_equal_whole_reads(
 ) -> None:
     logs = discover([real_logs, SAMPLE_LOGS]).logs
     whole = read_logs(logs)
-    monkeypatch.setattr(copilot_events, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(copilot_events, "BLOCK_BYTES", chunk)
     monkeypatch.setattr(copilot_events, "BATCH_BYTES", 3 * chunk)
     pieces = read_logs(logs)
     for table in ("events", "model_metrics", "issues"):
@@ -40,7 +40,7 @@ def test_torn_line_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     path.write_bytes(b'{"type":"user.message","data":{"content":"' + b"x" * 500 + b'"}}\n{"ty')
     logs = discover([path]).logs
     whole = read_logs(logs)
-    monkeypatch.setattr(copilot_events, "CHUNK_BYTES", 100)
+    monkeypatch.setattr(copilot_events, "BLOCK_BYTES", 100)
     assert read_logs(logs).issues.equals(whole.issues)
     assert whole.issues["line"].to_list() == [1, 2]  # no timestamp; torn
 

@@ -54,7 +54,7 @@ def test_an_unchanged_tree_is_loaded_and_equals_a_fresh_analysis(logs: Path) -> 
     assert read_first and not read_second
     fresh = analyze([logs])
     assert_same(first, fresh)
-    assert_same(second, fresh)  # events too: read from the parse cache on first use
+    assert_same(second, fresh)  # events too: read again on first use
 
 
 def test_an_appended_line_is_a_miss(logs: Path) -> None:

@@ -1,0 +1,43 @@
+"""Types of the native log scanner (``analytics/scanner/``, Rust): see ``scan_copilot``."""
+
+from collections.abc import Sequence
+
+class ArrowColumn:
+    """One column; ``polars.Series(column)`` adopts it (Arrow C data interface)."""
+
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None
+    ) -> tuple[object, object]: ...
+
+class ArrowTable:
+    """The columns of one batch of files."""
+
+    def columns(self) -> list[tuple[str, ArrowColumn]]: ...
+    def __len__(self) -> int: ...
+
+def scan_copilot(
+    paths: Sequence[str],
+    hints: Sequence[str],
+    sizes: Sequence[int | None],
+    batch_bytes: int = ...,
+    block_bytes: int = ...,
+) -> tuple[
+    list[ArrowTable],
+    tuple[list[int], list[int | None], list[str], list[str]],
+    list[tuple[int, int, str, int, str]],
+    list[tuple[int, int | None, str]],
+]:
+    """Scan Copilot event logs: event tables per batch; issues as columns (file index, line,
+    severity, message); per-model totals (file index, line, session, process, JSON text);
+    unreadable files (file index, errno, message)."""
+
+def event_columns() -> list[str]:
+    """The event table's column names."""
+
+def copilot_format() -> tuple[
+    list[tuple[str, str]],
+    list[tuple[str, tuple[str, list[tuple[str, list[str]]], int]]],
+    list[tuple[str, list[str]]],
+]:
+    """The Copilot format table: fields (path, shape), columns (name, (rule kind, [(event
+    type or "", paths)], character limit)), and the event-type settings."""

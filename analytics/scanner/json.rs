@@ -1,0 +1,850 @@
+//! A strict, streaming JSON tokenizer for one log line, guided by a table of wanted fields.
+//!
+//! It walks the line once, validating all of it, and records for each wanted field (a node of
+//! a [`Schema`]) where its value is and what it is: kind, raw span, and for strings their
+//! decoded byte length, so content strings are never copied. Fields that are not wanted are
+//! validated and skipped. A field of shape [`Shape::Any`] is also *measured*: the byte length
+//! of its compact re-serialisation (as polars' JSON path lookups print a value), computed on
+//! the fly.
+//!
+//! Errors follow CPython's `json` module exactly (message and character position), so an
+//! invalid line is reported as it always was; the two deliberate differences are that `NaN`
+//! and `Infinity` are not JSON here, and nesting is limited to [`MAX_DEPTH`] levels (where
+//! Python's decoder raised `RecursionError`). Duplicate keys: the first one counts.
+#![forbid(unsafe_code)]
+
+/// Deepest nesting of objects and arrays accepted in a line.
+pub const MAX_DEPTH: usize = 256;
+
+/// The JSON type of a recorded value ([`Kind::Missing`]: the field was not in the line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Kind {
+    #[default]
+    Missing,
+    Null,
+    True,
+    False,
+    Int,
+    Float,
+    Str,
+    Object,
+    Array,
+}
+
+/// Where a field's value is in the line, and what the tokenizer learnt about it in passing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Value {
+    pub kind: Kind,
+    /// Byte span of the raw value (a string's includes its quotes).
+    pub start: usize,
+    pub end: usize,
+    /// A string with at least one backslash escape (its span is not its text).
+    pub escaped: bool,
+    /// A string's decoded length in UTF-8 bytes.
+    pub decoded_len: usize,
+    /// Bytes of the compact re-serialisation ([`Shape::Any`] fields); None when a number in
+    /// it is out of range (polars gives no value then).
+    pub measured: Option<usize>,
+}
+
+/// A syntax error: CPython's message and the byte offset it points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub message: &'static str,
+    pub at: usize,
+}
+
+/// How a wanted field must look: a scalar (an object or array there is dropped), an object of
+/// wanted fields (anything but an object or null is dropped), or anything (never dropped;
+/// measured).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Scalar,
+    Struct,
+    Any,
+}
+
+/// One wanted field: its key, shape and parent node (the root, 0, has none).
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: &'static str,
+    pub shape: Shape,
+    pub parent: usize,
+    children: Vec<(&'static [u8], usize)>,
+}
+
+/// A tree of wanted fields, node 0 being the line's top-level object.
+#[derive(Clone, Debug)]
+pub struct Schema {
+    pub nodes: Vec<Node>,
+}
+
+impl Schema {
+    /// A schema from (dotted path, shape) pairs; parents must come before their children.
+    /// Paths whose parent is not listed are attached to the root.
+    pub fn new(fields: &[(&'static str, Shape)]) -> Schema {
+        let mut nodes = vec![Node {
+            name: "",
+            shape: Shape::Struct,
+            parent: 0,
+            children: Vec::new(),
+        }];
+        let mut paths: Vec<&str> = vec![""];
+        for &(path, shape) in fields {
+            let (parent_path, name) = match path.rfind('.') {
+                Some(dot) => (
+                    path.get(..dot).unwrap_or(""),
+                    path.get(dot + 1..).unwrap_or(""),
+                ),
+                None => ("", path),
+            };
+            let parent = paths.iter().position(|p| *p == parent_path).unwrap_or(0);
+            let index = nodes.len();
+            nodes.push(Node {
+                name,
+                shape,
+                parent,
+                children: Vec::new(),
+            });
+            paths.push(path);
+            if let Some(node) = nodes.get_mut(parent) {
+                node.children.push((name.as_bytes(), index));
+            }
+        }
+        for node in &mut nodes {
+            node.children.sort_unstable();
+        }
+        Schema { nodes }
+    }
+
+    /// The node of a dotted path, if it is in the schema.
+    pub fn find(&self, path: &str) -> Option<usize> {
+        let mut node = 0;
+        for part in path.split('.') {
+            node = self.child(node, part.as_bytes())?;
+        }
+        Some(node)
+    }
+
+    /// The dotted path of a node, for messages.
+    pub fn path(&self, mut node: usize) -> String {
+        let mut parts = Vec::new();
+        while node != 0 {
+            match self.nodes.get(node) {
+                Some(n) => {
+                    parts.push(n.name);
+                    node = n.parent;
+                }
+                None => break,
+            }
+        }
+        parts.reverse();
+        parts.join(".")
+    }
+
+    fn child(&self, node: usize, key: &[u8]) -> Option<usize> {
+        let children = &self.nodes.get(node)?.children;
+        children
+            .binary_search_by(|(name, _)| (*name).cmp(key))
+            .ok()
+            .and_then(|at| children.get(at))
+            .map(|&(_, index)| index)
+    }
+}
+
+/// What one line's wanted fields held; reused from line to line.
+pub struct Fields {
+    pub values: Vec<Value>,
+    pub dropped: Vec<bool>,
+    seen: Vec<bool>,
+    touched: Vec<usize>,
+}
+
+impl Fields {
+    pub fn new(schema: &Schema) -> Fields {
+        let n = schema.nodes.len();
+        Fields {
+            values: vec![Value::default(); n],
+            dropped: vec![false; n],
+            seen: vec![false; n],
+            touched: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &i in &self.touched {
+            if let Some(v) = self.values.get_mut(i) {
+                *v = Value::default();
+            }
+            if let Some(d) = self.dropped.get_mut(i) {
+                *d = false;
+            }
+            if let Some(s) = self.seen.get_mut(i) {
+                *s = false;
+            }
+        }
+        self.touched.clear();
+    }
+
+    /// A field's value ([`Kind::Missing`] when absent or dropped).
+    pub fn get(&self, node: usize) -> Value {
+        self.values.get(node).copied().unwrap_or_default()
+    }
+
+    fn claim(&mut self, node: usize) -> bool {
+        match self.seen.get_mut(node) {
+            Some(seen) if !*seen => {
+                *seen = true;
+                self.touched.push(node);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Parse one line (UTF-8, no newline) against `schema`, filling `fields`; returns the kind of
+/// the top-level value.
+pub fn parse(line: &[u8], schema: &Schema, fields: &mut Fields) -> Result<Kind, Error> {
+    fields.clear();
+    if line.starts_with(b"\xEF\xBB\xBF") {
+        return Err(Error {
+            message: "Unexpected UTF-8 BOM (decode using utf-8-sig)",
+            at: 0,
+        });
+    }
+    let mut parser = Parser {
+        s: line,
+        schema,
+        fields,
+        key: Vec::new(),
+    };
+    let start = parser.skip_ws(0);
+    let (value, end) = parser.value(start, 0, Some(0), false)?;
+    let end = parser.skip_ws(end);
+    if end != line.len() {
+        return Err(Error {
+            message: "Extra data",
+            at: end,
+        });
+    }
+    Ok(value.kind)
+}
+
+/// The character (code point) index of byte offset `at`, as Python counts positions.
+pub fn char_index(line: &[u8], at: usize) -> usize {
+    line.get(..at)
+        .unwrap_or(line)
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count()
+}
+
+struct Parser<'a, 'f> {
+    s: &'a [u8],
+    schema: &'a Schema,
+    fields: &'f mut Fields,
+    key: Vec<u8>,
+}
+
+/// Where an object or array goes after an item: closed (the offset after it), or on to the
+/// next item (its offset).
+enum Step {
+    Close(usize),
+    Next(usize),
+}
+
+/// What scanning a string learnt.
+struct Str {
+    end: usize,
+    escaped: bool,
+    decoded: usize,
+    measured: usize,
+}
+
+/// Whether any byte is a control character (< 0x20); branch-free over 32-byte chunks so the
+/// compiler vectorises it (strings are most of a log's bytes).
+fn has_control(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(32);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(0u8, |m, &b| m | u8::from(b < 0x20)) != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b < 0x20)
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn hex(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some(u32::from(b - b'0')),
+        b'a'..=b'f' => Some(u32::from(b - b'a') + 10),
+        b'A'..=b'F' => Some(u32::from(b - b'A') + 10),
+        _ => None,
+    }
+}
+
+/// Bytes a decoded character takes in compact JSON (serde's escaping).
+fn escaped_len(c: u32) -> usize {
+    match c {
+        0x22 | 0x5C | 0x08 | 0x0C | 0x0A | 0x0D | 0x09 => 2,
+        0..=0x1F => 6,
+        _ => utf8_len(c),
+    }
+}
+
+fn utf8_len(c: u32) -> usize {
+    match c {
+        0..=0x7F => 1,
+        0x80..=0x7FF => 2,
+        0x800..=0xFFFF => 3,
+        _ => 4,
+    }
+}
+
+impl Parser<'_, '_> {
+    fn at(&self, i: usize) -> Option<u8> {
+        self.s.get(i).copied()
+    }
+
+    fn skip_ws(&self, mut i: usize) -> usize {
+        while self.at(i).is_some_and(is_ws) {
+            i += 1;
+        }
+        i
+    }
+
+    /// The value starting at `i` (no whitespace before it) for `node` (None: not wanted);
+    /// `measure`: compute its compact length. Returns it and the offset just after it.
+    fn value(
+        &mut self,
+        i: usize,
+        depth: usize,
+        node: Option<usize>,
+        measure: bool,
+    ) -> Result<(Value, usize), Error> {
+        let expecting = Error {
+            message: "Expecting value",
+            at: i,
+        };
+        let Some(first) = self.at(i) else {
+            return Err(expecting);
+        };
+        let mut value = Value {
+            start: i,
+            ..Value::default()
+        };
+        let end = match first {
+            b'"' => {
+                let s = self.string(i + 1, false)?;
+                value.kind = Kind::Str;
+                value.escaped = s.escaped;
+                value.decoded_len = s.decoded;
+                value.measured = Some(s.measured);
+                s.end
+            }
+            b'{' | b'[' => {
+                if depth >= MAX_DEPTH {
+                    return Err(Error {
+                        message: "Nesting deeper than 256 levels",
+                        at: i,
+                    });
+                }
+                let (end, measured) = if first == b'{' {
+                    value.kind = Kind::Object;
+                    self.object(i + 1, depth + 1, node, measure)?
+                } else {
+                    value.kind = Kind::Array;
+                    self.array(i + 1, depth + 1, measure)?
+                };
+                value.measured = measured;
+                end
+            }
+            b'n' | b't' | b'f' => {
+                let (word, kind): (&[u8], Kind) = match first {
+                    b'n' => (b"null", Kind::Null),
+                    b't' => (b"true", Kind::True),
+                    _ => (b"false", Kind::False),
+                };
+                // CPython checks `idx + len - 1 < length` before comparing.
+                if self.s.get(i..i + word.len()) != Some(word) {
+                    return Err(expecting);
+                }
+                value.kind = kind;
+                value.measured = Some(word.len());
+                i + word.len()
+            }
+            _ => {
+                let (end, float) = self.number(i).ok_or(expecting)?;
+                value.kind = if float { Kind::Float } else { Kind::Int };
+                if measure {
+                    value.measured = self.s.get(i..end).and_then(|t| number_len(t, float));
+                }
+                end
+            }
+        };
+        value.end = end;
+        if !measure {
+            value.measured = value.measured.filter(|_| value.kind == Kind::Str);
+        }
+        Ok((value, end))
+    }
+
+    /// The end of the number at `i` (CPython's grammar) and whether it is a float.
+    fn number(&self, start: usize) -> Option<(usize, bool)> {
+        let digit = |i: usize| self.at(i).is_some_and(|b| b.is_ascii_digit());
+        let mut i = start;
+        if self.at(i) == Some(b'-') {
+            i += 1;
+        }
+        match self.at(i) {
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while digit(i) {
+                    i += 1;
+                }
+            }
+            Some(b'0') => i += 1,
+            _ => return None,
+        }
+        let mut float = false;
+        if self.at(i) == Some(b'.') && digit(i + 1) {
+            float = true;
+            i += 2;
+            while digit(i) {
+                i += 1;
+            }
+        }
+        if matches!(self.at(i), Some(b'e' | b'E')) {
+            let mut j = i + 1;
+            if matches!(self.at(j), Some(b'-' | b'+')) {
+                j += 1;
+            }
+            if digit(j) {
+                while digit(j) {
+                    j += 1;
+                }
+                float = true;
+                i = j;
+            }
+        }
+        Some((i, float))
+    }
+
+    /// The string whose body starts at `i` (after the quote). With `keep`, its decoded bytes
+    /// go to `self.key` (object keys).
+    fn string(&mut self, body: usize, keep: bool) -> Result<Str, Error> {
+        let begin = body - 1;
+        let unterminated = Error {
+            message: "Unterminated string starting at",
+            at: begin,
+        };
+        let mut out = Str {
+            end: body,
+            escaped: false,
+            decoded: 0,
+            measured: 2,
+        };
+        if keep {
+            self.key.clear();
+        }
+        let mut i = body;
+        loop {
+            // A run of plain bytes up to the next quote or backslash (found with SIMD), which
+            // must hold no control character.
+            let run_start = i;
+            let rest = self.s.get(i..).unwrap_or(&[]);
+            let run_len = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+            let run_bytes = rest.get(..run_len).unwrap_or(&[]);
+            if has_control(run_bytes) {
+                let bad = run_bytes.iter().position(|&b| b <= 0x1F).unwrap_or(0);
+                return Err(Error {
+                    message: "Invalid control character at",
+                    at: i + bad,
+                });
+            }
+            i += run_len;
+            let run = i - run_start;
+            out.decoded += run;
+            out.measured += run;
+            if keep {
+                if let Some(bytes) = self.s.get(run_start..i) {
+                    self.key.extend_from_slice(bytes);
+                }
+            }
+            match self.at(i) {
+                None => return Err(unterminated),
+                Some(b'"') => {
+                    out.end = i + 1;
+                    return Ok(out);
+                }
+                _ => {}
+            }
+            // A backslash escape.
+            out.escaped = true;
+            let Some(c) = self.at(i + 1) else {
+                return Err(unterminated);
+            };
+            let code = if c == b'u' {
+                let (code, end) = self.unicode_escape(i + 1)?;
+                i = end;
+                code
+            } else {
+                let decoded = match c {
+                    b'"' | b'\\' | b'/' => c,
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    _ => {
+                        return Err(Error {
+                            message: "Invalid \\escape",
+                            at: i,
+                        })
+                    }
+                };
+                i += 2;
+                u32::from(decoded)
+            };
+            out.decoded += utf8_len(code);
+            out.measured += escaped_len(code);
+            if keep {
+                let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
+                let mut buf = [0u8; 4];
+                self.key
+                    .extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+
+    /// A `\uXXXX` escape whose `u` is at `u` (and a following low surrogate, as CPython joins
+    /// them): the code point (U+FFFD for a lone surrogate) and the offset after it.
+    fn unicode_escape(&self, u: usize) -> Result<(u32, usize), Error> {
+        let invalid = Error {
+            message: "Invalid \\uXXXX escape",
+            at: u,
+        };
+        let four = |at: usize| -> Option<u32> {
+            let mut code = 0;
+            for k in 0..4 {
+                code = code * 16 + hex(self.at(at + k)?)?;
+            }
+            Some(code)
+        };
+        // CPython needs a character after the four digits (the closing quote at least).
+        if u + 5 >= self.s.len() {
+            return Err(invalid);
+        }
+        let code = four(u + 1).ok_or(invalid)?;
+        let end = u + 5;
+        if (0xD800..0xDC00).contains(&code)
+            && end + 6 < self.s.len()
+            && self.at(end) == Some(b'\\')
+            && self.at(end + 1) == Some(b'u')
+        {
+            let low = four(end + 2).ok_or(Error {
+                message: "Invalid \\uXXXX escape",
+                at: end + 1,
+            })?;
+            if (0xDC00..0xE000).contains(&low) {
+                return Ok((0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), end + 6));
+            }
+        }
+        if (0xD800..0xE000).contains(&code) {
+            return Ok((0xFFFD, end));
+        }
+        Ok((code, end))
+    }
+
+    /// An object's members from `i` (after `{`); returns the offset after `}` and its compact
+    /// length when measured.
+    fn object(
+        &mut self,
+        i: usize,
+        depth: usize,
+        node: Option<usize>,
+        measure: bool,
+    ) -> Result<(usize, Option<usize>), Error> {
+        let mut measured = Some(2usize);
+        let mut i = self.skip_ws(i);
+        if self.at(i) == Some(b'}') {
+            return Ok((i + 1, measured));
+        }
+        let mut first = true;
+        loop {
+            if self.at(i) != Some(b'"') {
+                return Err(Error {
+                    message: "Expecting property name enclosed in double quotes",
+                    at: i,
+                });
+            }
+            let wanted = node.is_some_and(|n| {
+                self.schema
+                    .nodes
+                    .get(n)
+                    .is_some_and(|n| !n.children.is_empty())
+            });
+            let key = self.string(i + 1, wanted)?;
+            if !first {
+                measured = measured.map(|m| m + 1);
+            }
+            first = false;
+            measured = measured.map(|m| m + key.measured + 1);
+            i = self.skip_ws(key.end);
+            if self.at(i) != Some(b':') {
+                return Err(Error {
+                    message: "Expecting ':' delimiter",
+                    at: i,
+                });
+            }
+            i = self.skip_ws(i + 1);
+            let child = if wanted {
+                node.and_then(|n| self.schema.child(n, &self.key))
+            } else {
+                None
+            };
+            let (value, end) = self.member(i, depth, child, measure)?;
+            match self.next_item(end, b'}', &mut measured, value.measured, measure)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
+            }
+        }
+    }
+
+    /// After an object member or array item ending at `end`: its compact length added to
+    /// `measured` (None unless measuring), then the closing bracket or the comma before the
+    /// next one.
+    fn next_item(
+        &self,
+        end: usize,
+        close: u8,
+        measured: &mut Option<usize>,
+        item: Option<usize>,
+        measure: bool,
+    ) -> Result<Step, Error> {
+        *measured = match (*measured, item) {
+            (Some(m), Some(v)) if measure => Some(m + v),
+            _ => None,
+        };
+        let i = self.skip_ws(end);
+        match self.at(i) {
+            Some(b) if b == close => Ok(Step::Close(i + 1)),
+            Some(b',') => Ok(Step::Next(self.skip_ws(i + 1))),
+            _ => Err(Error {
+                message: "Expecting ',' delimiter",
+                at: i,
+            }),
+        }
+    }
+
+    /// A member's value, recorded in `fields` when it is a wanted field seen for the first
+    /// time (dropped when its shape does not fit).
+    fn member(
+        &mut self,
+        i: usize,
+        depth: usize,
+        child: Option<usize>,
+        measure: bool,
+    ) -> Result<(Value, usize), Error> {
+        let Some(child) = child.filter(|&c| self.fields.claim(c)) else {
+            return self.value(i, depth, None, measure);
+        };
+        let shape = self.schema.nodes.get(child).map_or(Shape::Any, |n| n.shape);
+        let opens_object = self.at(i) == Some(b'{');
+        let (value, end) = match shape {
+            Shape::Scalar => self.value(i, depth, None, measure)?,
+            Shape::Struct => {
+                let inner = if opens_object { Some(child) } else { None };
+                self.value(i, depth, inner, measure)?
+            }
+            Shape::Any => self.value(i, depth, Some(child), true)?,
+        };
+        let fits = match shape {
+            Shape::Scalar => !matches!(value.kind, Kind::Object | Kind::Array),
+            Shape::Struct => matches!(value.kind, Kind::Object | Kind::Null),
+            Shape::Any => true,
+        };
+        if fits {
+            if let Some(slot) = self.fields.values.get_mut(child) {
+                *slot = value;
+            }
+        } else if let Some(d) = self.fields.dropped.get_mut(child) {
+            *d = true;
+        }
+        Ok((value, end))
+    }
+
+    /// An array's items from `i` (after `[`).
+    fn array(
+        &mut self,
+        i: usize,
+        depth: usize,
+        measure: bool,
+    ) -> Result<(usize, Option<usize>), Error> {
+        let mut measured = Some(2usize);
+        let mut i = self.skip_ws(i);
+        if self.at(i) == Some(b']') {
+            return Ok((i + 1, measured));
+        }
+        let mut first = true;
+        loop {
+            let (value, end) = self.value(i, depth, None, measure)?;
+            if !first {
+                measured = measured.map(|m| m + 1);
+            }
+            first = false;
+            match self.next_item(end, b']', &mut measured, value.measured, measure)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
+            }
+        }
+    }
+}
+
+/// Bytes of a JSON number as polars re-serialises it (integers in 64 bits as written, else
+/// the shortest round-trip digits in ryu's layout with an explicit exponent sign); None when
+/// it does not fit a double.
+fn number_len(text: &[u8], float: bool) -> Option<usize> {
+    number_text(text, float).map(|t| t.len())
+}
+
+/// Bytes of a finite double in ryu's layout (see [`float_text`]).
+pub fn float_len(value: f64) -> usize {
+    float_text(value).len()
+}
+
+/// A finite double as polars re-serialises it: shortest round-trip digits in ryu's layout
+/// with an explicit exponent sign (`100.0`, `0.001`, `1.5e-7`, `1e+16`).
+pub fn float_text(value: f64) -> String {
+    let sign = if value.is_sign_negative() { "-" } else { "" };
+    if value == 0.0 {
+        return format!("{sign}0.0");
+    }
+    let sci = format!("{:e}", value.abs());
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let n = i64::try_from(digits.len()).unwrap_or(1);
+    let kk = exponent + 1;
+    let zeros = |count: i64| "0".repeat(usize::try_from(count).unwrap_or(0));
+    let body = if kk - n >= 0 && kk <= 16 {
+        format!("{digits}{}.0", zeros(kk - n))
+    } else if 0 < kk && kk <= 16 {
+        let (int, frac) = digits.split_at(usize::try_from(kk).unwrap_or(0).min(digits.len()));
+        format!("{int}.{frac}")
+    } else if -5 < kk && kk <= 0 {
+        format!("0.{}{digits}", zeros(-kk))
+    } else {
+        let (head, tail) = digits.split_at(1.min(digits.len()));
+        let dot = if tail.is_empty() { "" } else { "." };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        format!("{head}{dot}{tail}e{exp_sign}{}", exponent.unsigned_abs())
+    };
+    format!("{sign}{body}")
+}
+
+/// A JSON number's compact text as polars re-serialises it (see [`number_len`]).
+pub fn number_text(text: &[u8], float: bool) -> Option<String> {
+    let text = std::str::from_utf8(text).ok()?;
+    if !float && text != "-0" && text.parse::<i64>().is_ok() {
+        return Some(text.to_string());
+    }
+    let value: f64 = text.parse().ok()?;
+    value.is_finite().then(|| float_text(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Schema {
+        Schema::new(&[
+            ("type", Shape::Scalar),
+            ("data", Shape::Struct),
+            ("data.model", Shape::Scalar),
+            ("data.result", Shape::Any),
+            ("data.result.content", Shape::Any),
+        ])
+    }
+
+    fn err(line: &str) -> (String, usize) {
+        let s = schema();
+        let mut f = Fields::new(&s);
+        let e = parse(line.as_bytes(), &s, &mut f).unwrap_err();
+        (e.message.to_string(), char_index(line.as_bytes(), e.at))
+    }
+
+    #[test]
+    fn errors_match_cpython() {
+        let cases = [
+            ("{\"a\":\"x\u{1}\"}", "Invalid control character at", 7),
+            ("{\"a\":\"\\q\"}", "Invalid \\escape", 6),
+            ("{\"a\":\"\\u12g4\"}", "Invalid \\uXXXX escape", 7),
+            ("{\"a\":\"abc", "Unterminated string starting at", 5),
+            ("{\"a\":", "Expecting value", 5),
+            ("{\"a\" 1}", "Expecting ':' delimiter", 5),
+            ("{\"a\":1 \"b\"}", "Expecting ',' delimiter", 7),
+            (
+                "{1:2}",
+                "Expecting property name enclosed in double quotes",
+                1,
+            ),
+            (
+                "{\"a\":1,}",
+                "Expecting property name enclosed in double quotes",
+                7,
+            ),
+            ("[1,]", "Expecting value", 3),
+            ("{\"a\":1}x", "Extra data", 7),
+            ("01", "Extra data", 1),
+            ("{\"a\":01}", "Expecting ',' delimiter", 6),
+            ("-", "Expecting value", 0),
+            ("{\"a\":1.}", "Expecting ',' delimiter", 6),
+            ("{\"a\":NaN}", "Expecting value", 5),
+            ("", "Expecting value", 0),
+            ("{", "Expecting property name enclosed in double quotes", 1),
+            ("{\"a\":\"\\u00e9é\",\"b\":x}", "Expecting value", 19),
+            ("{\"a\":[1,2}", "Expecting ',' delimiter", 9),
+        ];
+        for (line, message, at) in cases {
+            assert_eq!(err(line), (message.to_string(), at), "{line}");
+        }
+    }
+
+    #[test]
+    fn fields_and_measures() {
+        let s = schema();
+        let mut f = Fields::new(&s);
+        let line = br#"{"type":"x","data":{"model":{"id":1},"result":{"content":[1.50, "a\nb"],"k":1E3}}}"#;
+        assert_eq!(parse(line, &s, &mut f), Ok(Kind::Object));
+        assert!(f.dropped[s.find("data.model").unwrap()]);
+        let content = f.get(s.find("data.result.content").unwrap());
+        assert_eq!(content.measured, Some(r#"[1.5,"a\nb"]"#.len()));
+        let result = f.get(s.find("data.result").unwrap());
+        assert_eq!(
+            result.measured,
+            Some(r#"{"content":[1.5,"a\nb"],"k":1000.0}"#.len())
+        );
+    }
+
+    #[test]
+    fn float_layout() {
+        for (v, text) in [
+            (100.0, "100.0"),
+            (1.5e-7, "1.5e-7"),
+            (1e16, "1e+16"),
+            (1e-6, "1e-6"),
+            (123.456, "123.456"),
+            (0.1, "0.1"),
+            (1e-5, "0.00001"),
+            (-0.5, "-0.5"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ] {
+            assert_eq!(float_len(v), text.len(), "{v}");
+        }
+    }
+}

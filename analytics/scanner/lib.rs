@@ -1,0 +1,16 @@
+//! agentcost's native log scanner (`analytics._scanner`): JSONL agent logs in, columnar
+//! EVENTS and ISSUES out, every line accounted for.
+//!
+//! The core (`json`, `format`, `copilot`, `table`, `scan`, `compact`) is safe Rust that
+//! cannot panic on any input and builds without Python; `python` is the PyO3 binding, which
+//! hands the columns to polars through the Arrow C data interface.
+
+pub mod compact;
+pub mod copilot;
+pub mod format;
+pub mod json;
+pub mod scan;
+pub mod table;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,736 @@
+//! Files in, columns out: every line of every file becomes a row or an issue.
+//!
+//! Each file is read once, in large blocks, and split into lines with `memchr`; files are
+//! scanned in batches of about `batch_bytes` on rayon's threads, each batch into its own
+//! columns. A line is checked in the order the reader always has: bytes that are not UTF-8
+//! (replaced, with a warning), NUL bytes left by a crash (removed, with a warning), blank
+//! (a warning and nothing else), then JSON (an error), then its fields (shape warnings, a
+//! missing type is an error, a missing or bad time a warning). Nothing here can panic on any
+//! input; should a bug panic anyway, the batch is scanned again file by file and only the file
+//! that panicked is lost, reported as an error.
+#![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use crate::format::{self, Dtype, Format, Rule};
+use crate::json::{self, Fields, Kind, Schema, Value};
+use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
+
+/// Bytes read from a file at once, unless the caller says otherwise.
+pub const BLOCK: usize = 4 << 20;
+
+/// One file to scan: its path, the session it belongs to when it has no session start (the
+/// directory name or file stem), and how many bytes to read (what discovery saw).
+#[derive(Clone, Debug)]
+pub struct FileSpec {
+    pub path: PathBuf,
+    pub hint: String,
+    pub size: Option<u64>,
+}
+
+/// A problem with one line (or, with no line, a whole file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub file: usize,
+    pub line: Option<i64>,
+    pub severity: &'static str,
+    pub message: String,
+}
+
+/// The per-model totals field of one line, as JSON text, for the caller to decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Totals {
+    pub file: usize,
+    pub line: i64,
+    pub session: String,
+    pub process: i64,
+    pub json: String,
+}
+
+/// A file that could not be read: its rows are dropped. `errno` is the OS error, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub file: usize,
+    pub errno: Option<i32>,
+    pub message: String,
+}
+
+/// What a batch of files gave.
+pub struct Batch {
+    pub events: Table,
+    pub issues: Vec<Issue>,
+    pub totals: Vec<Totals>,
+    pub failures: Vec<Failure>,
+}
+
+/// Field nodes by event type, for type-dependent rules.
+type Typed = Vec<(&'static [u8], Vec<usize>)>;
+
+/// A format with its paths resolved to schema nodes.
+pub struct Scanner {
+    format: Format,
+    schema: Schema,
+    columns: Vec<(Rule, Vec<usize>, Typed)>,
+    type_node: usize,
+    time_node: usize,
+    session_node: usize,
+    id_node: usize,
+    id_column: Option<usize>,
+    totals_node: usize,
+    text_nodes: Vec<usize>,
+    assistant_nodes: Vec<usize>,
+    extras: Vec<(&'static [u8], Vec<usize>)>,
+}
+
+/// Column names every table starts with, before the format's own.
+pub const PROVENANCE: [&str; 5] = [
+    "source_file",
+    "source_line",
+    "byte_offset",
+    "session_id",
+    "process_index",
+];
+
+impl Scanner {
+    /// The scanner of `format`. Paths the format names but does not declare as fields are a
+    /// bug of the format table: they resolve to no field (always absent).
+    pub fn new(format: Format) -> Scanner {
+        let schema = Schema::new(format.fields);
+        let nodes = |paths: &[&str]| -> Vec<usize> {
+            paths
+                .iter()
+                .map(|p| schema.find(p).unwrap_or(usize::MAX))
+                .collect()
+        };
+        let node = |path: &str| schema.find(path).unwrap_or(usize::MAX);
+        Scanner {
+            columns: format
+                .columns
+                .iter()
+                .map(|&(_, rule)| {
+                    let typed = rule
+                        .by_type()
+                        .iter()
+                        .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
+                        .collect();
+                    (rule, nodes(rule.paths()), typed)
+                })
+                .collect(),
+            type_node: node(format.type_field),
+            time_node: node(format.time_field),
+            session_node: node(format.session_field),
+            id_node: node(format.id_field),
+            id_column: format
+                .columns
+                .iter()
+                .position(|&(name, _)| name == format.id_column),
+            totals_node: node(format.totals.1),
+            text_nodes: nodes(format.content.text),
+            assistant_nodes: nodes(format.content.assistant),
+            extras: format
+                .content
+                .extras
+                .iter()
+                .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
+                .collect(),
+            format,
+            schema,
+        }
+    }
+
+    /// The names of the event table's columns, in order.
+    pub fn column_names(&self) -> Vec<&'static str> {
+        PROVENANCE
+            .iter()
+            .copied()
+            .chain(self.format.columns.iter().map(|&(name, _)| name))
+            .collect()
+    }
+
+    /// Scan `files` (their indexes in `files` name them in the output) in batches of about
+    /// `batch_bytes`, reading `block` bytes at once, on rayon's threads; batches come back in
+    /// file order.
+    pub fn scan(&self, files: &[FileSpec], batch_bytes: u64, block: usize) -> Vec<Batch> {
+        let block = block.max(1);
+        let mut batches: Vec<Vec<usize>> = Vec::new();
+        let mut size = 0;
+        for (index, file) in files.iter().enumerate() {
+            if batches.is_empty() || size >= batch_bytes {
+                batches.push(Vec::new());
+                size = 0;
+            }
+            if let Some(batch) = batches.last_mut() {
+                batch.push(index);
+            }
+            size += file.size.unwrap_or(BLOCK as u64).max(1);
+        }
+        batches
+            .par_iter()
+            .map(|indexes| self.scan_batch(files, indexes, block))
+            .collect()
+    }
+
+    /// A batch of no rows (the event table's columns, empty).
+    pub fn empty_batch(&self) -> Batch {
+        Builder::new(self).finish()
+    }
+
+    /// One batch; if scanning it panics (a bug), file by file so one file alone is lost.
+    fn scan_batch(&self, files: &[FileSpec], indexes: &[usize], block: usize) -> Batch {
+        let run = |indexes: &[usize]| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let mut out = Builder::new(self);
+                out.block = block;
+                for &index in indexes {
+                    if let Some(file) = files.get(index) {
+                        out.file(index, file);
+                    }
+                }
+                out.finish()
+            }))
+        };
+        if let Ok(batch) = run(indexes) {
+            return batch;
+        }
+        let mut parts: Vec<Batch> = Vec::new();
+        for &index in indexes {
+            match run(std::slice::from_ref(&index)) {
+                Ok(batch) => parts.push(batch),
+                Err(_) => {
+                    let mut lost = self.empty_batch();
+                    lost.failures.push(Failure {
+                        file: index,
+                        errno: None,
+                        message: "internal error in the log scanner; file skipped".into(),
+                    });
+                    parts.push(lost);
+                }
+            }
+        }
+        merge(self.empty_batch(), parts)
+    }
+}
+
+/// Batches in one (used after a panic only: the parts are tiny then, one file each).
+fn merge(mut first: Batch, parts: Vec<Batch>) -> Batch {
+    for part in parts {
+        first.issues.extend(part.issues);
+        first.totals.extend(part.totals);
+        first.failures.extend(part.failures);
+        first.events = append(first.events, part.events);
+    }
+    first
+}
+
+fn append(mut into: Table, from: Table) -> Table {
+    for (a, b) in into.columns.iter_mut().zip(from.columns) {
+        match (a, b) {
+            (Column::Str(a), Column::Str(b)) => {
+                for row in 0..b.len() {
+                    a.push_opt(b.get(row).as_deref(), false);
+                }
+            }
+            (Column::Int(a), Column::Int(b))
+            | (Column::Int32(a), Column::Int32(b))
+            | (Column::Time(a), Column::Time(b)) => {
+                a.values.extend(b.values);
+                a.valid.extend(b.valid);
+            }
+            (Column::Bool(a), Column::Bool(b)) => {
+                a.values.extend(b.values);
+                a.valid.extend(b.valid);
+            }
+            _ => {}
+        }
+    }
+    into
+}
+
+/// Whether UTF-8 text is only Unicode White_Space (a line's first other byte is nearly always
+/// ASCII, which settles it without decoding).
+fn is_blank(text: &[u8]) -> bool {
+    match text
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C))
+    {
+        None => true,
+        Some(b) if b.is_ascii() => false,
+        Some(_) => String::from_utf8_lossy(text)
+            .chars()
+            .all(char::is_whitespace),
+    }
+}
+
+/// Python's `str.isspace` (for the "truncated line?" hint): Unicode White_Space and the four
+/// information separators U+001C..U+001F.
+fn python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's name of a JSON value's type, for "not a JSON object" messages.
+fn python_type(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Array => "list",
+        Kind::Str => "str",
+        Kind::Int => "int",
+        Kind::Float => "float",
+        Kind::True | Kind::False => "bool",
+        Kind::Object => "dict",
+        Kind::Null | Kind::Missing => "NoneType",
+    }
+}
+
+/// A session start line: its row within its file, the session it names, its event id.
+type Start = (usize, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// The state of one file being scanned.
+struct FileState {
+    index: usize,
+    first_row: usize,
+    first_totals: usize,
+    /// Session starts in the file: (row within the file, the session id it names, its event
+    /// id).
+    starts: Vec<Start>,
+    resumes: i64,
+    offset: i64,
+}
+
+/// Columns and issues of one batch, filled line by line.
+struct Builder<'s> {
+    scanner: &'s Scanner,
+    fields: Fields,
+    source_file: StrColumn,
+    source_line: IntColumn,
+    byte_offset: IntColumn,
+    session_id: StrColumn,
+    process_index: IntColumn,
+    columns: Vec<Column>,
+    issues: Vec<Issue>,
+    totals: Vec<Totals>,
+    failures: Vec<Failure>,
+    scratch: Vec<u8>,
+    buffer: Vec<u8>,
+    block: usize,
+}
+
+impl<'s> Builder<'s> {
+    fn new(scanner: &'s Scanner) -> Builder<'s> {
+        let columns = scanner
+            .columns
+            .iter()
+            .map(|(rule, _, _)| match rule.dtype() {
+                Dtype::Str => Column::Str(StrColumn::default()),
+                Dtype::Int => Column::Int(IntColumn::default()),
+                Dtype::Bool => Column::Bool(BoolColumn::default()),
+                Dtype::Time => Column::Time(IntColumn::default()),
+            })
+            .collect();
+        Builder {
+            scanner,
+            fields: Fields::new(&scanner.schema),
+            source_file: StrColumn::default(),
+            source_line: IntColumn::default(),
+            byte_offset: IntColumn::default(),
+            session_id: StrColumn::default(),
+            process_index: IntColumn::default(),
+            columns,
+            issues: Vec::new(),
+            totals: Vec::new(),
+            failures: Vec::new(),
+            scratch: Vec::new(),
+            buffer: Vec::new(),
+            block: BLOCK,
+        }
+    }
+
+    fn finish(self) -> Batch {
+        let mut columns = vec![
+            Column::Str(self.source_file),
+            Column::Int(self.source_line),
+            Column::Int(self.byte_offset),
+            Column::Str(self.session_id),
+            Column::Int32(self.process_index),
+        ];
+        columns.extend(self.columns);
+        Batch {
+            events: Table {
+                names: self.scanner.column_names(),
+                columns,
+            },
+            issues: self.issues,
+            totals: self.totals,
+            failures: self.failures,
+        }
+    }
+
+    /// Every line of one file, read once in blocks.
+    fn file(&mut self, index: usize, spec: &FileSpec) {
+        let mut state = FileState {
+            index,
+            first_row: self.source_line.values.len(),
+            first_totals: self.totals.len(),
+            starts: Vec::new(),
+            resumes: 0,
+            offset: 0,
+        };
+        if let Err(error) = self.read_lines(spec, &mut state) {
+            self.failures.push(Failure {
+                file: index,
+                errno: error.raw_os_error(),
+                message: error.to_string(),
+            });
+        }
+        let rows = self.source_line.values.len() - state.first_row;
+        let path = spec.path.to_string_lossy();
+        let sessions = self.sessions(&state, spec.hint.as_bytes(), rows);
+        for session in &sessions {
+            self.source_file.push_shared(path.as_bytes());
+            self.session_id.push_shared(session);
+        }
+        for totals in self.totals.iter_mut().skip(state.first_totals) {
+            let row = usize::try_from(totals.process).unwrap_or(0);
+            totals.process = self
+                .process_index
+                .values
+                .get(state.first_row + row)
+                .copied()
+                .unwrap_or(0);
+            totals.session = self
+                .session_id
+                .get(state.first_row + row)
+                .map(|id| String::from_utf8_lossy(&id).into_owned())
+                .unwrap_or_default();
+        }
+    }
+
+    /// The session of each of a file's `rows`. The file is cut into parts at each session start
+    /// (lines before the first start belong to the first part); a part is the session its
+    /// starts name (the first that names one), else the hint for the first part and
+    /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
+    /// event id an earlier line of the file had (a log copied onto itself) begins no part.
+    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<Vec<u8>> {
+        let ids = self.scanner.id_column.and_then(|c| self.columns.get(c));
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut checked = 0;
+        let mut new_starts: Vec<usize> = Vec::new();
+        for (row, _, id) in &state.starts {
+            let repeated = match (id, ids) {
+                (Some(id), Some(Column::Str(column))) => {
+                    for earlier in checked..*row {
+                        if let Some(e) = column.get(state.first_row + earlier) {
+                            seen.insert(e);
+                        }
+                    }
+                    checked = checked.max(*row);
+                    seen.contains(id)
+                }
+                _ => false,
+            };
+            if !repeated {
+                new_starts.push(*row);
+            }
+        }
+        // Part k (from 0) begins at bounds[k]: the first part at row 0, the others at the
+        // second new start on.
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(new_starts.iter().skip(1).copied())
+            .collect();
+        let mut names: Vec<Option<&[u8]>> = vec![None; bounds.len()];
+        for (row, session, _) in &state.starts {
+            let part = bounds.partition_point(|&b| b <= *row).saturating_sub(1);
+            if let (Some(slot @ None), Some(session)) = (names.get_mut(part), session) {
+                *slot = Some(session.as_slice());
+            }
+        }
+        let mut out = Vec::with_capacity(rows);
+        for (part, name) in names.iter().enumerate() {
+            let first = bounds.get(part).copied().unwrap_or(rows);
+            let end = bounds.get(part + 1).copied().unwrap_or(rows);
+            let session = match name {
+                Some(name) => name.to_vec(),
+                None if part == 0 => hint.to_vec(),
+                None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
+            };
+            for _ in first..end.max(first) {
+                out.push(session.clone());
+            }
+        }
+        out
+    }
+
+    fn read_lines(&mut self, spec: &FileSpec, state: &mut FileState) -> std::io::Result<()> {
+        let mut file = File::open(&spec.path)?;
+        let mut left = spec.size.unwrap_or(u64::MAX);
+        // One buffer per batch, reused: a block is appended to the unfinished line before it,
+        // and only the new bytes are searched for newlines (a line may span many blocks).
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
+        let mut number: i64 = 0;
+        let mut result = Ok(());
+        while left > 0 {
+            let searched = buffer.len();
+            let got = match (&mut file)
+                .take(left.min(self.block as u64))
+                .read_to_end(&mut buffer)
+            {
+                Ok(0) => break,
+                Ok(got) => got,
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            };
+            left = left.saturating_sub(got as u64);
+            let mut start = 0;
+            let new = buffer.get(searched..).unwrap_or(&[]);
+            for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
+                number += 1;
+                let line = buffer.get(start..end).unwrap_or(&[]);
+                self.line(line, number, state);
+                state.offset += i64::try_from(end - start + 1).unwrap_or(0);
+                start = end + 1;
+            }
+            buffer.drain(..start);
+        }
+        if result.is_ok() && !buffer.is_empty() {
+            number += 1;
+            self.line(&buffer, number, state);
+        }
+        self.buffer = buffer;
+        result
+    }
+
+    fn issue(&mut self, state: &FileState, line: i64, severity: &'static str, message: String) {
+        self.issues.push(Issue {
+            file: state.index,
+            line: Some(line),
+            severity,
+            message,
+        });
+    }
+
+    /// One line: an event row, or an issue (or a row with warnings).
+    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState) {
+        let mut text: Cow<[u8]> = Cow::Borrowed(raw);
+        if std::str::from_utf8(raw).is_err() {
+            text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
+            let message = "line is not valid UTF-8; bad bytes replaced".into();
+            self.issue(state, number, "warning", message);
+        }
+        if memchr::memchr(0, &text).is_some() {
+            text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
+            self.issue(
+                state,
+                number,
+                "warning",
+                "NUL bytes removed (left by a crash)".into(),
+            );
+        }
+        if is_blank(&text) {
+            self.issue(state, number, "warning", "blank line ignored".into());
+            return;
+        }
+        let mut end = text.len();
+        while end > 0 && text.get(end - 1) == Some(&b'\r') {
+            end -= 1;
+        }
+        let line = text.get(..end).unwrap_or(&[]);
+        let scanner = self.scanner;
+        match json::parse(line, &scanner.schema, &mut self.fields) {
+            Err(error) => {
+                let trimmed = String::from_utf8_lossy(line);
+                let torn = if trimmed.trim_end_matches(python_space).ends_with('}') {
+                    ""
+                } else {
+                    " (truncated line?)"
+                };
+                let at = json::char_index(line, error.at);
+                let message = format!(
+                    "invalid JSON{torn}: {}: line 1 column {} (char {at})",
+                    error.message,
+                    at + 1
+                );
+                self.issue(state, number, "error", message);
+            }
+            Ok(Kind::Object) => self.event(line, number, state),
+            Ok(Kind::Null) => {
+                self.issue(state, number, "error", "event has no 'type'".into());
+            }
+            Ok(kind) => {
+                let message = format!("not a JSON object: {}", python_type(kind));
+                self.issue(state, number, "error", message);
+            }
+        }
+    }
+
+    /// A line that is a JSON object: its row, or an error when it has no type.
+    fn event(&mut self, line: &[u8], number: i64, state: &mut FileState) {
+        let scanner = self.scanner;
+        let dropped: Vec<String> = (0..scanner.schema.nodes.len())
+            .filter(|&n| self.fields.dropped.get(n).copied().unwrap_or(false))
+            .map(|n| scanner.schema.path(n))
+            .collect();
+        if !dropped.is_empty() {
+            let message = format!("unexpected shape, ignored: {}", dropped.join(", "));
+            self.issue(state, number, "warning", message);
+        }
+        let kind = format::text(line, self.fields.get(scanner.type_node)).map(Cow::into_owned);
+        let Some(kind) = kind else {
+            self.issue(state, number, "error", "event has no 'type'".into());
+            return;
+        };
+        let time = format::text(line, self.fields.get(scanner.time_node))
+            .and_then(|t| format::timestamp(&t));
+        if time.is_none() {
+            let message = "timestamp missing or not ISO-8601".into();
+            self.issue(state, number, "warning", message);
+        }
+        if kind == scanner.format.resume_type.as_bytes() {
+            state.resumes += 1;
+        }
+        let row = self.source_line.values.len() - state.first_row;
+        if kind == scanner.format.start_type.as_bytes() {
+            let session = format::text(line, self.fields.get(scanner.session_node));
+            let id = format::text(line, self.fields.get(scanner.id_node));
+            state
+                .starts
+                .push((row, session.map(Cow::into_owned), id.map(Cow::into_owned)));
+        }
+        if kind == scanner.format.totals.0.as_bytes() {
+            let value = self.fields.get(scanner.totals_node);
+            // As a JSON path lookup gives it: a string's text, else compact JSON (none when a
+            // number in it is out of range).
+            let json = match value.kind {
+                Kind::Missing | Kind::Null => None,
+                Kind::Str => format::text(line, value).map(Cow::into_owned),
+                _ => value.measured.map(|_| {
+                    let mut out = Vec::new();
+                    compact(line, value, &mut out);
+                    out
+                }),
+            };
+            if let Some(json) = json {
+                self.totals.push(Totals {
+                    file: state.index,
+                    line: number,
+                    session: String::new(),
+                    // The row for now; its process and session once the file is done.
+                    process: i64::try_from(row).unwrap_or(0),
+                    json: String::from_utf8_lossy(&json).into_owned(),
+                });
+            }
+        }
+        self.source_line.push(Some(number));
+        self.byte_offset.push(Some(state.offset));
+        self.process_index.push(Some(state.resumes));
+        for (column, (rule, nodes, typed)) in self.columns.iter_mut().zip(&scanner.columns) {
+            let first = if typed.is_empty() {
+                first_present(&self.fields, nodes)
+            } else {
+                typed
+                    .iter()
+                    .find(|(t, _)| *t == kind.as_slice())
+                    .and_then(|(_, nodes)| first_present(&self.fields, nodes))
+            };
+            match (column, *rule) {
+                (Column::Str(c), Rule::Shared(_)) => {
+                    c.push_opt(first.and_then(|v| format::text(line, v)).as_deref(), true);
+                }
+                (Column::Str(c), Rule::Text(_)) => {
+                    c.push_opt(first.and_then(|v| format::text(line, v)).as_deref(), false);
+                }
+                (Column::Str(c), Rule::Limited(_, n)) => {
+                    let text = first.and_then(|v| format::text(line, v));
+                    c.push_opt(text.as_deref().map(|t| format::first_chars(t, n)), false);
+                }
+                (Column::Str(c), Rule::MatchedOn(_)) => match first {
+                    Some(v) if v.kind == Kind::Str => {
+                        c.push_opt(format::text(line, v).as_deref(), false);
+                    }
+                    Some(v) if v.measured.is_some() => {
+                        self.scratch.clear();
+                        compact(line, v, &mut self.scratch);
+                        c.push(&self.scratch);
+                    }
+                    _ => c.push_null(),
+                },
+                (Column::Int(c), Rule::Int(_)) => {
+                    c.push(first.and_then(|v| format::whole(line, v)))
+                }
+                (Column::Int(c), Rule::MeasuredOn(_)) => {
+                    c.push(first.and_then(format::measured).and_then(to_i64));
+                }
+                (Column::Int(c), Rule::ContentBytes) => {
+                    c.push(content_bytes(scanner, &self.fields, line, &kind));
+                }
+                (Column::Bool(c), Rule::Flag(_)) => {
+                    c.push(first.and_then(|v| format::flag(line, v)))
+                }
+                (Column::Bool(c), Rule::FlagOrFalse(_)) => {
+                    c.push(Some(
+                        first.and_then(|v| format::flag(line, v)).unwrap_or(false),
+                    ));
+                }
+                (Column::Time(c), Rule::Time(_)) => c.push(time),
+                (Column::Str(c), _) => c.push_null(),
+                (Column::Int(c) | Column::Int32(c) | Column::Time(c), _) => c.push(None),
+                (Column::Bool(c), _) => c.push(None),
+            }
+        }
+    }
+}
+
+/// The first of `nodes` whose value is present and not null.
+fn first_present(fields: &Fields, nodes: &[usize]) -> Option<Value> {
+    nodes
+        .iter()
+        .map(|&n| fields.get(n))
+        .find(|v| !matches!(v.kind, Kind::Missing | Kind::Null))
+}
+
+fn to_i64(n: usize) -> Option<i64> {
+    i64::try_from(n).ok()
+}
+
+/// Bytes of text an event adds to the conversation (see `format::Content`).
+fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -> Option<i64> {
+    let content = &scanner.format.content;
+    let len = |v: Value| format::text(line, v).map(|t| t.len());
+    let base = if content.text_types.iter().any(|t| t.as_bytes() == kind) {
+        first_present(fields, &scanner.text_nodes).and_then(len)
+    } else if content.assistant_type.as_bytes() == kind {
+        Some(
+            scanner
+                .assistant_nodes
+                .iter()
+                .map(|&n| len(fields.get(n)).unwrap_or(0))
+                .sum(),
+        )
+    } else {
+        None
+    };
+    let extra = scanner
+        .extras
+        .iter()
+        .filter(|(t, _)| *t == kind)
+        .find_map(|(_, nodes)| first_present(fields, nodes).and_then(format::measured));
+    let total = match extra {
+        Some(extra) => Some(base.unwrap_or(0) + extra),
+        None => base,
+    };
+    total.and_then(to_i64)
+}
+
+/// The compact JSON text of a value (for `Rule::MatchedOn`), from its span.
+fn compact(line: &[u8], value: Value, out: &mut Vec<u8>) {
+    if let Some(raw) = line.get(value.start..value.end) {
+        crate::compact::write(raw, out);
+    }
+}
