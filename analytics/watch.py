@@ -2,8 +2,8 @@
 
 The session is the most recently written log under the paths (the Copilot home by default).
 Each time the file's size or mtime changes, the session is analysed again through the
-library (``analysis.analyze`` with the caches: the parse cache reads only the bytes the file
-gained, so a long session costs little per update) and the screen is redrawn with rich's Live
+library (``analysis.analyze``; the native scanner reads a 64 MB log in about 0.2 s, so a long
+session still costs little per update) and the screen is redrawn with rich's Live
 display: calls so far, the current context size, cost so far, the last call's cost and a
 sparkline of input tokens per call. Nothing is written inside the session directory (caches
 live in agentcost's cache directory). ``q`` (on a terminal) or Ctrl-C quits.
