@@ -280,14 +280,19 @@ def machine_facts() -> list[str]:
 
 def targets(medians: dict[tuple[str, int], tuple[float, float]], sizes: list[int]) -> list[str]:
     big, small = max(sizes), min(sizes)
-    cold, warm, base = (medians[t, big] for t in ("agentcost cold", "agentcost warm", "ccusage"))
+    cold, warm, touched, base = (
+        medians[t, big]
+        for t in ("agentcost cold", "agentcost warm", "agentcost touched", "ccusage")
+    )
     lines = [
         f"- cold ≤ 3x ccusage wall on {big} MB: {cold[0] / base[0]:.2f}x "
         f"({'met' if cold[0] <= 3 * base[0] else 'missed'})",
-        f"- cold peak RSS ≤ 500 MB on {big} MB: {cold[1]:.0f} MB "
-        f"({'met' if cold[1] <= 500 else 'missed'})",
+        f"- cold peak RSS ≤ 300 MB on {big} MB: {cold[1]:.0f} MB "
+        f"({'met' if cold[1] <= 300 else 'missed'})",
         f"- warm ≤ 1x ccusage wall on {big} MB: {warm[0] / base[0]:.2f}x "
         f"({'met' if warm[0] <= base[0] else 'missed'})",
+        f"- one file touched ≤ 1.5x ccusage wall on {big} MB: {touched[0] / base[0]:.2f}x "
+        f"({'met' if touched[0] <= 1.5 * base[0] else 'missed'})",
     ]
     if big != small:
         scale = big / small
