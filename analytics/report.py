@@ -9,8 +9,10 @@ the user's timezone in the text table; decimals are strings so no digit is lost.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -460,10 +462,12 @@ def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
 
 def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
     """``agentcost issues``: every input problem with its file and line (``-`` for a whole
-    file or directory), errors first."""
+    file or directory), errors first. A file under the working directory is named relative
+    to it, so the message keeps its room on a narrow terminal."""
+    here = f"{Path.cwd()}{os.sep}"
     ordered = issues.sort(
         pl.col("severity") != "error", "file", "line", nulls_last=False, maintain_order=True
-    )
+    ).with_columns(pl.col("file").str.strip_prefix(here))
     columns = [
         Column("FILE", "file", right=False),
         Column("LINE", "line"),
