@@ -41,3 +41,9 @@ def copilot_format() -> tuple[
 ]:
     """The Copilot format table: fields (path, shape), columns (name, (rule kind, [(event
     type or "", paths)], character limit)), and the event-type settings."""
+
+def solve_systems(
+    sizes: list[int], matrices: list[float], vectors: list[float]
+) -> tuple[list[float], list[float]]:
+    """Solve dense systems (row-major matrices and vectors concatenated, ``sizes[k]``
+    unknowns each) by Gauss-Jordan with partial pivoting: solutions and inverse diagonals."""

@@ -35,10 +35,9 @@ proportion to it (``calibrated``) or keeps it as it is (``estimated``).
 
 from __future__ import annotations
 
-import math
-
 import polars as pl
 
+from analytics import _scanner
 from analytics.schema import SESSIONS
 
 #: Content kinds and the item count: the unknowns shared by every agent of a session, with
@@ -374,58 +373,66 @@ def _with_links(gram: pl.DataFrame, priors: pl.DataFrame) -> pl.DataFrame:
 
 
 def _solve(priors: pl.DataFrame, gram: pl.DataFrame, rhs: pl.DataFrame) -> pl.DataFrame:
-    """Per session, θ = (XᵀWX + P)⁻¹ (XᵀWy + Pμ) and its standard errors; one small dense
-    system per session (a handful of unknowns), solved in plain Python."""
-    g: dict[str, dict[tuple[str, str], float]] = {}
-    for session, p, q, value in gram.iter_rows():
-        g.setdefault(session, {})[(p, q)] = value
-    b: dict[str, dict[str, float]] = {}
-    for session, p, value in rhs.iter_rows():
-        b.setdefault(session, {})[p] = value
-    out: list[tuple[str, str, float, bool]] = []
-    per_session: dict[str, list[tuple[str, float, float]]] = {}
-    for session, param, mean, sd in priors.select("session_id", "param", "mean", "sd").iter_rows():
-        per_session.setdefault(session, []).append((param, mean, sd))
-    for session, params in per_session.items():
-        names = [p for p, _, _ in params]
-        gs, bs = g.get(session, {}), b.get(session, {})
-        matrix = [
-            [gs.get((p, q), 0.0) + (1 / sd**2 if p == q else 0.0) for q in names]
-            for p, _, sd in params
-        ]
-        vector = [bs.get(p, 0.0) + mean / sd**2 for p, mean, sd in params]
-        theta, inverse_diagonal = _gauss(matrix, vector)
-        for i, (p, _, sd) in enumerate(params):
-            determined = math.sqrt(max(inverse_diagonal[i], 0.0)) < DETERMINED * sd
-            out.append((session, p, max(theta[i], 0.0), determined))
-    return pl.DataFrame(
-        out,
-        schema={
-            "session_id": pl.String(),
-            "param": pl.String(),
-            "theta": pl.Float64(),
-            "determined": pl.Boolean(),
-        },
-        orient="row",
+    """Per session, θ = (XᵀWX + P)⁻¹ (XᵀWy + Pμ) and its standard errors.
+
+    Each session is one small dense system (a handful of unknowns). polars lays every
+    session's matrix out densely, row-major, one after another (a cell's place is its
+    session's offset plus row * n + column); the native kernel (``_scanner.solve_systems``:
+    Gauss-Jordan with partial pivoting) solves them all and returns each unknown's value and
+    variance (the inverse's diagonal), in the same order.
+    """
+    unknowns = priors.select(
+        "session_id",
+        "param",
+        "mean",
+        "sd",
+        pl.int_range(pl.len()).over("session_id").alias("_i"),
+        pl.len().over("session_id").alias("_n"),
+    ).sort("session_id", "_i")
+    systems = unknowns.group_by("session_id", maintain_order=True).agg(pl.col("_n").first())
+    systems = systems.with_columns(
+        (pl.col("_n") ** 2).cum_sum().shift(1, fill_value=0).alias("_cell0"),
     )
-
-
-def _gauss(matrix: list[list[float]], vector: list[float]) -> tuple[list[float], list[float]]:
-    """Solve a symmetric positive-definite system by Gauss-Jordan elimination with partial
-    pivoting; also return the diagonal of the inverse (the unknowns' variances)."""
-    n = len(vector)
-    aug = [row[:] + [vector[i]] + [1.0 if j == i else 0.0 for j in range(n)] for i, row in
-           enumerate(matrix)]  # fmt: skip
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(aug[r][col]))
-        aug[col], aug[pivot] = aug[pivot], aug[col]
-        head = aug[col][col]
-        aug[col] = [v / head for v in aug[col]]
-        for r in range(n):
-            if r != col and aug[r][col] != 0.0:
-                factor = aug[r][col]
-                aug[r] = [v - factor * w for v, w in zip(aug[r], aug[col], strict=True)]
-    return [aug[i][n] for i in range(n)], [aug[i][n + 1 + i] for i in range(n)]
+    index = unknowns.select("session_id", "param", "_i", "_n")
+    cells = (
+        gram.join(index, on=["session_id", "param"])
+        .join(
+            index.select("session_id", pl.col("param").alias("q"), pl.col("_i").alias("_j")),
+            on=["session_id", "q"],
+        )
+        .select("session_id", "_i", "_j", "g")
+    )
+    diagonal = unknowns.select(
+        "session_id", "_i", pl.col("_i").alias("_j"), (1 / pl.col("sd") ** 2).alias("_prior")
+    )
+    placed = (
+        cells.join(diagonal, on=["session_id", "_i", "_j"], how="full", coalesce=True)
+        .join(systems, on="session_id")
+        .select(
+            (pl.col("_cell0") + pl.col("_i") * pl.col("_n") + pl.col("_j")).alias("_at"),
+            (pl.col("g").fill_null(0.0) + pl.col("_prior").fill_null(0.0)).alias("_v"),
+        )
+    )
+    size = int(systems["_n"].pow(2).sum())
+    matrices = pl.zeros(size, pl.Float64, eager=True).scatter(placed["_at"], placed["_v"])
+    vectors = unknowns.join(
+        rhs.select("session_id", "param", "b"),
+        on=["session_id", "param"],
+        how="left",
+        maintain_order="left",
+    ).select(pl.col("b").fill_null(0.0) + pl.col("mean") / pl.col("sd") ** 2)
+    theta, variance = _scanner.solve_systems(
+        systems["_n"].to_list(), matrices.to_list(), vectors.to_series().to_list()
+    )
+    return unknowns.select(
+        "session_id",
+        "param",
+        pl.Series("theta", theta, pl.Float64).clip(lower_bound=0.0),
+        (
+            pl.Series(variance, dtype=pl.Float64).clip(lower_bound=0.0).sqrt()
+            < DETERMINED * pl.col("sd")
+        ).alias("determined"),
+    )
 
 
 def priors_for(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -26,6 +26,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analytics import _scanner
 from analytics.calls import build_calls
 from analytics.events import order_events
 from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, conform
@@ -241,3 +242,43 @@ def test_calibrated_calls_add_up_to_the_shutdown_exactly(
     uncached = calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]
     assert (uncached >= 0).all()
     assert set(calls["token_source"]) <= {"observed", "calibrated"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 6),
+            st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=42, max_size=42),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_the_native_solver_solves_every_stacked_system(
+    systems: list[tuple[int, list[float]]],
+) -> None:
+    """Each system is made positive definite (MᵀM + I, as the fit's normal equations with a
+    prior are); the kernel's solution satisfies it and its variances are the inverse's
+    diagonal, system by system, however many are stacked."""
+    sizes, matrices, vectors, expected = [], [], [], []
+    for n, draws in systems:
+        m = [draws[i * n : (i + 1) * n] for i in range(n)]
+        a = [
+            [sum(m[k][i] * m[k][j] for k in range(n)) / 1e6 + (i == j) for j in range(n)]
+            for i in range(n)
+        ]
+        b = draws[36 : 36 + n]
+        sizes.append(n)
+        matrices += [v for row in a for v in row]
+        vectors += b
+        expected.append((a, b))
+    theta, variance = _scanner.solve_systems(sizes, matrices, vectors)
+    at = 0
+    for (a, b), n in zip(expected, sizes, strict=True):
+        x = theta[at : at + n]
+        for i in range(n):
+            got = sum(a[i][j] * x[j] for j in range(n))
+            assert abs(got - b[i]) <= 1e-6 * (1 + max(abs(v) for v in b))
+            assert variance[at + i] > 0
+        at += n

@@ -3,13 +3,16 @@
 //!
 //! The core (`json`, `format`, `copilot`, `table`, `scan`, `compact`) is safe Rust that
 //! cannot panic on any input and builds without Python; `python` is the PyO3 binding, which
-//! hands the columns to polars through the Arrow C data interface.
+//! hands the columns to polars through the Arrow C data interface. `solve` is a small
+//! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
+//! without a Python object per value.
 
 pub mod compact;
 pub mod copilot;
 pub mod format;
 pub mod json;
 pub mod scan;
+pub mod solve;
 pub mod table;
 
 #[cfg(feature = "python")]

@@ -307,6 +307,18 @@ fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
     Ok(arrays)
 }
 
+/// Solve many small dense systems (`solve::solve_systems`): returns (solutions, inverse
+/// diagonals), concatenated in system order.
+#[pyfunction]
+fn solve_systems(
+    py: Python<'_>,
+    sizes: Vec<usize>,
+    matrices: Vec<f64>,
+    vectors: Vec<f64>,
+) -> (Vec<f64>, Vec<f64>) {
+    py.detach(|| crate::solve::solve_systems(&sizes, &matrices, &vectors))
+}
+
 /// The module `analytics._scanner`.
 #[pymodule]
 fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -314,5 +326,6 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(scan_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
+    module.add_function(wrap_pyfunction!(solve_systems, module)?)?;
     Ok(())
 }
