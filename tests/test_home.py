@@ -87,7 +87,8 @@ def test_issues_command_lists_file_line_severity_message() -> None:
     assert lines[0].split() == ["FILE", "LINE", "SEVERITY", "MESSAGE"]
     # The row of the sample's invalid line, whatever the checkout's path (it wraps the FILE
     # column on a deep one), named relative to the working directory.
-    assert re.search(r"^sample_logs/\S+/events\.jsonl +23 +error +invalid JSON", result.stdout, re.M)
+    row = r"^sample_logs/\S+/events\.jsonl +23 +error +invalid JSON"
+    assert re.search(row, result.stdout, re.M)
     assert "2 issues" in result.stdout
     document = json.loads(
         CliRunner().invoke(app, ["issues", str(SAMPLE_LOGS), "-f", "json"]).stdout
