@@ -400,11 +400,14 @@ def watch(
 
 class _PathsOrCommandGroup(TyperGroup):
     """A group whose own callback also takes PATHS: a first word that names a subcommand
-    (``budget set ...``) runs it; any other is a path (``budget sample_logs``). Without this
-    the PATHS argument would take ``set`` and its options as paths."""
+    (``budget set ...``) runs it; otherwise the arguments are the group's own, options and
+    paths in any order (``budget sample_logs --timezone UTC``), as for any command. Without
+    this the PATHS argument would take ``set`` and its options, or options after a path, as
+    paths."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: typer's click Context
         if not (args and args[0] in self.commands):
+            ctx.allow_interspersed_args = True  # no subcommand: nothing to stop at
             return super().parse_args(ctx, args)
         own = self.params
         self.params = [param for param in own if param.name != "paths"]
