@@ -764,16 +764,22 @@ def _priced(
 
 def _layout(wide: bool, output: Path | None = None, stream: TextIO | None = None) -> Layout:
     """Where tables go: the width of ``$COLUMNS`` or the terminal (120 when neither says;
-    none with ``--wide``), in colour only on a terminal (``stream``, default stdout) without
-    ``NO_COLOR``."""
+    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``. ``stream``
+    (default stdout) is where the table is printed: stderr's terminal is asked for its width
+    too, so ``--show-issues`` fits it when stdout is a pipe or a file."""
     import shutil
 
     from analytics.text_table import COMPACT_BELOW, Layout
 
-    tty = (stream or sys.stdout).isatty()
-    colour = output is None and tty and not os.environ.get("NO_COLOR")
-    width = None if wide else shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
-    return Layout(width=width, colour=colour)
+    stream = stream or sys.stdout
+    colour = output is None and stream.isatty() and not os.environ.get("NO_COLOR")
+    width = shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
+    if stream is not sys.stdout and not os.environ.get("COLUMNS"):
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):  # not a terminal (or no file at all)
+            width = COMPACT_BELOW
+    return Layout(width=None if wide else width, colour=colour)
 
 
 def _emit(

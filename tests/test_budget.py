@@ -348,3 +348,13 @@ def test_statusline_of_a_path(tmp_path: Path) -> None:
     write_session(tmp_path / "other", "s-now", day="2026-08-06T09:00")
     line = run("statusline", str(tmp_path / "other"), "--timezone", "UTC")[1]
     assert line == "today 0.29 credits · month 0.29/300.00 credits (0%) · session s-now\n"
+
+
+def test_budget_takes_paths_and_still_has_its_set_command() -> None:
+    def usage(*command: str) -> str:
+        text = run(*command, "--help")[1].replace("[paths]", "[PATHS]")
+        return next(line.strip() for line in text.splitlines() if "Usage:" in line)
+
+    assert usage("budget") == "Usage: agentcost budget [OPTIONS] [PATHS]... COMMAND [ARGS]..."
+    assert usage("budget", "set") == "Usage: agentcost budget set [OPTIONS]"
+    assert usage("statusline") == "Usage: agentcost statusline [OPTIONS] [PATHS]..."
