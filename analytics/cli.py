@@ -14,13 +14,16 @@ from contextlib import contextmanager
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
 
 import typer
+from typer.core import TyperGroup
 
 from analytics.errors import AgentcostError, InputError, StrictModeError, UsageError
 
 if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
     from analytics.analysis import Analysis, Window
 
 app = typer.Typer(
@@ -131,6 +134,14 @@ WideOpt = Annotated[
         "fitting $COLUMNS or the terminal.",
     ),
 ]
+ShowIssuesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--show-issues",
+        help="After the output, list the input's problems on stderr (the table of agentcost "
+        "issues) instead of only counting them.",
+    ),
+]
 
 
 def _fail(error: AgentcostError) -> NoReturn:
@@ -185,15 +196,25 @@ def _load(
         return run(paths or [], window, use_cache=use_cache, progress=bar, keep_events=keep_events)
 
 
-def _report_issues(result: Analysis, strict: bool) -> None:
-    """Issue count on stderr; with --strict, any issue fails the run."""
+def _report_issues(
+    result: Analysis, strict: bool, show: bool = False, *, wide: bool = False
+) -> None:
+    """Issue count on stderr, or with ``show`` (--show-issues) the issues table there (stdout
+    stays the report alone); with --strict, any issue fails the run."""
     from analytics.analysis import issue_summary
 
     if result.issues.height:
-        typer.echo(
-            f"agentcost: {issue_summary(result.issues)} in the input; agentcost issues lists them",
-            err=True,
-        )
+        if show:
+            from analytics import report
+
+            layout = _layout(wide, stream=sys.stderr)
+            typer.echo(report.issues_table(result.issues, layout), err=True)
+        else:
+            typer.echo(
+                f"agentcost: {issue_summary(result.issues)} in the input; "
+                "agentcost issues lists them",
+                err=True,
+            )
         if strict:
             raise StrictModeError("--strict: the input has issues")
 
@@ -217,6 +238,7 @@ def analyze(
     output: OutputOpt = None,
     strict: StrictOpt = False,
     wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
@@ -240,7 +262,7 @@ def analyze(
             lambda layout: render(frame, str(window.zone), layout),
             wide=wide,
         )
-        _report_issues(result, strict)
+        _report_issues(result, strict, show_issues, wide=wide)
     except AgentcostError as error:
         _fail(error)
 
@@ -267,6 +289,7 @@ def compare(
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
     wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Price the same calls at each seller of their model (Copilot, the vendor, OpenRouter)
     and name the cheapest."""
@@ -291,7 +314,7 @@ def compare(
             lambda layout: report.comparison_table(found, names, str(window.zone), layout),
             wide=wide,
         )
-        _report_issues(result, strict=False)
+        _report_issues(result, strict=False, show=show_issues, wide=wide)
     except AgentcostError as error:
         _fail(error)
 
@@ -375,7 +398,32 @@ def watch(
         _fail(error)
 
 
+class _PathsOrCommandGroup(TyperGroup):
+    """A group whose own callback also takes PATHS: a first word that names a subcommand
+    (``budget set ...``) runs it; otherwise the arguments are the group's own, options and
+    paths in any order (``budget sample_logs --timezone UTC``), as for any command. Without
+    this the PATHS argument would take ``set`` and its options, or options after a path, as
+    paths."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: typer's click Context
+        if not (args and args[0] in self.commands):
+            ctx.allow_interspersed_args = True  # no subcommand: nothing to stop at
+            return super().parse_args(ctx, args)
+        own = self.params
+        self.params = [param for param in own if param.name != "paths"]
+        try:  # parsed without PATHS, the first word is the subcommand, as in any group
+            return super().parse_args(ctx, args)
+        finally:
+            self.params = own
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        # A subcommand's usage line reads ``agentcost budget set [OPTIONS]``, without PATHS.
+        return params if ctx.command is self else [p for p in params if p.name != "paths"]
+
+
 budget_app = typer.Typer(
+    cls=_PathsOrCommandGroup,
     help="A monthly allowance in AI credits or USD: spent, left, and the month-end projection.",
     invoke_without_command=True,
     add_completion=False,
@@ -386,18 +434,19 @@ app.add_typer(budget_app, name="budget")
 @budget_app.callback()
 def budget(
     ctx: typer.Context,
+    paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     timezone: ZoneOpt = None,
 ) -> None:
-    """Spent, left and the month-end projection of this budget month (the default home's
-    logs); exit 1 when over the budget."""
+    """Spent, left and the month-end projection of this budget month (the logs under PATHS,
+    default the home); exit 1 when over the budget. agentcost budget set saves it."""
     if ctx.invoked_subcommand is not None:
         return
     from analytics.budget import load_budget
     from analytics.budget_text import budget_lines
 
     try:
-        status = _budget_status(ctx, load_budget(), rates, timezone)
+        status = _budget_status(ctx, paths, load_budget(), rates, timezone)
         typer.echo(budget_lines(status))
         if status.over:
             raise typer.Exit(1)
@@ -439,20 +488,21 @@ def budget_set(
 @app.command()
 def statusline(
     ctx: typer.Context,
+    paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     timezone: ZoneOpt = None,
 ) -> None:
     """One short line for a shell prompt or tmux: today's cost, the month against the budget
-    (if set), and the session being written now."""
+    (if set), and the session being written now (of the logs under PATHS, default the home)."""
     from analytics.budget import budget_path, load_budget
     from analytics.budget_text import statusline as line
     from analytics.watch import latest_log
 
     try:
         saved = load_budget() if budget_path().exists() else None
-        status = _budget_status(ctx, saved, rates, timezone)
+        status = _budget_status(ctx, paths, saved, rates, timezone)
         try:
-            active = _active(latest_log([]))
+            active = _active(latest_log(paths or []))
         except InputError:  # no session log yet: nothing is active
             active = None
         typer.echo(line(status, active))
@@ -461,17 +511,27 @@ def statusline(
 
 
 def _budget_status(
-    ctx: typer.Context, saved: Budget | None, rates: str, timezone: str | None
+    ctx: typer.Context,
+    paths: list[Path] | None,
+    saved: Budget | None,
+    rates: str,
+    timezone: str | None,
 ) -> BudgetStatus:
-    """The budget month so far in the default home, priced with ``rates``."""
-    from datetime import datetime
-
+    """The budget month so far in the logs under ``paths`` (default the home), priced with
+    ``rates``."""
     from analytics.budget import budget_status
     from analytics.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
-    _, priced_calls, priced_sessions = _priced(ctx, None, rates, None, keep_events=False)
-    return budget_status(priced_calls, priced_sessions, saved, zone, datetime.now(zone).date())
+    _, priced_calls, priced_sessions = _priced(ctx, paths, rates, None, keep_events=False)
+    return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone))
+
+
+def _today(zone: ZoneInfo) -> date:
+    """Today in ``zone`` (the budget commands' "now"; tests replace it)."""
+    from datetime import datetime
+
+    return datetime.now(zone).date()
 
 
 def _active(log: LogFile) -> str | None:
@@ -633,6 +693,7 @@ def report(
     ] = "github-copilot",
     timezone: ZoneOpt = None,
     strict: StrictOpt = False,
+    show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.html_report import render_report
@@ -650,7 +711,7 @@ def report(
                 f"{html_file}: cannot write ({err.strerror}); choose another path"
             ) from None
         typer.echo(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)", err=True)
-        _report_issues(result, strict)
+        _report_issues(result, strict, show_issues)
     except AgentcostError as error:
         _fail(error)
 
@@ -701,16 +762,24 @@ def _priced(
     return result, priced_calls, priced_sessions
 
 
-def _layout(wide: bool, output: Path | None = None) -> Layout:
+def _layout(wide: bool, output: Path | None = None, stream: TextIO | None = None) -> Layout:
     """Where tables go: the width of ``$COLUMNS`` or the terminal (120 when neither says;
-    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``."""
+    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``. ``stream``
+    (default stdout) is where the table is printed: stderr's terminal is asked for its width
+    too, so ``--show-issues`` fits it when stdout is a pipe or a file."""
     import shutil
 
     from analytics.text_table import COMPACT_BELOW, Layout
 
-    colour = output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    width = None if wide else shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
-    return Layout(width=width, colour=colour)
+    stream = stream or sys.stdout
+    colour = output is None and stream.isatty() and not os.environ.get("NO_COLOR")
+    width = shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
+    if stream is not sys.stdout and not os.environ.get("COLUMNS"):
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):  # not a terminal (or no file at all)
+            width = COMPACT_BELOW
+    return Layout(width=None if wide else width, colour=colour)
 
 
 def _emit(
@@ -762,6 +831,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         output: OutputOpt = None,
         strict: StrictOpt = False,
         wide: WideOpt = False,
+        show_issues: ShowIssuesOpt = False,
     ) -> None:
         from analytics import report
         from analytics.periods import period_report
@@ -793,7 +863,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
                 wide=wide,
             )
-            _report_issues(result, strict)
+            _report_issues(result, strict, show_issues, wide=wide)
         except AgentcostError as error:
             _fail(error)
 
@@ -827,6 +897,7 @@ def top(
     output: OutputOpt = None,
     strict: StrictOpt = False,
     wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     import polars as pl
@@ -871,7 +942,7 @@ def top(
             as_table,
             wide=wide,
         )
-        _report_issues(result, strict)
+        _report_issues(result, strict, show_issues, wide=wide)
     except AgentcostError as error:
         _fail(error)
 
@@ -889,6 +960,7 @@ def export(
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
     strict: StrictOpt = False,
+    show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Write events, calls, sessions, priced calls and issues as Parquet partitioned by day."""
     from analytics.export import export_tables, write_export
@@ -902,7 +974,7 @@ def export(
         )
         written = write_export(directory, tables, rates)
         typer.echo(f"agentcost: wrote {len(written)} files to {directory}", err=True)
-        _report_issues(result, strict)
+        _report_issues(result, strict, show_issues)
     except AgentcostError as error:
         _fail(error)
 
@@ -914,7 +986,12 @@ app.add_typer(rates_app, name="rates")
 
 
 @rates_app.command("learn")
-def rates_learn(ctx: typer.Context, paths: PathsArg = None, output: OutputOpt = None) -> None:
+def rates_learn(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    output: OutputOpt = None,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
     """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
     from analytics.log_rates import learned_toml
 
@@ -922,7 +999,7 @@ def rates_learn(ctx: typer.Context, paths: PathsArg = None, output: OutputOpt = 
         result = _load(ctx, paths, keep_events=False)
         text = learned_toml(result.log_prices)
         _emit(Format.table, output, result.log_prices, lambda: text, lambda _: text)
-        _report_issues(result, strict=False)
+        _report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
         _fail(error)
 

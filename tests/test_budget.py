@@ -23,6 +23,7 @@ from analytics.budget_text import budget_lines, statusline
 from analytics.cli import app
 from analytics.errors import ConfigError
 from analytics.schema import MONEY
+from tests.conftest import SAMPLE_LOGS
 from tests.test_cli_analyze import write_session
 
 
@@ -196,19 +197,33 @@ def test_budget_command_exit_code(today_home: Path, amount: list[str], code: int
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(None, "no budget set"), ("credits = [1]\n", "is not a number")],
-    ids=["missing", "invalid"],
+    [
+        (None, "no budget set"),
+        ("credits = [1]\n", "is not a number"),
+        ("credits = \n", "not valid TOML"),
+        ('usd = "5"\nstart = 3\n', "unknown keys ['start']"),
+        ("credits = 5\nstart_day = 0\n", "start day 0 is not 1-28"),
+        ("", "cannot read"),  # budget.toml is a directory
+    ],
+    ids=["missing", "invalid", "not-toml", "unknown-key", "bad-start-day", "unreadable"],
 )
+@pytest.mark.parametrize("paths", [[], [str(SAMPLE_LOGS)]], ids=["home", "path"])
 def test_budget_without_a_valid_config_is_a_clear_error(
-    today_home: Path, tmp_path: Path, content: str | None, message: str
+    today_home: Path, tmp_path: Path, content: str | None, message: str, paths: list[str]
 ) -> None:
+    config = tmp_path / "config" / "budget.toml"
     if content is not None:
-        (tmp_path / "config").mkdir()
-        (tmp_path / "config" / "budget.toml").write_text(content)
-    exit_code, out, err = run("budget")
+        config.parent.mkdir()
+        config.mkdir() if message == "cannot read" else config.write_text(content)
+    exit_code, out, err = run("budget", *paths)
     assert exit_code == 2 and out == ""
-    assert err.count("\n") == 1 and message in err and "agentcost budget set" in err
-    assert run("statusline")[0] == (2 if content else 0)
+    assert err.count("\n") == 1 and err.startswith("agentcost: error: ") and message in err
+    assert "agentcost budget set" in err or "set the budget again" in err
+    assert str(config) in err  # names the file
+    exit_code, out, err = run("statusline", *paths)
+    assert exit_code == (2 if content is not None else 0)
+    if content is not None:
+        assert out == "" and err.count("\n") == 1 and message in err
 
 
 @pytest.mark.parametrize(
@@ -228,3 +243,118 @@ def test_statusline_without_any_session_yet(
     monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
     exit_code, out, _ = run("statusline", "--timezone", "UTC")
     assert (exit_code, out) == (0, "today $0.00 · month $0.00\n")
+
+
+def test_the_month_boundary_is_in_the_users_timezone() -> None:
+    # 23:30 UTC on March 31 is 01:30 on April 1 in Paris (CEST): April's, not March's.
+    rows = calls(("2026-03-31T23:30:00", "1.00"), ("2026-04-01T10:00:00", "2.00"))
+    paris = budget_status(rows, SESSIONS, None, ZoneInfo("Europe/Paris"), date(2026, 4, 1))
+    utc = budget_status(rows, SESSIONS, None, UTC_ZONE, date(2026, 4, 1))
+    assert (paris.spent_usd, paris.today_usd) == (Decimal(3), Decimal(3))
+    assert (utc.spent_usd, utc.today_usd) == (Decimal(2), Decimal(2))
+
+
+def test_spending_exactly_the_allowance_is_not_over() -> None:
+    found = status(Budget(Decimal(2), "usd"), date(2026, 4, 30), ("2026-04-01T08:00:00", "2"))
+    assert not found.over and found.left_usd == Decimal(0)
+    assert found.projected_usd == Decimal(2)  # the last day: the projection is what was spent
+    assert "within the budget" in budget_lines(found) and "OVER" not in budget_lines(found)
+
+
+def test_first_day_of_a_budget_month_projects_that_day_over_the_month() -> None:
+    found = status(
+        Budget(Decimal(100), "credits", start_day=10),
+        date(2026, 6, 10),
+        ("2026-06-09T23:59:59", "50"),  # the last second of the previous budget month
+        ("2026-06-10T00:00:00", "0.10"),
+    )
+    assert (found.start, found.end) == (date(2026, 6, 10), date(2026, 7, 10))
+    assert found.spent_usd == Decimal("0.10") and found.projected_usd == Decimal(3)
+    assert budget_lines(found).startswith("budget month  2026-06-10 to 2026-07-09 (day 1 of 30)")
+
+
+@pytest.fixture
+def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Today is 2026-08-06 (a day of the sample logs), the home is empty, the config private.
+
+    Sample spend under github-copilot (UTC): 08-03 $0.1231, 08-04 $0.0721, 08-05 $0.0161,
+    08-06 $0.1176 + 1 unpriced call, 08-07 $0.1271 (after today)."""
+    monkeypatch.setattr("analytics.cli._today", lambda zone: date(2026, 8, 6))
+    (tmp_path / "empty-home" / "session-state").mkdir(parents=True)
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "empty-home"))
+    monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
+
+
+@pytest.mark.parametrize(
+    ("start_day", "credits", "code", "lines"),
+    [
+        (
+            5,  # 08-05 and 08-06: $0.0161 + $0.1176
+            "20",
+            0,
+            [
+                "budget month  2026-08-05 to 2026-09-04 (day 2 of 31)",
+                "allowance     20.00 credits ($0.20) a month, from day 5",
+                "spent         13.37 credits, 67% (+1 calls without a cost: a lower bound)",
+                "left          6.63 credits",
+                "projection    ~207.23 credits by month end at this month's rate: over by "
+                "187.23 credits",
+            ],
+        ),
+        (
+            1,  # 08-03 to 08-06 (the calendar month so far)
+            "20",
+            1,
+            [
+                "budget month  2026-08-01 to 2026-08-31 (day 6 of 31)",
+                "spent         32.89 credits, 164% (+1 calls without a cost: a lower bound)",
+                "OVER BUDGET by 12.89 credits",
+            ],
+        ),
+        (
+            7,  # the budget month 07-07 to 08-06: today is its last day
+            "40",
+            0,
+            [
+                "budget month  2026-07-07 to 2026-08-06 (day 31 of 31)",
+                "spent         32.89 credits, 82% (+1 calls without a cost: a lower bound)",
+                "projection    ~32.89 credits by month end at this month's rate: within the budget",
+            ],
+        ),
+    ],
+    ids=["under-from-day-5", "over-calendar-month", "last-day-of-a-month-from-day-7"],
+)
+@pytest.mark.usefixtures("on_sample_day")
+def test_budget_of_a_path(start_day: int, credits: str, code: int, lines: list[str]) -> None:
+    assert run("budget", "set", "--credits", credits, "--start-day", str(start_day))[0] == 0
+    exit_code, out, err = run("budget", str(SAMPLE_LOGS), "--timezone", "UTC")
+    assert exit_code == code, out + err
+    for line in lines:
+        assert line in out.splitlines(), (line, out)
+    assert ("OVER BUDGET" in out) == (code == 1)
+    # The default home (empty here) has spent nothing: PATHS, not the home, were read.
+    assert "spent         0.00 credits, 0%" in run("budget", "--timezone", "UTC")[1]
+
+
+@pytest.mark.usefixtures("on_sample_day")
+def test_statusline_of_a_path(tmp_path: Path) -> None:
+    exit_code, out, err = run("statusline", str(SAMPLE_LOGS), "--timezone", "UTC")
+    assert (exit_code, err) == (0, "")
+    assert out.startswith("today $0.12 · month $0.33")  # a lower bound: 1 call is unpriced
+    assert run("budget", "set", "--credits", "300")[0] == 0
+    line = run("statusline", str(SAMPLE_LOGS), "--timezone", "UTC")[1]
+    assert line.startswith("today 11.76 credits · month 32.89/300.00 credits (11%)")
+    # The session being written now is the one under PATHS.
+    write_session(tmp_path / "other", "s-now", day="2026-08-06T09:00")
+    line = run("statusline", str(tmp_path / "other"), "--timezone", "UTC")[1]
+    assert line == "today 0.29 credits · month 0.29/300.00 credits (0%) · session s-now\n"
+
+
+def test_budget_takes_paths_and_still_has_its_set_command() -> None:
+    def usage(*command: str) -> str:
+        text = run(*command, "--help")[1].replace("[paths]", "[PATHS]")
+        return next(line.strip() for line in text.splitlines() if "Usage:" in line)
+
+    assert usage("budget") == "Usage: agentcost budget [OPTIONS] [PATHS]... COMMAND [ARGS]..."
+    assert usage("budget", "set") == "Usage: agentcost budget set [OPTIONS]"
+    assert usage("statusline") == "Usage: agentcost statusline [OPTIONS] [PATHS]..."

@@ -287,3 +287,31 @@ def test_own_table_overrides_one_model_of_a_bundled_one(tmp_path: Path) -> None:
     changed = {sid for sid in bundled if bundled[sid][1] != merged[sid][1]}
     haiku = {"6c2b0476-58de-4348-be1c-d5ccae36508e", "c96959e0-053d-4785-9b2a-95d55662a127"}
     assert changed == haiku  # only the sessions with claude-haiku-4.5 calls got cheaper
+
+
+def test_a_table_on_stderr_fits_the_terminal_of_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--show-issues`` prints to stderr: its width is stderr's terminal's, also when stdout
+    is a pipe or a file; $COLUMNS still wins, and without a terminal it is 120."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from analytics import cli
+    from analytics.text_table import Layout
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    main, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 70, 0, 0))
+    try:
+        with open(secondary, "w", closefd=False) as terminal:
+            assert cli._layout(wide=False, stream=terminal) == Layout(width=70, colour=True)
+            assert cli._layout(wide=True, stream=terminal).width is None
+            monkeypatch.setenv("COLUMNS", "90")
+            assert cli._layout(wide=False, stream=terminal).width == 90
+    finally:
+        os.close(main)
+        os.close(secondary)
+    monkeypatch.delenv("COLUMNS")
+    assert cli._layout(wide=False, stream=io.StringIO()).width == 120

@@ -1,4 +1,4 @@
-"""Bare ``agentcost``: the first screen, and ``agentcost issues``."""
+"""Bare ``agentcost``: the first screen, ``agentcost issues`` and ``--show-issues``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from analytics.costs import price_analysis
 from analytics.home import home_screen
 from analytics.rates import load_rate_table
 from tests.conftest import SAMPLE_LOGS
+from tests.test_cli_analyze import write_session
 
 
 def test_home_screen_figures() -> None:
@@ -103,3 +104,41 @@ def test_other_commands_name_the_issues_command() -> None:
     assert "2 issues (1 errors, 1 warnings) in the input; agentcost issues lists them" in (
         result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["analyze"],
+        ["analyze", "-f", "json"],
+        ["analyze", "--calls", "-f", "csv"],
+        ["compare", "-f", "json"],
+        ["daily", "-f", "json"],
+        ["top", "--no-behaviour", "-f", "json"],
+        ["rates", "learn"],
+    ],
+    ids=" ".join,
+)
+def test_show_issues_prints_the_issues_table_on_stderr(command: list[str]) -> None:
+    env = {"COLUMNS": "200"}
+    shown = CliRunner().invoke(app, [*command, str(SAMPLE_LOGS), "--show-issues"], env=env)
+    assert shown.exit_code == 0, shown.output
+    plain = CliRunner().invoke(app, [*command, str(SAMPLE_LOGS)], env=env)
+    assert shown.stdout == plain.stdout  # stdout is the report alone, as without the option
+    listed = CliRunner().invoke(app, ["issues", str(SAMPLE_LOGS)], env=env)
+    assert shown.stderr == listed.stdout  # the table of agentcost issues, and nothing else
+    assert "agentcost issues lists them" in plain.stderr
+    if "json" in command:
+        assert len(json.loads(shown.stdout)["issues"]) == 2
+
+
+def test_show_issues_with_strict_still_fails_and_without_issues_prints_nothing(
+    tmp_path: Path,
+) -> None:
+    strict = CliRunner().invoke(app, ["analyze", str(SAMPLE_LOGS), "--show-issues", "--strict"])
+    assert strict.exit_code == 1
+    assert strict.stderr.startswith("FILE") and "2 issues" in strict.stderr
+    assert strict.stderr.rstrip().endswith("agentcost: error: --strict: the input has issues")
+    clean = write_session(tmp_path, "s1")
+    quiet = CliRunner().invoke(app, ["analyze", str(clean), "--show-issues", "--strict"])
+    assert (quiet.exit_code, quiet.stderr) == (0, "")
