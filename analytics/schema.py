@@ -268,15 +268,27 @@ def empty(contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
 def conform(frame: pl.DataFrame, contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """Return ``frame`` with exactly the contract's columns, in order, with its dtypes.
 
-    Missing columns are added as nulls; extra columns are dropped. A column whose dtype differs
-    is cast strictly, so a stage that produces the wrong type fails loudly here rather than
-    downstream.
+    Extra columns are dropped. A missing column is a stage's bug, not a null column: it
+    raises ``ValueError`` naming it, so it fails here rather than as wrong figures later. A
+    column whose dtype differs is cast strictly, for the same reason.
     """
-    exprs = [
-        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
-        for name, dtype in contract.items()
-    ]
-    return frame.select(exprs)
+    missing = [name for name in contract if name not in frame.columns]
+    if missing:
+        raise ValueError(f"columns missing from a {len(contract)}-column table: {missing}")
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in contract.items())
+
+
+def padded(frame: pl.DataFrame, contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """``conform`` for frames written by hand (tests, fixtures): the contract's columns the
+    frame does not name are added as nulls."""
+    absent = {name: dtype for name, dtype in contract.items() if name not in frame.columns}
+    return conform(with_nulls(frame, absent), contract)
+
+
+def with_nulls(frame: pl.DataFrame, columns: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """``frame`` with ``columns`` added as nulls of their dtypes: figures a later stage fills
+    (or that stay unknown), said so where the table is made rather than left to ``conform``."""
+    return frame.with_columns(pl.lit(None, dtype).alias(name) for name, dtype in columns.items())
 
 
 def combine(*contracts: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:

@@ -24,7 +24,7 @@ import polars as pl
 
 from analytics.calls import failed_calls
 from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.schema import ISSUES, SESSIONS, conform
+from analytics.schema import ISSUES, SESSIONS, conform, with_nulls
 
 _CUMULATIVE_SINCE = (1, 0, 66)
 #: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.
@@ -139,7 +139,9 @@ def summarize_sessions(
             .alias("status_detail")
         )
     )
-    return conform(sessions.sort("start_time", "session_id"), SESSIONS)
+    # The fit figures come with the per-call tokens (``tokens.with_fit``).
+    fit = {name: dtype for name, dtype in SESSIONS.items() if name.startswith("fit_")}
+    return conform(with_nulls(sessions.sort("start_time", "session_id"), fit), SESSIONS)
 
 
 def _record_totals(records: pl.DataFrame) -> pl.DataFrame:

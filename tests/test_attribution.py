@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from analytics.attribution import attribute_context, by_tool, context_items, top_items
 from analytics.cli import app
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
 from tests.conftest import SAMPLE_LOGS
 
 PRICED = combine(CALLS, CALL_TOKENS, COSTS)
@@ -24,7 +24,7 @@ def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:
         pl.lit("s").alias("session_id"),
         pl.lit(False).alias("is_autopilot"),
     )
-    return conform(frame, EVENTS)
+    return padded(frame, EVENTS)
 
 
 def _priced(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -33,7 +33,7 @@ def _priced(rows: list[dict[str, Any]]) -> pl.DataFrame:
         pl.int_range(1, pl.len() + 1).alias("call_index"),
         *(pl.col(c).cast(pl.String).cast(MONEY) for c in ("input_cost_usd",) if c in rows[0]),
     )
-    return conform(frame, PRICED)
+    return padded(frame, PRICED)
 
 
 # seq: 1 shutdown (fixed part 100 + 50), 2 user 400 B, 3 call, 4 tool start, 5 tool result

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from analytics.behaviour import compaction_savings, loop_behaviour
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
 
 
 def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -19,7 +19,7 @@ def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:
         pl.lit("s").alias("session_id"),
         pl.col("is_autopilot").fill_null(False),
     )
-    return conform(frame, EVENTS)
+    return padded(frame, EVENTS)
 
 
 def _calls(events: pl.DataFrame, costs: dict[int, str | None]) -> pl.DataFrame:
@@ -30,7 +30,7 @@ def _calls(events: pl.DataFrame, costs: dict[int, str | None]) -> pl.DataFrame:
         pl.col("event_seq").replace_strict(costs, default=None).cast(MONEY).alias("cost_usd"),
         pl.col("text").eq("cut").fill_null(False).alias("interrupted"),
     )
-    return conform(calls, combine(CALLS, CALL_TOKENS, COSTS))
+    return padded(calls, combine(CALLS, CALL_TOKENS, COSTS))
 
 
 ROWS = [

@@ -16,7 +16,7 @@ import pytest
 
 from analytics.calls import build_calls
 from analytics.events import order_events
-from analytics.schema import CALLS, EVENTS, ISSUES, conform
+from analytics.schema import CALLS, EVENTS, ISSUES, padded
 
 Row = tuple[str, dict[str, Any]]
 T0 = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
@@ -63,7 +63,7 @@ def events(*rows: Row, session: str = "s1", file: str = "/logs/s1/events.jsonl")
         ],
         infer_schema_length=None,
     )
-    return order_events(conform(frame, EVENTS))
+    return order_events(padded(frame, EVENTS))
 
 
 def calls_of(*rows: Row) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from analytics.compare import table_totals
 from analytics.html_report import carried_context
 from analytics.pricing import price_calls
 from analytics.rates import load_rate_table, parse_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, MONEY, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
 from tests.conftest import SAMPLE_LOGS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -30,7 +30,7 @@ CHARTS = 5
 
 
 def frame(rows: list[dict[str, Any]], contract: dict[str, pl.DataType]) -> pl.DataFrame:
-    return conform(pl.DataFrame(rows, infer_schema_length=None), contract)
+    return padded(pl.DataFrame(rows, infer_schema_length=None), contract)
 
 
 def test_carried_items_are_the_attributed_conversation_items() -> None:

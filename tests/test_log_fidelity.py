@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from analytics.analysis import Analysis, analyze
 from analytics.calls import build_calls
 from analytics.events import drop_repeats, order_events
-from analytics.schema import MODEL_METRICS, OBSERVED_USAGE, conform, empty
+from analytics.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.sessions import summarize_sessions
 from analytics.sources.copilot_events import read_events
 from analytics.tokens import add_call_tokens
@@ -443,7 +443,7 @@ def test_a_usage_record_and_a_store_row_that_disagree_are_reported(tmp_path: Pat
     calls, _ = build_calls(events)
     sessions = summarize_sessions(events, calls, empty(MODEL_METRICS))
     row = {"source_file": "session-store.db", "session_id": SESSION, "input_tokens": 25_700}
-    store = conform(pl.DataFrame([row]), OBSERVED_USAGE)
+    store = padded(pl.DataFrame([row]), OBSERVED_USAGE)
     priced, issues = add_call_tokens(calls, events, sessions, empty(MODEL_METRICS), store)
     assert priced["input_tokens"].to_list() == [25_721]
     (issue,) = issues.rows(named=True)

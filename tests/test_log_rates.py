@@ -24,7 +24,7 @@ from analytics.costs import price_analysis
 from analytics.errors import AgentcostError
 from analytics.log_rates import learned_prices, learned_rate_table, learned_toml, log_prices
 from analytics.rates import load_rate_table, load_rates, parse_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded
 
 SONNET_55 = [  # the usage_record of modelog-1.0.94-usage-record, verbatim prices
     ("input", 4, 200_000_000_000),
@@ -210,11 +210,11 @@ def calls(*rows: dict[str, Any]) -> pl.DataFrame:
         "token_source": "observed",
         "is_byok": False,
     }
-    return conform(pl.DataFrame([base | row for row in rows]), PRICED_CALLS)
+    return padded(pl.DataFrame([base | row for row in rows]), PRICED_CALLS)
 
 
 def sessions(*ids: str, billed: str | None = None) -> pl.DataFrame:
-    return conform(pl.DataFrame({"session_id": list(ids), "billed_nano_aiu": billed}), SESSIONS)
+    return padded(pl.DataFrame({"session_id": list(ids), "billed_nano_aiu": billed}), SESSIONS)
 
 
 COPILOT = load_rate_table("github-copilot")

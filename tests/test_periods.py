@@ -17,7 +17,7 @@ from analytics.cli import app
 from analytics.costs import price_analysis
 from analytics.errors import UsageError
 from analytics.periods import Period, period_report
-from analytics.schema import CALL_TOKENS, CALLS, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, combine, padded
 from analytics.timezones import resolve_zone
 from tests.conftest import SAMPLE_LOGS
 from tests.test_pricing import TEST_TABLE as TABLE
@@ -31,7 +31,7 @@ def _calls(rows: list[dict[str, Any]]) -> pl.DataFrame:
         pl.lit(False).alias("user_initiated"),
         pl.lit(0).alias("reasoning_tokens"),
     )
-    return conform(frame, combine(CALLS, CALL_TOKENS))
+    return padded(frame, combine(CALLS, CALL_TOKENS))
 
 
 def _sessions(ids: list[str], nano: list[str | None] | None = None) -> pl.DataFrame:

@@ -15,14 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics import plots
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, MONEY, combine, conform
+from analytics.schema import CALL_TOKENS, CALLS, COSTS, MONEY, combine, padded
 
 PRICED = combine(CALLS, CALL_TOKENS, COSTS)
 
 
 def priced(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """Priced calls (CALLS + CALL_TOKENS + COSTS) from partial rows; the rest is null."""
-    return conform(pl.DataFrame(rows, infer_schema_length=None), PRICED)
+    return padded(pl.DataFrame(rows, infer_schema_length=None), PRICED)
 
 
 def usd(text: str | None) -> Decimal | None:

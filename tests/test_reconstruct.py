@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from analytics import _scanner
 from analytics.calls import build_calls
 from analytics.events import order_events
-from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, conform
+from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
 from analytics.sessions import summarize_sessions
 from analytics.tokens import call_tokens_and_fit
 
@@ -131,7 +131,7 @@ def generate(truth: Truth, plan: list[tuple[int, int, int, bool]]) -> Session:
         ],
         infer_schema_length=None,
     )
-    metrics = conform(
+    metrics = padded(
         pl.DataFrame(
             {
                 "source_file": [FILE],
@@ -148,7 +148,7 @@ def generate(truth: Truth, plan: list[tuple[int, int, int, bool]]) -> Session:
         ),
         MODEL_METRICS,
     )
-    return Session(order_events(conform(frame, EVENTS)), metrics, inputs, reads)
+    return Session(order_events(padded(frame, EVENTS)), metrics, inputs, reads)
 
 
 def reconstruct(session: Session, observed: int) -> tuple[pl.DataFrame, dict[str, float], set[str]]:
@@ -156,7 +156,7 @@ def reconstruct(session: Session, observed: int) -> tuple[pl.DataFrame, dict[str
     prior), with the first ``observed`` calls known."""
     calls, _ = build_calls(session.events, session.metrics)
     sessions = summarize_sessions(session.events, calls, session.metrics)
-    rows = conform(
+    rows = padded(
         pl.DataFrame(
             {
                 "source_file": ["/store.db"] * observed,

@@ -34,7 +34,15 @@ from pathlib import Path
 import polars as pl
 
 from analytics.errors import InputError
-from analytics.schema import ISSUES, OBSERVED_USAGE, TIMESTAMP, combine, conform, empty
+from analytics.schema import (
+    ISSUES,
+    OBSERVED_USAGE,
+    TIMESTAMP,
+    combine,
+    conform,
+    empty,
+    with_nulls,
+)
 
 #: Keys, after the ``OBSERVED_USAGE`` columns, that let ``tokens.py`` match a per-call record
 #: to a call reconstructed from ``events.jsonl``; neither source carries the message's
@@ -130,7 +138,9 @@ def read_session_store(
             )
         )
         return empty(OBSERVED), issues_frame(issues)
-    usage, checks = finish_observed(frame, ["source_line"])
+    # The store's rows carry no turn ids (only OpenTelemetry does).
+    ids = {name: OBSERVED_MATCH_KEYS[name] for name in ("interaction_id", "turn_id")}
+    usage, checks = finish_observed(with_nulls(frame, ids), ["source_line"])
     return usage, pl.concat([issues_frame([*issues, *read_issues]), checks])
 
 

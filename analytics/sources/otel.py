@@ -33,7 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from analytics.errors import InputError
-from analytics.schema import TIMESTAMP, empty
+from analytics.schema import TIMESTAMP, empty, with_nulls
 from analytics.sources.copilot_store import (
     OBSERVED,
     IssueRow,
@@ -162,7 +162,11 @@ def read_otel_export(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         except _BadRecordError as exc:
             issues.append((file, number, "error", f"{exc}; line skipped"))
     calls, call_issues = _calls(spans, file)
-    usage, checks = finish_observed(calls, ["_order", "source_line", "_position"])
+    # Spans carry no itemised bill and no turn index (the turn ids match them instead).
+    unknown = {"token_details": OBSERVED["token_details"], "turn_index": OBSERVED["turn_index"]}
+    usage, checks = finish_observed(
+        with_nulls(calls, unknown), ["_order", "source_line", "_position"]
+    )
     return usage, pl.concat([issues_frame([*issues, *call_issues]), checks])
 
 
