@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
+from analytics.incremental import identities, patch, session_digests
 from analytics.result_cache import TABLES, ResultCache, records_digest
 from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, empty
 from analytics.sources.discover import Found, LogFile
@@ -65,12 +66,13 @@ def run_stages(
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
     ``group_bytes``, each loaded from ``cache`` when it holds the group unchanged."""
-    groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
+    slotted = [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
+    groups = [logs for _, logs in slotted]
     observed = _Observed(found, whole=len(groups) > 1)
     todo = sum(_size(log) for log in found.logs)
     done: list[int] = [0]
 
-    def run(logs: list[LogFile]) -> Tables:
+    def run(logs: list[LogFile], slot: str | None = None) -> Tables:
         start = done[0]
         done[0] += sum(_size(log) for log in logs)
         key = cache.group_key(logs) if cache and not keep_events else None
@@ -78,16 +80,30 @@ def run_stages(
         if stored is not None:
             return stored
         step = (lambda now, _: progress(min(start + now, todo), todo)) if progress else None
-        tables = _analyse(logs, step, observed, keep_events)
+
+        def analyse(chosen: list[LogFile]) -> Tables:
+            return _analyse(chosen, step, observed, keep_events)
+
+        tables = _patched(cache, slot, logs, analyse, observed) if cache and slot else None
+        if tables is None:
+            tables = analyse(logs)
         if not keep_events:
             tables = _detached(tables)
         if cache and key:
             ids = tables.sessions["session_id"].to_list()
-            note = {"sessions": ids, "records": records_digest(observed.of(ids))}
+            records = observed.of(ids)
+            note = {
+                "sessions": ids,
+                "records": records_digest(records),
+                "files": identities(logs),
+                "session_records": session_digests(records),
+            }
             cache.save(key, {name: getattr(tables, name) for name in TABLES}, note)
+            if slot:
+                cache.remember(slot, key)
         return tables
 
-    results = [run(logs) for logs in groups]
+    results = [run(logs, slot) for slot, logs in slotted]
     merges = _split_sessions(groups, results)
     if merges:
         gone = set().union(*(indexes for _, indexes in merges))
@@ -116,6 +132,28 @@ def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
     if not isinstance(ids, list) or note.get("records") != records_digest(observed.of(ids)):
         return None
     return Tables(**tables, events=None)
+
+
+def _patched(
+    cache: ResultCache,
+    slot: str,
+    logs: list[LogFile],
+    analyse: Callable[[list[LogFile]], Tables],
+    observed: _Observed,
+) -> Tables | None:
+    """The slot's previous result brought up to date by analysing only the sessions whose
+    files changed (``incremental.patch``); None when there is none or it does not apply."""
+    previous = cache.recall(slot)
+    stored = cache.load(previous) if previous else None
+    if stored is None:
+        return None
+
+    def tables_of(chosen: list[LogFile]) -> dict[str, pl.DataFrame]:
+        fresh = analyse(chosen)
+        return {name: getattr(fresh, name) for name in TABLES}
+
+    patched = patch(*stored, logs, tables_of, lambda ids: session_digests(observed.of(ids)))
+    return Tables(**patched, events=None) if patched is not None else None
 
 
 def _analyse(
@@ -221,18 +259,23 @@ def _ids(session_ids: list[str]) -> pl.Expr:
     return pl.lit(pl.Series(session_ids, dtype=pl.String).implode())
 
 
-def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
-    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint.
+def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[tuple[str | None, list[LogFile]]]:
+    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint, each
+    with its slot (``count/index``: which group it is, whatever its files are now).
 
     The number of groups is a power of two (at most the number of logs, rounded up), so it
     changes only when the tree doubles or halves, and a log stays in its group as other logs
     grow. No logs at all are one empty group, analysed like any other (to empty tables).
     """
     buckets = log_buckets(logs, group_bytes)
-    groups: list[list[LogFile]] = [[] for _ in range(max(buckets.values(), default=0) + 1)]
+    count = max(buckets.values(), default=0) + 1
+    groups: list[list[LogFile]] = [[] for _ in range(count)]
     for log in logs:
         groups[buckets[str(log.path)]].append(log)
-    return [group for group in groups if group] or [[]]
+    slotted: list[tuple[str | None, list[LogFile]]] = [
+        (f"{count}/{index}", group) for index, group in enumerate(groups) if group
+    ]
+    return slotted or [(None, [])]
 
 
 def log_buckets(logs: Sequence[LogFile], group_bytes: int = GROUP_BYTES) -> dict[str, int]:
@@ -279,7 +322,7 @@ def _split_sessions(
 
 
 def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
-    """One set of tables from the groups', in the order a single group would give; with the
+    """One set of tables from the groups', in one order whatever the grouping; with the
     issues of the log's prices, which compare the prices of every group."""
     from analytics.log_rates import learned_prices
 
@@ -287,10 +330,6 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
         "source_file", "source_line", maintain_order=True
     )
     price_issues = learned_prices(prices)[1]
-    if len(results) == 1:
-        only = results[0]
-        issues = _stack([only.issues, observed_issues, price_issues], ISSUES)
-        return Tables(only.calls, only.sessions, only.model_metrics, issues, prices, only.events)
     return Tables(
         calls=pl.concat([r.calls for r in results]).sort("session_id", "event_seq"),
         sessions=pl.concat([r.sessions for r in results]).sort(
@@ -301,7 +340,7 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
         ),
         issues=_stack([*(r.issues for r in results), observed_issues, price_issues], ISSUES),
         log_prices=prices,
-        events=None,
+        events=results[0].events if len(results) == 1 else None,
     )
 
 

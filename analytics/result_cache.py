@@ -23,7 +23,10 @@ group's log files), with a small JSON *note*: the group's session ids and a dige
 per-call records (session store, OTel) of those sessions. A group is reused only if its files
 are unchanged and those records still digest the same, so a live session (its log growing,
 its store rows added) costs the re-reading and re-analysis of its own group, not of the
-tree.
+tree. Each group's latest key is also noted under its *slot* (which group of the tree it is,
+``remember``/``recall``), with the identity of each of its files and a digest of each
+session's records in the note: when a group misses, its previous result is brought up to
+date by analysing only the sessions whose files changed (``incremental.py``).
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped.
@@ -74,6 +77,28 @@ class ResultCache:
         """The key of one group of logs analysed by the pipeline (see the module docstring)."""
         return _digest("group", [(log.real_path or str(log.path), log.stat) for log in logs], "")
 
+    def remember(self, slot: str, key: str) -> None:
+        """Note ``key`` as the latest result of group ``slot`` (best effort), for
+        ``recall``: the next run, whose group key differs once a file changed, can bring
+        that result up to date instead of analysing the group again."""
+        with contextlib.suppress(OSError):
+            slots = self.root / "slots"
+            slots.mkdir(parents=True, exist_ok=True)
+            temporary = slots / f".{uuid.uuid4().hex}"
+            temporary.write_text(key)
+            temporary.replace(slots / self._slot_name(slot))
+
+    def recall(self, slot: str) -> str | None:
+        """The key ``remember`` last noted for ``slot`` under this code, if any."""
+        try:
+            key = (self.root / "slots" / self._slot_name(slot)).read_text()
+        except OSError:
+            return None
+        return key if key.isalnum() else None
+
+    def _slot_name(self, slot: str) -> str:
+        return _digest("slot", [], slot) or "none"
+
     def load(self, key: str) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
         """The tables and the note stored under ``key``, or None (missing, partial or
         unreadable)."""
@@ -104,7 +129,11 @@ class ResultCache:
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
-            stored = [entry for entry in os.scandir(self.root) if not entry.name.startswith(".")]
+            stored = [
+                entry
+                for entry in os.scandir(self.root)
+                if not entry.name.startswith(".") and entry.name != "slots"
+            ]
             stored.sort(key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
             for entry in stored[KEEP:]:
                 shutil.rmtree(entry.path, ignore_errors=True)
