@@ -547,16 +547,22 @@ def _split_cache(frame: pl.DataFrame, group: list[str], *, exact: bool) -> pl.Da
     # A shutdown that states no cache figures reads and writes nothing (as the log says).
     reads_total = pl.min_horizontal(pl.col("_left_cache_read_tokens").fill_null(0), total_in)
     warm = pl.col("_raw_read").sum().over(group)
-    overflow = (reads_total - warm).clip(lower_bound=0)
-    read = (
-        pl.when(reads_total <= warm)
-        .then(apportion(reads_total, pl.col("_raw_read"), group, "event_seq"))
-        .otherwise(
-            pl.col("_raw_read")
-            + apportion(overflow, pl.col("input_tokens") - pl.col("_raw_read"), group, "event_seq")
-        )
+    # Within the warm prefixes: the reads split over them. Beyond: every prefix read whole,
+    # and the excess split over the rest of the prompts. The case holds for a whole group,
+    # so one apportionment serves both.
+    within = pl.col("_reads_total") <= pl.col("_warm")
+    ordered = ordered.with_columns(reads_total.alias("_reads_total"), warm.alias("_warm"))
+    read = pl.when(within).then(0).otherwise(pl.col("_raw_read")) + apportion(
+        pl.when(within)
+        .then(pl.col("_reads_total"))
+        .otherwise(pl.col("_reads_total") - pl.col("_warm")),
+        pl.when(within)
+        .then(pl.col("_raw_read"))
+        .otherwise(pl.col("input_tokens") - pl.col("_raw_read")),
+        group,
+        "event_seq",
     )
-    ordered = ordered.with_columns(read.alias("cache_read_tokens"))
+    ordered = ordered.with_columns(read.alias("cache_read_tokens")).drop("_reads_total", "_warm")
     rest = pl.col("input_tokens") - pl.col("cache_read_tokens")
     writes_total = pl.min_horizontal(
         pl.col("_left_cache_write_tokens").fill_null(0), rest.sum().over(group)
