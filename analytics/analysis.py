@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.pipeline import GROUP_BYTES, log_buckets, ordered_events, run_stages
+from analytics.pipeline import GROUP_BYTES, ordered_events, run_stages
 from analytics.result_cache import TABLES, ResultCache
 from analytics.schema import ISSUES, conform
 from analytics.sources.discover import Found, LogFile, discover
@@ -40,8 +40,9 @@ class Analysis:
 
     ``events`` is computed on first use: a result loaded from the result cache, or analysed
     with ``keep_events=False``, reads its events again (``read_events``) only for the
-    commands that need them; ``event_groups`` reads them a
-    group of sessions at a time, for per-session work with flat memory.
+    commands that need them; ``event_groups`` reads them a group of sessions at a time, in
+    the pipeline's own groups (``groups``: the paths of each group's logs), for per-session
+    work with flat memory.
     """
 
     calls: pl.DataFrame
@@ -52,6 +53,7 @@ class Analysis:
     found: Found
     read_events: Callable[[Sequence[LogFile]], pl.DataFrame] = field(repr=False, compare=False)
     kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+    groups: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -75,40 +77,33 @@ class Analysis:
             found=self.found,
             read_events=self.read_events,
             kept_events=self.kept_events if events is None else events,
+            groups=self.groups,
         )
 
-    def session_groups(self, group_bytes: int = GROUP_BYTES) -> Iterator[Analysis]:
+    def session_groups(self) -> Iterator[Analysis]:
         """This analysis a group of whole sessions at a time, each with its events read: for
         per-session work on a large tree with flat memory."""
-        for events in self.event_groups(group_bytes):
+        for events in self.event_groups():
             yield self.only(events["session_id"].unique(), events)
 
-    def event_groups(self, group_bytes: int = GROUP_BYTES) -> Iterator[pl.DataFrame]:
-        """``events``, a group of whole sessions (about ``group_bytes`` of logs) at a time; at
-        least one group. A session's files are read together, so its events are the same as in
-        ``events``."""
-        if self.kept_events is not None or "events" in self.__dict__:
+    def event_groups(self) -> Iterator[pl.DataFrame]:
+        """``events``, a group of whole sessions at a time (the groups the pipeline analysed);
+        at least one group. Of each group, the logs of this analysis's sessions are read
+        together, so a session's events are the same as in ``events``."""
+        if self.kept_events is not None or "events" in self.__dict__ or not self.groups:
             yield self.events
             return
         logs = {str(log.path): log for log in self.found.logs}
-        buckets = log_buckets(self.found.logs, group_bytes)
-        # A session goes with its first file's group (the pipeline's); its other files follow.
-        sessions = self.sessions.select(
-            "session_id",
-            "source_files",
-            pl.col("source_files")
-            .list.first()
-            .replace_strict(buckets, default=-1, return_dtype=pl.Int64)
-            .alias("_group"),
-        )
-        groups = sessions.group_by("_group", maintain_order=True).agg("session_id", "source_files")
-        if not groups.height:  # no session: one group, with no events
+        wanted = set(self.sessions["source_files"].explode().drop_nulls().to_list())
+        ids = self.sessions["session_id"].implode()
+        read = False
+        for group in self.groups:
+            chosen = [logs[path] for path in group if path in wanted and path in logs]
+            if chosen:
+                read = True
+                yield self.read_events(chosen).filter(pl.col("session_id").is_in(ids))
+        if not read:  # no session: one group, with no events
             yield self.read_events([])
-        for ids, files in groups.select("session_id", "source_files").iter_rows():
-            chosen = dict.fromkeys(file for names in files for file in names)
-            events = self.read_events([logs[file] for file in chosen if file in logs])
-            wanted = pl.Series(ids, dtype=pl.String).implode()
-            yield events.filter(pl.col("session_id").is_in(wanted))
 
 
 @dataclass(frozen=True)
@@ -127,6 +122,7 @@ def analyze(
     use_cache: bool = False,
     progress: Progress | None = None,
     keep_events: bool = True,
+    group_bytes: int = GROUP_BYTES,
 ) -> Analysis:
     """Analyse the logs under ``paths`` (the Copilot home when empty).
 
@@ -134,28 +130,41 @@ def analyze(
     inputs is loaded, not analysed; otherwise only the groups of sessions whose inputs changed
     are analysed again. ``progress`` is called with
     (bytes parsed, bytes to parse) while files are read. ``keep_events=False`` analyses a
-    large tree in groups of sessions, so memory stays flat; ``events`` are then read again if
-    asked for.
+    large tree in groups of sessions (about ``group_bytes`` of logs each), so memory stays
+    flat; ``events`` are then read again if asked for, group by group.
     """
     found = discover(paths)
     results = ResultCache() if use_cache else None
     key = results.key(found) if results else None
     stored = results.load(key) if results and key else None
     if stored is None:
-        result = _run(found, results, progress, keep_events)
+        result = _run(found, results, progress, keep_events, group_bytes)
         if results and key:
-            results.save(key, {name: getattr(result, name) for name in TABLES})
+            note = {"groups": [list(group) for group in result.groups]}
+            results.save(key, {name: getattr(result, name) for name in TABLES}, note)
     else:
-        tables, _ = stored
-        result = Analysis(**tables, found=found, read_events=ordered_events)
+        tables, note = stored
+        groups = note.get("groups")
+        result = Analysis(
+            **tables,
+            found=found,
+            read_events=ordered_events,
+            groups=tuple(tuple(group) for group in groups) if isinstance(groups, list) else (),
+        )
     return _within(result, window) if window else result
 
 
 def _run(
-    found: Found, results: ResultCache | None, progress: Progress | None, keep_events: bool
+    found: Found,
+    results: ResultCache | None,
+    progress: Progress | None,
+    keep_events: bool,
+    group_bytes: int,
 ) -> Analysis:
     """Every stage, from the logs to per-call tokens; the discovery problems as issues."""
-    tables = run_stages(found, progress, keep_events=keep_events, cache=results)
+    tables = run_stages(
+        found, progress, keep_events=keep_events, group_bytes=group_bytes, cache=results
+    )
     problems = conform(
         pl.DataFrame(
             {
@@ -178,6 +187,7 @@ def _run(
         found=found,
         read_events=ordered_events,
         kept_events=tables.events,
+        groups=tables.groups,
     )
 
 

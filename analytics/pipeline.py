@@ -21,10 +21,10 @@ them, and importing them is a tenth of such a run.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -44,9 +44,11 @@ if TYPE_CHECKING:
 GROUP_BYTES = 64 * 2**20
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Tables:
-    """What the stages produce; ``events`` is None unless they were asked to be kept."""
+    """What the stages produce; ``events`` is None unless they were asked to be kept.
+    ``groups``: the groups of sessions analysed, as the paths of their logs (``run_stages``
+    sets it), which ``Analysis.event_groups`` reads events back in."""
 
     calls: pl.DataFrame
     sessions: pl.DataFrame
@@ -54,6 +56,19 @@ class Tables:
     issues: pl.DataFrame
     log_prices: pl.DataFrame
     events: pl.DataFrame | None
+    groups: tuple[tuple[str, ...], ...] = ()
+
+    @classmethod
+    def of(cls, frames: Mapping[str, pl.DataFrame]) -> Tables:
+        """Tables from stored frames (``result_cache.TABLES``), without events."""
+        return cls(
+            calls=frames["calls"],
+            sessions=frames["sessions"],
+            model_metrics=frames["model_metrics"],
+            issues=frames["issues"],
+            log_prices=frames["log_prices"],
+            events=None,
+        )
 
 
 def run_stages(
@@ -107,10 +122,13 @@ def run_stages(
     merges = _split_sessions(groups, results)
     if merges:
         gone = set().union(*(indexes for _, indexes in merges))
-        kept = [tables for index, tables in enumerate(results) if index not in gone]
-        results = kept + [run(logs) for logs, _ in merges]
+        kept = [index for index in range(len(groups)) if index not in gone]
+        results = [results[index] for index in kept] + [run(logs) for logs, _ in merges]
+        groups = [groups[index] for index in kept] + [logs for logs, _ in merges]
     analysed = [s for tables in results for s in tables.sessions["session_id"].to_list()]
-    return _combine(results, observed.issues(analysed))
+    combined = _combine(results, observed.issues(analysed))
+    paths = tuple(tuple(str(log.path) for log in logs) for logs in groups)
+    return dataclasses.replace(combined, groups=paths)
 
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
@@ -131,7 +149,7 @@ def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
     ids = note.get("sessions")
     if not isinstance(ids, list) or note.get("records") != records_digest(observed.of(ids)):
         return None
-    return Tables(**tables, events=None)
+    return Tables.of(tables)
 
 
 def _patched(
@@ -153,7 +171,7 @@ def _patched(
         return {name: getattr(fresh, name) for name in TABLES}
 
     patched = patch(*stored, logs, tables_of, lambda ids: session_digests(observed.of(ids)))
-    return Tables(**patched, events=None) if patched is not None else None
+    return Tables.of(patched) if patched is not None else None
 
 
 def _analyse(
@@ -245,7 +263,7 @@ def _detached(tables: Tables) -> Tables:
     resident, and peak memory grows with the tree instead of the group (measured on 1 GB:
     +17 MB a 64 MB group).
     """
-    return Tables(**{name: _copied(getattr(tables, name)) for name in TABLES}, events=None)
+    return Tables.of({name: _copied(getattr(tables, name)) for name in TABLES})
 
 
 def _copied(frame: pl.DataFrame) -> pl.DataFrame:
@@ -278,11 +296,8 @@ def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[tuple[str | None,
     return slotted or [(None, [])]
 
 
-def log_buckets(logs: Sequence[LogFile], group_bytes: int = GROUP_BYTES) -> dict[str, int]:
-    """Each log's group (by its path): a hash of its session hint, over a power-of-two count.
-
-    ``Analysis.event_groups`` reads events back in these groups.
-    """
+def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
+    """Each log's group (by its path): a hash of its session hint, over a power-of-two count."""
     total = sum(_size(log) for log in logs)
     count = 1
     while count * group_bytes < total and count < len(logs):

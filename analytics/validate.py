@@ -12,17 +12,16 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.analysis import Analysis
-from analytics.pipeline import GROUP_BYTES
 from analytics.tokens import add_call_tokens
 
 
-def reconstruction_errors(result: Analysis, group_bytes: int = GROUP_BYTES) -> pl.DataFrame:
+def reconstruction_errors(result: Analysis) -> pl.DataFrame:
     """One row per observed call: observed vs reconstructed input tokens and the error.
 
     Sessions are independent, so they are reconstructed a group at a time
     (``Analysis.session_groups``): memory follows a group, not the tree.
     """
-    parts = [_errors(group) for group in result.session_groups(group_bytes)]
+    parts = [_errors(group) for group in result.session_groups()]
     return pl.concat(parts).sort("session_id", "call_index")
 
 

@@ -176,8 +176,8 @@ def test_event_groups_hold_each_session_whole(group_bytes: int, real_logs: Path)
     from analytics.analysis import analyze
 
     for paths in ([SAMPLE_LOGS], [real_logs]):
-        lazy = analyze(paths, keep_events=False)
-        groups = list(lazy.event_groups(group_bytes))
+        lazy = analyze(paths, keep_events=False, group_bytes=group_bytes)
+        groups = list(lazy.event_groups())
         ids = [set(group["session_id"].unique()) for group in groups]
         assert sum(len(group) for group in ids) == len(set().union(*ids))
         together = pl.concat(groups).sort("session_id", "event_seq")
@@ -199,5 +199,5 @@ def test_validation_in_groups_equals_validation_at_once(real_logs: Path) -> None
     for paths in ([SAMPLE_LOGS], [real_logs]):
         at_once = reconstruction_errors(analyze(paths))
         assert at_once.height
-        grouped = reconstruction_errors(analyze(paths, keep_events=False), group_bytes=1)
+        grouped = reconstruction_errors(analyze(paths, keep_events=False, group_bytes=1))
         assert grouped.equals(at_once)
