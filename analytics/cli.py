@@ -1004,25 +1004,13 @@ def rates_learn(
         _fail(error)
 
 
-#: jemalloc options (``_RJEM_MALLOC_CONF``, the prefix polars' build uses): freed pages go
-#: back to the system at once instead of after jemalloc's default 10 s decay.
-MEMORY_RETURN = "dirty_decay_ms:0,muzzy_decay_ms:0"
-
-
 def main() -> NoReturn:
     """Console-script entry point.
 
     Leaves with ``os._exit`` once output is flushed: tearing down the interpreter after polars
     has been loaded costs ~0.15 s (measured), a tenth of a warm run. Every file agentcost
     writes is closed by then; an unexpected exception still gets its normal traceback.
-
-    Before polars loads, its allocator (jemalloc) is told to hand freed pages back at once
-    (``MEMORY_RETURN``) unless the user configured it: a large tree is analysed a group of
-    sessions at a time, and pages each group freed otherwise stay resident until a timer
-    returns them. Measured on the 1 GB benchmark tree: peak RSS 292-300 MB -> 222-225 MB, no
-    slower.
     """
-    os.environ.setdefault("_RJEM_MALLOC_CONF", MEMORY_RETURN)
     try:
         app()
         code = 0
