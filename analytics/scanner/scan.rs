@@ -70,8 +70,11 @@ pub struct Batch {
     pub failures: Vec<Failure>,
 }
 
-/// Field nodes by event type, for type-dependent rules.
-type Typed = Vec<(&'static [u8], Vec<usize>)>;
+/// Field nodes by event type (its index in `Scanner::types`), for type-dependent rules.
+type Typed = Vec<(usize, Vec<usize>)>;
+
+/// No event type the rules name.
+const OTHER: usize = usize::MAX;
 
 /// A format with its paths resolved to schema nodes.
 pub struct Scanner {
@@ -86,7 +89,15 @@ pub struct Scanner {
     totals_node: usize,
     text_nodes: Vec<usize>,
     assistant_nodes: Vec<usize>,
-    extras: Vec<(&'static [u8], Vec<usize>)>,
+    extras: Typed,
+    /// The event types the format's rules name: a line's type is found among them once
+    /// ([`Scanner::type_of`]) and the rules compare indexes.
+    types: Vec<&'static [u8]>,
+    start_type: usize,
+    resume_type: usize,
+    totals_type: usize,
+    text_types: Vec<usize>,
+    assistant_type: usize,
 }
 
 /// Column names every table starts with, before the format's own.
@@ -110,19 +121,39 @@ impl Scanner {
                 .collect()
         };
         let node = |path: &str| schema.find(path).unwrap_or(usize::MAX);
+        let mut types: Vec<&'static [u8]> = Vec::new();
+        let mut type_id = |kind: &'static str| {
+            let kind = kind.as_bytes();
+            types.iter().position(|&t| t == kind).unwrap_or_else(|| {
+                types.push(kind);
+                types.len() - 1
+            })
+        };
+        let content = format.content;
+        let columns = format
+            .columns
+            .iter()
+            .map(|&(_, rule)| {
+                let typed = rule
+                    .by_type()
+                    .iter()
+                    .map(|&(kind, paths)| (type_id(kind), nodes(paths)))
+                    .collect();
+                (rule, nodes(rule.paths()), typed)
+            })
+            .collect();
+        let extras = content
+            .extras
+            .iter()
+            .map(|&(kind, paths)| (type_id(kind), nodes(paths)))
+            .collect();
+        let text_types = content.text_types.iter().map(|&t| type_id(t)).collect();
+        let start_type = type_id(format.start_type);
+        let resume_type = type_id(format.resume_type);
+        let totals_type = type_id(format.totals.0);
+        let assistant_type = type_id(content.assistant_type);
         Scanner {
-            columns: format
-                .columns
-                .iter()
-                .map(|&(_, rule)| {
-                    let typed = rule
-                        .by_type()
-                        .iter()
-                        .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
-                        .collect();
-                    (rule, nodes(rule.paths()), typed)
-                })
-                .collect(),
+            columns,
             type_node: node(format.type_field),
             time_node: node(format.time_field),
             session_node: node(format.session_field),
@@ -132,17 +163,26 @@ impl Scanner {
                 .iter()
                 .position(|&(name, _)| name == format.id_column),
             totals_node: node(format.totals.1),
-            text_nodes: nodes(format.content.text),
-            assistant_nodes: nodes(format.content.assistant),
-            extras: format
-                .content
-                .extras
-                .iter()
-                .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
-                .collect(),
+            text_nodes: nodes(content.text),
+            assistant_nodes: nodes(content.assistant),
+            extras,
+            types,
+            start_type,
+            resume_type,
+            totals_type,
+            text_types,
+            assistant_type,
             format,
             schema,
         }
+    }
+
+    /// The index in `types` of an event type, or [`OTHER`].
+    fn type_of(&self, kind: &[u8]) -> usize {
+        self.types
+            .iter()
+            .position(|t| t.len() == kind.len() && *t == kind)
+            .unwrap_or(OTHER)
     }
 
     /// The names of the event table's columns, in order.
@@ -488,12 +528,21 @@ impl<'s> Builder<'s> {
                 }
             };
             left = left.saturating_sub(got as u64);
-            let mut start = 0;
             let new = buffer.get(searched..).unwrap_or(&[]);
+            let Some(last) = memchr::memrchr(b'\n', new) else {
+                continue;
+            };
+            // The block's complete lines are checked at once for bytes that are not UTF-8
+            // and for NULs (nearly always there are none); only if there are, line by line.
+            let complete = buffer.get(..searched + last + 1).unwrap_or(&[]);
+            let clean =
+                std::str::from_utf8(complete).is_ok() && memchr::memchr(0, complete).is_none();
+            let mut start = 0;
+            let new = buffer.get(searched..complete.len()).unwrap_or(&[]);
             for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
-                self.line(line, number, state);
+                self.line(line, number, state, clean);
                 state.offset += i64::try_from(end - start + 1).unwrap_or(0);
                 start = end + 1;
             }
@@ -501,7 +550,7 @@ impl<'s> Builder<'s> {
         }
         if result.is_ok() && !buffer.is_empty() {
             number += 1;
-            self.line(&buffer, number, state);
+            self.line(&buffer, number, state, false);
         }
         self.buffer = buffer;
         result
@@ -517,14 +566,15 @@ impl<'s> Builder<'s> {
     }
 
     /// One line: an event row, or an issue (or a row with warnings).
-    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState) {
+    /// `clean`: the line is known to be UTF-8 without NULs.
+    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
         let mut text: Cow<[u8]> = Cow::Borrowed(raw);
-        if std::str::from_utf8(raw).is_err() {
+        if !clean && std::str::from_utf8(raw).is_err() {
             text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
             let message = "line is not valid UTF-8; bad bytes replaced".into();
             self.issue(state, number, "warning", message);
         }
-        if memchr::memchr(0, &text).is_some() {
+        if !clean && memchr::memchr(0, &text).is_some() {
             text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
             self.issue(
                 state,
@@ -573,16 +623,15 @@ impl<'s> Builder<'s> {
     /// A line that is a JSON object: its row, or an error when it has no type.
     fn event(&mut self, line: &[u8], number: i64, state: &mut FileState) {
         let scanner = self.scanner;
-        let dropped: Vec<String> = (0..scanner.schema.nodes.len())
-            .filter(|&n| self.fields.dropped.get(n).copied().unwrap_or(false))
-            .map(|n| scanner.schema.path(n))
-            .collect();
-        if !dropped.is_empty() {
+        if self.fields.any_dropped() {
+            let dropped: Vec<String> = (0..scanner.schema.nodes.len())
+                .filter(|&n| self.fields.dropped.get(n).copied().unwrap_or(false))
+                .map(|n| scanner.schema.path(n))
+                .collect();
             let message = format!("unexpected shape, ignored: {}", dropped.join(", "));
             self.issue(state, number, "warning", message);
         }
-        let kind = format::text(line, self.fields.get(scanner.type_node)).map(Cow::into_owned);
-        let Some(kind) = kind else {
+        let Some(kind) = format::text(line, self.fields.get(scanner.type_node)) else {
             self.issue(state, number, "error", "event has no 'type'".into());
             return;
         };
@@ -592,18 +641,19 @@ impl<'s> Builder<'s> {
             let message = "timestamp missing or not ISO-8601".into();
             self.issue(state, number, "warning", message);
         }
-        if kind == scanner.format.resume_type.as_bytes() {
+        let tid = scanner.type_of(&kind);
+        if tid == scanner.resume_type {
             state.resumes += 1;
         }
         let row = self.source_line.values.len() - state.first_row;
-        if kind == scanner.format.start_type.as_bytes() {
+        if tid == scanner.start_type {
             let session = format::text(line, self.fields.get(scanner.session_node));
             let id = format::text(line, self.fields.get(scanner.id_node));
             state
                 .starts
                 .push((row, session.map(Cow::into_owned), id.map(Cow::into_owned)));
         }
-        if kind == scanner.format.totals.0.as_bytes() {
+        if tid == scanner.totals_type {
             let value = self.fields.get(scanner.totals_node);
             // As a JSON path lookup gives it: a string's text, else compact JSON (none when a
             // number in it is out of range).
@@ -636,7 +686,7 @@ impl<'s> Builder<'s> {
             } else {
                 typed
                     .iter()
-                    .find(|(t, _)| *t == kind.as_slice())
+                    .find(|&&(t, _)| t == tid)
                     .and_then(|(_, nodes)| first_present(&self.fields, nodes))
             };
             match (column, *rule) {
@@ -668,7 +718,7 @@ impl<'s> Builder<'s> {
                     c.push(first.and_then(format::measured).and_then(to_i64));
                 }
                 (Column::Int(c), Rule::ContentBytes) => {
-                    c.push(content_bytes(scanner, &self.fields, line, &kind));
+                    c.push(content_bytes(scanner, &self.fields, line, tid));
                 }
                 (Column::Bool(c), Rule::Flag(_)) => {
                     c.push(first.and_then(|v| format::flag(line, v)))
@@ -700,12 +750,11 @@ fn to_i64(n: usize) -> Option<i64> {
 }
 
 /// Bytes of text an event adds to the conversation (see `format::Content`).
-fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -> Option<i64> {
-    let content = &scanner.format.content;
+fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], tid: usize) -> Option<i64> {
     let len = |v: Value| format::text(line, v).map(|t| t.len());
-    let base = if content.text_types.iter().any(|t| t.as_bytes() == kind) {
+    let base = if tid != OTHER && scanner.text_types.contains(&tid) {
         first_present(fields, &scanner.text_nodes).and_then(len)
-    } else if content.assistant_type.as_bytes() == kind {
+    } else if tid == scanner.assistant_type {
         Some(
             scanner
                 .assistant_nodes
@@ -719,7 +768,7 @@ fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -
     let extra = scanner
         .extras
         .iter()
-        .filter(|(t, _)| *t == kind)
+        .filter(|&&(t, _)| t == tid && tid != OTHER)
         .find_map(|(_, nodes)| first_present(fields, nodes).and_then(format::measured));
     let total = match extra {
         Some(extra) => Some(base.unwrap_or(0) + extra),
