@@ -25,6 +25,9 @@ use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
 pub const BLOCK: usize = 4 << 20;
+/// Bytes per row that a batch's columns are sized for up front (fewer than most logs have,
+/// so they rarely grow; memory reserved and never written is never made resident).
+const ROW_BYTES: u64 = 1024;
 
 /// One file to scan: its path, the session it belongs to when it has no session start (the
 /// directory name or file stem), and how many bytes to read (what discovery saw).
@@ -228,6 +231,11 @@ impl Scanner {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut out = Builder::new(self);
                 out.block = block;
+                let bytes: u64 = indexes
+                    .iter()
+                    .filter_map(|&i| files.get(i).and_then(|f| f.size))
+                    .sum();
+                out.reserve(usize::try_from(bytes / ROW_BYTES).unwrap_or(0).min(1 << 20));
                 for &index in indexes {
                     if let Some(file) = files.get(index) {
                         out.file(index, file);
@@ -390,6 +398,18 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// Room for `rows` rows in every column.
+    fn reserve(&mut self, rows: usize) {
+        self.source_file.reserve(rows);
+        self.source_line.reserve(rows);
+        self.byte_offset.reserve(rows);
+        self.session_id.reserve(rows);
+        self.process_index.reserve(rows);
+        for column in &mut self.columns {
+            column.reserve(rows);
+        }
+    }
+
     fn finish(self) -> Batch {
         let mut columns = vec![
             Column::Str(self.source_file),
@@ -429,10 +449,9 @@ impl<'s> Builder<'s> {
         }
         let rows = self.source_line.values.len() - state.first_row;
         let path = spec.path.to_string_lossy();
-        let sessions = self.sessions(&state, spec.hint.as_bytes(), rows);
-        for session in &sessions {
-            self.source_file.push_shared(path.as_bytes());
-            self.session_id.push_shared(session);
+        self.source_file.push_shared_n(path.as_bytes(), rows);
+        for (session, count) in self.sessions(&state, spec.hint.as_bytes(), rows) {
+            self.session_id.push_shared_n(&session, count);
         }
         for totals in self.totals.iter_mut().skip(state.first_totals) {
             let row = usize::try_from(totals.process).unwrap_or(0);
@@ -455,7 +474,8 @@ impl<'s> Builder<'s> {
     /// starts name (the first that names one), else the hint for the first part and
     /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
     /// event id an earlier line of the file had (a log copied onto itself) begins no part.
-    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<Vec<u8>> {
+    /// Returns (session, rows) runs.
+    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<(Vec<u8>, usize)> {
         let ids = self.scanner.id_column.and_then(|c| self.columns.get(c));
         let mut seen: HashSet<Vec<u8>> = HashSet::new();
         let mut checked = 0;
@@ -489,7 +509,7 @@ impl<'s> Builder<'s> {
                 *slot = Some(session.as_slice());
             }
         }
-        let mut out = Vec::with_capacity(rows);
+        let mut out = Vec::with_capacity(names.len());
         for (part, name) in names.iter().enumerate() {
             let first = bounds.get(part).copied().unwrap_or(rows);
             let end = bounds.get(part + 1).copied().unwrap_or(rows);
@@ -498,9 +518,7 @@ impl<'s> Builder<'s> {
                 None if part == 0 => hint.to_vec(),
                 None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
             };
-            for _ in first..end.max(first) {
-                out.push(session.clone());
-            }
+            out.push((session, end.saturating_sub(first)));
         }
         out
     }
@@ -535,8 +553,8 @@ impl<'s> Builder<'s> {
             // The block's complete lines are checked at once for bytes that are not UTF-8
             // and for NULs (nearly always there are none); only if there are, line by line.
             let complete = buffer.get(..searched + last + 1).unwrap_or(&[]);
-            let clean =
-                std::str::from_utf8(complete).is_ok() && memchr::memchr(0, complete).is_none();
+            let clean = simdutf8::basic::from_utf8(complete).is_ok()
+                && memchr::memchr(0, complete).is_none();
             let mut start = 0;
             let new = buffer.get(searched..complete.len()).unwrap_or(&[]);
             for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
@@ -569,7 +587,7 @@ impl<'s> Builder<'s> {
     /// `clean`: the line is known to be UTF-8 without NULs.
     fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
         let mut text: Cow<[u8]> = Cow::Borrowed(raw);
-        if !clean && std::str::from_utf8(raw).is_err() {
+        if !clean && simdutf8::basic::from_utf8(raw).is_err() {
             text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
             let message = "line is not valid UTF-8; bad bytes replaced".into();
             self.issue(state, number, "warning", message);
@@ -751,7 +769,7 @@ fn to_i64(n: usize) -> Option<i64> {
 
 /// Bytes of text an event adds to the conversation (see `format::Content`).
 fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], tid: usize) -> Option<i64> {
-    let len = |v: Value| format::text(line, v).map(|t| t.len());
+    let len = |v: Value| format::text_len(line, v);
     let base = if tid != OTHER && scanner.text_types.contains(&tid) {
         first_present(fields, &scanner.text_nodes).and_then(len)
     } else if tid == scanner.assistant_type {
