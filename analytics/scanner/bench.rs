@@ -4,7 +4,7 @@
 //! output in seconds:
 //!
 //! ```text
-//! cargo run --release --example scan_bench -- TREE [RUNS]
+//! cargo run --release --example scan_bench -- TREE [RUNS [BLOCK_BYTES]]
 //! ```
 //!
 //! Files are the tree's `*.jsonl`, sorted by path, each with its parent directory's name as
@@ -77,6 +77,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let tree = PathBuf::from(args.next().unwrap_or_else(|| ".".into()));
     let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let block: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(BLOCK);
     let mut paths = Vec::new();
     logs(&tree, &mut paths);
     paths.sort();
@@ -98,7 +99,7 @@ fn main() {
     let gb = bytes as f64 / 1e9;
     for _ in 0..runs {
         let (wall, cpu) = (Instant::now(), cpu_seconds());
-        let batches = scanner.scan(&files, 16 << 20, BLOCK);
+        let batches = scanner.scan(&files, 16 << 20, block);
         let (wall, cpu) = (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu);
         let (rows, issues, digest) = digest(&batches);
         println!(

@@ -461,6 +461,21 @@ fn plain_end(s: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// For the character after a backslash: the compact length of a one-character escape (the
+/// decoded character re-escaped as serde does: `\/` becomes `/`); 0 for `u` and invalid ones.
+const SIMPLE_ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'"' as usize] = 2;
+    table[b'\\' as usize] = 2;
+    table[b'/' as usize] = 1;
+    table[b'b' as usize] = 2;
+    table[b'f' as usize] = 2;
+    table[b'n' as usize] = 2;
+    table[b'r' as usize] = 2;
+    table[b't' as usize] = 2;
+    table
+};
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -786,6 +801,13 @@ impl Parser<'_, '_> {
             let Some(c) = self.at(i + 1) else {
                 return Err(unterminated);
             };
+            let simple = SIMPLE_ESCAPES.get(usize::from(c)).copied().unwrap_or(0);
+            if simple != 0 {
+                out.decoded += 1;
+                out.measured += usize::from(simple);
+                i += 2;
+                continue;
+            }
             let code = if c == b'u' {
                 let (code, end) = self.unicode_escape(i + 1)?;
                 i = end;
