@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
@@ -71,6 +71,34 @@ pub struct Batch {
     pub issues: Vec<Issue>,
     pub totals: Vec<Totals>,
     pub failures: Vec<Failure>,
+    /// With [`Scanner::scan_from`]: where each file's scan stopped (file index, state).
+    pub ends: Vec<(usize, Resume)>,
+}
+
+/// Where the scan of one file stopped, to go on from there as if the file were scanned
+/// whole ([`Scanner::scan_from`]): what the line numbers, byte offsets, process indexes and
+/// the cutting into sessions of later lines depend on.
+///
+/// One difference is kept, by design: rows already returned are never renamed. A part of the
+/// file (see `Builder::sessions`) is named by its first start that names a session; lines of
+/// a part read before that start (lines before the file's first `session.start`, or after a
+/// start without a session id) keep the name they were given then, the hint (`hint#n` for the
+/// n-th part), where a whole-file scan gives them the session named later.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Bytes of the file scanned: just after its last complete line.
+    pub offset: u64,
+    /// Lines scanned (the next line's number is one more).
+    pub lines: i64,
+    /// `session.resume` lines seen: the next line's process index.
+    pub resumes: i64,
+    /// Session starts that began a part so far (a start repeating an earlier line's event id
+    /// begins none).
+    pub starts: usize,
+    /// The session of the current part, once one of its starts named it.
+    pub session: Option<Vec<u8>>,
+    /// The event ids of every line so far.
+    pub ids: HashSet<Vec<u8>>,
 }
 
 /// Field nodes by event type (its index in `Scanner::types`), for type-dependent rules.
@@ -212,6 +240,30 @@ impl Scanner {
     /// `batch_bytes`, reading `block` bytes at once, on rayon's threads; batches come back in
     /// file order.
     pub fn scan(&self, files: &[FileSpec], batch_bytes: u64, block: usize) -> Vec<Batch> {
+        self.scan_batches(files, None, batch_bytes, block)
+    }
+
+    /// As [`Scanner::scan`], each file from a saved state (`from[i]` for `files[i]`; the
+    /// default state is the file's start). A last line without its newline is left for the
+    /// next scan (it is being written), not reported; each batch's `ends` say where every
+    /// file stopped, to pass back next time.
+    pub fn scan_from(
+        &self,
+        files: &[FileSpec],
+        from: &[Resume],
+        batch_bytes: u64,
+        block: usize,
+    ) -> Vec<Batch> {
+        self.scan_batches(files, Some(from), batch_bytes, block)
+    }
+
+    fn scan_batches(
+        &self,
+        files: &[FileSpec],
+        from: Option<&[Resume]>,
+        batch_bytes: u64,
+        block: usize,
+    ) -> Vec<Batch> {
         let block = block.max(1);
         let mut batches: Vec<Vec<usize>> = Vec::new();
         let mut size = 0;
@@ -227,7 +279,7 @@ impl Scanner {
         }
         batches
             .par_iter()
-            .map(|indexes| self.scan_batch(files, indexes, block))
+            .map(|indexes| self.scan_batch(files, from, indexes, block))
             .collect()
     }
 
@@ -237,7 +289,13 @@ impl Scanner {
     }
 
     /// One batch; if scanning it panics (a bug), file by file so one file alone is lost.
-    fn scan_batch(&self, files: &[FileSpec], indexes: &[usize], block: usize) -> Batch {
+    fn scan_batch(
+        &self,
+        files: &[FileSpec],
+        from: Option<&[Resume]>,
+        indexes: &[usize],
+        block: usize,
+    ) -> Batch {
         let run = |indexes: &[usize]| {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut out = Builder::new(self);
@@ -249,7 +307,10 @@ impl Scanner {
                 out.reserve(usize::try_from(bytes / ROW_BYTES).unwrap_or(0).min(1 << 20));
                 for &index in indexes {
                     if let Some(file) = files.get(index) {
-                        out.file(index, file);
+                        let start = from.map(|f| f.get(index).cloned().unwrap_or_default());
+                        if let Some(end) = out.file(index, file, start) {
+                            out.ends.push((index, end));
+                        }
                     }
                 }
                 out.finish()
@@ -269,6 +330,10 @@ impl Scanner {
                         errno: None,
                         message: "internal error in the log scanner; file skipped".into(),
                     });
+                    if let Some(from) = from {
+                        let start = from.get(index).cloned().unwrap_or_default();
+                        lost.ends.push((index, start));
+                    }
                     parts.push(lost);
                 }
             }
@@ -283,6 +348,7 @@ fn merge(mut first: Batch, parts: Vec<Batch>) -> Batch {
         first.issues.extend(part.issues);
         first.totals.extend(part.totals);
         first.failures.extend(part.failures);
+        first.ends.extend(part.ends);
         first.events = append(first.events, part.events);
     }
     first
@@ -359,6 +425,10 @@ struct FileState {
     starts: Vec<Start>,
     resumes: i64,
     offset: i64,
+    /// Lines read so far (including those before a resumed scan's start).
+    lines: i64,
+    /// A resumed scan: a last line without its newline is left unread.
+    partial: bool,
 }
 
 /// Columns and issues of one batch, filled line by line.
@@ -374,6 +444,7 @@ struct Builder<'s> {
     issues: Vec<Issue>,
     totals: Vec<Totals>,
     failures: Vec<Failure>,
+    ends: Vec<(usize, Resume)>,
     scratch: Vec<u8>,
     buffer: Vec<u8>,
     block: usize,
@@ -403,6 +474,7 @@ impl<'s> Builder<'s> {
             issues: Vec::new(),
             totals: Vec::new(),
             failures: Vec::new(),
+            ends: Vec::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
             block: BLOCK,
@@ -438,31 +510,48 @@ impl<'s> Builder<'s> {
             issues: self.issues,
             totals: self.totals,
             failures: self.failures,
+            ends: self.ends,
         }
     }
 
-    /// Every line of one file, read once in blocks.
-    fn file(&mut self, index: usize, spec: &FileSpec) {
+    /// Every line of one file, read once in blocks; with `from`, the lines after that state,
+    /// and the state at the end.
+    fn file(&mut self, index: usize, spec: &FileSpec, from: Option<Resume>) -> Option<Resume> {
+        let resumed = from.is_some();
+        let mut carry = from.unwrap_or_default();
         let mut state = FileState {
             index,
             first_row: self.source_line.values.len(),
             first_totals: self.totals.len(),
             starts: Vec::new(),
-            resumes: 0,
-            offset: 0,
+            resumes: carry.resumes,
+            offset: i64::try_from(carry.offset).unwrap_or(i64::MAX),
+            lines: carry.lines,
+            partial: resumed,
         };
-        if let Err(error) = self.read_lines(spec, &mut state) {
+        let failed = if let Err(error) = self.read_lines(spec, &mut state) {
             self.failures.push(Failure {
                 file: index,
                 errno: error.raw_os_error(),
                 message: error.to_string(),
             });
-        }
+            true
+        } else {
+            false
+        };
+        let unchanged = (resumed && failed).then(|| carry.clone());
         let rows = self.source_line.values.len() - state.first_row;
         let path = spec.path.to_string_lossy();
         self.source_file.push_shared_n(path.as_bytes(), rows);
-        for (session, count) in self.sessions(&state, spec.hint.as_bytes(), rows) {
+        for (session, count) in self.sessions(&state, spec.hint.as_bytes(), rows, &mut carry) {
             self.session_id.push_shared_n(&session, count);
+        }
+        if let Some(unchanged) = unchanged {
+            carry = unchanged; // the caller drops an unreadable file's rows
+        } else {
+            carry.offset = u64::try_from(state.offset).unwrap_or(0);
+            carry.lines = state.lines;
+            carry.resumes = state.resumes;
         }
         for totals in self.totals.iter_mut().skip(state.first_totals) {
             let row = usize::try_from(totals.process).unwrap_or(0);
@@ -478,6 +567,7 @@ impl<'s> Builder<'s> {
                 .map(|id| String::from_utf8_lossy(&id).into_owned())
                 .unwrap_or_default();
         }
+        resumed.then_some(carry)
     }
 
     /// The session of each of a file's `rows`. The file is cut into parts at each session start
@@ -486,62 +576,87 @@ impl<'s> Builder<'s> {
     /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
     /// event id an earlier line of the file had (a log copied onto itself) begins no part.
     /// Returns (session, rows) runs.
-    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<(Vec<u8>, usize)> {
+    fn sessions(
+        &self,
+        state: &FileState,
+        hint: &[u8],
+        rows: usize,
+        carry: &mut Resume,
+    ) -> Vec<(Vec<u8>, usize)> {
         let ids = self.scanner.id_column.and_then(|c| self.columns.get(c));
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
-        let mut checked = 0;
-        let mut new_starts: Vec<usize> = Vec::new();
-        for (row, _, id) in &state.starts {
-            let repeated = match (id, ids) {
-                (Some(id), Some(Column::Str(column))) => {
-                    for earlier in checked..*row {
-                        if let Some(e) = column.get(state.first_row + earlier) {
-                            seen.insert(e);
-                        }
+        let remember = |seen: &mut HashSet<Vec<u8>>, rows: std::ops::Range<usize>| {
+            if let Some(Column::Str(column)) = ids {
+                for row in rows {
+                    if let Some(id) = column.get(state.first_row + row) {
+                        seen.insert(id);
                     }
+                }
+            }
+        };
+        let mut checked = 0;
+        // Segments of these rows: (first row, part). Part k (from 0) begins at the (k+1)-th
+        // new start for k >= 1; the first part at the file's first row.
+        let mut bounds: Vec<(usize, usize)> = vec![(0, carry.starts.saturating_sub(1))];
+        for (row, _, id) in &state.starts {
+            let repeated = match id {
+                Some(id) if ids.is_some() => {
+                    remember(&mut carry.ids, checked..*row);
                     checked = checked.max(*row);
-                    seen.contains(id)
+                    carry.ids.contains(id)
                 }
                 _ => false,
             };
             if !repeated {
-                new_starts.push(*row);
+                carry.starts += 1;
+                if carry.starts >= 2 {
+                    bounds.push((*row, carry.starts - 1));
+                }
             }
         }
-        // Part k (from 0) begins at bounds[k]: the first part at row 0, the others at the
-        // second new start on.
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(new_starts.iter().skip(1).copied())
-            .collect();
-        let mut names: Vec<Option<&[u8]>> = vec![None; bounds.len()];
+        if state.partial {
+            remember(&mut carry.ids, checked..rows);
+        }
+        let mut names: Vec<Option<Vec<u8>>> = vec![None; bounds.len()];
+        if let Some(first) = names.first_mut() {
+            *first = carry.session.take();
+        }
         for (row, session, _) in &state.starts {
-            let part = bounds.partition_point(|&b| b <= *row).saturating_sub(1);
-            if let (Some(slot @ None), Some(session)) = (names.get_mut(part), session) {
-                *slot = Some(session.as_slice());
+            let segment = bounds
+                .partition_point(|&(b, _)| b <= *row)
+                .saturating_sub(1);
+            if let (Some(slot @ None), Some(session)) = (names.get_mut(segment), session) {
+                *slot = Some(session.clone());
             }
         }
         let mut out = Vec::with_capacity(names.len());
-        for (part, name) in names.iter().enumerate() {
-            let first = bounds.get(part).copied().unwrap_or(rows);
-            let end = bounds.get(part + 1).copied().unwrap_or(rows);
+        for (segment, name) in names.iter().enumerate() {
+            let (first, part) = bounds.get(segment).copied().unwrap_or((rows, 0));
+            let end = bounds.get(segment + 1).map_or(rows, |&(b, _)| b);
             let session = match name {
-                Some(name) => name.to_vec(),
+                Some(name) => name.clone(),
                 None if part == 0 => hint.to_vec(),
                 None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
             };
             out.push((session, end.saturating_sub(first)));
         }
+        carry.session = names.pop().flatten();
         out
     }
 
     fn read_lines(&mut self, spec: &FileSpec, state: &mut FileState) -> std::io::Result<()> {
         let mut file = File::open(&spec.path)?;
-        let mut left = spec.size.unwrap_or(u64::MAX);
+        let start = u64::try_from(state.offset).unwrap_or(0);
+        if start > 0 {
+            file.seek(SeekFrom::Start(start))?;
+        }
+        let mut left = spec
+            .size
+            .map_or(u64::MAX, |size| size.saturating_sub(start));
         // One buffer per batch, reused: a block is appended to the unfinished line before it,
         // and only the new bytes are searched for newlines (a line may span many blocks).
         let mut buffer = std::mem::take(&mut self.buffer);
         buffer.clear();
-        let mut number: i64 = 0;
+        let mut number: i64 = state.lines;
         let mut result = Ok(());
         while left > 0 {
             let searched = buffer.len();
@@ -577,10 +692,11 @@ impl<'s> Builder<'s> {
             }
             buffer.drain(..start);
         }
-        if result.is_ok() && !buffer.is_empty() {
+        if result.is_ok() && !buffer.is_empty() && !state.partial {
             number += 1;
             self.line(&buffer, number, state, false);
         }
+        state.lines = number;
         self.buffer = buffer;
         result
     }
