@@ -311,6 +311,11 @@ impl Fields {
         }
     }
 
+    /// The nodes this line had (claimed: a value recorded, or dropped).
+    pub fn touched(&self) -> &[usize] {
+        &self.touched
+    }
+
     /// Whether a wanted field had a shape that did not fit (see [`Fields::dropped`]).
     pub fn any_dropped(&self) -> bool {
         self.any_dropped

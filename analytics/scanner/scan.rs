@@ -112,9 +112,13 @@ pub struct Scanner {
     format: Format,
     schema: Schema,
     columns: Vec<(Rule, Vec<usize>, Typed)>,
-    /// Column indexes grouped by rule, the order a row's columns are filled in: the branch
-    /// to each rule's code then goes where it went for the column before, nearly always.
-    order: Vec<usize>,
+    /// Each column's rule group: a row's columns are filled grouped by rule, so the branch
+    /// to each rule's code goes where it went for the column before, nearly always.
+    group: Vec<u8>,
+    /// The columns each field node feeds, and those filled on every row (never null, or
+    /// depending on the event type).
+    by_node: Vec<Vec<usize>>,
+    always: Vec<usize>,
     type_node: usize,
     time_node: usize,
     session_node: usize,
@@ -164,7 +168,7 @@ impl Scanner {
             })
         };
         let content = format.content;
-        let columns = format
+        let columns: Vec<(Rule, Vec<usize>, Typed)> = format
             .columns
             .iter()
             .map(|&(_, rule)| {
@@ -186,15 +190,30 @@ impl Scanner {
         let resume_type = type_id(format.resume_type);
         let totals_type = type_id(format.totals.0);
         let assistant_type = type_id(content.assistant_type);
-        let mut order: Vec<usize> = (0..format.columns.len()).collect();
-        order.sort_by_key(|&c| {
-            format
-                .columns
-                .get(c)
-                .map_or(0, |&(_, rule)| rule_group(rule))
-        });
+        let group = format.columns.iter().map(|&(_, r)| rule_group(r)).collect();
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); schema.nodes.len()];
+        let mut always = Vec::new();
+        for (index, (rule, nodes, typed)) in columns.iter().enumerate() {
+            if matches!(
+                rule,
+                Rule::ContentBytes | Rule::FlagOrFalse(_) | Rule::Time(_)
+            ) {
+                always.push(index);
+                continue;
+            }
+            let fed = nodes.iter().chain(typed.iter().flat_map(|(_, n)| n));
+            for &node in fed {
+                if let Some(columns) = by_node.get_mut(node) {
+                    if !columns.contains(&index) {
+                        columns.push(index);
+                    }
+                }
+            }
+        }
         Scanner {
-            order,
+            group,
+            by_node,
+            always,
             columns,
             type_node: node(format.type_field),
             time_node: node(format.time_field),
@@ -445,6 +464,9 @@ struct Builder<'s> {
     totals: Vec<Totals>,
     failures: Vec<Failure>,
     ends: Vec<(usize, Resume)>,
+    /// The columns a row fills (see `Builder::event`), and which are in it.
+    todo: Vec<usize>,
+    marked: Vec<bool>,
     scratch: Vec<u8>,
     buffer: Vec<u8>,
     block: usize,
@@ -475,6 +497,8 @@ impl<'s> Builder<'s> {
             totals: Vec::new(),
             failures: Vec::new(),
             ends: Vec::new(),
+            todo: Vec::new(),
+            marked: vec![false; scanner.columns.len()],
             scratch: Vec::new(),
             buffer: Vec::new(),
             block: BLOCK,
@@ -493,7 +517,11 @@ impl<'s> Builder<'s> {
         }
     }
 
-    fn finish(self) -> Batch {
+    fn finish(mut self) -> Batch {
+        let rows = self.source_line.values.len();
+        for column in &mut self.columns {
+            column.pad(rows);
+        }
         let mut columns = vec![
             Column::Str(self.source_file),
             Column::Int(self.source_line),
@@ -822,15 +850,35 @@ impl<'s> Builder<'s> {
                 });
             }
         }
+        let at = self.source_line.values.len();
         self.source_line.push(Some(number));
         self.byte_offset.push(Some(state.offset));
         self.process_index.push(Some(state.resumes));
-        for &index in &scanner.order {
+        // Only the columns of the fields this line has (and those that are never null) are
+        // filled; the others are padded with nulls when a later row, or the batch's end,
+        // needs them to be.
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        for &node in self.fields.touched() {
+            for &index in scanner.by_node.get(node).map_or(&[][..], Vec::as_slice) {
+                if let Some(marked @ false) = self.marked.get_mut(index) {
+                    *marked = true;
+                    todo.push(index);
+                }
+            }
+        }
+        todo.extend_from_slice(&scanner.always);
+        todo.sort_unstable_by_key(|&c| scanner.group.get(c).copied().unwrap_or(0));
+        for &index in &todo {
+            if let Some(marked) = self.marked.get_mut(index) {
+                *marked = false;
+            }
             let (Some(column), Some((rule, nodes, typed))) =
                 (self.columns.get_mut(index), scanner.columns.get(index))
             else {
                 continue;
             };
+            column.pad(at);
             let first = if typed.is_empty() {
                 first_present(&self.fields, nodes)
             } else {
@@ -884,6 +932,7 @@ impl<'s> Builder<'s> {
                 (Column::Bool(c), _) => c.push(None),
             }
         }
+        self.todo = todo;
     }
 }
 

@@ -77,6 +77,14 @@ impl StrColumn {
         self.valid.reserve(rows);
     }
 
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        if self.views.len() < rows {
+            self.views.resize(rows, 0);
+            self.valid.resize(rows, false);
+        }
+    }
+
     pub fn push_null(&mut self) {
         self.views.push(0);
         self.valid.push(false);
@@ -201,11 +209,19 @@ pub struct Nullable<T> {
     pub valid: Vec<bool>,
 }
 
-impl<T: Default> Nullable<T> {
+impl<T: Default + Clone> Nullable<T> {
     /// Room for `rows` more rows.
     pub fn reserve(&mut self, rows: usize) {
         self.values.reserve(rows);
         self.valid.reserve(rows);
+    }
+
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        if self.values.len() < rows {
+            self.values.resize(rows, T::default());
+            self.valid.resize(rows, false);
+        }
     }
 
     pub fn push(&mut self, value: Option<T>) {
@@ -230,6 +246,15 @@ pub enum Column {
 }
 
 impl Column {
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        match self {
+            Column::Str(c) => c.pad(rows),
+            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.pad(rows),
+            Column::Bool(c) => c.pad(rows),
+        }
+    }
+
     /// Room for `rows` more rows.
     pub fn reserve(&mut self, rows: usize) {
         match self {
