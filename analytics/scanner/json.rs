@@ -770,27 +770,26 @@ impl Parser<'_, '_> {
     /// The string whose body starts at `body` (after the quote): validated, its decoded and
     /// compact lengths counted on the way.
     fn string(&self, body: usize) -> Result<Str, Error> {
-        let unterminated = Error {
+        let unterminated = || Error {
             message: "Unterminated string starting at",
             at: body - 1,
         };
-        let mut out = Str {
-            end: body,
-            escaped: false,
-            decoded: 0,
-            measured: 2,
-        };
+        // Bytes the escapes take beyond their decoded text, and beyond their compact JSON:
+        // the lengths follow from the span at the end, with nothing counted per plain run.
+        let mut shrink = 0;
+        let mut compact_shrink = 0;
         let mut i = body;
         loop {
-            let stop = plain_end(self.s, i);
-            let run = stop - i;
-            out.decoded += run;
-            out.measured += run;
-            i = stop;
+            i = plain_end(self.s, i);
             match self.at(i) {
                 Some(b'"') => {
-                    out.end = i + 1;
-                    return Ok(out);
+                    let raw = i - body;
+                    return Ok(Str {
+                        end: i + 1,
+                        escaped: shrink != 0,
+                        decoded: raw - shrink,
+                        measured: 2 + raw - compact_shrink,
+                    });
                 }
                 Some(b'\\') => {}
                 Some(_) => {
@@ -799,44 +798,30 @@ impl Parser<'_, '_> {
                         at: i,
                     })
                 }
-                None => return Err(unterminated),
+                None => return Err(unterminated()),
             }
             // A backslash escape.
-            out.escaped = true;
             let Some(c) = self.at(i + 1) else {
-                return Err(unterminated);
+                return Err(unterminated());
             };
             let simple = SIMPLE_ESCAPES.get(usize::from(c)).copied().unwrap_or(0);
             if simple != 0 {
-                out.decoded += 1;
-                out.measured += usize::from(simple);
+                shrink += 1;
+                compact_shrink += 2 - usize::from(simple);
                 i += 2;
                 continue;
             }
-            let code = if c == b'u' {
-                let (code, end) = self.unicode_escape(i + 1)?;
-                i = end;
-                code
-            } else {
-                let decoded = match c {
-                    b'"' | b'\\' | b'/' => c,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    _ => {
-                        return Err(Error {
-                            message: "Invalid \\escape",
-                            at: i,
-                        })
-                    }
-                };
-                i += 2;
-                u32::from(decoded)
-            };
-            out.decoded += utf8_len(code);
-            out.measured += escaped_len(code);
+            if c != b'u' {
+                return Err(Error {
+                    message: "Invalid \\escape",
+                    at: i,
+                });
+            }
+            let (code, end) = self.unicode_escape(i + 1)?;
+            let raw = end - i;
+            shrink += raw - utf8_len(code);
+            compact_shrink += raw - escaped_len(code);
+            i = end;
         }
     }
 
