@@ -443,20 +443,16 @@ fn special_bits(w: u64) -> u64 {
 
 /// The offset of the first byte at or after `i` that is [`special`] (`s.len()` if none).
 /// One pass, `LANES` bytes at a time: a branch-free test of the chunk (vector compares and
-/// one mask test), then the position within it from two words; an escape costs a restart
-/// here, nothing more.
+/// one mask test), then the position within it from two words, without a branch; an escape
+/// costs a restart here, nothing more.
 fn plain_end(s: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = s.get(i..).and_then(<[u8]>::first_chunk::<LANES>) {
         if chunk.iter().fold(false, |m, &b| m | special(b)) {
             let (lo, hi) = chunk.split_at(8);
             let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-            let bits = special_bits(word(lo));
-            let at = if bits != 0 {
-                bits.trailing_zeros() / 8
-            } else {
-                8 + special_bits(word(hi)).trailing_zeros() / 8
-            };
-            return i + usize::try_from(at).unwrap_or(0);
+            let bits =
+                u128::from(special_bits(word(lo))) | (u128::from(special_bits(word(hi))) << 64);
+            return i + usize::try_from(bits.trailing_zeros() / 8).unwrap_or(0);
         }
         i += LANES;
     }
