@@ -1,4 +1,5 @@
-//! The Python binding: `analytics._scanner.scan_copilot(...)`.
+//! The Python binding: `analytics._scanner.scan_copilot(...)`, and `scan_copilot_from(...)`,
+//! which goes on from where an earlier scan of each file stopped (`ScanState`).
 //!
 //! The event columns leave as Arrow arrays through the Arrow C data interface (the
 //! `__arrow_c_array__` protocol, which `polars.Series(...)` accepts), so polars adopts the

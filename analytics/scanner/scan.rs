@@ -8,6 +8,15 @@
 //! missing type is an error, a missing or bad time a warning). Nothing here can panic on any
 //! input; should a bug panic anyway, the batch is scanned again file by file and only the file
 //! that panicked is lost, reported as an error.
+//!
+//! A growing file can be scanned in goes ([`Scanner::scan_from`]): each file from the
+//! [`Resume`] state an earlier scan ended at, so only the bytes written since are read.
+//!
+//! Speed (see `benchmarks/README.md`, "Scanner speed"): string bodies are searched 16 bytes at
+//! a time for a quote, backslash or control character; unwanted values are validated without
+//! being recorded; keys are found by a hash of their first 16 bytes; a block's complete lines
+//! are checked for UTF-8 and NULs at once; a row fills only the columns of the fields its line
+//! has, the others padded with nulls in bulk.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
