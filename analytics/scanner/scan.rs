@@ -34,6 +34,11 @@ use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
 pub const BLOCK: usize = 4 << 20;
+thread_local! {
+    /// Each thread's read buffer, kept from batch to batch.
+    static BUFFERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Bytes per row that a batch's columns are sized for up front (fewer than most logs have,
 /// so they rarely grow; memory reserved and never written is never made resident).
 const ROW_BYTES: u64 = 1024;
@@ -527,6 +532,14 @@ impl<'s> Builder<'s> {
     }
 
     fn finish(mut self) -> Batch {
+        // The read buffer goes back to the thread for its next batch (fresh memory costs a
+        // page fault per 4 KB).
+        let buffer = std::mem::take(&mut self.buffer);
+        BUFFERS.with(|b| {
+            if buffer.capacity() > b.borrow().capacity() {
+                b.replace(buffer);
+            }
+        });
         let rows = self.source_line.values.len();
         for column in &mut self.columns {
             column.pad(rows);
@@ -692,6 +705,9 @@ impl<'s> Builder<'s> {
         // One buffer per batch, reused: a block is appended to the unfinished line before it,
         // and only the new bytes are searched for newlines (a line may span many blocks).
         let mut buffer = std::mem::take(&mut self.buffer);
+        if buffer.capacity() == 0 {
+            buffer = BUFFERS.with(|b| b.take());
+        }
         buffer.clear();
         let mut number: i64 = state.lines;
         let mut result = Ok(());
