@@ -14,11 +14,11 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
+    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
     TimestampMillisecondArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType, TimeUnit};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
@@ -368,8 +368,22 @@ fn ints(column: IntColumn) -> ArrayRef {
 }
 
 fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
+    let rows = table.rows();
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(table.columns.len());
     for column in table.columns {
+        if column.len() < rows {
+            // A column without a value in the batch (see `Table`): all null, zeroed memory
+            // that is never written.
+            let kind = match column {
+                Column::Str(_) => DataType::Utf8View,
+                Column::Int(_) => DataType::Int64,
+                Column::Int32(_) => DataType::Int32,
+                Column::Bool(_) => DataType::Boolean,
+                Column::Time(_) => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            };
+            arrays.push(new_null_array(&kind, rows));
+            continue;
+        }
         let array: ArrayRef = match column {
             Column::Str(c) => strings(c)?,
             Column::Int(c) => ints(c),

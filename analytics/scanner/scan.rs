@@ -387,7 +387,9 @@ fn merge(mut first: Batch, parts: Vec<Batch>) -> Batch {
     first
 }
 
-fn append(mut into: Table, from: Table) -> Table {
+fn append(mut into: Table, mut from: Table) -> Table {
+    into.pad();
+    from.pad();
     for (a, b) in into.columns.iter_mut().zip(from.columns) {
         match (a, b) {
             (Column::Str(a), Column::Str(b)) => {
@@ -540,9 +542,13 @@ impl<'s> Builder<'s> {
                 b.replace(buffer);
             }
         });
+        // A column no row of the batch had a value for stays empty: all null (see
+        // `Table`), never written, so its memory is never made resident.
         let rows = self.source_line.values.len();
         for column in &mut self.columns {
-            column.pad(rows);
+            if !column.is_empty() {
+                column.pad(rows);
+            }
         }
         let mut columns = vec![
             Column::Str(self.source_file),

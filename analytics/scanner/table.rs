@@ -277,7 +277,8 @@ impl Column {
     }
 }
 
-/// Named columns of equal length.
+/// Named columns of equal length, but that an empty column is all null (the table's rows
+/// of nulls).
 pub struct Table {
     pub names: Vec<&'static str>,
     pub columns: Vec<Column>,
@@ -285,6 +286,14 @@ pub struct Table {
 
 impl Table {
     pub fn rows(&self) -> usize {
-        self.columns.first().map_or(0, Column::len)
+        self.columns.iter().map(Column::len).max().unwrap_or(0)
+    }
+
+    /// Every column at the table's length (empty ones as nulls).
+    pub fn pad(&mut self) {
+        let rows = self.rows();
+        for column in &mut self.columns {
+            column.pad(rows);
+        }
     }
 }
