@@ -126,11 +126,12 @@ pub struct Scanner {
     format: Format,
     schema: Schema,
     columns: Vec<(Rule, Vec<usize>, Typed)>,
-    /// Each column's rule group: a row's columns are filled grouped by rule, so the branch
-    /// to each rule's code goes where it went for the column before, nearly always.
-    group: Vec<u8>,
-    /// The columns each field node feeds, and those filled on every row (never null, or
-    /// depending on the event type).
+    /// The columns in the order a row fills them, grouped by rule, so the branch to each
+    /// rule's code goes where it went for the column before, nearly always; a column's rank
+    /// is its place in this order.
+    by_rank: Vec<usize>,
+    /// The ranks of the columns each field node feeds, and of those filled on every row
+    /// (never null, or depending on the event type).
     by_node: Vec<Vec<usize>>,
     always: Vec<usize>,
     type_node: usize,
@@ -204,28 +205,32 @@ impl Scanner {
         let resume_type = type_id(format.resume_type);
         let totals_type = type_id(format.totals.0);
         let assistant_type = type_id(content.assistant_type);
-        let group = format.columns.iter().map(|&(_, r)| rule_group(r)).collect();
+        let mut by_rank: Vec<usize> = (0..columns.len()).collect();
+        by_rank.sort_by_key(|&c| columns.get(c).map_or(0, |(rule, _, _)| rule_group(*rule)));
         let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); schema.nodes.len()];
         let mut always = Vec::new();
-        for (index, (rule, nodes, typed)) in columns.iter().enumerate() {
+        for (rank, &index) in by_rank.iter().enumerate() {
+            let Some((rule, nodes, typed)) = columns.get(index) else {
+                continue;
+            };
             if matches!(
                 rule,
                 Rule::ContentBytes | Rule::FlagOrFalse(_) | Rule::Time(_)
             ) {
-                always.push(index);
+                always.push(rank);
                 continue;
             }
             let fed = nodes.iter().chain(typed.iter().flat_map(|(_, n)| n));
             for &node in fed {
-                if let Some(columns) = by_node.get_mut(node) {
-                    if !columns.contains(&index) {
-                        columns.push(index);
+                if let Some(ranks) = by_node.get_mut(node) {
+                    if !ranks.contains(&rank) {
+                        ranks.push(rank);
                     }
                 }
             }
         }
         Scanner {
-            group,
+            by_rank,
             by_node,
             always,
             columns,
@@ -482,7 +487,7 @@ struct Builder<'s> {
     ends: Vec<(usize, Resume)>,
     /// The columns a row fills (see `Builder::event`), and which are in it.
     todo: Vec<usize>,
-    marked: Vec<bool>,
+    marked: Vec<u64>,
     scratch: Vec<u8>,
     buffer: Vec<u8>,
     block: usize,
@@ -514,7 +519,7 @@ impl<'s> Builder<'s> {
             failures: Vec::new(),
             ends: Vec::new(),
             todo: Vec::new(),
-            marked: vec![false; scanner.columns.len()],
+            marked: vec![0; scanner.columns.len().div_ceil(64)],
             scratch: Vec::new(),
             buffer: Vec::new(),
             block: BLOCK,
@@ -890,20 +895,25 @@ impl<'s> Builder<'s> {
         // needs them to be.
         let mut todo = std::mem::take(&mut self.todo);
         todo.clear();
-        for &node in self.fields.touched() {
-            for &index in scanner.by_node.get(node).map_or(&[][..], Vec::as_slice) {
-                if let Some(marked @ false) = self.marked.get_mut(index) {
-                    *marked = true;
-                    todo.push(index);
-                }
+        let ranks = self
+            .fields
+            .touched()
+            .iter()
+            .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
+        for &rank in ranks.chain(&scanner.always) {
+            if let Some(word) = self.marked.get_mut(rank / 64) {
+                *word |= 1 << (rank % 64);
             }
         }
-        todo.extend_from_slice(&scanner.always);
-        todo.sort_unstable_by_key(|&c| scanner.group.get(c).copied().unwrap_or(0));
-        for &index in &todo {
-            if let Some(marked) = self.marked.get_mut(index) {
-                *marked = false;
+        for (at_word, word) in self.marked.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let rank = at_word * 64 + usize::try_from(bits.trailing_zeros()).unwrap_or(0);
+                bits &= bits - 1;
+                todo.extend(scanner.by_rank.get(rank));
             }
+        }
+        for &index in &todo {
             let (Some(column), Some((rule, nodes, typed))) =
                 (self.columns.get_mut(index), scanner.columns.get(index))
             else {
@@ -967,7 +977,7 @@ impl<'s> Builder<'s> {
     }
 }
 
-/// Rules in groups of the same code (see `Scanner::order`).
+/// Rules in groups of the same code (see `Scanner::by_rank`).
 fn rule_group(rule: Rule) -> u8 {
     match rule {
         Rule::Shared(_) => 0,
