@@ -31,6 +31,35 @@ def scan_copilot(
     severity, message); per-model totals (file index, line, session, process, JSON text);
     unreadable files (file index, errno, message)."""
 
+class ScanState:
+    """Where the scan of one file stopped; pass it back to ``scan_copilot_from``."""
+
+    @property
+    def offset(self) -> int:
+        """Bytes scanned: just after the last complete line."""
+    @property
+    def lines(self) -> int:
+        """Lines scanned."""
+
+def scan_copilot_from(
+    paths: Sequence[str],
+    hints: Sequence[str],
+    sizes: Sequence[int | None],
+    states: Sequence[ScanState | None],
+    batch_bytes: int = ...,
+    block_bytes: int = ...,
+) -> tuple[
+    tuple[
+        list[ArrowTable],
+        tuple[list[int], list[int | None], list[str], list[str]],
+        list[tuple[int, int, str, int, str]],
+        list[tuple[int, int | None, str]],
+    ],
+    list[ScanState],
+]:
+    """As ``scan_copilot``, each file from ``states[i]`` (None: its start); a last line
+    without its newline is left for next time. Also returns each file's end state."""
+
 def event_columns() -> list[str]:
     """The event table's column names."""
 

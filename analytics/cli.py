@@ -374,24 +374,24 @@ def watch(
     from rich.console import Console
 
     from analytics import watch as live
-    from analytics.analysis import analyze
     from analytics.costs import price_analysis
+    from analytics.pipeline import analyse_parsed
     from analytics.rates import load_rates
 
     try:
         table, renames = load_rates(rates), _model_map(model_map)
-        log = live.latest_log([path] if path else [])
-        target = live.session_target(log)
-        use_cache = bool(ctx.find_root().obj)
+        paths = [path] if path else []
+        log = live.latest_log(paths)
+        newest = None if live.names_a_session(path) else (lambda: live.latest_log(paths))
 
-        def analyse() -> live.Figures | None:
-            result = analyze([target], use_cache=use_cache, keep_events=False)
+        def analyse(follow: live.Follow) -> live.Figures | None:
+            result = analyse_parsed(follow.parsed, follow.found)
             priced, _ = price_analysis(
                 result.calls, result.sessions, table, renames, result.log_prices
             )
             return live.figures(priced)
 
-        live.run(log.path, analyse, Console(highlight=False))
+        live.run(log, analyse, Console(highlight=False), newest=newest)
     except KeyboardInterrupt:
         return
     except AgentcostError as error:

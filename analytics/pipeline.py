@@ -35,7 +35,7 @@ from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, empty
 from analytics.sources.discover import Found, LogFile
 
 if TYPE_CHECKING:
-    from analytics.sources.copilot_events import Progress
+    from analytics.sources.copilot_events import ParsedLog, Progress
 
 #: Log bytes analysed together when events need not be kept. Smaller groups hold less at
 #: once and the stages' joins and windows cost less than linearly more per group; on the
@@ -174,6 +174,18 @@ def _patched(
     return Tables.of(patched) if patched is not None else None
 
 
+def analyse_parsed(parsed: ParsedLog, found: Found) -> Tables:
+    """The tables ``run_stages`` gives for ``found`` (one group), from its logs already read.
+
+    For ``agentcost watch``, which holds a growing log's events and reads only the lines
+    written since (``read_logs(..., resume=...)``): every stage after reading runs again on
+    them, so the result is a fresh analysis of the file.
+    """
+    observed = _Observed(found, whole=False)
+    tables = _stages(parsed, observed, keep_events=False)
+    return _combine([tables], observed.issues(tables.sessions["session_id"].to_list()))
+
+
 def _analyse(
     logs: Sequence[LogFile],
     progress: Progress | None,
@@ -181,14 +193,19 @@ def _analyse(
     keep_events: bool,
 ) -> Tables:
     """Every stage on one group of logs."""
+    from analytics.sources.copilot_events import read_logs
+
+    return _stages(read_logs(logs, progress), observed, keep_events)
+
+
+def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables:
+    """Every stage after reading."""
     from analytics.calls import build_calls
     from analytics.events import drop_repeats, order_events, place_model_metrics
     from analytics.log_rates import log_prices
     from analytics.sessions import session_issues, summarize_sessions
-    from analytics.sources.copilot_events import read_logs
     from analytics.tokens import call_tokens_and_fit, with_fit
 
-    parsed = read_logs(logs, progress)
     events, repeat_issues = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
     read_issues = _stack([parsed.issues, repeat_issues], ISSUES)

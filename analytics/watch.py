@@ -1,12 +1,17 @@
 """``agentcost watch``: a live view of one session while its ``events.jsonl`` grows.
 
 The session is the most recently written log under the paths (the Copilot home by default).
-Each time the file's size or mtime changes, the session is analysed again through the
-library (``analysis.analyze``; the native scanner reads a 64 MB log in about 0.2 s, so a long
-session still costs little per update) and the screen is redrawn with rich's Live
-display: calls so far, the current context size, cost so far, the last call's cost and a
-sparkline of input tokens per call. Nothing is written inside the session directory (caches
-live in agentcost's cache directory). ``q`` (on a terminal) or Ctrl-C quits.
+Its events are read once and held (``Follow``); each time the file's size or mtime changes,
+only the bytes written since are read (``read_logs(..., resume=...)``: the scan goes on from
+the state the last read ended at, and a half-written last line waits for its newline), the
+new events are appended, and every later stage runs again on the held events
+(``pipeline.analyse_parsed``), so the view is a fresh analysis of the file at the cost of the
+new lines' scan. A file that shrank or was replaced (another inode) is read again from its
+start. Unless the paths name one session (its directory or log), the paths are looked at
+again every ``SWITCH_SECONDS`` and a newer session log, once one is written, is followed
+instead. The screen is redrawn with rich's Live display: calls so far, the current context
+size, cost so far, the last call's cost and a sparkline of input tokens per call. Nothing is
+written inside the session directory. ``q`` (on a terminal) or Ctrl-C quits.
 """
 
 from __future__ import annotations
@@ -25,13 +30,17 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.errors import InputError
-from analytics.sources.discover import LogFile, discover
+from analytics.sources.discover import Found, LogFile, discover
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from analytics.sources.copilot_events import ParsedLog, ScanState
+
 #: Seconds between looks at the file (and at the keyboard).
 POLL_SECONDS = 0.25
+#: Seconds between looks for a newer session log (when no session was named).
+SWITCH_SECONDS = 2.0
 _BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -48,6 +57,68 @@ def session_target(log: LogFile) -> Path:
     """What to analyse for ``log``: its session directory (so the home's session store and
     OTel exports are read with it), or the file itself when it is a legacy flat log."""
     return log.path.parent if log.path.name == "events.jsonl" else log.path
+
+
+def names_a_session(path: Path | None) -> bool:
+    """Whether ``path`` is one session (a log file, or a directory holding ``events.jsonl``),
+    which watch keeps to, rather than a home or tree to take the newest session from."""
+    return path is not None and (path.is_file() or (path / "events.jsonl").is_file())
+
+
+class Follow:
+    """One session log read as it grows: its events so far, and where the read stopped.
+
+    ``update()`` reads the lines written since the last one (all of them the first time, or
+    when the file shrank or was replaced) and says whether the log changed; ``parsed`` is
+    everything read so far, ``found`` the discovery of the session (its per-call records).
+    """
+
+    def __init__(self, log: LogFile) -> None:
+        self.log = log
+        self.found: Found = discover([session_target(log)])
+        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime)
+        self._state: ScanState | None = None
+        self._parts: list[ParsedLog] = []
+
+    def update(self) -> bool:
+        """Read what the log gained; False when it did not change (or is gone for a moment:
+        rotated, rewritten; the last view stays)."""
+        from analytics.sources.copilot_events import read_logs
+
+        try:
+            stat = self.log.path.stat()
+        except OSError:
+            return False
+        now = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if now == self._seen:
+            return False
+        if self._seen is not None and (
+            stat.st_ino != self._seen[0]
+            or (self._state is not None and stat.st_size < self._state.offset)
+        ):
+            self._state, self._parts = None, []  # shrank or replaced: read it again
+        self._seen = now
+        log = LogFile(self.log.path, self.log.session_hint, self.log.real_path, stat)
+        read = read_logs([log], resume=[self._state])
+        self._state = read.ends[0]
+        if read.events.height or read.issues.height or not self._parts:
+            self._parts.append(read)
+        return True
+
+    @property
+    def parsed(self) -> ParsedLog:
+        """Every event, per-model total and issue read so far, in line order."""
+        from analytics.sources.copilot_events import ParsedLog
+
+        if len(self._parts) > 1:
+            self._parts = [
+                ParsedLog(
+                    pl.concat([p.events for p in self._parts]),
+                    pl.concat([p.model_metrics for p in self._parts]),
+                    pl.concat([p.issues for p in self._parts]),
+                )
+            ]
+        return self._parts[0]
 
 
 @dataclass(frozen=True)
@@ -129,29 +200,41 @@ def _usd(amount: Decimal | None, mark: str, unknown: str = "unpriced") -> str:
 
 
 def run(
-    log: Path,
-    analyse: Callable[[], Figures | None],
+    log: LogFile,
+    analyse: Callable[[Follow], Figures | None],
     console: Console,
     *,
+    newest: Callable[[], LogFile] | None = None,
     poll: float = POLL_SECONDS,
+    switch: float = SWITCH_SECONDS,
 ) -> None:
-    """Show ``analyse()`` live, again whenever ``log`` changes, until ``q`` (or Ctrl-C, which
-    raises ``KeyboardInterrupt`` to the caller)."""
+    """Show ``analyse(follow)`` live, again whenever ``log`` grows, until ``q`` (or Ctrl-C,
+    which raises ``KeyboardInterrupt`` to the caller). With ``newest`` (the newest log under
+    the watched paths), a newer log is followed instead once one appears."""
     from rich.live import Live
 
-    seen: tuple[int, int] | None = None
+    follow = Follow(log)
+    looked = time.monotonic()
     with Live(console=console, auto_refresh=False, transient=False) as live, _keys() as key:
         while True:
-            try:
-                stat = log.stat()
-                now = (stat.st_size, stat.st_mtime_ns)
-            except OSError:
-                now = (-1, -1)  # gone for a moment (rotated, rewritten): keep the last view
-            if now != seen and now[0] >= 0:
-                seen = now
-                live.update(view(analyse(), log, console.width), refresh=True)
+            if newest is not None and time.monotonic() - looked >= switch:
+                looked = time.monotonic()
+                latest = _newest(newest)
+                if latest is not None and latest.path != follow.log.path:
+                    follow = Follow(latest)
+            if follow.update():
+                shown = view(analyse(follow), follow.log.path, console.width)
+                live.update(shown, refresh=True)
             if key(poll) in ("q", "Q"):
                 return
+
+
+def _newest(newest: Callable[[], LogFile]) -> LogFile | None:
+    """The newest log, or None when there is none for a moment."""
+    try:
+        return newest()
+    except InputError:
+        return None
 
 
 @contextmanager

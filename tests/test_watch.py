@@ -1,7 +1,10 @@
 """``agentcost watch``: its figures, and the live view in a real pseudo-terminal.
 
 The pty test runs the installed command as a user would: it appends an LLM call to a copy of
-a sample session and expects the screen to show it within 2 s, then presses ``q``.
+a sample session and expects the screen to show it within 2 s (twice), then writes a newer
+session into the watched home and expects the view to switch to it, then presses ``q``.
+``Follow`` (the log read as it grows, only new bytes each time) is checked against a fresh
+analysis of the file after appends, a shrink and a replacement.
 """
 
 from __future__ import annotations
@@ -16,15 +19,27 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from analytics.analysis import analyze
+from analytics.costs import price_analysis
+from analytics.pipeline import analyse_parsed
 from analytics.pricing import price_calls
 from analytics.rates import load_rate_table
-from analytics.watch import figures, latest_log, session_target, sparkline
+from analytics.watch import (
+    Figures,
+    Follow,
+    figures,
+    latest_log,
+    names_a_session,
+    session_target,
+    sparkline,
+)
 from tests.conftest import SAMPLE_LOGS
 
 SESSION = "24ccb34f-02d7-4b8f-aea1-6d95145b2643"
+NEWER = "99999999-0000-4000-8000-000000000001"
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 AGENTCOST = Path(sys.executable).with_name("agentcost")
 
@@ -126,6 +141,12 @@ def test_watch_in_a_pty_shows_appended_calls_and_quits(tmp_path: Path, quit_key:
         with log.open("a") as out:
             out.write(turn(91, "2026-08-03T13:01:00.000Z"))
         assert wait_for("calls so far  8", 2.0) is not None
+        screen = b""
+        newer = home / "session-state" / NEWER
+        newer.mkdir()
+        text = (SAMPLE_LOGS / "session-state" / SESSION / "events.jsonl").read_text()
+        (newer / "events.jsonl").write_text(text.replace(SESSION, NEWER))
+        assert wait_for(f"session  {NEWER}", 6.0) is not None, screen.decode(errors="replace")
         os.write(fd, quit_key)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -146,12 +167,57 @@ def test_watch_in_a_pty_shows_appended_calls_and_quits(tmp_path: Path, quit_key:
     assert sorted(p.name for p in log.parent.iterdir()) == before  # nothing written there
 
 
-def test_an_update_shows_the_calls_the_log_gained(tmp_path: Path) -> None:
-    """What watch relies on: analysing the grown session again gives its new call (the
-    native scanner reads the whole file again; see the README's ``watch`` entry)."""
+def shown_by(follow: Follow) -> Figures | None:
+    """The figures watch shows for what ``follow`` has read."""
+    result = analyse_parsed(follow.parsed, follow.found)
+    table = load_rate_table("github-copilot")
+    priced, _ = price_analysis(result.calls, result.sessions, table, {}, result.log_prices)
+    return figures(priced)
+
+
+def fresh(session: Path) -> Figures | None:
+    """The figures of a fresh analysis of the session."""
+    result = analyze([session], keep_events=False)
+    table = load_rate_table("github-copilot")
+    priced, _ = price_analysis(result.calls, result.sessions, table, {}, result.log_prices)
+    return figures(priced)
+
+
+def test_follow_reads_only_new_bytes_and_equals_a_fresh_analysis(tmp_path: Path) -> None:
     home = copy_of_a_session(tmp_path)
     session = home / "session-state" / SESSION
-    before = analyze([session], use_cache=True, keep_events=False).calls.height
-    with (session / "events.jsonl").open("a") as out:
+    log = session / "events.jsonl"
+    follow = Follow(latest_log([home]))
+    assert follow.update() and not follow.update()  # unchanged: nothing to do
+    assert shown_by(follow) == fresh(session)
+    calls = analyze([session], keep_events=False).calls.height
+    whole = log.read_bytes()
+    with log.open("a") as out:
         out.write(turn(90, "2026-08-03T13:00:00.000Z"))
-    assert analyze([session], use_cache=True, keep_events=False).calls.height == before + 1
+        out.write('{"type":"assistant.turn_start","data":{"tur')  # being written
+    assert follow.update()
+    assert follow.parsed.issues.filter(pl.col("severity") == "error").height == 0
+    shown = shown_by(follow)
+    assert shown is not None and shown.calls == calls + 1
+    with log.open("a") as out:
+        out.write('nId":"91"},"id":"x91","timestamp":"2026-08-03T13:01:00.000Z"}\n')
+    assert follow.update()
+    assert shown_by(follow) == fresh(session)
+    assert follow.parsed.events["source_line"].to_list() == list(
+        range(1, log.read_bytes().count(b"\n") + 1)
+    )
+    log.write_bytes(whole[: whole.index(b"\n") + 1])  # shrank: read again from the start
+    assert follow.update()
+    assert follow.parsed.events.height == 1
+    replaced = session / "replacement"
+    replaced.write_bytes(whole)
+    replaced.replace(log)  # another inode, larger: read again too
+    assert follow.update()
+    assert shown_by(follow) == fresh(session)
+
+
+def test_names_a_session(tmp_path: Path) -> None:
+    home = copy_of_a_session(tmp_path)
+    session = home / "session-state" / SESSION
+    assert names_a_session(session) and names_a_session(session / "events.jsonl")
+    assert not names_a_session(home) and not names_a_session(None)

@@ -134,16 +134,26 @@ pub fn text<'a>(line: &'a [u8], value: Value) -> Option<Cow<'a, [u8]>> {
     }
 }
 
+/// The byte length of [`text`] (a string's decoded length is known from the scan: nothing
+/// is decoded).
+pub fn text_len(line: &[u8], value: Value) -> Option<usize> {
+    match value.kind {
+        Kind::Str => Some(value.decoded_len),
+        _ => text(line, value).map(|t| t.len()),
+    }
+}
+
 /// The decoded text of a validated JSON string body (escapes resolved, lone surrogates
 /// replaced by U+FFFD).
 pub fn unescape(body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
-    while let Some(&b) = body.get(i) {
-        if b != b'\\' {
-            out.push(b);
-            i += 1;
-            continue;
+    while let Some(rest) = body.get(i..).filter(|r| !r.is_empty()) {
+        let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+        out.extend_from_slice(rest.get(..run).unwrap_or(rest));
+        i += run;
+        if i >= body.len() {
+            break;
         }
         let code = match body.get(i + 1) {
             Some(b'u') => {
@@ -239,10 +249,12 @@ pub fn first_chars(text: &[u8], n: usize) -> &[u8] {
 pub fn timestamp(text: &[u8]) -> Option<i64> {
     let num = |range: std::ops::Range<usize>| -> Option<i64> {
         let part = text.get(range)?;
-        if !part.iter().all(u8::is_ascii_digit) {
+        if part.is_empty() {
             return None;
         }
-        std::str::from_utf8(part).ok()?.parse().ok()
+        part.iter().try_fold(0i64, |n, &b| {
+            b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0'))
+        })
     };
     let sep = |at: usize, c: u8| text.get(at) == Some(&c);
     if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {

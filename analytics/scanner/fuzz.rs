@@ -3,6 +3,8 @@
 //! lines and of generated JSON are scanned; the scanner must not panic (a panic fails the
 //! test: `scan` would otherwise turn it into an issue and hide it), must not hang (each file is
 //! timed), and must account for every line: one row, or an error, or a blank-line warning.
+//! Each file is also scanned in two goes (`scan_from`, cut at a random line end): the two
+//! account for the same lines, but a last line without its newline, which waits.
 //! proptest drives the inputs; the run prints how many files and bytes it scanned.
 
 use std::io::Write;
@@ -13,7 +15,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 
 use _scanner::copilot::COPILOT;
-use _scanner::scan::{FileSpec, Scanner};
+use _scanner::scan::{Batch, FileSpec, Resume, Scanner};
 
 const SEEDS: &[&[u8]] = &[
     br#"{"type":"session.start","data":{"sessionId":"s1","copilotVersion":"1.0.80","context":{"cwd":"/x"}},"id":"e1","timestamp":"2026-05-01T10:00:00.000Z"}"#,
@@ -70,6 +72,17 @@ fn file() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
+/// Rows, errors and blank-line warnings: one per line read.
+fn accounted(batches: &[Batch]) -> usize {
+    let rows: usize = batches.iter().map(|b| b.events.rows()).sum();
+    let errors = batches
+        .iter()
+        .flat_map(|b| &b.issues)
+        .filter(|i| i.severity == "error" || i.message == "blank line ignored")
+        .count();
+    rows + errors
+}
+
 #[test]
 fn scanner_survives_damaged_input_for_a_stated_time() {
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
@@ -111,16 +124,57 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         if lines.last().is_some_and(|l| l.is_empty()) {
             lines.pop();
         }
-        let rows: usize = batches.iter().map(|b| b.events.rows()).sum();
-        let errors = batches
-            .iter()
-            .flat_map(|b| &b.issues)
-            .filter(|i| i.severity == "error" || i.message == "blank line ignored")
-            .count();
         assert_eq!(
-            rows + errors,
+            accounted(&batches),
             lines.len(),
             "a line unaccounted for in {data:?}"
+        );
+        let ends: Vec<usize> = data
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'\n')
+            .map(|(at, _)| at + 1)
+            .collect();
+        let cut = ends
+            .get(files as usize % (ends.len() + 1))
+            .copied()
+            .unwrap_or(0);
+        let mut spec = FileSpec {
+            path: path.clone(),
+            hint: "hint".into(),
+            size: Some(cut as u64),
+        };
+        let first = std::panic::catch_unwind(|| {
+            scanner.scan_from(
+                std::slice::from_ref(&spec),
+                &[Resume::default()],
+                1 << 20,
+                64,
+            )
+        })
+        .unwrap_or_else(|_| panic!("panic resuming on {data:?}"));
+        let state = first
+            .iter()
+            .flat_map(|b| &b.ends)
+            .map(|(_, s)| s.clone())
+            .next();
+        let state = state.expect("an end state");
+        assert_eq!(state.offset, cut as u64, "resume offset in {data:?}");
+        spec.size = None;
+        let rest = std::panic::catch_unwind(|| {
+            scanner.scan_from(
+                std::slice::from_ref(&spec),
+                std::slice::from_ref(&state),
+                1 << 20,
+                64,
+            )
+        })
+        .unwrap_or_else(|_| panic!("panic resuming on {data:?}"));
+        let waiting = usize::from(!data.is_empty() && !data.ends_with(b"\n"));
+        assert_eq!(
+            accounted(&first) + accounted(&rest) + waiting,
+            lines.len(),
+            "resuming lost a line in {data:?}"
         );
         files += 1;
         bytes += data.len() as u64;

@@ -71,6 +71,120 @@ pub struct Node {
     pub shape: Shape,
     pub parent: usize,
     children: Vec<(&'static [u8], usize)>,
+    keys: Keys,
+}
+
+/// A node's children by key, found without comparing bytes one by one: an open-addressing
+/// table over a key's length and first 16 bytes (two words), the key in full compared only
+/// for keys longer than that.
+#[derive(Clone, Debug, Default)]
+struct Keys {
+    slots: Vec<Slot>,
+    shift: u32,
+}
+
+/// A child's key in a [`Keys`] table; `child` 0 (the root, never a child) is an empty slot.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    len: usize,
+    head: [u64; 2],
+    child: usize,
+}
+
+/// The first 16 bytes of `key` (zero-padded) as two little-endian words.
+fn head_of(key: &[u8]) -> [u64; 2] {
+    let mut bytes = [0u8; 16];
+    for (to, from) in bytes.iter_mut().zip(key) {
+        *to = *from;
+    }
+    let (lo, hi) = bytes.split_at(8);
+    [
+        u64::from_le_bytes(lo.try_into().unwrap_or_default()),
+        u64::from_le_bytes(hi.try_into().unwrap_or_default()),
+    ]
+}
+
+/// The head of the `len` bytes at `start` of `s`: two loads and masks when 16 bytes are
+/// there to load (nearly always: a key is followed by its value), else [`head_of`].
+fn head_at(s: &[u8], start: usize, len: usize) -> [u64; 2] {
+    let Some(chunk) = s.get(start..).and_then(<[u8]>::first_chunk::<16>) else {
+        return head_of(s.get(start..start + len).unwrap_or(&[]));
+    };
+    let (lo, hi) = chunk.split_at(8);
+    let word = |bytes: &[u8], n: usize| {
+        let w = u64::from_le_bytes(bytes.try_into().unwrap_or_default());
+        match n {
+            0 => 0,
+            1..=7 => w & ((1u64 << (8 * n)) - 1),
+            _ => w,
+        }
+    };
+    [word(lo, len), word(hi, len.saturating_sub(8))]
+}
+
+impl Keys {
+    fn new(children: &[(&'static [u8], usize)]) -> Keys {
+        if children.is_empty() {
+            return Keys::default();
+        }
+        let mut bits = 1;
+        while (1usize << bits) < children.len() * 4 {
+            bits += 1;
+        }
+        let mut keys = Keys {
+            slots: vec![Slot::default(); 1 << bits],
+            shift: 64 - bits,
+        };
+        for &(name, child) in children {
+            let head = head_of(name);
+            let mask = keys.slots.len() - 1;
+            let mut at = keys.home(name.len(), head);
+            while keys.slots.get(at).is_some_and(|s| s.child != 0) {
+                at = (at + 1) & mask;
+            }
+            if let Some(slot) = keys.slots.get_mut(at) {
+                *slot = Slot {
+                    len: name.len(),
+                    head,
+                    child,
+                };
+            }
+        }
+        keys
+    }
+
+    fn home(&self, len: usize, head: [u64; 2]) -> usize {
+        let mixed = (head[0] ^ head[1].rotate_left(31) ^ u64::try_from(len).unwrap_or(0))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        usize::try_from(mixed >> self.shift).unwrap_or(0)
+    }
+
+    /// The child named `key`, whose head is `head`; `name` gives a child's full key.
+    fn find(
+        &self,
+        key: &[u8],
+        head: [u64; 2],
+        name: impl Fn(usize) -> &'static [u8],
+    ) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key.len(), head);
+        loop {
+            let slot = self.slots.get(at)?;
+            if slot.child == 0 {
+                return None;
+            }
+            if slot.len == key.len()
+                && slot.head == head
+                && (key.len() <= 16 || name(slot.child) == key)
+            {
+                return Some(slot.child);
+            }
+            at = (at + 1) & mask;
+        }
+    }
 }
 
 /// A tree of wanted fields, node 0 being the line's top-level object.
@@ -88,6 +202,7 @@ impl Schema {
             shape: Shape::Struct,
             parent: 0,
             children: Vec::new(),
+            keys: Keys::default(),
         }];
         let mut paths: Vec<&str> = vec![""];
         for &(path, shape) in fields {
@@ -105,6 +220,7 @@ impl Schema {
                 shape,
                 parent,
                 children: Vec::new(),
+                keys: Keys::default(),
             });
             paths.push(path);
             if let Some(node) = nodes.get_mut(parent) {
@@ -113,8 +229,29 @@ impl Schema {
         }
         for node in &mut nodes {
             node.children.sort_unstable();
+            node.keys = Keys::new(&node.children);
         }
         Schema { nodes }
+    }
+
+    fn has_children(&self, node: usize) -> bool {
+        self.nodes.get(node).is_some_and(|n| !n.children.is_empty())
+    }
+
+    /// The child of `node` named by the key string `key` whose body starts at `body` in `s`.
+    fn lookup(&self, node: usize, s: &[u8], body: usize, key: &Str) -> Option<usize> {
+        let keys = &self.nodes.get(node)?.keys;
+        let raw = s.get(body..key.end.saturating_sub(1))?;
+        let name = |child: usize| {
+            self.nodes
+                .get(child)
+                .map_or(&b""[..], |n| n.name.as_bytes())
+        };
+        if key.escaped {
+            let decoded = crate::format::unescape(raw);
+            return keys.find(&decoded, head_of(&decoded), name);
+        }
+        keys.find(raw, head_at(s, body, raw.len()), name)
     }
 
     /// The node of a dotted path, if it is in the schema.
@@ -158,6 +295,8 @@ pub struct Fields {
     pub dropped: Vec<bool>,
     seen: Vec<bool>,
     touched: Vec<usize>,
+    /// Whether any field was dropped in this line.
+    any_dropped: bool,
 }
 
 impl Fields {
@@ -168,6 +307,24 @@ impl Fields {
             dropped: vec![false; n],
             seen: vec![false; n],
             touched: Vec::new(),
+            any_dropped: false,
+        }
+    }
+
+    /// The nodes this line had (claimed: a value recorded, or dropped).
+    pub fn touched(&self) -> &[usize] {
+        &self.touched
+    }
+
+    /// Whether a wanted field had a shape that did not fit (see [`Fields::dropped`]).
+    pub fn any_dropped(&self) -> bool {
+        self.any_dropped
+    }
+
+    fn drop_field(&mut self, node: usize) {
+        if let Some(d) = self.dropped.get_mut(node) {
+            *d = true;
+            self.any_dropped = true;
         }
     }
 
@@ -184,6 +341,7 @@ impl Fields {
             }
         }
         self.touched.clear();
+        self.any_dropped = false;
     }
 
     /// A field's value ([`Kind::Missing`] when absent or dropped).
@@ -217,7 +375,6 @@ pub fn parse(line: &[u8], schema: &Schema, fields: &mut Fields) -> Result<Kind, 
         s: line,
         schema,
         fields,
-        key: Vec::new(),
     };
     let start = parser.skip_ws(0);
     let (value, end) = parser.value(start, 0, Some(0), false)?;
@@ -244,7 +401,6 @@ struct Parser<'a, 'f> {
     s: &'a [u8],
     schema: &'a Schema,
     fields: &'f mut Fields,
-    key: Vec<u8>,
 }
 
 /// Where an object or array goes after an item: closed (the offset after it), or on to the
@@ -262,17 +418,64 @@ struct Str {
     measured: usize,
 }
 
-/// Whether any byte is a control character (< 0x20); branch-free over 32-byte chunks so the
-/// compiler vectorises it (strings are most of a log's bytes).
-fn has_control(bytes: &[u8]) -> bool {
-    let mut chunks = bytes.chunks_exact(32);
-    for chunk in &mut chunks {
-        if chunk.iter().fold(0u8, |m, &b| m | u8::from(b < 0x20)) != 0 {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&b| b < 0x20)
+/// Bytes examined at once when looking for the end of a string's plain run.
+const LANES: usize = 16;
+
+/// Whether a byte ends a plain run of string bytes: a quote, a backslash or a control
+/// character.
+fn special(b: u8) -> bool {
+    (b == b'"') | (b == b'\\') | (b < 0x20)
 }
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The high bit of each byte of `w` (eight bytes, little-endian) that is [`special`]; exact
+/// up to the lowest such byte (a flag above it may be false), which is all `trailing_zeros`
+/// needs: a borrow starts only at a byte that matches.
+fn special_bits(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    (quote | backslash | control) & (ONES * 0x80)
+}
+
+/// The offset of the first byte at or after `i` that is [`special`] (`s.len()` if none).
+/// One pass, `LANES` bytes at a time: a branch-free test of the chunk (vector compares and
+/// one mask test), then the position within it from two words, without a branch; an escape
+/// costs a restart here, nothing more.
+fn plain_end(s: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = s.get(i..).and_then(<[u8]>::first_chunk::<LANES>) {
+        if chunk.iter().fold(false, |m, &b| m | special(b)) {
+            let (lo, hi) = chunk.split_at(8);
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+            let bits =
+                u128::from(special_bits(word(lo))) | (u128::from(special_bits(word(hi))) << 64);
+            return i + usize::try_from(bits.trailing_zeros() / 8).unwrap_or(0);
+        }
+        i += LANES;
+    }
+    while s.get(i).is_some_and(|&b| !special(b)) {
+        i += 1;
+    }
+    i
+}
+
+/// For the character after a backslash: the compact length of a one-character escape (the
+/// decoded character re-escaped as serde does: `\/` becomes `/`); 0 for `u` and invalid ones.
+const SIMPLE_ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b'"' as usize] = 2;
+    table[b'\\' as usize] = 2;
+    table[b'/' as usize] = 1;
+    table[b'b' as usize] = 2;
+    table[b'f' as usize] = 2;
+    table[b'n' as usize] = 2;
+    table[b'r' as usize] = 2;
+    table[b't' as usize] = 2;
+    table
+};
 
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
@@ -317,8 +520,32 @@ impl Parser<'_, '_> {
         i
     }
 
-    /// The value starting at `i` (no whitespace before it) for `node` (None: not wanted);
-    /// `measure`: compute its compact length. Returns it and the offset just after it.
+    /// Whether the line holds `word` at `i` (CPython checks `idx + len - 1 < length` before
+    /// comparing, which this is).
+    fn word<const N: usize>(&self, i: usize, word: &[u8; N]) -> bool {
+        self.s.get(i..).and_then(<[u8]>::first_chunk::<N>) == Some(word)
+    }
+
+    fn expecting(i: usize) -> Error {
+        Error {
+            message: "Expecting value",
+            at: i,
+        }
+    }
+
+    fn nesting(&self, i: usize, depth: usize) -> Result<(), Error> {
+        if depth >= MAX_DEPTH {
+            return Err(Error {
+                message: "Nesting deeper than 256 levels",
+                at: i,
+            });
+        }
+        Ok(())
+    }
+
+    /// A wanted value starting at `i` (no whitespace before it) for `node` (None: the value
+    /// itself is wanted, not its members); `measure`: compute its compact length. Returns it
+    /// and the offset just after it.
     fn value(
         &mut self,
         i: usize,
@@ -326,12 +553,8 @@ impl Parser<'_, '_> {
         node: Option<usize>,
         measure: bool,
     ) -> Result<(Value, usize), Error> {
-        let expecting = Error {
-            message: "Expecting value",
-            at: i,
-        };
         let Some(first) = self.at(i) else {
-            return Err(expecting);
+            return Err(Self::expecting(i));
         };
         let mut value = Value {
             start: i,
@@ -339,46 +562,54 @@ impl Parser<'_, '_> {
         };
         let end = match first {
             b'"' => {
-                let s = self.string(i + 1, false)?;
+                let s = self.string(i + 1)?;
                 value.kind = Kind::Str;
                 value.escaped = s.escaped;
                 value.decoded_len = s.decoded;
                 value.measured = Some(s.measured);
                 s.end
             }
-            b'{' | b'[' => {
-                if depth >= MAX_DEPTH {
-                    return Err(Error {
-                        message: "Nesting deeper than 256 levels",
-                        at: i,
-                    });
-                }
-                let (end, measured) = if first == b'{' {
-                    value.kind = Kind::Object;
-                    self.object(i + 1, depth + 1, node, measure)?
-                } else {
-                    value.kind = Kind::Array;
-                    self.array(i + 1, depth + 1, measure)?
+            b'{' => {
+                self.nesting(i, depth)?;
+                value.kind = Kind::Object;
+                let members = node.filter(|&n| self.schema.has_children(n));
+                let (end, measured) = match (members, measure) {
+                    (Some(n), _) => self.object(i + 1, depth + 1, n, measure)?,
+                    (None, true) => self.any_object::<true>(i + 1, depth + 1)?,
+                    (None, false) => self.any_object::<false>(i + 1, depth + 1)?,
                 };
                 value.measured = measured;
                 end
             }
-            b'n' | b't' | b'f' => {
-                let (word, kind): (&[u8], Kind) = match first {
-                    b'n' => (b"null", Kind::Null),
-                    b't' => (b"true", Kind::True),
-                    _ => (b"false", Kind::False),
+            b'[' => {
+                self.nesting(i, depth)?;
+                value.kind = Kind::Array;
+                let (end, measured) = if measure {
+                    self.any_array::<true>(i + 1, depth + 1)?
+                } else {
+                    self.any_array::<false>(i + 1, depth + 1)?
                 };
-                // CPython checks `idx + len - 1 < length` before comparing.
-                if self.s.get(i..i + word.len()) != Some(word) {
-                    return Err(expecting);
-                }
-                value.kind = kind;
-                value.measured = Some(word.len());
-                i + word.len()
+                value.measured = measured;
+                end
             }
+            b'n' if self.word(i, b"null") => {
+                value.kind = Kind::Null;
+                value.measured = Some(4);
+                i + 4
+            }
+            b't' if self.word(i, b"true") => {
+                value.kind = Kind::True;
+                value.measured = Some(4);
+                i + 4
+            }
+            b'f' if self.word(i, b"false") => {
+                value.kind = Kind::False;
+                value.measured = Some(5);
+                i + 5
+            }
+            b'n' | b't' | b'f' => return Err(Self::expecting(i)),
             _ => {
-                let (end, float) = self.number(i).ok_or(expecting)?;
+                let (end, float) = self.number(i).ok_or(Self::expecting(i))?;
                 value.kind = if float { Kind::Float } else { Kind::Int };
                 if measure {
                     value.measured = self.s.get(i..end).and_then(|t| number_len(t, float));
@@ -391,6 +622,104 @@ impl Parser<'_, '_> {
             value.measured = value.measured.filter(|_| value.kind == Kind::Str);
         }
         Ok((value, end))
+    }
+
+    /// A value that is not wanted, from `i`: validated, and with `M` its compact length
+    /// measured (None when a number in it is out of range; always None without `M`).
+    /// Returns the offset after it.
+    fn any<const M: bool>(&self, i: usize, depth: usize) -> Result<(usize, Option<usize>), Error> {
+        match self.at(i) {
+            Some(b'"') => {
+                let s = self.string(i + 1)?;
+                Ok((s.end, Some(s.measured)))
+            }
+            Some(b'{') => {
+                self.nesting(i, depth)?;
+                self.any_object::<M>(i + 1, depth + 1)
+            }
+            Some(b'[') => {
+                self.nesting(i, depth)?;
+                self.any_array::<M>(i + 1, depth + 1)
+            }
+            Some(b'n') if self.word(i, b"null") => Ok((i + 4, Some(4))),
+            Some(b't') if self.word(i, b"true") => Ok((i + 4, Some(4))),
+            Some(b'f') if self.word(i, b"false") => Ok((i + 5, Some(5))),
+            None | Some(b'n' | b't' | b'f') => Err(Self::expecting(i)),
+            Some(_) => {
+                let (end, float) = self.number(i).ok_or(Self::expecting(i))?;
+                let measured = if M {
+                    self.s.get(i..end).and_then(|t| number_len(t, float))
+                } else {
+                    None
+                };
+                Ok((end, measured))
+            }
+        }
+    }
+
+    /// The members of an object that is not wanted, from `i` (after `{`).
+    fn any_object<const M: bool>(
+        &self,
+        i: usize,
+        depth: usize,
+    ) -> Result<(usize, Option<usize>), Error> {
+        let mut measured = Some(2usize);
+        let mut i = self.skip_ws(i);
+        if self.at(i) == Some(b'}') {
+            return Ok((i + 1, measured));
+        }
+        let mut first = true;
+        loop {
+            if self.at(i) != Some(b'"') {
+                return Err(Error {
+                    message: "Expecting property name enclosed in double quotes",
+                    at: i,
+                });
+            }
+            let key = self.string(i + 1)?;
+            if M {
+                measured = measured.map(|m| m + key.measured + 1 + usize::from(!first));
+            }
+            first = false;
+            i = self.skip_ws(key.end);
+            if self.at(i) != Some(b':') {
+                return Err(Error {
+                    message: "Expecting ':' delimiter",
+                    at: i,
+                });
+            }
+            i = self.skip_ws(i + 1);
+            let (end, item) = self.any::<M>(i, depth)?;
+            match self.next_item(end, b'}', &mut measured, item, M)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
+            }
+        }
+    }
+
+    /// The items of an array that is not wanted (all arrays), from `i` (after `[`).
+    fn any_array<const M: bool>(
+        &self,
+        i: usize,
+        depth: usize,
+    ) -> Result<(usize, Option<usize>), Error> {
+        let mut measured = Some(2usize);
+        let mut i = self.skip_ws(i);
+        if self.at(i) == Some(b']') {
+            return Ok((i + 1, measured));
+        }
+        let mut first = true;
+        loop {
+            let (end, item) = self.any::<M>(i, depth)?;
+            if M && !first {
+                measured = measured.map(|m| m + 1);
+            }
+            first = false;
+            match self.next_item(end, b']', &mut measured, item, M)? {
+                Step::Close(end) => return Ok((end, measured)),
+                Step::Next(next) => i = next,
+            }
+        }
     }
 
     /// The end of the number at `i` (CPython's grammar) and whether it is a float.
@@ -434,90 +763,61 @@ impl Parser<'_, '_> {
         Some((i, float))
     }
 
-    /// The string whose body starts at `i` (after the quote). With `keep`, its decoded bytes
-    /// go to `self.key` (object keys).
-    fn string(&mut self, body: usize, keep: bool) -> Result<Str, Error> {
-        let begin = body - 1;
-        let unterminated = Error {
+    /// The string whose body starts at `body` (after the quote): validated, its decoded and
+    /// compact lengths counted on the way.
+    fn string(&self, body: usize) -> Result<Str, Error> {
+        let unterminated = || Error {
             message: "Unterminated string starting at",
-            at: begin,
+            at: body - 1,
         };
-        let mut out = Str {
-            end: body,
-            escaped: false,
-            decoded: 0,
-            measured: 2,
-        };
-        if keep {
-            self.key.clear();
-        }
+        // Bytes the escapes take beyond their decoded text, and beyond their compact JSON:
+        // the lengths follow from the span at the end, with nothing counted per plain run.
+        let mut shrink = 0;
+        let mut compact_shrink = 0;
         let mut i = body;
         loop {
-            // A run of plain bytes up to the next quote or backslash (found with SIMD), which
-            // must hold no control character.
-            let run_start = i;
-            let rest = self.s.get(i..).unwrap_or(&[]);
-            let run_len = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-            let run_bytes = rest.get(..run_len).unwrap_or(&[]);
-            if has_control(run_bytes) {
-                let bad = run_bytes.iter().position(|&b| b <= 0x1F).unwrap_or(0);
-                return Err(Error {
-                    message: "Invalid control character at",
-                    at: i + bad,
-                });
-            }
-            i += run_len;
-            let run = i - run_start;
-            out.decoded += run;
-            out.measured += run;
-            if keep {
-                if let Some(bytes) = self.s.get(run_start..i) {
-                    self.key.extend_from_slice(bytes);
-                }
-            }
+            i = plain_end(self.s, i);
             match self.at(i) {
-                None => return Err(unterminated),
                 Some(b'"') => {
-                    out.end = i + 1;
-                    return Ok(out);
+                    let raw = i - body;
+                    return Ok(Str {
+                        end: i + 1,
+                        escaped: shrink != 0,
+                        decoded: raw - shrink,
+                        measured: 2 + raw - compact_shrink,
+                    });
                 }
-                _ => {}
+                Some(b'\\') => {}
+                Some(_) => {
+                    return Err(Error {
+                        message: "Invalid control character at",
+                        at: i,
+                    })
+                }
+                None => return Err(unterminated()),
             }
             // A backslash escape.
-            out.escaped = true;
             let Some(c) = self.at(i + 1) else {
-                return Err(unterminated);
+                return Err(unterminated());
             };
-            let code = if c == b'u' {
-                let (code, end) = self.unicode_escape(i + 1)?;
-                i = end;
-                code
-            } else {
-                let decoded = match c {
-                    b'"' | b'\\' | b'/' => c,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    _ => {
-                        return Err(Error {
-                            message: "Invalid \\escape",
-                            at: i,
-                        })
-                    }
-                };
+            let simple = SIMPLE_ESCAPES.get(usize::from(c)).copied().unwrap_or(0);
+            if simple != 0 {
+                shrink += 1;
+                compact_shrink += 2 - usize::from(simple);
                 i += 2;
-                u32::from(decoded)
-            };
-            out.decoded += utf8_len(code);
-            out.measured += escaped_len(code);
-            if keep {
-                let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
-                let mut buf = [0u8; 4];
-                self.key
-                    .extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                continue;
             }
+            if c != b'u' {
+                return Err(Error {
+                    message: "Invalid \\escape",
+                    at: i,
+                });
+            }
+            let (code, end) = self.unicode_escape(i + 1)?;
+            let raw = end - i;
+            shrink += raw - utf8_len(code);
+            compact_shrink += raw - escaped_len(code);
+            i = end;
         }
     }
 
@@ -560,13 +860,13 @@ impl Parser<'_, '_> {
         Ok((code, end))
     }
 
-    /// An object's members from `i` (after `{`); returns the offset after `}` and its compact
-    /// length when measured.
+    /// The members of an object with wanted fields (`node`'s children), from `i` (after
+    /// `{`); returns the offset after `}` and its compact length when measured.
     fn object(
         &mut self,
         i: usize,
         depth: usize,
-        node: Option<usize>,
+        node: usize,
         measure: bool,
     ) -> Result<(usize, Option<usize>), Error> {
         let mut measured = Some(2usize);
@@ -582,18 +882,10 @@ impl Parser<'_, '_> {
                     at: i,
                 });
             }
-            let wanted = node.is_some_and(|n| {
-                self.schema
-                    .nodes
-                    .get(n)
-                    .is_some_and(|n| !n.children.is_empty())
-            });
-            let key = self.string(i + 1, wanted)?;
-            if !first {
-                measured = measured.map(|m| m + 1);
-            }
+            let key = self.string(i + 1)?;
+            measured = measured.map(|m| m + key.measured + 1 + usize::from(!first));
             first = false;
-            measured = measured.map(|m| m + key.measured + 1);
+            let child = self.schema.lookup(node, self.s, i + 1, &key);
             i = self.skip_ws(key.end);
             if self.at(i) != Some(b':') {
                 return Err(Error {
@@ -602,13 +894,8 @@ impl Parser<'_, '_> {
                 });
             }
             i = self.skip_ws(i + 1);
-            let child = if wanted {
-                node.and_then(|n| self.schema.child(n, &self.key))
-            } else {
-                None
-            };
-            let (value, end) = self.member(i, depth, child, measure)?;
-            match self.next_item(end, b'}', &mut measured, value.measured, measure)? {
+            let (item, end) = self.member(i, depth, child, measure)?;
+            match self.next_item(end, b'}', &mut measured, item, measure)? {
                 Step::Close(end) => return Ok((end, measured)),
                 Step::Next(next) => i = next,
             }
@@ -642,16 +929,22 @@ impl Parser<'_, '_> {
     }
 
     /// A member's value, recorded in `fields` when it is a wanted field seen for the first
-    /// time (dropped when its shape does not fit).
+    /// time (dropped when its shape does not fit); returns its compact length when measured
+    /// and the offset after it.
     fn member(
         &mut self,
         i: usize,
         depth: usize,
         child: Option<usize>,
         measure: bool,
-    ) -> Result<(Value, usize), Error> {
+    ) -> Result<(Option<usize>, usize), Error> {
         let Some(child) = child.filter(|&c| self.fields.claim(c)) else {
-            return self.value(i, depth, None, measure);
+            let (end, measured) = if measure {
+                self.any::<true>(i, depth)?
+            } else {
+                self.any::<false>(i, depth)?
+            };
+            return Ok((measured, end));
         };
         let shape = self.schema.nodes.get(child).map_or(Shape::Any, |n| n.shape);
         let opens_object = self.at(i) == Some(b'{');
@@ -672,36 +965,10 @@ impl Parser<'_, '_> {
             if let Some(slot) = self.fields.values.get_mut(child) {
                 *slot = value;
             }
-        } else if let Some(d) = self.fields.dropped.get_mut(child) {
-            *d = true;
+        } else {
+            self.fields.drop_field(child);
         }
-        Ok((value, end))
-    }
-
-    /// An array's items from `i` (after `[`).
-    fn array(
-        &mut self,
-        i: usize,
-        depth: usize,
-        measure: bool,
-    ) -> Result<(usize, Option<usize>), Error> {
-        let mut measured = Some(2usize);
-        let mut i = self.skip_ws(i);
-        if self.at(i) == Some(b']') {
-            return Ok((i + 1, measured));
-        }
-        let mut first = true;
-        loop {
-            let (value, end) = self.value(i, depth, None, measure)?;
-            if !first {
-                measured = measured.map(|m| m + 1);
-            }
-            first = false;
-            match self.next_item(end, b']', &mut measured, value.measured, measure)? {
-                Step::Close(end) => return Ok((end, measured)),
-                Step::Next(next) => i = next,
-            }
-        }
+        Ok((value.measured, end))
     }
 }
 

@@ -1,4 +1,5 @@
-//! The Python binding: `analytics._scanner.scan_copilot(...)`.
+//! The Python binding: `analytics._scanner.scan_copilot(...)`, and `scan_copilot_from(...)`,
+//! which goes on from where an earlier scan of each file stopped (`ScanState`).
 //!
 //! The event columns leave as Arrow arrays through the Arrow C data interface (the
 //! `__arrow_c_array__` protocol, which `polars.Series(...)` accepts), so polars adopts the
@@ -13,11 +14,11 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
+    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
     TimestampMillisecondArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType, TimeUnit};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
@@ -25,7 +26,7 @@ use pyo3::types::{PyCapsule, PyTuple};
 use crate::copilot::COPILOT;
 use crate::format::Rule;
 use crate::json::Shape;
-use crate::scan::{Batch, Failure, FileSpec, Scanner, BLOCK};
+use crate::scan::{Batch, Failure, FileSpec, Resume, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
 fn scanner() -> &'static Scanner {
@@ -91,6 +92,36 @@ fn to_py(error: ArrowError) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
+/// Where the scan of one file stopped (`scan_copilot_from`): pass it back to read only the
+/// lines written since. Opaque, but for the byte offset and line count it stands at.
+#[pyclass(frozen, from_py_object, module = "analytics._scanner")]
+#[derive(Clone)]
+struct ScanState {
+    state: Resume,
+}
+
+#[pymethods]
+impl ScanState {
+    /// Bytes of the file scanned (just after its last complete line).
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.state.offset
+    }
+
+    /// Lines scanned.
+    #[getter]
+    fn lines(&self) -> i64 {
+        self.state.lines
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ScanState(offset={}, lines={})",
+            self.state.offset, self.state.lines
+        )
+    }
+}
+
 /// What `scan_copilot` returns: event tables (one per batch, in file order); issues as
 /// columns (file index, line, severity, message); per-model totals as rows (file index,
 /// line, session, process, JSON text); unreadable files (file index, errno, message).
@@ -132,11 +163,68 @@ fn scan_copilot(
         }))
         .unwrap_or_else(|_| vec![lost(count)])
     });
+    let (scanned, _) = to_python(batches)?;
+    Ok(scanned)
+}
+
+/// As `scan_copilot`, each file from `states[i]` (None: from its start), leaving a last line
+/// without its newline for next time; also returns each file's end state.
+#[pyfunction]
+#[pyo3(signature = (paths, hints, sizes, states, batch_bytes = 16 << 20, block_bytes = BLOCK))]
+fn scan_copilot_from(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    hints: Vec<String>,
+    sizes: Vec<Option<u64>>,
+    states: Vec<Option<ScanState>>,
+    batch_bytes: u64,
+    block_bytes: usize,
+) -> PyResult<(Scanned, Vec<ScanState>)> {
+    if paths.len() != hints.len() || paths.len() != sizes.len() || paths.len() != states.len() {
+        return Err(PyValueError::new_err(
+            "paths, hints, sizes and states differ in length",
+        ));
+    }
+    let files: Vec<FileSpec> = paths
+        .into_iter()
+        .zip(hints)
+        .zip(sizes)
+        .map(|((path, hint), size)| FileSpec { path, hint, size })
+        .collect();
+    let from: Vec<Resume> = states
+        .into_iter()
+        .map(|s| s.map(|s| s.state).unwrap_or_default())
+        .collect();
+    let count = files.len();
+    let batches = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            scanner().scan_from(&files, &from, batch_bytes, block_bytes)
+        }))
+        .unwrap_or_else(|_| {
+            let mut batch = lost(count);
+            batch.ends = from.iter().cloned().enumerate().collect();
+            vec![batch]
+        })
+    });
+    let (scanned, mut ends) = to_python(batches)?;
+    ends.sort_by_key(|&(file, _)| file);
+    Ok((
+        scanned,
+        ends.into_iter()
+            .map(|(_, state)| ScanState { state })
+            .collect(),
+    ))
+}
+
+/// Batches as Python data, and their end states (file index, state).
+fn to_python(batches: Vec<Batch>) -> PyResult<(Scanned, Vec<(usize, Resume)>)> {
+    let mut ends = Vec::new();
     let mut tables = Vec::with_capacity(batches.len());
     let mut issues = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut totals = Vec::new();
     let mut failures = Vec::new();
     for batch in batches {
+        ends.extend(batch.ends);
         for issue in batch.issues {
             issues.0.push(issue.file);
             issues.1.push(issue.line);
@@ -163,7 +251,7 @@ fn scan_copilot(
             rows,
         });
     }
-    Ok((tables, issues, totals, failures))
+    Ok(((tables, issues, totals, failures), ends))
 }
 
 /// Every file lost to a panic that escaped the scanner's own guards (a last resort).
@@ -280,8 +368,22 @@ fn ints(column: IntColumn) -> ArrayRef {
 }
 
 fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
+    let rows = table.rows();
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(table.columns.len());
     for column in table.columns {
+        if column.len() < rows {
+            // A column without a value in the batch (see `Table`): all null, zeroed memory
+            // that is never written.
+            let kind = match column {
+                Column::Str(_) => DataType::Utf8View,
+                Column::Int(_) => DataType::Int64,
+                Column::Int32(_) => DataType::Int32,
+                Column::Bool(_) => DataType::Boolean,
+                Column::Time(_) => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            };
+            arrays.push(new_null_array(&kind, rows));
+            continue;
+        }
         let array: ArrayRef = match column {
             Column::Str(c) => strings(c)?,
             Column::Int(c) => ints(c),
@@ -323,7 +425,9 @@ fn solve_systems(
 #[pymodule]
 fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<ArrowTable>()?;
+    module.add_class::<ScanState>()?;
     module.add_function(wrap_pyfunction!(scan_copilot, module)?)?;
+    module.add_function(wrap_pyfunction!(scan_copilot_from, module)?)?;
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
     module.add_function(wrap_pyfunction!(solve_systems, module)?)?;

@@ -8,12 +8,21 @@
 //! missing type is an error, a missing or bad time a warning). Nothing here can panic on any
 //! input; should a bug panic anyway, the batch is scanned again file by file and only the file
 //! that panicked is lost, reported as an error.
+//!
+//! A growing file can be scanned in goes ([`Scanner::scan_from`]): each file from the
+//! [`Resume`] state an earlier scan ended at, so only the bytes written since are read.
+//!
+//! Speed (see `benchmarks/README.md`, "Scanner speed"): string bodies are searched 16 bytes at
+//! a time for a quote, backslash or control character; unwanted values are validated without
+//! being recorded; keys are found by a hash of their first 16 bytes; a block's complete lines
+//! are checked for UTF-8 and NULs at once; a row fills only the columns of the fields its line
+//! has, the others padded with nulls in bulk.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
@@ -25,6 +34,14 @@ use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
 pub const BLOCK: usize = 4 << 20;
+thread_local! {
+    /// Each thread's read buffer, kept from batch to batch.
+    static BUFFERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Bytes per row that a batch's columns are sized for up front (fewer than most logs have,
+/// so they rarely grow; memory reserved and never written is never made resident).
+const ROW_BYTES: u64 = 1024;
 
 /// One file to scan: its path, the session it belongs to when it has no session start (the
 /// directory name or file stem), and how many bytes to read (what discovery saw).
@@ -68,16 +85,55 @@ pub struct Batch {
     pub issues: Vec<Issue>,
     pub totals: Vec<Totals>,
     pub failures: Vec<Failure>,
+    /// With [`Scanner::scan_from`]: where each file's scan stopped (file index, state).
+    pub ends: Vec<(usize, Resume)>,
 }
 
-/// Field nodes by event type, for type-dependent rules.
-type Typed = Vec<(&'static [u8], Vec<usize>)>;
+/// Where the scan of one file stopped, to go on from there as if the file were scanned
+/// whole ([`Scanner::scan_from`]): what the line numbers, byte offsets, process indexes and
+/// the cutting into sessions of later lines depend on.
+///
+/// One difference is kept, by design: rows already returned are never renamed. A part of the
+/// file (see `Builder::sessions`) is named by its first start that names a session; lines of
+/// a part read before that start (lines before the file's first `session.start`, or after a
+/// start without a session id) keep the name they were given then, the hint (`hint#n` for the
+/// n-th part), where a whole-file scan gives them the session named later.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Bytes of the file scanned: just after its last complete line.
+    pub offset: u64,
+    /// Lines scanned (the next line's number is one more).
+    pub lines: i64,
+    /// `session.resume` lines seen: the next line's process index.
+    pub resumes: i64,
+    /// Session starts that began a part so far (a start repeating an earlier line's event id
+    /// begins none).
+    pub starts: usize,
+    /// The session of the current part, once one of its starts named it.
+    pub session: Option<Vec<u8>>,
+    /// The event ids of every line so far.
+    pub ids: HashSet<Vec<u8>>,
+}
+
+/// Field nodes by event type (its index in `Scanner::types`), for type-dependent rules.
+type Typed = Vec<(usize, Vec<usize>)>;
+
+/// No event type the rules name.
+const OTHER: usize = usize::MAX;
 
 /// A format with its paths resolved to schema nodes.
 pub struct Scanner {
     format: Format,
     schema: Schema,
     columns: Vec<(Rule, Vec<usize>, Typed)>,
+    /// The columns in the order a row fills them, grouped by rule, so the branch to each
+    /// rule's code goes where it went for the column before, nearly always; a column's rank
+    /// is its place in this order.
+    by_rank: Vec<usize>,
+    /// The ranks of the columns each field node feeds, and of those filled on every row
+    /// (never null, or depending on the event type).
+    by_node: Vec<Vec<usize>>,
+    always: Vec<usize>,
     type_node: usize,
     time_node: usize,
     session_node: usize,
@@ -86,7 +142,15 @@ pub struct Scanner {
     totals_node: usize,
     text_nodes: Vec<usize>,
     assistant_nodes: Vec<usize>,
-    extras: Vec<(&'static [u8], Vec<usize>)>,
+    extras: Typed,
+    /// The event types the format's rules name: a line's type is found among them once
+    /// ([`Scanner::type_of`]) and the rules compare indexes.
+    types: Vec<&'static [u8]>,
+    start_type: usize,
+    resume_type: usize,
+    totals_type: usize,
+    text_types: Vec<usize>,
+    assistant_type: usize,
 }
 
 /// Column names every table starts with, before the format's own.
@@ -110,19 +174,66 @@ impl Scanner {
                 .collect()
         };
         let node = |path: &str| schema.find(path).unwrap_or(usize::MAX);
+        let mut types: Vec<&'static [u8]> = Vec::new();
+        let mut type_id = |kind: &'static str| {
+            let kind = kind.as_bytes();
+            types.iter().position(|&t| t == kind).unwrap_or_else(|| {
+                types.push(kind);
+                types.len() - 1
+            })
+        };
+        let content = format.content;
+        let columns: Vec<(Rule, Vec<usize>, Typed)> = format
+            .columns
+            .iter()
+            .map(|&(_, rule)| {
+                let typed = rule
+                    .by_type()
+                    .iter()
+                    .map(|&(kind, paths)| (type_id(kind), nodes(paths)))
+                    .collect();
+                (rule, nodes(rule.paths()), typed)
+            })
+            .collect();
+        let extras = content
+            .extras
+            .iter()
+            .map(|&(kind, paths)| (type_id(kind), nodes(paths)))
+            .collect();
+        let text_types = content.text_types.iter().map(|&t| type_id(t)).collect();
+        let start_type = type_id(format.start_type);
+        let resume_type = type_id(format.resume_type);
+        let totals_type = type_id(format.totals.0);
+        let assistant_type = type_id(content.assistant_type);
+        let mut by_rank: Vec<usize> = (0..columns.len()).collect();
+        by_rank.sort_by_key(|&c| columns.get(c).map_or(0, |(rule, _, _)| rule_group(*rule)));
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); schema.nodes.len()];
+        let mut always = Vec::new();
+        for (rank, &index) in by_rank.iter().enumerate() {
+            let Some((rule, nodes, typed)) = columns.get(index) else {
+                continue;
+            };
+            if matches!(
+                rule,
+                Rule::ContentBytes | Rule::FlagOrFalse(_) | Rule::Time(_)
+            ) {
+                always.push(rank);
+                continue;
+            }
+            let fed = nodes.iter().chain(typed.iter().flat_map(|(_, n)| n));
+            for &node in fed {
+                if let Some(ranks) = by_node.get_mut(node) {
+                    if !ranks.contains(&rank) {
+                        ranks.push(rank);
+                    }
+                }
+            }
+        }
         Scanner {
-            columns: format
-                .columns
-                .iter()
-                .map(|&(_, rule)| {
-                    let typed = rule
-                        .by_type()
-                        .iter()
-                        .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
-                        .collect();
-                    (rule, nodes(rule.paths()), typed)
-                })
-                .collect(),
+            by_rank,
+            by_node,
+            always,
+            columns,
             type_node: node(format.type_field),
             time_node: node(format.time_field),
             session_node: node(format.session_field),
@@ -132,17 +243,26 @@ impl Scanner {
                 .iter()
                 .position(|&(name, _)| name == format.id_column),
             totals_node: node(format.totals.1),
-            text_nodes: nodes(format.content.text),
-            assistant_nodes: nodes(format.content.assistant),
-            extras: format
-                .content
-                .extras
-                .iter()
-                .map(|&(kind, paths)| (kind.as_bytes(), nodes(paths)))
-                .collect(),
+            text_nodes: nodes(content.text),
+            assistant_nodes: nodes(content.assistant),
+            extras,
+            types,
+            start_type,
+            resume_type,
+            totals_type,
+            text_types,
+            assistant_type,
             format,
             schema,
         }
+    }
+
+    /// The index in `types` of an event type, or [`OTHER`].
+    fn type_of(&self, kind: &[u8]) -> usize {
+        self.types
+            .iter()
+            .position(|t| t.len() == kind.len() && *t == kind)
+            .unwrap_or(OTHER)
     }
 
     /// The names of the event table's columns, in order.
@@ -158,6 +278,30 @@ impl Scanner {
     /// `batch_bytes`, reading `block` bytes at once, on rayon's threads; batches come back in
     /// file order.
     pub fn scan(&self, files: &[FileSpec], batch_bytes: u64, block: usize) -> Vec<Batch> {
+        self.scan_batches(files, None, batch_bytes, block)
+    }
+
+    /// As [`Scanner::scan`], each file from a saved state (`from[i]` for `files[i]`; the
+    /// default state is the file's start). A last line without its newline is left for the
+    /// next scan (it is being written), not reported; each batch's `ends` say where every
+    /// file stopped, to pass back next time.
+    pub fn scan_from(
+        &self,
+        files: &[FileSpec],
+        from: &[Resume],
+        batch_bytes: u64,
+        block: usize,
+    ) -> Vec<Batch> {
+        self.scan_batches(files, Some(from), batch_bytes, block)
+    }
+
+    fn scan_batches(
+        &self,
+        files: &[FileSpec],
+        from: Option<&[Resume]>,
+        batch_bytes: u64,
+        block: usize,
+    ) -> Vec<Batch> {
         let block = block.max(1);
         let mut batches: Vec<Vec<usize>> = Vec::new();
         let mut size = 0;
@@ -173,7 +317,7 @@ impl Scanner {
         }
         batches
             .par_iter()
-            .map(|indexes| self.scan_batch(files, indexes, block))
+            .map(|indexes| self.scan_batch(files, from, indexes, block))
             .collect()
     }
 
@@ -183,14 +327,28 @@ impl Scanner {
     }
 
     /// One batch; if scanning it panics (a bug), file by file so one file alone is lost.
-    fn scan_batch(&self, files: &[FileSpec], indexes: &[usize], block: usize) -> Batch {
+    fn scan_batch(
+        &self,
+        files: &[FileSpec],
+        from: Option<&[Resume]>,
+        indexes: &[usize],
+        block: usize,
+    ) -> Batch {
         let run = |indexes: &[usize]| {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut out = Builder::new(self);
                 out.block = block;
+                let bytes: u64 = indexes
+                    .iter()
+                    .filter_map(|&i| files.get(i).and_then(|f| f.size))
+                    .sum();
+                out.reserve(usize::try_from(bytes / ROW_BYTES).unwrap_or(0).min(1 << 20));
                 for &index in indexes {
                     if let Some(file) = files.get(index) {
-                        out.file(index, file);
+                        let start = from.map(|f| f.get(index).cloned().unwrap_or_default());
+                        if let Some(end) = out.file(index, file, start) {
+                            out.ends.push((index, end));
+                        }
                     }
                 }
                 out.finish()
@@ -210,6 +368,10 @@ impl Scanner {
                         errno: None,
                         message: "internal error in the log scanner; file skipped".into(),
                     });
+                    if let Some(from) = from {
+                        let start = from.get(index).cloned().unwrap_or_default();
+                        lost.ends.push((index, start));
+                    }
                     parts.push(lost);
                 }
             }
@@ -224,12 +386,15 @@ fn merge(mut first: Batch, parts: Vec<Batch>) -> Batch {
         first.issues.extend(part.issues);
         first.totals.extend(part.totals);
         first.failures.extend(part.failures);
+        first.ends.extend(part.ends);
         first.events = append(first.events, part.events);
     }
     first
 }
 
-fn append(mut into: Table, from: Table) -> Table {
+fn append(mut into: Table, mut from: Table) -> Table {
+    into.pad();
+    from.pad();
     for (a, b) in into.columns.iter_mut().zip(from.columns) {
         match (a, b) {
             (Column::Str(a), Column::Str(b)) => {
@@ -300,6 +465,10 @@ struct FileState {
     starts: Vec<Start>,
     resumes: i64,
     offset: i64,
+    /// Lines read so far (including those before a resumed scan's start).
+    lines: i64,
+    /// A resumed scan: a last line without its newline is left unread.
+    partial: bool,
 }
 
 /// Columns and issues of one batch, filled line by line.
@@ -315,6 +484,10 @@ struct Builder<'s> {
     issues: Vec<Issue>,
     totals: Vec<Totals>,
     failures: Vec<Failure>,
+    ends: Vec<(usize, Resume)>,
+    /// The columns a row fills (see `Builder::event`), and which are in it.
+    todo: Vec<usize>,
+    marked: Vec<u64>,
     scratch: Vec<u8>,
     buffer: Vec<u8>,
     block: usize,
@@ -344,13 +517,44 @@ impl<'s> Builder<'s> {
             issues: Vec::new(),
             totals: Vec::new(),
             failures: Vec::new(),
+            ends: Vec::new(),
+            todo: Vec::new(),
+            marked: vec![0; scanner.columns.len().div_ceil(64)],
             scratch: Vec::new(),
             buffer: Vec::new(),
             block: BLOCK,
         }
     }
 
-    fn finish(self) -> Batch {
+    /// Room for `rows` rows in every column.
+    fn reserve(&mut self, rows: usize) {
+        self.source_file.reserve(rows);
+        self.source_line.reserve(rows);
+        self.byte_offset.reserve(rows);
+        self.session_id.reserve(rows);
+        self.process_index.reserve(rows);
+        for column in &mut self.columns {
+            column.reserve(rows);
+        }
+    }
+
+    fn finish(mut self) -> Batch {
+        // The read buffer goes back to the thread for its next batch (fresh memory costs a
+        // page fault per 4 KB).
+        let buffer = std::mem::take(&mut self.buffer);
+        BUFFERS.with(|b| {
+            if buffer.capacity() > b.borrow().capacity() {
+                b.replace(buffer);
+            }
+        });
+        // A column no row of the batch had a value for stays empty: all null (see
+        // `Table`), never written, so its memory is never made resident.
+        let rows = self.source_line.values.len();
+        for column in &mut self.columns {
+            if !column.is_empty() {
+                column.pad(rows);
+            }
+        }
         let mut columns = vec![
             Column::Str(self.source_file),
             Column::Int(self.source_line),
@@ -367,32 +571,48 @@ impl<'s> Builder<'s> {
             issues: self.issues,
             totals: self.totals,
             failures: self.failures,
+            ends: self.ends,
         }
     }
 
-    /// Every line of one file, read once in blocks.
-    fn file(&mut self, index: usize, spec: &FileSpec) {
+    /// Every line of one file, read once in blocks; with `from`, the lines after that state,
+    /// and the state at the end.
+    fn file(&mut self, index: usize, spec: &FileSpec, from: Option<Resume>) -> Option<Resume> {
+        let resumed = from.is_some();
+        let mut carry = from.unwrap_or_default();
         let mut state = FileState {
             index,
             first_row: self.source_line.values.len(),
             first_totals: self.totals.len(),
             starts: Vec::new(),
-            resumes: 0,
-            offset: 0,
+            resumes: carry.resumes,
+            offset: i64::try_from(carry.offset).unwrap_or(i64::MAX),
+            lines: carry.lines,
+            partial: resumed,
         };
-        if let Err(error) = self.read_lines(spec, &mut state) {
+        let failed = if let Err(error) = self.read_lines(spec, &mut state) {
             self.failures.push(Failure {
                 file: index,
                 errno: error.raw_os_error(),
                 message: error.to_string(),
             });
-        }
+            true
+        } else {
+            false
+        };
+        let unchanged = (resumed && failed).then(|| carry.clone());
         let rows = self.source_line.values.len() - state.first_row;
         let path = spec.path.to_string_lossy();
-        let sessions = self.sessions(&state, spec.hint.as_bytes(), rows);
-        for session in &sessions {
-            self.source_file.push_shared(path.as_bytes());
-            self.session_id.push_shared(session);
+        self.source_file.push_shared_n(path.as_bytes(), rows);
+        for (session, count) in self.sessions(&state, spec.hint.as_bytes(), rows, &mut carry) {
+            self.session_id.push_shared_n(&session, count);
+        }
+        if let Some(unchanged) = unchanged {
+            carry = unchanged; // the caller drops an unreadable file's rows
+        } else {
+            carry.offset = u64::try_from(state.offset).unwrap_or(0);
+            carry.lines = state.lines;
+            carry.resumes = state.resumes;
         }
         for totals in self.totals.iter_mut().skip(state.first_totals) {
             let row = usize::try_from(totals.process).unwrap_or(0);
@@ -408,6 +628,7 @@ impl<'s> Builder<'s> {
                 .map(|id| String::from_utf8_lossy(&id).into_owned())
                 .unwrap_or_default();
         }
+        resumed.then_some(carry)
     }
 
     /// The session of each of a file's `rows`. The file is cut into parts at each session start
@@ -415,64 +636,91 @@ impl<'s> Builder<'s> {
     /// starts name (the first that names one), else the hint for the first part and
     /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
     /// event id an earlier line of the file had (a log copied onto itself) begins no part.
-    fn sessions(&self, state: &FileState, hint: &[u8], rows: usize) -> Vec<Vec<u8>> {
+    /// Returns (session, rows) runs.
+    fn sessions(
+        &self,
+        state: &FileState,
+        hint: &[u8],
+        rows: usize,
+        carry: &mut Resume,
+    ) -> Vec<(Vec<u8>, usize)> {
         let ids = self.scanner.id_column.and_then(|c| self.columns.get(c));
-        let mut seen: HashSet<Vec<u8>> = HashSet::new();
-        let mut checked = 0;
-        let mut new_starts: Vec<usize> = Vec::new();
-        for (row, _, id) in &state.starts {
-            let repeated = match (id, ids) {
-                (Some(id), Some(Column::Str(column))) => {
-                    for earlier in checked..*row {
-                        if let Some(e) = column.get(state.first_row + earlier) {
-                            seen.insert(e);
-                        }
+        let remember = |seen: &mut HashSet<Vec<u8>>, rows: std::ops::Range<usize>| {
+            if let Some(Column::Str(column)) = ids {
+                for row in rows {
+                    if let Some(id) = column.get(state.first_row + row) {
+                        seen.insert(id);
                     }
+                }
+            }
+        };
+        let mut checked = 0;
+        // Segments of these rows: (first row, part). Part k (from 0) begins at the (k+1)-th
+        // new start for k >= 1; the first part at the file's first row.
+        let mut bounds: Vec<(usize, usize)> = vec![(0, carry.starts.saturating_sub(1))];
+        for (row, _, id) in &state.starts {
+            let repeated = match id {
+                Some(id) if ids.is_some() => {
+                    remember(&mut carry.ids, checked..*row);
                     checked = checked.max(*row);
-                    seen.contains(id)
+                    carry.ids.contains(id)
                 }
                 _ => false,
             };
             if !repeated {
-                new_starts.push(*row);
+                carry.starts += 1;
+                if carry.starts >= 2 {
+                    bounds.push((*row, carry.starts - 1));
+                }
             }
         }
-        // Part k (from 0) begins at bounds[k]: the first part at row 0, the others at the
-        // second new start on.
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(new_starts.iter().skip(1).copied())
-            .collect();
-        let mut names: Vec<Option<&[u8]>> = vec![None; bounds.len()];
+        if state.partial {
+            remember(&mut carry.ids, checked..rows);
+        }
+        let mut names: Vec<Option<Vec<u8>>> = vec![None; bounds.len()];
+        if let Some(first) = names.first_mut() {
+            *first = carry.session.take();
+        }
         for (row, session, _) in &state.starts {
-            let part = bounds.partition_point(|&b| b <= *row).saturating_sub(1);
-            if let (Some(slot @ None), Some(session)) = (names.get_mut(part), session) {
-                *slot = Some(session.as_slice());
+            let segment = bounds
+                .partition_point(|&(b, _)| b <= *row)
+                .saturating_sub(1);
+            if let (Some(slot @ None), Some(session)) = (names.get_mut(segment), session) {
+                *slot = Some(session.clone());
             }
         }
-        let mut out = Vec::with_capacity(rows);
-        for (part, name) in names.iter().enumerate() {
-            let first = bounds.get(part).copied().unwrap_or(rows);
-            let end = bounds.get(part + 1).copied().unwrap_or(rows);
+        let mut out = Vec::with_capacity(names.len());
+        for (segment, name) in names.iter().enumerate() {
+            let (first, part) = bounds.get(segment).copied().unwrap_or((rows, 0));
+            let end = bounds.get(segment + 1).map_or(rows, |&(b, _)| b);
             let session = match name {
-                Some(name) => name.to_vec(),
+                Some(name) => name.clone(),
                 None if part == 0 => hint.to_vec(),
                 None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
             };
-            for _ in first..end.max(first) {
-                out.push(session.clone());
-            }
+            out.push((session, end.saturating_sub(first)));
         }
+        carry.session = names.pop().flatten();
         out
     }
 
     fn read_lines(&mut self, spec: &FileSpec, state: &mut FileState) -> std::io::Result<()> {
         let mut file = File::open(&spec.path)?;
-        let mut left = spec.size.unwrap_or(u64::MAX);
+        let start = u64::try_from(state.offset).unwrap_or(0);
+        if start > 0 {
+            file.seek(SeekFrom::Start(start))?;
+        }
+        let mut left = spec
+            .size
+            .map_or(u64::MAX, |size| size.saturating_sub(start));
         // One buffer per batch, reused: a block is appended to the unfinished line before it,
         // and only the new bytes are searched for newlines (a line may span many blocks).
         let mut buffer = std::mem::take(&mut self.buffer);
+        if buffer.capacity() == 0 {
+            buffer = BUFFERS.with(|b| b.take());
+        }
         buffer.clear();
-        let mut number: i64 = 0;
+        let mut number: i64 = state.lines;
         let mut result = Ok(());
         while left > 0 {
             let searched = buffer.len();
@@ -488,21 +736,31 @@ impl<'s> Builder<'s> {
                 }
             };
             left = left.saturating_sub(got as u64);
-            let mut start = 0;
             let new = buffer.get(searched..).unwrap_or(&[]);
+            let Some(last) = memchr::memrchr(b'\n', new) else {
+                continue;
+            };
+            // The block's complete lines are checked at once for bytes that are not UTF-8
+            // and for NULs (nearly always there are none); only if there are, line by line.
+            let complete = buffer.get(..searched + last + 1).unwrap_or(&[]);
+            let clean = simdutf8::basic::from_utf8(complete).is_ok()
+                && memchr::memchr(0, complete).is_none();
+            let mut start = 0;
+            let new = buffer.get(searched..complete.len()).unwrap_or(&[]);
             for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
-                self.line(line, number, state);
+                self.line(line, number, state, clean);
                 state.offset += i64::try_from(end - start + 1).unwrap_or(0);
                 start = end + 1;
             }
             buffer.drain(..start);
         }
-        if result.is_ok() && !buffer.is_empty() {
+        if result.is_ok() && !buffer.is_empty() && !state.partial {
             number += 1;
-            self.line(&buffer, number, state);
+            self.line(&buffer, number, state, false);
         }
+        state.lines = number;
         self.buffer = buffer;
         result
     }
@@ -517,14 +775,15 @@ impl<'s> Builder<'s> {
     }
 
     /// One line: an event row, or an issue (or a row with warnings).
-    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState) {
+    /// `clean`: the line is known to be UTF-8 without NULs.
+    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
         let mut text: Cow<[u8]> = Cow::Borrowed(raw);
-        if std::str::from_utf8(raw).is_err() {
+        if !clean && simdutf8::basic::from_utf8(raw).is_err() {
             text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
             let message = "line is not valid UTF-8; bad bytes replaced".into();
             self.issue(state, number, "warning", message);
         }
-        if memchr::memchr(0, &text).is_some() {
+        if !clean && memchr::memchr(0, &text).is_some() {
             text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
             self.issue(
                 state,
@@ -573,16 +832,15 @@ impl<'s> Builder<'s> {
     /// A line that is a JSON object: its row, or an error when it has no type.
     fn event(&mut self, line: &[u8], number: i64, state: &mut FileState) {
         let scanner = self.scanner;
-        let dropped: Vec<String> = (0..scanner.schema.nodes.len())
-            .filter(|&n| self.fields.dropped.get(n).copied().unwrap_or(false))
-            .map(|n| scanner.schema.path(n))
-            .collect();
-        if !dropped.is_empty() {
+        if self.fields.any_dropped() {
+            let dropped: Vec<String> = (0..scanner.schema.nodes.len())
+                .filter(|&n| self.fields.dropped.get(n).copied().unwrap_or(false))
+                .map(|n| scanner.schema.path(n))
+                .collect();
             let message = format!("unexpected shape, ignored: {}", dropped.join(", "));
             self.issue(state, number, "warning", message);
         }
-        let kind = format::text(line, self.fields.get(scanner.type_node)).map(Cow::into_owned);
-        let Some(kind) = kind else {
+        let Some(kind) = format::text(line, self.fields.get(scanner.type_node)) else {
             self.issue(state, number, "error", "event has no 'type'".into());
             return;
         };
@@ -592,18 +850,19 @@ impl<'s> Builder<'s> {
             let message = "timestamp missing or not ISO-8601".into();
             self.issue(state, number, "warning", message);
         }
-        if kind == scanner.format.resume_type.as_bytes() {
+        let tid = scanner.type_of(&kind);
+        if tid == scanner.resume_type {
             state.resumes += 1;
         }
         let row = self.source_line.values.len() - state.first_row;
-        if kind == scanner.format.start_type.as_bytes() {
+        if tid == scanner.start_type {
             let session = format::text(line, self.fields.get(scanner.session_node));
             let id = format::text(line, self.fields.get(scanner.id_node));
             state
                 .starts
                 .push((row, session.map(Cow::into_owned), id.map(Cow::into_owned)));
         }
-        if kind == scanner.format.totals.0.as_bytes() {
+        if tid == scanner.totals_type {
             let value = self.fields.get(scanner.totals_node);
             // As a JSON path lookup gives it: a string's text, else compact JSON (none when a
             // number in it is out of range).
@@ -627,16 +886,46 @@ impl<'s> Builder<'s> {
                 });
             }
         }
+        let at = self.source_line.values.len();
         self.source_line.push(Some(number));
         self.byte_offset.push(Some(state.offset));
         self.process_index.push(Some(state.resumes));
-        for (column, (rule, nodes, typed)) in self.columns.iter_mut().zip(&scanner.columns) {
+        // Only the columns of the fields this line has (and those that are never null) are
+        // filled; the others are padded with nulls when a later row, or the batch's end,
+        // needs them to be.
+        let mut todo = std::mem::take(&mut self.todo);
+        todo.clear();
+        let ranks = self
+            .fields
+            .touched()
+            .iter()
+            .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
+        for &rank in ranks.chain(&scanner.always) {
+            if let Some(word) = self.marked.get_mut(rank / 64) {
+                *word |= 1 << (rank % 64);
+            }
+        }
+        for (at_word, word) in self.marked.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let rank = at_word * 64 + usize::try_from(bits.trailing_zeros()).unwrap_or(0);
+                bits &= bits - 1;
+                todo.extend(scanner.by_rank.get(rank));
+            }
+        }
+        for &index in &todo {
+            let (Some(column), Some((rule, nodes, typed))) =
+                (self.columns.get_mut(index), scanner.columns.get(index))
+            else {
+                continue;
+            };
+            column.pad(at);
             let first = if typed.is_empty() {
                 first_present(&self.fields, nodes)
             } else {
                 typed
                     .iter()
-                    .find(|(t, _)| *t == kind.as_slice())
+                    .find(|&&(t, _)| t == tid)
                     .and_then(|(_, nodes)| first_present(&self.fields, nodes))
             };
             match (column, *rule) {
@@ -668,7 +957,7 @@ impl<'s> Builder<'s> {
                     c.push(first.and_then(format::measured).and_then(to_i64));
                 }
                 (Column::Int(c), Rule::ContentBytes) => {
-                    c.push(content_bytes(scanner, &self.fields, line, &kind));
+                    c.push(content_bytes(scanner, &self.fields, line, tid));
                 }
                 (Column::Bool(c), Rule::Flag(_)) => {
                     c.push(first.and_then(|v| format::flag(line, v)))
@@ -684,6 +973,23 @@ impl<'s> Builder<'s> {
                 (Column::Bool(c), _) => c.push(None),
             }
         }
+        self.todo = todo;
+    }
+}
+
+/// Rules in groups of the same code (see `Scanner::by_rank`).
+fn rule_group(rule: Rule) -> u8 {
+    match rule {
+        Rule::Shared(_) => 0,
+        Rule::Text(_) => 1,
+        Rule::Limited(..) => 2,
+        Rule::MatchedOn(_) => 3,
+        Rule::Int(_) => 4,
+        Rule::MeasuredOn(_) => 5,
+        Rule::ContentBytes => 6,
+        Rule::Flag(_) => 7,
+        Rule::FlagOrFalse(_) => 8,
+        Rule::Time(_) => 9,
     }
 }
 
@@ -700,12 +1006,11 @@ fn to_i64(n: usize) -> Option<i64> {
 }
 
 /// Bytes of text an event adds to the conversation (see `format::Content`).
-fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -> Option<i64> {
-    let content = &scanner.format.content;
-    let len = |v: Value| format::text(line, v).map(|t| t.len());
-    let base = if content.text_types.iter().any(|t| t.as_bytes() == kind) {
+fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], tid: usize) -> Option<i64> {
+    let len = |v: Value| format::text_len(line, v);
+    let base = if tid != OTHER && scanner.text_types.contains(&tid) {
         first_present(fields, &scanner.text_nodes).and_then(len)
-    } else if content.assistant_type.as_bytes() == kind {
+    } else if tid == scanner.assistant_type {
         Some(
             scanner
                 .assistant_nodes
@@ -719,7 +1024,7 @@ fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], kind: &[u8]) -
     let extra = scanner
         .extras
         .iter()
-        .filter(|(t, _)| *t == kind)
+        .filter(|&&(t, _)| t == tid && tid != OTHER)
         .find_map(|(_, nodes)| first_present(fields, nodes).and_then(format::measured));
     let total = match extra {
         Some(extra) => Some(base.unwrap_or(0) + extra),

@@ -8,9 +8,48 @@
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Largest data buffer of a string column (view offsets are 32 bits).
 const BUFFER_LIMIT: usize = 1 << 30;
+/// A string column's first data buffer, and the most a later one starts with: a full buffer
+/// is followed by a new one (twice its size, up to this) rather than grown, so no string is
+/// ever copied twice.
+const FIRST_BUFFER: usize = 64 << 10;
+const BUFFER_STEP: usize = 8 << 20;
+
+/// A fast hash of short byte strings (FxHash's mixing, a word at a time) for the shared
+/// strings' dictionary: its keys are ids, models and paths read from local logs.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+        }
+        let mut last = [0u8; 8];
+        for (to, from) in last.iter_mut().zip(chunks.remainder()) {
+            *to = *from;
+        }
+        self.add(u64::from_le_bytes(last));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(u64::try_from(n).unwrap_or(0));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// A nullable column of strings as Arrow views.
 #[derive(Default)]
@@ -18,7 +57,9 @@ pub struct StrColumn {
     pub views: Vec<u128>,
     pub valid: Vec<bool>,
     pub buffers: Vec<Vec<u8>>,
-    shared: HashMap<Vec<u8>, u128>,
+    shared: HashMap<Vec<u8>, u128, BuildHasherDefault<WordHasher>>,
+    /// The last shared string pushed and its view (the same value often fills a run of rows).
+    last: Option<(Vec<u8>, u128)>,
 }
 
 impl StrColumn {
@@ -28,6 +69,20 @@ impl StrColumn {
 
     pub fn is_empty(&self) -> bool {
         self.views.is_empty()
+    }
+
+    /// Room for `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        self.views.reserve(rows);
+        self.valid.reserve(rows);
+    }
+
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        if self.views.len() < rows {
+            self.views.resize(rows, 0);
+            self.valid.resize(rows, false);
+        }
     }
 
     pub fn push_null(&mut self) {
@@ -44,6 +99,25 @@ impl StrColumn {
 
     /// Append a string likely repeated on other rows: stored once, pointed at by all of them.
     pub fn push_shared(&mut self, text: &[u8]) {
+        self.push_shared_n(text, 1);
+    }
+
+    /// Append `n` rows of a shared string (see [`StrColumn::push_shared`]).
+    pub fn push_shared_n(&mut self, text: &[u8], n: usize) {
+        let view = self.shared_view(text);
+        self.views.extend(std::iter::repeat_n(view, n));
+        self.valid.extend(std::iter::repeat_n(true, n));
+    }
+
+    fn shared_view(&mut self, text: &[u8]) -> u128 {
+        if text.len() <= 12 {
+            return self.view(text); // inline: nothing to share
+        }
+        if let Some((last, view)) = &self.last {
+            if last.as_slice() == text {
+                return *view;
+            }
+        }
         let view = match self.shared.get(text) {
             Some(&view) => view,
             None => {
@@ -54,8 +128,15 @@ impl StrColumn {
                 view
             }
         };
-        self.views.push(view);
-        self.valid.push(true);
+        match &mut self.last {
+            Some((last, at)) => {
+                last.clear();
+                last.extend_from_slice(text);
+                *at = view;
+            }
+            None => self.last = Some((text.to_vec(), view)),
+        }
+        view
     }
 
     pub fn push_opt(&mut self, text: Option<&[u8]>, shared: bool) {
@@ -78,12 +159,13 @@ impl StrColumn {
             }
             return u128::from_le_bytes(bytes);
         }
-        let needs_new = self
-            .buffers
-            .last()
-            .is_none_or(|b| b.len() + len > BUFFER_LIMIT);
-        if needs_new {
-            self.buffers.push(Vec::with_capacity(len.max(64 << 10)));
+        let full = |b: &Vec<u8>| b.len() + len > b.capacity().min(BUFFER_LIMIT);
+        if self.buffers.last().is_none_or(full) {
+            let next = self
+                .buffers
+                .last()
+                .map_or(FIRST_BUFFER, |b| (b.capacity() * 2).min(BUFFER_STEP));
+            self.buffers.push(Vec::with_capacity(len.max(next)));
         }
         let index = self.buffers.len() - 1;
         let buffer = self.buffers.last_mut().map_or(0, |b| {
@@ -127,7 +209,21 @@ pub struct Nullable<T> {
     pub valid: Vec<bool>,
 }
 
-impl<T: Default> Nullable<T> {
+impl<T: Default + Clone> Nullable<T> {
+    /// Room for `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        self.values.reserve(rows);
+        self.valid.reserve(rows);
+    }
+
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        if self.values.len() < rows {
+            self.values.resize(rows, T::default());
+            self.valid.resize(rows, false);
+        }
+    }
+
     pub fn push(&mut self, value: Option<T>) {
         self.valid.push(value.is_some());
         self.values.push(value.unwrap_or_default());
@@ -150,6 +246,24 @@ pub enum Column {
 }
 
 impl Column {
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        match self {
+            Column::Str(c) => c.pad(rows),
+            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.pad(rows),
+            Column::Bool(c) => c.pad(rows),
+        }
+    }
+
+    /// Room for `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        match self {
+            Column::Str(c) => c.reserve(rows),
+            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.reserve(rows),
+            Column::Bool(c) => c.reserve(rows),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Column::Str(c) => c.len(),
@@ -163,7 +277,8 @@ impl Column {
     }
 }
 
-/// Named columns of equal length.
+/// Named columns of equal length, but that an empty column is all null (the table's rows
+/// of nulls).
 pub struct Table {
     pub names: Vec<&'static str>,
     pub columns: Vec<Column>,
@@ -171,6 +286,14 @@ pub struct Table {
 
 impl Table {
     pub fn rows(&self) -> usize {
-        self.columns.first().map_or(0, Column::len)
+        self.columns.iter().map(Column::len).max().unwrap_or(0)
+    }
+
+    /// Every column at the table's length (empty ones as nulls).
+    pub fn pad(&mut self) {
+        let rows = self.rows();
+        for column in &mut self.columns {
+            column.pad(rows);
+        }
     }
 }

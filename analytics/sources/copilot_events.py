@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,13 +36,21 @@ Progress = Callable[[int, int], None]
 """Called with (bytes read so far, bytes to read)."""
 
 
+ScanState = _scanner.ScanState
+"""Where the scan of one log stopped (``ParsedLog.ends``): pass it back in ``read_logs``'s
+``resume`` to read only the lines written since."""
+
+
 @dataclass(frozen=True)
 class ParsedLog:
-    """What log files yield: their events, their shutdown per-model totals, their problems."""
+    """What log files yield: their events, their shutdown per-model totals, their problems;
+    with ``read_logs(..., resume=...)``, where each log's scan stopped (aligned with the logs;
+    empty otherwise)."""
 
     events: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
+    ends: list[ScanState] = field(default_factory=list)
 
 
 def read_events(path: Path, session_hint: str) -> ParsedLog:
@@ -55,19 +63,42 @@ def read_events(path: Path, session_hint: str) -> ParsedLog:
     return read_logs([LogFile(path, session_hint)])
 
 
-def read_logs(logs: Sequence[LogFile], progress: Progress | None = None) -> ParsedLog:
+def read_logs(
+    logs: Sequence[LogFile],
+    progress: Progress | None = None,
+    *,
+    resume: Sequence[ScanState | None] | None = None,
+) -> ParsedLog:
     """Parse many events files into one set of tables, in file and line order.
 
     Each file is read up to the size discovery saw (bytes written since are read next time).
     A file holds one session or several one after another: each line belongs to the latest
     ``session.start`` before it (earlier lines to the first one), a file without any to its
     hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
+
+    ``resume`` (aligned with ``logs``) reads each log from a state a previous read ended at
+    (``ParsedLog.ends``; None: from its start), for a log that grows: the lines, offsets,
+    process indexes and sessions of the new lines are those a read of the whole file gives
+    them, and a last line without its newline (being written) is left for the next read. Two
+    differences, by design: rows already read are never renamed (lines of a session read before
+    its ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``),
+    and the "unknown event type" warning counts the lines of this read.
     """
     names = [str(log.path) for log in logs]
     sizes = [log.stat.st_size if log.stat else None for log in logs]
-    tables, issue_columns, totals, failures = _scanner.scan_copilot(
-        names, [log.session_hint for log in logs], sizes, BATCH_BYTES, BLOCK_BYTES
-    )
+    hints = [log.session_hint for log in logs]
+    ends: list[ScanState] = []
+    if resume is None:
+        tables, issue_columns, totals, failures = _scanner.scan_copilot(
+            names, hints, sizes, BATCH_BYTES, BLOCK_BYTES
+        )
+    else:
+        if len(resume) != len(logs):
+            raise ValueError("resume must hold one state (or None) per log")
+        scanned, ends = _scanner.scan_copilot_from(
+            names, hints, sizes, list(resume), BATCH_BYTES, BLOCK_BYTES
+        )
+        tables, issue_columns, totals, failures = scanned
     if tables:
         events = pl.concat([batch_frame(table) for table in tables], rechunk=False)
     else:
@@ -91,7 +122,10 @@ def read_logs(logs: Sequence[LogFile], progress: Progress | None = None) -> Pars
         total = sum(size or 0 for size in sizes)
         progress(total, total)
     return ParsedLog(
-        events, metrics, issues.sort("file", "line", nulls_last=False, maintain_order=True)
+        events,
+        metrics,
+        issues.sort("file", "line", nulls_last=False, maintain_order=True),
+        ends,
     )
 
 
