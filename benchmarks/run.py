@@ -231,13 +231,14 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "agentcost decodes and validates every line with its native scanner (every line "
             "becomes an event or an issue), builds one row per event (~50 columns) and per LLM "
             "call, reconstructs "
-            "per-call tokens and prices them, a group of sessions (~192 MB of logs) at a time "
+            "per-call tokens and prices them, a group of sessions (~64 MB of logs) at a time "
             "(`analytics/pipeline.py`). Cold = empty caches. Warm = nothing changed since the "
             "cold run: the result cache (`analytics/result_cache.py`, keyed by every input's "
             "path, size, mtime, ctime and inode) answers, and the time is start-up, "
             "discovery, loading four small tables, pricing and JSON. Touched = one log's "
             "mtime changed (what a live session does): the result cache misses for that log's "
-            "group of sessions, which is read and analysed again. The profile at the end "
+            "group of sessions, whose stored result is brought up to date by analysing that "
+            "log's session again (`analytics/incremental.py`). The profile at the end "
             "shows where the time and the memory go, stage "
             "by stage.",
             "",
