@@ -145,17 +145,7 @@ fn scan_copilot(
     batch_bytes: u64,
     block_bytes: usize,
 ) -> PyResult<Scanned> {
-    if paths.len() != hints.len() || paths.len() != sizes.len() {
-        return Err(PyValueError::new_err(
-            "paths, hints and sizes differ in length",
-        ));
-    }
-    let files: Vec<FileSpec> = paths
-        .into_iter()
-        .zip(hints)
-        .zip(sizes)
-        .map(|((path, hint), size)| FileSpec { path, hint, size })
-        .collect();
+    let files = file_specs(paths, hints, sizes)?;
     let count = files.len();
     let batches = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
@@ -165,6 +155,25 @@ fn scan_copilot(
     });
     let (scanned, _) = to_python(batches)?;
     Ok(scanned)
+}
+
+/// The files to scan: `paths[i]` with hint `hints[i]`, read up to `sizes[i]` bytes.
+fn file_specs(
+    paths: Vec<PathBuf>,
+    hints: Vec<String>,
+    sizes: Vec<Option<u64>>,
+) -> PyResult<Vec<FileSpec>> {
+    if paths.len() != hints.len() || paths.len() != sizes.len() {
+        return Err(PyValueError::new_err(
+            "paths, hints and sizes differ in length",
+        ));
+    }
+    Ok(paths
+        .into_iter()
+        .zip(hints)
+        .zip(sizes)
+        .map(|((path, hint), size)| FileSpec { path, hint, size })
+        .collect())
 }
 
 /// As `scan_copilot`, each file from `states[i]` (None: from its start), leaving a last line
@@ -180,17 +189,10 @@ fn scan_copilot_from(
     batch_bytes: u64,
     block_bytes: usize,
 ) -> PyResult<(Scanned, Vec<ScanState>)> {
-    if paths.len() != hints.len() || paths.len() != sizes.len() || paths.len() != states.len() {
-        return Err(PyValueError::new_err(
-            "paths, hints, sizes and states differ in length",
-        ));
+    if paths.len() != states.len() {
+        return Err(PyValueError::new_err("paths and states differ in length"));
     }
-    let files: Vec<FileSpec> = paths
-        .into_iter()
-        .zip(hints)
-        .zip(sizes)
-        .map(|((path, hint), size)| FileSpec { path, hint, size })
-        .collect();
+    let files = file_specs(paths, hints, sizes)?;
     let from: Vec<Resume> = states
         .into_iter()
         .map(|s| s.map(|s| s.state).unwrap_or_default())
