@@ -670,26 +670,12 @@ impl Parser<'_, '_> {
         }
         let mut first = true;
         loop {
-            if self.at(i) != Some(b'"') {
-                return Err(Error {
-                    message: "Expecting property name enclosed in double quotes",
-                    at: i,
-                });
-            }
-            let key = self.string(i + 1)?;
+            let (key, value_at) = self.member_key(i)?;
             if M {
                 measured = measured.map(|m| m + key.measured + 1 + usize::from(!first));
             }
             first = false;
-            i = self.skip_ws(key.end);
-            if self.at(i) != Some(b':') {
-                return Err(Error {
-                    message: "Expecting ':' delimiter",
-                    at: i,
-                });
-            }
-            i = self.skip_ws(i + 1);
-            let (end, item) = self.any::<M>(i, depth)?;
+            let (end, item) = self.any::<M>(value_at, depth)?;
             match self.next_item(end, b'}', &mut measured, item, M)? {
                 Step::Close(end) => return Ok((end, measured)),
                 Step::Next(next) => i = next,
@@ -876,30 +862,36 @@ impl Parser<'_, '_> {
         }
         let mut first = true;
         loop {
-            if self.at(i) != Some(b'"') {
-                return Err(Error {
-                    message: "Expecting property name enclosed in double quotes",
-                    at: i,
-                });
-            }
-            let key = self.string(i + 1)?;
+            let (key, value_at) = self.member_key(i)?;
             measured = measured.map(|m| m + key.measured + 1 + usize::from(!first));
             first = false;
             let child = self.schema.lookup(node, self.s, i + 1, &key);
-            i = self.skip_ws(key.end);
-            if self.at(i) != Some(b':') {
-                return Err(Error {
-                    message: "Expecting ':' delimiter",
-                    at: i,
-                });
-            }
-            i = self.skip_ws(i + 1);
-            let (item, end) = self.member(i, depth, child, measure)?;
+            let (item, end) = self.member(value_at, depth, child, measure)?;
             match self.next_item(end, b'}', &mut measured, item, measure)? {
                 Step::Close(end) => return Ok((end, measured)),
                 Step::Next(next) => i = next,
             }
         }
+    }
+
+    /// The key of an object member whose opening quote is at `i`, and the offset of its
+    /// value (after the `:` and any whitespace); CPython's errors where either is missing.
+    fn member_key(&self, i: usize) -> Result<(Str, usize), Error> {
+        if self.at(i) != Some(b'"') {
+            return Err(Error {
+                message: "Expecting property name enclosed in double quotes",
+                at: i,
+            });
+        }
+        let key = self.string(i + 1)?;
+        let colon = self.skip_ws(key.end);
+        if self.at(colon) != Some(b':') {
+            return Err(Error {
+                message: "Expecting ':' delimiter",
+                at: colon,
+            });
+        }
+        Ok((key, self.skip_ws(colon + 1)))
     }
 
     /// After an object member or array item ending at `end`: its compact length added to
