@@ -201,3 +201,28 @@ def test_validation_in_groups_equals_validation_at_once(real_logs: Path) -> None
         assert at_once.height
         grouped = reconstruction_errors(analyze(paths, keep_events=False, group_bytes=1))
         assert grouped.equals(at_once)
+
+
+def test_groups_in_flight_give_the_result_of_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two workers collect results in group order: every table, issues included, is the
+    one a single worker gives, in the same row order."""
+    found = discover([SAMPLE_LOGS])
+    two = run_stages(found, None, keep_events=False, group_bytes=1)
+    monkeypatch.setattr(pipeline, "WORKERS", 1)
+    one = run_stages(found, None, keep_events=False, group_bytes=1)
+    for name in TABLES:
+        assert getattr(two, name).equals(getattr(one, name)), name
+    assert two.groups == one.groups
+
+
+def test_progress_across_groups_in_flight_only_grows_to_the_total() -> None:
+    found = discover([SAMPLE_LOGS])
+    seen: list[tuple[int, int]] = []
+    record = lambda now, total: seen.append((now, total))  # noqa: E731
+    run_stages(found, record, keep_events=False, group_bytes=1)
+    total = sum(log.stat.st_size for log in found.logs if log.stat)
+    assert seen and all(t == total for _, t in seen)
+    assert [now for now, _ in seen] == sorted(now for now, _ in seen)
+    assert seen[-1][0] == total

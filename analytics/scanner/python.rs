@@ -355,16 +355,23 @@ fn strings(column: StrColumn) -> Result<ArrayRef, ArrowError> {
         })
         .collect();
     let array = StringViewArray::try_new(
-        ScalarBuffer::from(column.views),
+        ScalarBuffer::from(fitted(column.views)),
         buffers,
         nulls(column.valid),
     )?;
     Ok(Arc::new(array))
 }
 
+/// A column's values without the room its growth left: the arrays live as long as polars
+/// keeps the events, and the spare capacity of a doubling vector is up to as much again.
+fn fitted<T>(mut values: Vec<T>) -> Vec<T> {
+    values.shrink_to_fit();
+    values
+}
+
 fn ints(column: IntColumn) -> ArrayRef {
     Arc::new(Int64Array::new(
-        ScalarBuffer::from(column.values),
+        ScalarBuffer::from(fitted(column.values)),
         nulls(column.valid),
     ))
 }
@@ -402,8 +409,11 @@ fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
                 nulls(c.valid),
             )),
             Column::Time(c) => Arc::new(
-                TimestampMillisecondArray::new(ScalarBuffer::from(c.values), nulls(c.valid))
-                    .with_timezone("UTC"),
+                TimestampMillisecondArray::new(
+                    ScalarBuffer::from(fitted(c.values)),
+                    nulls(c.valid),
+                )
+                .with_timezone("UTC"),
             ),
         };
         arrays.push(array);

@@ -1,0 +1,48 @@
+"""Tell the process's two allocators to hand freed memory back: peak RSS is a target.
+
+A cold run holds a group's events for a moment and then drops them, group after group
+(``pipeline``). Two allocators serve it, and by default each keeps what it freed:
+
+* polars' jemalloc gives every thread an arena of its own, of which a 2-core machine gets
+  8. Two groups are analysed on two worker threads, then the results are combined, priced
+  and written on the main thread. Each arena kept pages the others could not reuse.
+  One arena (``narenas:1``) lets the end of the run reuse what the groups freed.
+* glibc's malloc serves the native scanner's buffers. Its mmap threshold rises each
+  time a large block is freed, so later buffers come from the heap and stay resident.
+  A fixed 128 KiB threshold (``M_MMAP_THRESHOLD``) maps large buffers and unmaps them
+  on free.
+
+On the 1 GB benchmark tree, cold, with two workers, this took the peak from 323-338 MB
+to 282-294 MB. The wall time stayed within the machine's noise.
+
+``tune`` must run before polars is imported, since jemalloc reads its options once, on
+its first allocation. A value already in ``_RJEM_MALLOC_CONF`` is kept as given. Where
+glibc is absent (macOS, musl), only the jemalloc option applies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+#: jemalloc options. polars puts its own decay times in front of them, in the same variable,
+#: when it is imported.
+JEMALLOC_OPTIONS = "narenas:1"
+#: glibc's ``mallopt`` parameter number for the mmap threshold, and the threshold.
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 128 * 1024
+
+
+def tune() -> None:
+    """Set both allocators' options for this process (a no-op once polars is loaded)."""
+    if "polars" in sys.modules:
+        return
+    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_OPTIONS)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
+    except (OSError, AttributeError):  # none that has mallopt
+        return
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)

@@ -1,0 +1,62 @@
+"""``allocators.tune``: jemalloc's option is set before polars loads (polars adds its own in
+front, in the same variable), a user's own value is kept, and once polars is loaded nothing
+changes (jemalloc has read its options by then)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from analytics import allocators
+
+_PROBE = (
+    "import os, sys\n"
+    "from analytics.allocators import tune\n"
+    "tune()\n"
+    "import polars as pl\n"
+    "assert pl.DataFrame({'a': [1, 2]})['a'].sum() == 3\n"
+    "print(os.environ.get('_RJEM_MALLOC_CONF'))\n"
+)
+
+
+def _probe(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=clean | env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip().split(",")[-1]  # polars puts its own options first
+
+
+def test_tune_sets_the_jemalloc_option_before_polars_loads() -> None:
+    assert _probe() == allocators.JEMALLOC_OPTIONS
+
+
+def test_tune_keeps_a_value_the_user_gave() -> None:
+    assert _probe(_RJEM_MALLOC_CONF="narenas:4") == "narenas:4"
+
+
+def test_tune_changes_nothing_once_polars_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import polars  # noqa: F401  (loaded, as in this test process)
+
+    monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
+    allocators.tune()
+    assert "_RJEM_MALLOC_CONF" not in os.environ
+
+
+def test_the_console_script_tunes_before_any_command() -> None:
+    """``agentcost`` runs ``tune`` first: its polars then starts with one arena."""
+    script = (
+        "import os, sys\n"
+        "from analytics import cli\n"
+        "sys.argv = ['agentcost', '--help']\n"
+        "cli.app = lambda: print(os.environ.get('_RJEM_MALLOC_CONF'), 'polars' in sys.modules)\n"
+        "cli.main()\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=clean, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == [allocators.JEMALLOC_OPTIONS, "False"]
