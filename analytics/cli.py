@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from contextlib import contextmanager
 from datetime import date
 from enum import StrEnum
@@ -586,6 +585,8 @@ def _captures_as_logs(paths: list[Path] | None) -> Iterator[list[Path] | None]:
     if not paths or not any(is_capture(p) for p in paths):
         yield paths
         return
+    import tempfile
+
     from analytics.simulate import write_capture_tree
 
     with tempfile.TemporaryDirectory(prefix="agentcost-capture-") as tmp:
