@@ -128,8 +128,11 @@ def run_stages(
                 cache.remember(slot, key)
         return tables
 
-    with ThreadPoolExecutor(min(WORKERS, len(slotted))) as workers:
-        results = list(workers.map(lambda group: run(group[1], group[0]), slotted))
+    if min(WORKERS, len(slotted)) > 1:
+        with ThreadPoolExecutor(WORKERS) as workers:
+            results = list(workers.map(lambda group: run(group[1], group[0]), slotted))
+    else:  # one group (a session, a small tree): no thread to hand it to
+        results = [run(logs, slot) for slot, logs in slotted]
     merges = _split_sessions(groups, results)
     if merges:
         gone = set().union(*(indexes for _, indexes in merges))
