@@ -141,7 +141,7 @@ def analyze(
         result = _run(found, results, progress, keep_events, group_bytes)
         if results and key:
             note = {"groups": [list(group) for group in result.groups]}
-            results.save(key, {name: getattr(result, name) for name in TABLES}, note)
+            results.save_later(key, {name: getattr(result, name) for name in TABLES}, note)
     else:
         tables, note = stored
         groups = note.get("groups")

@@ -129,8 +129,12 @@ def run_stages(
         return tables
 
     if min(WORKERS, len(slotted)) > 1:
+        # Groups to analyse start first, so their analysis overlaps the loading of the
+        # stored ones (a live session's group would otherwise wait for its turn).
+        first = sorted(range(len(slotted)), key=lambda i: _is_stored(cache, slotted[i][1]))
         with ThreadPoolExecutor(WORKERS) as workers:
-            results = list(workers.map(lambda group: run(group[1], group[0]), slotted))
+            started = {i: workers.submit(run, slotted[i][1], slotted[i][0]) for i in first}
+            results = [started[i].result() for i in range(len(slotted))]
     else:  # one group (a session, a small tree): no thread to hand it to
         results = [run(logs, slot) for slot, logs in slotted]
     merges = _split_sessions(groups, results)
@@ -152,6 +156,13 @@ def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
 
     events, _ = drop_repeats(order_events(read_logs(logs).events))
     return events
+
+
+def _is_stored(cache: ResultCache | None, logs: list[LogFile]) -> bool:
+    """Whether ``cache`` holds a result for the group ``logs`` (which may still be refused:
+    see ``_stored``)."""
+    key = cache.group_key(logs) if cache else None
+    return bool(cache and key and cache.holds(key))
 
 
 def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:

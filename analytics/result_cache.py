@@ -29,7 +29,10 @@ session's records in the note: when a group misses, its previous result is broug
 date by analysing only the sessions whose files changed (``incremental.py``).
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
-result; anything unreadable is a miss, and a cache that cannot be written is skipped.
+result; anything unreadable is a miss, and a cache that cannot be written is skipped. The
+whole analysis is written in the background (``save_later``) while the caller prices and
+renders it; any read of the cache, and ``flush`` (which the command line calls before it
+exits), waits for such writes first, so a run always sees its own results.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,9 +103,15 @@ class ResultCache:
     def _slot_name(self, slot: str) -> str:
         return _digest("slot", [], slot) or "none"
 
+    def holds(self, key: str) -> bool:
+        """Whether a result is stored under ``key`` (``load`` may still find it unreadable)."""
+        flush()
+        return (self.root / key / "note.json").is_file()
+
     def load(self, key: str) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
         """The tables and the note stored under ``key``, or None (missing, partial or
         unreadable)."""
+        flush()
         folder = self.root / key
         try:
             tables = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
@@ -127,6 +137,16 @@ class ResultCache:
             return
         self._drop_oldest()
 
+    def save_later(
+        self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
+    ) -> None:
+        """``save`` on a thread of its own: the tables are not changed meanwhile (polars
+        frames are immutable), and ``flush`` (or the interpreter's exit) waits for it."""
+        writer = threading.Thread(target=self.save, args=(key, tables, note))
+        with _PENDING_LOCK:
+            _PENDING.append(writer)
+        writer.start()
+
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
             stored = [
@@ -137,6 +157,18 @@ class ResultCache:
             stored.sort(key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
             for entry in stored[KEEP:]:
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+
+_PENDING: list[threading.Thread] = []
+_PENDING_LOCK = threading.Lock()
+
+
+def flush() -> None:
+    """Wait for every write ``save_later`` started."""
+    with _PENDING_LOCK:
+        pending, _PENDING[:] = list(_PENDING), []
+    for writer in pending:
+        writer.join()
 
 
 def records_digest(records: pl.DataFrame) -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from analytics.analysis import Analysis, analyze
-from analytics.result_cache import FORMAT, KEEP, TABLES, ResultCache
+from analytics.result_cache import FORMAT, KEEP, TABLES, ResultCache, flush
 from analytics.sources.discover import discover
 from tests.conftest import SAMPLE_LOGS
 
@@ -33,6 +34,7 @@ def run(paths: list[Path]) -> tuple[Analysis, bool]:
     """A cached analysis, and whether it read any log (False: served by the result cache)."""
     reads: list[int] = []
     result = analyze(paths, use_cache=True, progress=lambda done, total: reads.append(total))
+    flush()  # the result is written in the background; these tests look at the files
     return result, bool(reads)
 
 
@@ -132,3 +134,30 @@ def test_an_unwritable_cache_still_analyses(logs: Path, tmp_path: Path) -> None:
     assert key is not None
     cache.save(key, {name: pl.DataFrame() for name in TABLES})  # no exception
     assert cache.load(key) is None
+
+
+def test_a_run_reads_the_result_it_is_still_writing(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole analysis is stored in the background; the next read of the cache waits
+    for that write, so a second run in the same process is served by the first's result."""
+    import threading
+
+    from analytics import result_cache
+
+    original = result_cache.ResultCache.save
+    release = threading.Event()
+
+    def slow_save(self: ResultCache, *args: Any, **kwargs: Any) -> None:
+        release.wait(5)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(result_cache.ResultCache, "save", slow_save)
+    reads: list[int] = []
+    analyze([logs], use_cache=True, progress=lambda done, total: reads.append(total))
+    assert reads  # the first run read the logs
+    threading.Timer(0.2, release.set).start()
+    reads.clear()
+    second = analyze([logs], use_cache=True, progress=lambda done, total: reads.append(total))
+    assert not reads  # waited for the write, then loaded it
+    assert_same(second, analyze([logs]))
