@@ -15,6 +15,7 @@ changed are read and analysed again.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -54,6 +55,9 @@ class Analysis:
     read_events: Callable[[Sequence[LogFile]], pl.DataFrame] = field(repr=False, compare=False)
     kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
     groups: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
+    #: The result cache and key this whole analysis is stored under (None: not stored, or
+    #: restricted by ``only``): what priced it is kept there too (``analytics.priced``).
+    stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -142,6 +146,7 @@ def analyze(
         if results and key:
             note = {"groups": [list(group) for group in result.groups]}
             results.save_later(key, {name: getattr(result, name) for name in TABLES}, note)
+            result = dataclasses.replace(result, stored_as=(results, key))
     else:
         tables, note = stored
         groups = note.get("groups")
@@ -150,8 +155,9 @@ def analyze(
             found=found,
             read_events=ordered_events,
             groups=tuple(tuple(group) for group in groups) if isinstance(groups, list) else (),
+            stored_as=(results, key) if results and key else None,
         )
-    return _within(result, window) if window else result
+    return _within(result, window) if window and (window.since or window.until) else result
 
 
 def _run(

@@ -241,18 +241,15 @@ def analyze(
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     from analytics import report
-    from analytics.costs import price_analysis
+    from analytics.priced import priced
     from analytics.rates import load_rates
 
     try:
         window = _window(since, until, timezone)
         table = load_rates(rates)
         result = _load(ctx, paths, window, keep_events=False)
-        priced = price_analysis(
-            result.calls, result.sessions, table, _model_map(model_map), result.log_prices
-        )
-        frame, key = (priced[0], "calls") if calls else (priced[1], "sessions")
-        del priced  # the table not shown is not kept while the report renders (peak memory)
+        key = "calls" if calls else "sessions"
+        frame = priced(result, table, _model_map(model_map), [key])[key]
         render = report.call_table if calls else report.session_table
         _emit(
             output_format,
@@ -753,15 +750,13 @@ def _priced(
     keep_events: bool = True,
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
     """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs)."""
-    from analytics.costs import price_analysis
+    from analytics.priced import priced
     from analytics.rates import load_rates
 
     table = load_rates(rates)
     result = _load(ctx, paths, keep_events=keep_events)
-    priced_calls, priced_sessions = price_analysis(
-        result.calls, result.sessions, table, _model_map(model_map), result.log_prices
-    )
-    return result, priced_calls, priced_sessions
+    tables = priced(result, table, _model_map(model_map))
+    return result, tables["calls"], tables["sessions"]
 
 
 def _layout(wide: bool, output: Path | None = None, stream: TextIO | None = None) -> Layout:

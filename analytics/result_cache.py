@@ -3,8 +3,9 @@
 It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
 SHA-256 over
 
-* agentcost's and polars' versions and the ``analytics`` package's own files (size and
-  ``mtime_ns``), so an edited checkout never reuses a result its old code computed;
+* agentcost's and polars' versions and the ``analytics`` package's own files (its Python,
+  the native scanner and the bundled tables; size and ``mtime_ns``), so an edited checkout
+  never reuses a result its old code computed;
 * every input the analysis read, by path (resolved, for logs), size, ``mtime_ns``,
   ``ctime_ns`` and inode: each log file, session store (with its ``-wal``) and OTel export;
 * the problems discovery reported (an empty session directory appearing changes the issues).
@@ -15,7 +16,8 @@ does too.
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Parquet.
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
-them read them again on first use (``Analysis.events`` is lazy). The newest ``KEEP`` results
+them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis,
+the tables a rate table priced it to (``analytics.priced``). The newest ``KEEP`` results
 are kept.
 
 The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
@@ -137,15 +139,48 @@ class ResultCache:
             return
         self._drop_oldest()
 
+    def load_priced(
+        self, key: str, digest: str, names: Sequence[str]
+    ) -> dict[str, pl.DataFrame] | None:
+        """The priced tables ``names`` kept beside result ``key`` for prices ``digest``
+        (``analytics.priced``), or None."""
+        flush()
+        folder = self.root / key
+        try:
+            return {
+                name: pl.read_parquet(folder / f"priced-{digest}-{name}.parquet") for name in names
+            }
+        except (OSError, ValueError, pl.exceptions.PolarsError):
+            return None
+
+    def save_priced_later(self, key: str, digest: str, tables: dict[str, pl.DataFrame]) -> None:
+        """Keep priced tables beside result ``key`` (best effort, in the background; each
+        file is written aside and renamed into place), once the result itself is written."""
+        with _PENDING_LOCK:
+            earlier = list(_PENDING)
+
+        def write() -> None:
+            for writer in earlier:
+                writer.join()
+            folder = self.root / key
+            for name, table in tables.items():
+                temporary = folder / f".{uuid.uuid4().hex}"
+                try:
+                    table.write_parquet(temporary, compression="lz4")
+                    temporary.replace(folder / f"priced-{digest}-{name}.parquet")
+                except OSError:  # the result was dropped meanwhile, or is unwritable
+                    with contextlib.suppress(OSError):
+                        temporary.unlink()
+                    return
+
+        _start(threading.Thread(target=write))
+
     def save_later(
         self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
     ) -> None:
         """``save`` on a thread of its own: the tables are not changed meanwhile (polars
         frames are immutable), and ``flush`` (or the interpreter's exit) waits for it."""
-        writer = threading.Thread(target=self.save, args=(key, tables, note))
-        with _PENDING_LOCK:
-            _PENDING.append(writer)
-        writer.start()
+        _start(threading.Thread(target=self.save, args=(key, tables, note)))
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
@@ -161,6 +196,12 @@ class ResultCache:
 
 _PENDING: list[threading.Thread] = []
 _PENDING_LOCK = threading.Lock()
+
+
+def _start(writer: threading.Thread) -> None:
+    with _PENDING_LOCK:
+        _PENDING.append(writer)
+    writer.start()
 
 
 def flush() -> None:
@@ -197,11 +238,16 @@ def _digest(kind: str, inputs: list[tuple[str, os.stat_result | None]], extra: s
     return digest.hexdigest()
 
 
+#: What in the package decides a result: its Python, the native scanner, the bundled tables.
+_CODE = frozenset({".py", ".so", ".pyd", ".toml"})
+
+
 @functools.cache
 def _code() -> tuple[str, ...]:
-    """One line per file of the ``analytics`` package: its size and mtime."""
+    """One line per file of the ``analytics`` package that decides a result (``_CODE``): its
+    size and mtime."""
     lines = []
-    for code in sorted(_PACKAGE.rglob("*.py")):
+    for code in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _CODE):
         stat = code.stat()
         lines.append(f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n")
     return tuple(lines)

@@ -1,0 +1,106 @@
+"""``analytics.priced``: an analysis's priced tables are kept beside its stored result and
+loaded while the analysis and the prices are unchanged; anything else prices afresh."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analytics import result_cache
+from analytics.analysis import Analysis, Window, analyze
+from analytics.costs import price_analysis
+from analytics.priced import PRICED, priced, prices_digest
+from analytics.rates import load_rates
+from tests.conftest import SAMPLE_LOGS
+
+
+@pytest.fixture
+def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, copy)
+    return copy
+
+
+def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.DataFrame]:
+    calls, sessions = price_analysis(
+        result.calls, result.sessions, load_rates(table_name), {}, result.log_prices
+    )
+    return {"calls": calls, "sessions": sessions}
+
+
+def kept_files(tmp_path: Path) -> list[Path]:
+    result_cache.flush()
+    return sorted((tmp_path / "cache").rglob("priced-*.parquet"))
+
+
+def assert_equal(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) -> None:
+    assert set(got) == set(want)
+    for name, frame in want.items():
+        assert got[name].equals(frame), name
+
+
+def test_a_stored_analysis_keeps_its_priced_tables_and_loads_them(
+    logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = load_rates("github-copilot")
+    first = analyze([logs], use_cache=True, keep_events=False)
+    assert first.stored_as is not None
+    assert_equal(priced(first, table, {}), fresh(first))
+    assert len(kept_files(tmp_path)) == len(PRICED)
+
+    second = analyze([logs], use_cache=True, keep_events=False)
+    calls: list[int] = []
+    monkeypatch.setattr(
+        "analytics.priced.price_analysis", lambda *a, **k: calls.append(1) or price_analysis(*a)
+    )
+    assert_equal(priced(second, table, {}, ["sessions"]), {"sessions": fresh(first)["sessions"]})
+    assert_equal(priced(second, table, {}), fresh(first))
+    assert calls == []  # loaded, not priced again
+
+
+def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) -> None:
+    result = analyze([logs], use_cache=True, keep_events=False)
+    copilot, anthropic = load_rates("github-copilot"), load_rates("anthropic")
+    priced(result, copilot, {})
+    assert_equal(priced(result, anthropic, {}), fresh(result, "anthropic"))
+    mapped = priced(result, copilot, {"claude-sonnet-4.5": "claude-haiku-4.5"})
+    calls, sessions = price_analysis(
+        result.calls,
+        result.sessions,
+        copilot,
+        {"claude-sonnet-4.5": "claude-haiku-4.5"},
+        result.log_prices,
+    )
+    assert_equal(mapped, {"calls": calls, "sessions": sessions})
+    assert len(kept_files(tmp_path)) == 3 * len(PRICED)
+    assert len({prices_digest(copilot, {}), prices_digest(anthropic, {})}) == 2
+
+
+def test_a_windowed_analysis_is_priced_afresh_and_keeps_nothing(logs: Path, tmp_path: Path) -> None:
+    windowed = analyze([logs], Window(until=date(2000, 1, 1)), use_cache=True)
+    assert windowed.stored_as is None and windowed.sessions.height == 0
+    assert_equal(priced(windowed, load_rates("github-copilot"), {}), fresh(windowed))
+    assert kept_files(tmp_path) == []
+
+
+def test_a_damaged_priced_table_is_priced_again(logs: Path, tmp_path: Path) -> None:
+    table = load_rates("github-copilot")
+    result = analyze([logs], use_cache=True, keep_events=False)
+    priced(result, table, {})
+    for kept in kept_files(tmp_path):
+        kept.write_bytes(b"not parquet")
+    again = analyze([logs], use_cache=True, keep_events=False)
+    assert_equal(priced(again, table, {}), fresh(result))
+
+
+def test_the_result_key_follows_the_scanner_and_the_bundled_tables() -> None:
+    """A rebuilt native scanner or an edited bundled rate table changes the key, as Python
+    code does: each decides a result."""
+    kinds = {line.split()[1].rsplit(".", 1)[-1] for line in result_cache._code()}
+    assert {"py", "toml"} <= kinds
+    assert any(".so" in line or ".pyd" in line for line in result_cache._code())
