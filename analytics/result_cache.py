@@ -143,8 +143,9 @@ class ResultCache:
         self, key: str, digest: str, names: Sequence[str]
     ) -> dict[str, pl.DataFrame] | None:
         """The priced tables ``names`` kept beside result ``key`` for prices ``digest``
-        (``analytics.priced``), or None."""
-        flush()
+        (``analytics.priced``), or None. Waits only for a write of those tables: the result
+        itself may still be being written (a result just computed has none)."""
+        flush(f"priced {key}")
         folder = self.root / key
         try:
             return {
@@ -157,7 +158,7 @@ class ResultCache:
         """Keep priced tables beside result ``key`` (best effort, in the background; each
         file is written aside and renamed into place), once the result itself is written."""
         with _PENDING_LOCK:
-            earlier = list(_PENDING)
+            earlier = [writer for _, writer in _PENDING]
 
         def write() -> None:
             for writer in earlier:
@@ -173,14 +174,14 @@ class ResultCache:
                         temporary.unlink()
                     return
 
-        _start(threading.Thread(target=write))
+        _start(f"priced {key}", threading.Thread(target=write))
 
     def save_later(
         self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
     ) -> None:
         """``save`` on a thread of its own: the tables are not changed meanwhile (polars
         frames are immutable), and ``flush`` (or the interpreter's exit) waits for it."""
-        _start(threading.Thread(target=self.save, args=(key, tables, note)))
+        _start(f"result {key}", threading.Thread(target=self.save, args=(key, tables, note)))
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
@@ -194,21 +195,25 @@ class ResultCache:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
-_PENDING: list[threading.Thread] = []
+#: Background writes not yet waited for, each with what it writes (``"result KEY"``,
+#: ``"priced KEY"``).
+_PENDING: list[tuple[str, threading.Thread]] = []
 _PENDING_LOCK = threading.Lock()
 
 
-def _start(writer: threading.Thread) -> None:
+def _start(what: str, writer: threading.Thread) -> None:
     with _PENDING_LOCK:
-        _PENDING.append(writer)
+        _PENDING.append((what, writer))
     writer.start()
 
 
-def flush() -> None:
-    """Wait for every write ``save_later`` started."""
+def flush(what: str | None = None) -> None:
+    """Wait for every background write (``save_later``, ``save_priced_later``), or only for
+    those of ``what``."""
     with _PENDING_LOCK:
-        pending, _PENDING[:] = list(_PENDING), []
-    for writer in pending:
+        waited = [(w, writer) for w, writer in _PENDING if what is None or w == what]
+        _PENDING[:] = [entry for entry in _PENDING if entry not in waited]
+    for _, writer in waited:
         writer.join()
 
 
