@@ -123,9 +123,7 @@ def run_stages(
                 "files": identities(logs),
                 "session_records": session_digests(records),
             }
-            cache.save(key, {name: getattr(tables, name) for name in TABLES}, note)
-            if slot:
-                cache.remember(slot, key)
+            cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
         return tables
 
     if min(WORKERS, len(slotted)) > 1:

@@ -32,9 +32,10 @@ date by analysing only the sessions whose files changed (``incremental.py``).
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped. The
-whole analysis is written in the background (``save_later``) while the caller prices and
-renders it; any read of the cache, and ``flush`` (which the command line calls before it
-exits), waits for such writes first, so a run always sees its own results.
+results are written in the background (``save_later``): each group's while the next ones
+are analysed, the whole analysis's while the caller prices and renders it. A read of a key
+or slot waits for its own write first, so a run always sees its own results, and ``flush``
+(which the command line calls before it exits) waits for them all.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class ResultCache:
 
     def recall(self, slot: str) -> str | None:
         """The key ``remember`` last noted for ``slot`` under this code, if any."""
+        flush(f"slot {slot}")
         try:
             key = (self.root / "slots" / self._slot_name(slot)).read_text()
         except OSError:
@@ -107,13 +109,13 @@ class ResultCache:
 
     def holds(self, key: str) -> bool:
         """Whether a result is stored under ``key`` (``load`` may still find it unreadable)."""
-        flush()
+        flush(f"result {key}")
         return (self.root / key / "note.json").is_file()
 
     def load(self, key: str) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
         """The tables and the note stored under ``key``, or None (missing, partial or
         unreadable)."""
-        flush()
+        flush(f"result {key}")
         folder = self.root / key
         try:
             tables = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
@@ -158,7 +160,7 @@ class ResultCache:
         """Keep priced tables beside result ``key`` (best effort, in the background; each
         file is written aside and renamed into place), once the result itself is written."""
         with _PENDING_LOCK:
-            earlier = [writer for _, writer in _PENDING]
+            earlier = [writer for what, writer in _PENDING if f"result {key}" in what]
 
         def write() -> None:
             for writer in earlier:
@@ -174,14 +176,26 @@ class ResultCache:
                         temporary.unlink()
                     return
 
-        _start(f"priced {key}", threading.Thread(target=write))
+        _start({f"priced {key}"}, threading.Thread(target=write))
 
     def save_later(
-        self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
+        self,
+        key: str,
+        tables: dict[str, pl.DataFrame],
+        note: dict[str, Any] | None = None,
+        slot: str | None = None,
     ) -> None:
-        """``save`` on a thread of its own: the tables are not changed meanwhile (polars
-        frames are immutable), and ``flush`` (or the interpreter's exit) waits for it."""
-        _start(f"result {key}", threading.Thread(target=self.save, args=(key, tables, note)))
+        """``save`` (then ``remember`` under ``slot``) on a thread of its own: the tables
+        are not changed meanwhile (polars frames are immutable). A read of this key or slot,
+        and ``flush`` (or the interpreter's exit), waits for it."""
+
+        def write() -> None:
+            self.save(key, tables, note)
+            if slot:
+                self.remember(slot, key)
+
+        what = {f"result {key}"} | ({f"slot {slot}"} if slot else set())
+        _start(what, threading.Thread(target=write))
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
@@ -196,12 +210,12 @@ class ResultCache:
 
 
 #: Background writes not yet waited for, each with what it writes (``"result KEY"``,
-#: ``"priced KEY"``).
-_PENDING: list[tuple[str, threading.Thread]] = []
+#: ``"priced KEY"``, ``"slot SLOT"``).
+_PENDING: list[tuple[set[str], threading.Thread]] = []
 _PENDING_LOCK = threading.Lock()
 
 
-def _start(what: str, writer: threading.Thread) -> None:
+def _start(what: set[str], writer: threading.Thread) -> None:
     with _PENDING_LOCK:
         _PENDING.append((what, writer))
     writer.start()
@@ -211,7 +225,7 @@ def flush(what: str | None = None) -> None:
     """Wait for every background write (``save_later``, ``save_priced_later``), or only for
     those of ``what``."""
     with _PENDING_LOCK:
-        waited = [(w, writer) for w, writer in _PENDING if what is None or w == what]
+        waited = [(w, writer) for w, writer in _PENDING if what is None or what in w]
         _PENDING[:] = [entry for entry in _PENDING if entry not in waited]
     for _, writer in waited:
         writer.join()
