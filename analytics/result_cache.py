@@ -48,7 +48,8 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -158,13 +159,10 @@ class ResultCache:
 
     def save_priced_later(self, key: str, digest: str, tables: dict[str, pl.DataFrame]) -> None:
         """Keep priced tables beside result ``key`` (best effort, in the background; each
-        file is written aside and renamed into place), once the result itself is written."""
-        with _PENDING_LOCK:
-            earlier = [writer for what, writer in _PENDING if f"result {key}" in what]
+        file is written aside and renamed into place), after the result itself (writes run
+        in the order they were asked for)."""
 
         def write() -> None:
-            for writer in earlier:
-                writer.join()
             folder = self.root / key
             for name, table in tables.items():
                 temporary = folder / f".{uuid.uuid4().hex}"
@@ -176,7 +174,7 @@ class ResultCache:
                         temporary.unlink()
                     return
 
-        _start({f"priced {key}"}, threading.Thread(target=write))
+        _start({f"priced {key}"}, write)
 
     def save_later(
         self,
@@ -185,9 +183,9 @@ class ResultCache:
         note: dict[str, Any] | None = None,
         slot: str | None = None,
     ) -> None:
-        """``save`` (then ``remember`` under ``slot``) on a thread of its own: the tables
-        are not changed meanwhile (polars frames are immutable). A read of this key or slot,
-        and ``flush`` (or the interpreter's exit), waits for it."""
+        """``save`` (then ``remember`` under ``slot``) in the background: the tables are not
+        changed meanwhile (polars frames are immutable). A read of this key or slot, and
+        ``flush`` (or the interpreter's exit), waits for it."""
 
         def write() -> None:
             self.save(key, tables, note)
@@ -195,7 +193,7 @@ class ResultCache:
                 self.remember(slot, key)
 
         what = {f"result {key}"} | ({f"slot {slot}"} if slot else set())
-        _start(what, threading.Thread(target=write))
+        _start(what, write)
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):
@@ -209,26 +207,28 @@ class ResultCache:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
-#: Background writes not yet waited for, each with what it writes (``"result KEY"``,
-#: ``"priced KEY"``, ``"slot SLOT"``).
-_PENDING: list[tuple[set[str], threading.Thread]] = []
+#: The one thread background writes run on, one after another: a write's memory (Parquet
+#: pages) is held once at a time, and a result is written before what is kept beside it.
+_WRITER = ThreadPoolExecutor(1, thread_name_prefix="agentcost-cache")
+#: Writes not yet waited for, each with what it writes (``"result KEY"``, ``"priced KEY"``,
+#: ``"slot SLOT"``).
+_PENDING: list[tuple[set[str], Future[None]]] = []
 _PENDING_LOCK = threading.Lock()
 
 
-def _start(what: set[str], writer: threading.Thread) -> None:
+def _start(what: set[str], write: Callable[[], None]) -> None:
     with _PENDING_LOCK:
-        _PENDING.append((what, writer))
-    writer.start()
+        _PENDING.append((what, _WRITER.submit(write)))
 
 
 def flush(what: str | None = None) -> None:
     """Wait for every background write (``save_later``, ``save_priced_later``), or only for
     those of ``what``."""
     with _PENDING_LOCK:
-        waited = [(w, writer) for w, writer in _PENDING if what is None or what in w]
+        waited = [(w, done) for w, done in _PENDING if what is None or what in w]
         _PENDING[:] = [entry for entry in _PENDING if entry not in waited]
-    for _, writer in waited:
-        writer.join()
+    for _, done in waited:
+        done.result()
 
 
 def records_digest(records: pl.DataFrame) -> str:
