@@ -16,7 +16,10 @@ On the 1 GB benchmark tree, cold, with two workers, this took the peak from 323-
 to 282-294 MB. The wall time stayed within the machine's noise.
 
 ``tune`` must run before polars is imported, since jemalloc reads its options once, on
-its first allocation. A value already in ``_RJEM_MALLOC_CONF`` is kept as given. Where
+its first allocation. Options already in ``_RJEM_MALLOC_CONF`` are kept, and a count of
+arenas given there wins. Other options there do not stop ours: a parent process that
+imported polars (a benchmark harness, a notebook's shell command) passes polars' own
+options on in that variable. Where
 glibc is absent (macOS, musl), only the jemalloc option applies.
 """
 
@@ -38,7 +41,11 @@ def tune() -> None:
     """Set both allocators' options for this process (a no-op once polars is loaded)."""
     if "polars" in sys.modules:
         return
-    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_OPTIONS)
+    given = os.environ.get("_RJEM_MALLOC_CONF", "")
+    if "narenas" not in given:  # a parent that imported polars passes its own options on
+        os.environ["_RJEM_MALLOC_CONF"] = (
+            f"{given},{JEMALLOC_OPTIONS}" if given else JEMALLOC_OPTIONS
+        )
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -27,15 +27,22 @@ def _probe(**env: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", _PROBE], env=clean | env, capture_output=True, text=True, check=True
     )
-    return done.stdout.strip().split(",")[-1]  # polars puts its own options first
+    return done.stdout.strip()
 
 
 def test_tune_sets_the_jemalloc_option_before_polars_loads() -> None:
-    assert _probe() == allocators.JEMALLOC_OPTIONS
+    # polars puts its own options first, in the same variable
+    assert _probe().endswith(f",{allocators.JEMALLOC_OPTIONS}")
 
 
-def test_tune_keeps_a_value_the_user_gave() -> None:
-    assert _probe(_RJEM_MALLOC_CONF="narenas:4") == "narenas:4"
+def test_tune_keeps_a_count_of_arenas_the_user_gave() -> None:
+    assert _probe(_RJEM_MALLOC_CONF="narenas:4").endswith(",narenas:4")
+
+
+def test_tune_adds_to_options_a_parent_passed_on() -> None:
+    """A parent that imported polars leaves its decay options in the variable."""
+    value = _probe(_RJEM_MALLOC_CONF="dirty_decay_ms:500,muzzy_decay_ms:1000")
+    assert value.endswith(f",dirty_decay_ms:500,muzzy_decay_ms:1000,{allocators.JEMALLOC_OPTIONS}")
 
 
 def test_tune_changes_nothing_once_polars_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
