@@ -2,11 +2,11 @@
 
 Stage functions are wrapped in place (``analytics.analysis`` names; the reader, and within
 it the native scanner's call, which runs on both cores). Per stage: wall seconds and CPU
-seconds of the calling thread (``time.thread_time``; the scanner's and polars' own threads are
-not counted, so the scan's CPU shows as its wall), summed over calls, and the process RSS
-after its last call. The warm run follows the cold one in the same process, so its RSS
-includes what the cold run left allocated (the benchmark table has the warm peak of a fresh
-process). Import and ``--help`` times are measured in fresh processes.
+seconds of the thread that ran it (``time.thread_time``; the scanner's and polars' own threads
+are not counted, so the scan's CPU shows as its wall), summed over calls (two groups run at
+once, so stages overlap), and the process RSS after its last call. The warm run follows
+the cold one in the same process, so its RSS includes what the cold run left allocated (the
+benchmark table has the warm peak of a fresh process). Import and ``--help`` times are measured in fresh processes.
 """
 
 from __future__ import annotations
@@ -111,14 +111,18 @@ def stages(tree: Path, cache_root: Path) -> str:
         [
             f"## Profile ({tree.name}, in-process: what `agentcost analyze --format json` runs)",
             "",
-            "Wall and CPU seconds (CPU of the calling thread; the scanner runs on its own "
-            "threads, so its CPU is not counted here) and RSS after each stage, "
-            "summed over the groups of sessions the pipeline analyses one after another. Runs: "
-            "cold (empty caches), warm (nothing changed: the result cache answers), and one "
-            "file touched (its mtime changed, as a live session's log does: the result cache "
-            "misses for that log's group, which is read and analysed again). Later runs share "
-            "the process with earlier ones, so their RSS includes what those left allocated; "
-            "the table above has the peak of fresh processes.",
+            "Wall and CPU seconds and RSS after each stage, summed over the groups of "
+            "sessions. The pipeline analyses two groups at a time, on two worker threads, so "
+            "a stage's wall seconds add up across both and the stages sum to more than the "
+            "total. CPU seconds are those of the thread that ran the stage (the scanner's and "
+            "polars' own threads are not counted). Runs: cold (empty caches), warm (nothing "
+            "changed: the result cache answers), and one file touched (its mtime changed, as "
+            "a live session's log does: the result cache misses for that log's group, which "
+            "is brought up to date by analysing that log's session again). Later runs share "
+            "the process with earlier ones, so their RSS includes what those left allocated. "
+            "This process also loaded polars before agentcost's allocator options could apply "
+            "(`analytics/allocators.py`), so its RSS is higher than the command's: the table "
+            "above has the peak of fresh processes.",
             "",
             "| stage | "
             + " | ".join(f"{run} wall s | {run} CPU s | {run} RSS after, MB" for run in _RUNS)
