@@ -6,7 +6,8 @@ seconds of the thread that ran it (``time.thread_time``; the scanner's and polar
 are not counted, so the scan's CPU shows as its wall), summed over calls (two groups run at
 once, so stages overlap), and the process RSS after its last call. The warm run follows
 the cold one in the same process, so its RSS includes what the cold run left allocated (the
-benchmark table has the warm peak of a fresh process). Import and ``--help`` times are measured in fresh processes.
+benchmark table has the warm peak of a fresh process). Import and ``--help`` times are
+measured in fresh processes.
 """
 
 from __future__ import annotations
