@@ -663,24 +663,11 @@ impl Parser<'_, '_> {
         i: usize,
         depth: usize,
     ) -> Result<(usize, Option<usize>), Error> {
-        let mut measured = Some(2usize);
-        let mut i = self.skip_ws(i);
-        if self.at(i) == Some(b'}') {
-            return Ok((i + 1, measured));
-        }
-        let mut first = true;
-        loop {
-            let (key, value_at) = self.member_key(i)?;
-            if M {
-                measured = measured.map(|m| m + key.measured + 1 + usize::from(!first));
-            }
-            first = false;
-            let (end, item) = self.any::<M>(value_at, depth)?;
-            match self.next_item(end, b'}', &mut measured, item, M)? {
-                Step::Close(end) => return Ok((end, measured)),
-                Step::Next(next) => i = next,
-            }
-        }
+        self.any_items::<M>(i, b'}', |at| {
+            let (key, value_at) = self.member_key(at)?;
+            let (end, value) = self.any::<M>(value_at, depth)?;
+            Ok((end, value, key.measured + 1))
+        })
     }
 
     /// The items of an array that is not wanted (all arrays), from `i` (after `[`).
@@ -689,19 +676,35 @@ impl Parser<'_, '_> {
         i: usize,
         depth: usize,
     ) -> Result<(usize, Option<usize>), Error> {
+        self.any_items::<M>(i, b']', |at| {
+            let (end, value) = self.any::<M>(at, depth)?;
+            Ok((end, value, 0))
+        })
+    }
+
+    /// The items of an unwanted object or array, from `i` (after its opening byte) to
+    /// `close`. `item` reads one item at its start: its end, its compact length when
+    /// measured, and the bytes measured before its value (a member's key and colon); the
+    /// brackets and commas are measured here.
+    fn any_items<const M: bool>(
+        &self,
+        i: usize,
+        close: u8,
+        mut item: impl FnMut(usize) -> Result<(usize, Option<usize>, usize), Error>,
+    ) -> Result<(usize, Option<usize>), Error> {
         let mut measured = Some(2usize);
         let mut i = self.skip_ws(i);
-        if self.at(i) == Some(b']') {
+        if self.at(i) == Some(close) {
             return Ok((i + 1, measured));
         }
         let mut first = true;
         loop {
-            let (end, item) = self.any::<M>(i, depth)?;
-            if M && !first {
-                measured = measured.map(|m| m + 1);
+            let (end, value, before) = item(i)?;
+            if M {
+                measured = measured.map(|m| m + before + usize::from(!first));
             }
             first = false;
-            match self.next_item(end, b']', &mut measured, item, M)? {
+            match self.next_item(end, close, &mut measured, value, M)? {
                 Step::Close(end) => return Ok((end, measured)),
                 Step::Next(next) => i = next,
             }
