@@ -98,8 +98,10 @@ def run_stages(
     observed = _Observed(found, whole=len(groups) > 1)
     tally = _Tally(progress, sum(_size(log) for log in found.logs))
 
-    def run(logs: list[LogFile], slot: str | None = None) -> Tables:
-        key = cache.group_key(logs) if cache and not keep_events else None
+    def key_of(logs: list[LogFile]) -> str | None:
+        return cache.group_key(logs) if cache and not keep_events else None
+
+    def run(logs: list[LogFile], slot: str | None, key: str | None) -> Tables:
         stored = _stored(cache, key, observed) if cache and key else None
         if stored is not None:
             tally.read(id(logs), sum(_size(log) for log in logs))
@@ -126,20 +128,24 @@ def run_stages(
             cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
         return tables
 
+    keys = [key_of(logs) for logs in groups]
     if min(WORKERS, len(slotted)) > 1:
         # Groups to analyse start first, so their analysis overlaps the loading of the
         # stored ones (a live session's group would otherwise wait for its turn).
-        first = sorted(range(len(slotted)), key=lambda i: _is_stored(cache, slotted[i][1]))
+        held = [bool(cache and key and cache.holds(key)) for key in keys]
+        first = sorted(range(len(slotted)), key=lambda i: held[i])
         with ThreadPoolExecutor(WORKERS) as workers:
-            started = {i: workers.submit(run, slotted[i][1], slotted[i][0]) for i in first}
+            started = {i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i]) for i in first}
             results = [started[i].result() for i in range(len(slotted))]
     else:  # one group (a session, a small tree): no thread to hand it to
-        results = [run(logs, slot) for slot, logs in slotted]
+        results = [run(logs, slot, key) for (slot, logs), key in zip(slotted, keys, strict=True)]
     merges = _split_sessions(groups, results)
     if merges:
         gone = set().union(*(indexes for _, indexes in merges))
         kept = [index for index in range(len(groups)) if index not in gone]
-        results = [results[index] for index in kept] + [run(logs) for logs, _ in merges]
+        results = [results[index] for index in kept] + [
+            run(logs, None, key_of(logs)) for logs, _ in merges
+        ]
         groups = [groups[index] for index in kept] + [logs for logs, _ in merges]
     analysed = [s for tables in results for s in tables.sessions["session_id"].to_list()]
     combined = _combine(results, observed.issues(analysed))
@@ -154,13 +160,6 @@ def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
 
     events, _ = drop_repeats(order_events(read_logs(logs).events))
     return events
-
-
-def _is_stored(cache: ResultCache | None, logs: list[LogFile]) -> bool:
-    """Whether ``cache`` holds a result for the group ``logs`` (which may still be refused:
-    see ``_stored``)."""
-    key = cache.group_key(logs) if cache else None
-    return bool(cache and key and cache.holds(key))
 
 
 def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
