@@ -10,12 +10,16 @@ This is the library entry point the CLI and the notebooks use::
 The stages themselves run in ``analytics.pipeline`` (in groups of sessions when the events
 need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
 (``analytics.result_cache``), and of a changed one only the groups of sessions whose inputs
-changed are read and analysed again.
+changed are read and analysed again. Each stored analysis is noted as the latest of its inputs
+(the paths asked for), with each group's fingerprint and sessions: the next analysis of those
+paths takes its unchanged groups' rows from it (``pipeline.Previous``), and what priced it
+still prices their sessions (``Analysis.previous``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -26,7 +30,14 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.pipeline import GROUP_BYTES, ordered_events, run_stages
+from analytics.pipeline import (
+    GROUP_BYTES,
+    GROUP_ISSUES,
+    Previous,
+    Tables,
+    ordered_events,
+    run_stages,
+)
 from analytics.result_cache import TABLES, ResultCache
 from analytics.schema import ISSUES, conform
 from analytics.sources.discover import Found, LogFile, discover
@@ -58,6 +69,10 @@ class Analysis:
     #: The result cache and key this whole analysis is stored under (None: not stored, or
     #: restricted by ``only``): what priced it is kept there too (``analytics.priced``).
     stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
+    #: The key of the previous stored analysis of the same paths, and the sessions whose
+    #: tables are the same in both (their groups' fingerprints are): what priced that one
+    #: still prices these (``analytics.priced``). None when this one was not analysed anew.
+    previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -142,11 +157,23 @@ def analyze(
     key = results.key(found) if results else None
     stored = results.load(key) if results and key else None
     if stored is None:
-        result = _run(found, results, progress, keep_events, group_bytes)
+        slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
+        before = results.recall(slot) if results and key else None
+        previous = Previous.of(before, results.note(before)) if results and before else None
+        result, ran = _run(found, results, progress, keep_events, group_bytes, previous)
         if results and key:
-            note = {"groups": [list(group) for group in result.groups]}
-            results.save_later(key, {name: getattr(result, name) for name in TABLES}, note)
-            result = dataclasses.replace(result, stored_as=(results, key))
+            note = {
+                "groups": [list(group) for group in result.groups],
+                "fingerprints": list(ran.fingerprints),
+                "members": [list(ids) for ids in ran.members],
+            }
+            tables = {name: getattr(result, name) for name in TABLES}
+            if ran.group_issues is not None:
+                tables[GROUP_ISSUES] = ran.group_issues
+            results.save_later(key, tables, note, slot)
+            result = dataclasses.replace(
+                result, stored_as=(results, key), previous=_unchanged(previous, ran)
+            )
     else:
         tables, note = stored
         groups = note.get("groups")
@@ -156,8 +183,24 @@ def analyze(
             read_events=ordered_events,
             groups=tuple(tuple(group) for group in groups) if isinstance(groups, list) else (),
             stored_as=(results, key) if results and key else None,
+            previous=None,  # loaded, not analysed anew
         )
     return _within(result, window) if window and (window.since or window.until) else result
+
+
+def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
+    """``Analysis.previous``: the previous result's key and the sessions of the groups whose
+    fingerprint it lists; None when there are none."""
+    if previous is None:
+        return None
+    known = {fingerprint for fingerprint in previous.fingerprints if fingerprint}
+    same = frozenset(
+        session
+        for fingerprint, sessions in zip(ran.fingerprints, ran.members, strict=True)
+        if fingerprint in known
+        for session in sessions
+    )
+    return (previous.key, same) if same else None
 
 
 def _run(
@@ -166,10 +209,17 @@ def _run(
     progress: Progress | None,
     keep_events: bool,
     group_bytes: int,
-) -> Analysis:
-    """Every stage, from the logs to per-call tokens; the discovery problems as issues."""
+    previous: Previous | None,
+) -> tuple[Analysis, Tables]:
+    """Every stage, from the logs to per-call tokens; the discovery problems as issues. With
+    the pipeline's tables, for what they say of their groups."""
     tables = run_stages(
-        found, progress, keep_events=keep_events, group_bytes=group_bytes, cache=results
+        found,
+        progress,
+        keep_events=keep_events,
+        group_bytes=group_bytes,
+        cache=results,
+        previous=previous,
     )
     problems = conform(
         pl.DataFrame(
@@ -184,7 +234,7 @@ def _run(
         ISSUES,
     )
     issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
-    return Analysis(
+    analysis = Analysis(
         calls=tables.calls,
         sessions=tables.sessions,
         model_metrics=tables.model_metrics,
@@ -195,6 +245,7 @@ def _run(
         kept_events=tables.events,
         groups=tables.groups,
     )
+    return analysis, tables
 
 
 def _within(result: Analysis, window: Window) -> Analysis:

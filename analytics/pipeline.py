@@ -35,13 +35,13 @@ import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from analytics.incremental import identities, patch, session_digests
 from analytics.result_cache import TABLES, ResultCache, records_digest
-from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, empty
+from analytics.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
 from analytics.sources.discover import Found, LogFile
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
 GROUP_BYTES = 64 * 2**20
 #: Groups analysed at once (see the module docstring); each holds its own events meanwhile.
 WORKERS = 2
+#: The table of each group's issues kept beside a whole result (``Tables.group_issues``).
+GROUP_ISSUES = "group_issues"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +71,14 @@ class Tables:
     log_prices: pl.DataFrame
     events: pl.DataFrame | None
     groups: tuple[tuple[str, ...], ...] = ()
+    #: Per group (as ``groups``): what decides its tables, its key and the digest of its
+    #: sessions' per-call records (``fingerprint``; None without a result cache), and the
+    #: ids of its sessions. Two runs' groups with one fingerprint have the same tables.
+    fingerprints: tuple[str | None, ...] = ()
+    members: tuple[tuple[str, ...], ...] = ()
+    #: Each group's own issues (ISSUES and ``_group``, its index in ``groups``): the ones a
+    #: later run takes with the group's rows (``Previous``). None with a single group.
+    group_issues: pl.DataFrame | None = None
 
     @classmethod
     def of(cls, frames: Mapping[str, pl.DataFrame]) -> Tables:
@@ -83,6 +93,38 @@ class Tables:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Previous:
+    """The previous whole result of the same inputs, stored under ``key``, as its note lists
+    its groups: each one's fingerprint (``Tables.fingerprints``) and session ids.
+
+    A group of this run with one of those fingerprints has the tables it had then, so its
+    rows are taken from that result: one read of the whole result, instead of one of each
+    stored group, when a live session changed one group of many.
+    """
+
+    key: str
+    fingerprints: tuple[str | None, ...]
+    members: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, key: str | None, note: Mapping[str, Any] | None) -> Previous | None:
+        """From a result's key and note; None when either is missing or malformed."""
+        fingerprints = note.get("fingerprints") if note else None
+        members = note.get("members") if note else None
+        if not (key and isinstance(fingerprints, list) and isinstance(members, list)):
+            return None
+        if len(fingerprints) != len(members) or not all(
+            isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in members
+        ):
+            return None
+        return cls(
+            key,
+            tuple(f if isinstance(f, str) else None for f in fingerprints),
+            tuple(tuple(ids) for ids in members),
+        )
+
+
 def run_stages(
     found: Found,
     progress: Progress | None,
@@ -90,9 +132,10 @@ def run_stages(
     keep_events: bool,
     group_bytes: int = GROUP_BYTES,
     cache: ResultCache | None = None,
+    previous: Previous | None = None,
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
-    ``group_bytes``, each loaded from ``cache`` when it holds the group unchanged."""
+    ``group_bytes``, each taken from ``previous`` or loaded from ``cache`` when unchanged."""
     slotted = [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
     groups = [logs for _, logs in slotted]
     observed = _Observed(found, whole=len(groups) > 1)
@@ -101,7 +144,7 @@ def run_stages(
     def key_of(logs: list[LogFile]) -> str | None:
         return cache.group_key(logs) if cache and not keep_events else None
 
-    def run(logs: list[LogFile], slot: str | None, key: str | None) -> Tables:
+    def run(logs: list[LogFile], slot: str | None, key: str | None) -> tuple[Tables, str | None]:
         stored = _stored(cache, key, observed) if cache and key else None
         if stored is not None:
             tally.read(id(logs), sum(_size(log) for log in logs))
@@ -109,48 +152,97 @@ def run_stages(
         step = tally.step(id(logs)) if progress else None
 
         def analyse(chosen: list[LogFile]) -> Tables:
-            return _analyse(chosen, step, observed, keep_events)
+            tables = _analyse(chosen, step, observed, keep_events)
+            return tables if keep_events else _detached(tables)
 
+        # A patched group is its stored tables (read from disk) and its fresh sessions'
+        # (detached by ``analyse``): nothing in it still points into the scanner's buffers.
         tables = _patched(cache, slot, logs, analyse, observed) if cache and slot else None
         if tables is None:
             tables = analyse(logs)
-        if not keep_events:
-            tables = _detached(tables)
-        if cache and key:
-            ids = tables.sessions["session_id"].to_list()
-            records = observed.of(ids)
-            note = {
-                "sessions": ids,
-                "records": records_digest(records),
-                "files": identities(logs),
-                "session_records": session_digests(records),
-            }
-            cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
-        return tables
+        if not (cache and key):
+            return tables, None
+        ids = tables.sessions["session_id"].to_list()
+        records = observed.of(ids)
+        digest = records_digest(records)
+        note = {
+            "sessions": ids,
+            "records": digest,
+            "files": identities(logs),
+            "session_records": session_digests(records),
+        }
+        cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
+        return tables, _fingerprint(key, digest)
 
     keys = [key_of(logs) for logs in groups]
-    if min(WORKERS, len(slotted)) > 1:
+    reused = _reusable(cache, previous, keys, observed) if cache and previous else None
+    taken = reused.pairs if reused else {}
+    for i in taken:
+        tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
+    todo = [i for i in range(len(slotted)) if i not in taken]
+    ran: dict[int, tuple[Tables, str | None]]
+    if min(WORKERS, len(todo)) > 1:
         # Groups to analyse start first, so their analysis overlaps the loading of the
         # stored ones (a live session's group would otherwise wait for its turn).
-        held = [bool(cache and key and cache.holds(key)) for key in keys]
-        first = sorted(range(len(slotted)), key=lambda i: held[i])
+        held = {
+            i: bool(cache and key and cache.holds(key))
+            for i, key in enumerate(keys)
+            if i not in taken
+        }
         with ThreadPoolExecutor(WORKERS) as workers:
-            started = {i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i]) for i in first}
-            results = [started[i].result() for i in range(len(slotted))]
-    else:  # one group (a session, a small tree): no thread to hand it to
-        results = [run(logs, slot, key) for (slot, logs), key in zip(slotted, keys, strict=True)]
-    merges = _split_sessions(groups, results)
+            started = {
+                i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i])
+                for i in sorted(todo, key=held.__getitem__)
+            }
+            ran = {i: started[i].result() for i in todo}
+    else:  # one group to run (a session, a small tree): no thread to hand it to
+        ran = {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in todo}
+    entries = [
+        _Entry(
+            groups[i], None, previous.fingerprints[taken[i]], previous.members[taken[i]], taken[i]
+        )
+        if i in taken and previous
+        else _Entry(groups[i], ran[i][0], ran[i][1], _ids_of(ran[i][0]))
+        for i in range(len(groups))
+    ]
+    merges = _split_sessions([entry.logs for entry in entries], [e.members for e in entries])
     if merges:
         gone = set().union(*(indexes for _, indexes in merges))
-        kept = [index for index in range(len(groups)) if index not in gone]
-        results = [results[index] for index in kept] + [
-            run(logs, None, key_of(logs)) for logs, _ in merges
-        ]
-        groups = [groups[index] for index in kept] + [logs for logs, _ in merges]
-    analysed = [s for tables in results for s in tables.sessions["session_id"].to_list()]
-    combined = _combine(results, observed.issues(analysed))
-    paths = tuple(tuple(str(log.path) for log in logs) for logs in groups)
-    return dataclasses.replace(combined, groups=paths)
+        entries = [entry for index, entry in enumerate(entries) if index not in gone]
+        for logs, _ in merges:
+            tables, fingerprint = run(logs, None, key_of(logs))
+            entries.append(_Entry(logs, tables, fingerprint, _ids_of(tables)))
+    parts, group_issues = [], []
+    for entry in entries:
+        if entry.tables is not None:
+            parts.append(entry.tables)
+            group_issues.append(entry.tables.issues)
+        elif reused and entry.previous is not None:
+            group_issues.append(reused.issues_of(entry.previous))
+    kept = {entry.previous for entry in entries if entry.previous is not None}
+    if reused and kept:
+        parts.insert(0, reused.rows(kept))
+    members = tuple(entry.members for entry in entries)
+    combined = _combine(parts, observed.issues([s for ids in members for s in ids]))
+    return dataclasses.replace(
+        combined,
+        groups=tuple(tuple(str(log.path) for log in entry.logs) for entry in entries),
+        fingerprints=tuple(entry.fingerprint for entry in entries),
+        members=members,
+        group_issues=_numbered(group_issues) if len(entries) > 1 else None,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One group of a run: its logs, its tables (None when taken from the previous result,
+    at index ``previous`` there), its fingerprint and its session ids."""
+
+    logs: list[LogFile]
+    tables: Tables | None
+    fingerprint: str | None
+    members: tuple[str, ...]
+    previous: int | None = None
 
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
@@ -162,16 +254,86 @@ def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     return events
 
 
-def _stored(cache: ResultCache, key: str, observed: _Observed) -> Tables | None:
-    """A group's stored tables, if the per-call records of its sessions are unchanged."""
+def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, str | None] | None:
+    """A group's stored tables and fingerprint, if the per-call records of its sessions are
+    unchanged."""
     stored = cache.load(key)
     if stored is None:
         return None
     tables, note = stored
-    ids = note.get("sessions")
-    if not isinstance(ids, list) or note.get("records") != records_digest(observed.of(ids)):
+    ids, digest = note.get("sessions"), note.get("records")
+    if not isinstance(ids, list) or digest != records_digest(observed.of(ids)):
         return None
-    return Tables.of(tables)
+    return Tables.of(tables), _fingerprint(key, digest)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reused:
+    """The previous result's tables and group issues, and which of its groups this run's
+    are (``pairs``: this run's index -> its index there)."""
+
+    tables: Tables
+    group_issues: pl.DataFrame
+    previous: Previous
+    pairs: dict[int, int]
+
+    def rows(self, indexes: set[int]) -> Tables:
+        """The previous result's rows of its groups ``indexes``, as one group's tables."""
+        ids = [s for index in sorted(indexes) for s in self.previous.members[index]]
+        mine = pl.col("session_id").is_in(pl.Series(ids, dtype=pl.String).implode())
+        return Tables(
+            calls=self.tables.calls.filter(mine),
+            sessions=self.tables.sessions.filter(mine),
+            model_metrics=self.tables.model_metrics.filter(mine),
+            issues=self.group_issues.filter(pl.col("_group").is_in(sorted(indexes))).drop("_group"),
+            log_prices=self.tables.log_prices.filter(mine),
+            events=None,
+        )
+
+    def issues_of(self, index: int) -> pl.DataFrame:
+        return self.group_issues.filter(pl.col("_group") == index).drop("_group")
+
+
+def _reusable(
+    cache: ResultCache, previous: Previous, keys: list[str | None], observed: _Observed
+) -> _Reused | None:
+    """The groups of this run (by ``keys``) that ``previous`` holds with the same
+    fingerprint (the same key, and per-call records that digest the same now), with that
+    result's tables; None when there are none or it cannot be read."""
+    where = {f.split(" ")[0]: i for i, f in enumerate(previous.fingerprints) if f}
+    pairs = {}
+    for i, key in enumerate(keys):
+        j = where.get(key) if key else None
+        if key and j is not None:
+            digest = records_digest(observed.of(list(previous.members[j])))
+            if previous.fingerprints[j] == _fingerprint(key, digest):
+                pairs[i] = j
+    if not pairs:
+        return None
+    stored = cache.load(previous.key)
+    group_issues = cache.load_table(previous.key, GROUP_ISSUES)
+    if stored is None or group_issues is None or "_group" not in group_issues.columns:
+        return None
+    return _Reused(Tables.of(stored[0]), group_issues, previous, pairs)
+
+
+def _ids_of(tables: Tables) -> tuple[str, ...]:
+    return tuple(tables.sessions["session_id"].to_list())
+
+
+def _numbered(issues: list[pl.DataFrame]) -> pl.DataFrame:
+    """Each group's issues with its index (``_group``), in one table."""
+    return pl.concat(
+        [
+            conform(frame, ISSUES).with_columns(pl.lit(index, pl.Int64).alias("_group"))
+            for index, frame in enumerate(issues)
+        ]
+    )
+
+
+def _fingerprint(key: str, records: str) -> str:
+    """What decides a group's tables: its key (code, files) and its records' digest."""
+    return f"{key} {records}"
 
 
 def _patched(
@@ -371,9 +533,10 @@ def _size(log: LogFile) -> int:
 
 
 def _split_sessions(
-    groups: list[list[LogFile]], results: list[Tables]
+    groups: list[list[LogFile]], members: list[tuple[str, ...]]
 ) -> list[tuple[list[LogFile], set[int]]]:
-    """Groups that share a session, merged: (their logs together, the group indexes)."""
+    """Groups that share a session (``members``: each group's session ids), merged: (their
+    logs together, the group indexes)."""
     where: dict[str, int] = {}
     parent = list(range(len(groups)))
 
@@ -382,17 +545,17 @@ def _split_sessions(
             i = parent[i]
         return i
 
-    for index, tables in enumerate(results):
-        for session in tables.sessions["session_id"].to_list():
+    for index, ids in enumerate(members):
+        for session in ids:
             if session in where and root(where[session]) != root(index):
                 parent[root(index)] = root(where[session])
             where.setdefault(session, index)
-    members: dict[int, set[int]] = {}
+    merged: dict[int, set[int]] = {}
     for index in range(len(groups)):
-        members.setdefault(root(index), set()).add(index)
+        merged.setdefault(root(index), set()).add(index)
     return [
         ([log for i in sorted(indexes) for log in groups[i]], indexes)
-        for indexes in members.values()
+        for indexes in merged.values()
         if len(indexes) > 1
     ]
 

@@ -126,15 +126,34 @@ class ResultCache:
             return None
         return tables, note if isinstance(note, dict) else {}
 
+    def note(self, key: str) -> dict[str, Any] | None:
+        """The note stored with result ``key`` alone, or None (missing or unreadable)."""
+        flush(f"result {key}")
+        try:
+            note = json.loads((self.root / key / "note.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return note if isinstance(note, dict) else None
+
+    def load_table(self, key: str, name: str) -> pl.DataFrame | None:
+        """Table ``name`` of result ``key`` alone (one of ``TABLES``, or one its caller kept
+        beside them), or None."""
+        flush(f"result {key}")
+        try:
+            return pl.read_parquet(self.root / key / f"{name}.parquet")
+        except (OSError, ValueError, pl.exceptions.PolarsError):
+            return None
+
     def save(
         self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
     ) -> None:
-        """Store ``tables`` (and ``note``) under ``key`` (best effort); drop the oldest."""
+        """Store ``tables`` (``TABLES``, and any other a caller keeps beside them: see
+        ``load_table``) and ``note`` under ``key`` (best effort); drop the oldest."""
         temporary = self.root / f".{key}.{uuid.uuid4().hex}"
         try:
             temporary.mkdir(parents=True)
-            for name in TABLES:
-                tables[name].write_parquet(temporary / f"{name}.parquet", compression="lz4")
+            for name, table in tables.items():
+                table.write_parquet(temporary / f"{name}.parquet", compression="lz4")
             (temporary / "note.json").write_text(json.dumps(note or {}))
             temporary.rename(self.root / key)
         except OSError:  # unwritable, or another run stored the same key first

@@ -63,6 +63,16 @@ def test_a_stored_analysis_keeps_its_priced_tables_and_loads_them(
     assert calls == []  # loaded, not priced again
 
 
+def test_only_the_tables_asked_for_are_kept(logs: Path, tmp_path: Path) -> None:
+    table = load_rates("github-copilot")
+    result = analyze([logs], use_cache=True, keep_events=False)
+    assert_equal(priced(result, table, {}, ["sessions"]), {"sessions": fresh(result)["sessions"]})
+    assert [path.name.rsplit("-", 1)[-1] for path in kept_files(tmp_path)] == ["sessions.parquet"]
+    again = analyze([logs], use_cache=True, keep_events=False)
+    assert_equal(priced(again, table, {}), fresh(result))  # calls were not kept: priced anew
+    assert len(kept_files(tmp_path)) == len(PRICED)
+
+
 def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) -> None:
     result = analyze([logs], use_cache=True, keep_events=False)
     copilot, anthropic = load_rates("github-copilot"), load_rates("anthropic")
