@@ -23,6 +23,11 @@ other builds its next ones: on the 1 GB benchmark tree, cold, in alternating run
 against 8.7-9.2 s with one worker. Results are collected in group order, so the output never
 depends on which group finished first.
 
+With a result cache, the previous whole result of the same paths (``Previous``) also
+serves: a group whose fingerprint (key and records digest) it lists has the same tables, so
+its rows are taken from that one result, read while the changed groups are analysed, instead
+of from a stored result per group.
+
 The stages are imported where they run: a result loaded from the result cache needs none of
 them, and importing them is a tenth of such a run.
 """
@@ -136,7 +141,9 @@ def run_stages(
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
     ``group_bytes``, each taken from ``previous`` or loaded from ``cache`` when unchanged."""
-    slotted = [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
+    slotted: list[tuple[str | None, list[LogFile]]] = (
+        [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
+    )
     groups = [logs for _, logs in slotted]
     observed = _Observed(found, whole=len(groups) > 1)
     tally = _Tally(progress, sum(_size(log) for log in found.logs))
@@ -175,28 +182,20 @@ def run_stages(
         return tables, _fingerprint(key, digest)
 
     keys = [key_of(logs) for logs in groups]
-    reused = _reusable(cache, previous, keys, observed) if cache and previous else None
-    taken = reused.pairs if reused else {}
+    # A lone group is loaded or analysed as before: it reads only its own sessions' records.
+    several = cache and previous and len(groups) > 1
+    taken = _same_groups(previous, keys, observed) if several and previous else {}
     for i in taken:
         tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
     todo = [i for i in range(len(slotted)) if i not in taken]
-    ran: dict[int, tuple[Tables, str | None]]
-    if min(WORKERS, len(todo)) > 1:
-        # Groups to analyse start first, so their analysis overlaps the loading of the
-        # stored ones (a live session's group would otherwise wait for its turn).
-        held = {
-            i: bool(cache and key and cache.holds(key))
-            for i, key in enumerate(keys)
-            if i not in taken
-        }
-        with ThreadPoolExecutor(WORKERS) as workers:
-            started = {
-                i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i])
-                for i in sorted(todo, key=held.__getitem__)
-            }
-            ran = {i: started[i].result() for i in todo}
-    else:  # one group to run (a session, a small tree): no thread to hand it to
-        ran = {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in todo}
+    # The previous result is read while the changed groups are analysed.
+    with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
+        reading = reader.submit(_Reused.read, cache, previous) if cache and taken else None
+        ran = _run_groups(run, slotted, keys, todo, cache)
+        reused = reading.result() if reading else None
+    if reused is None and taken:  # it could not be read: those groups are loaded after all
+        ran |= {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in taken}
+        taken = {}
     entries = [
         _Entry(
             groups[i], None, previous.fingerprints[taken[i]], previous.members[taken[i]], taken[i]
@@ -245,6 +244,27 @@ class _Entry:
     previous: int | None = None
 
 
+def _run_groups(
+    run: Callable[[list[LogFile], str | None, str | None], tuple[Tables, str | None]],
+    slotted: list[tuple[str | None, list[LogFile]]],
+    keys: list[str | None],
+    todo: list[int],
+    cache: ResultCache | None,
+) -> dict[int, tuple[Tables, str | None]]:
+    """``run`` on the groups ``todo`` (indexes into ``slotted``), ``WORKERS`` at a time."""
+    if min(WORKERS, len(todo)) <= 1:  # one group (a session, a small tree): no thread
+        return {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in todo}
+    # Groups to analyse start first, so their analysis overlaps the loading of the stored
+    # ones (a live session's group would otherwise wait for its turn).
+    held = {i: bool(cache and (key := keys[i]) and cache.holds(key)) for i in todo}
+    with ThreadPoolExecutor(WORKERS) as workers:
+        started = {
+            i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i])
+            for i in sorted(todo, key=held.__getitem__)
+        }
+        return {i: started[i].result() for i in todo}
+
+
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
     from analytics.events import drop_repeats, order_events
@@ -269,13 +289,11 @@ def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, 
 
 @dataclasses.dataclass(frozen=True)
 class _Reused:
-    """The previous result's tables and group issues, and which of its groups this run's
-    are (``pairs``: this run's index -> its index there)."""
+    """The previous result's tables and group issues (``Previous``)."""
 
     tables: Tables
     group_issues: pl.DataFrame
     previous: Previous
-    pairs: dict[int, int]
 
     def rows(self, indexes: set[int]) -> Tables:
         """The previous result's rows of its groups ``indexes``, as one group's tables."""
@@ -293,13 +311,22 @@ class _Reused:
     def issues_of(self, index: int) -> pl.DataFrame:
         return self.group_issues.filter(pl.col("_group") == index).drop("_group")
 
+    @classmethod
+    def read(cls, cache: ResultCache, previous: Previous | None) -> _Reused | None:
+        """``previous``'s tables and group issues; None when they cannot be read."""
+        if previous is None:
+            return None
+        stored = cache.load(previous.key)
+        group_issues = cache.load_table(previous.key, GROUP_ISSUES)
+        if stored is None or group_issues is None or "_group" not in group_issues.columns:
+            return None
+        return cls(Tables.of(stored[0]), group_issues, previous)
 
-def _reusable(
-    cache: ResultCache, previous: Previous, keys: list[str | None], observed: _Observed
-) -> _Reused | None:
+
+def _same_groups(previous: Previous, keys: list[str | None], observed: _Observed) -> dict[int, int]:
     """The groups of this run (by ``keys``) that ``previous`` holds with the same
-    fingerprint (the same key, and per-call records that digest the same now), with that
-    result's tables; None when there are none or it cannot be read."""
+    fingerprint (the same key, and per-call records that digest the same now): this run's
+    index -> its index there."""
     where = {f.split(" ")[0]: i for i, f in enumerate(previous.fingerprints) if f}
     pairs = {}
     for i, key in enumerate(keys):
@@ -308,13 +335,7 @@ def _reusable(
             digest = records_digest(observed.of(list(previous.members[j])))
             if previous.fingerprints[j] == _fingerprint(key, digest):
                 pairs[i] = j
-    if not pairs:
-        return None
-    stored = cache.load(previous.key)
-    group_issues = cache.load_table(previous.key, GROUP_ISSUES)
-    if stored is None or group_issues is None or "_group" not in group_issues.columns:
-        return None
-    return _Reused(Tables.of(stored[0]), group_issues, previous, pairs)
+    return pairs
 
 
 def _ids_of(tables: Tables) -> tuple[str, ...]:
@@ -442,6 +463,8 @@ class _Observed:
 
     def of(self, session_ids: list[str]) -> pl.DataFrame:
         rows, _ = self._records(session_ids)
+        if not rows.height:  # most trees have no records: no filter to run per group
+            return rows
         return rows.filter(pl.col("session_id").is_in(_ids(session_ids)))
 
     def issues(self, session_ids: list[str]) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""Keep whole analyses between runs: re-analysing an unchanged tree loads four small tables.
+"""Keep whole analyses between runs: re-analysing an unchanged tree loads five small tables.
 
 It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
 SHA-256 over
@@ -14,11 +14,14 @@ SHA-256 over
 rewritten with its old size and mtime still changes the key; a file that grows (a live session)
 does too.
 
-Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Parquet.
+Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
+files (``_write`` says why not Parquet).
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
 them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis,
-the tables a rate table priced it to (``analytics.priced``). The newest ``KEEP`` results
-are kept.
+each group's own issues (``pipeline.GROUP_ISSUES``) and the tables a rate table priced it to
+(``analytics.priced``); its note lists its groups, and its key is remembered under a slot of
+the paths analysed, for the next analysis of those paths (``pipeline.Previous``). The newest
+``KEEP`` results are kept.
 
 The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
 group's log files), with a small JSON *note*: the group's session ids and a digest of the
@@ -59,8 +62,10 @@ from analytics import __version__
 from analytics.cache_dir import cache_dir
 from analytics.sources.discover import Found, LogFile
 
-#: Bump when the stored tables change shape.
-FORMAT = 2
+#: Bump when the stored tables change shape or format.
+FORMAT = 3
+#: Tables are stored as Arrow IPC files, LZ4-compressed (``_write``).
+SUFFIX = ".arrow"
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
 KEEP = 64
 TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
@@ -119,7 +124,7 @@ class ResultCache:
         flush(f"result {key}")
         folder = self.root / key
         try:
-            tables = {name: pl.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+            tables = {name: _read(folder / f"{name}{SUFFIX}") for name in TABLES}
             note = json.loads((folder / "note.json").read_text())
             os.utime(folder)  # most recently used: kept longest
         except (OSError, ValueError, pl.exceptions.PolarsError):
@@ -140,7 +145,7 @@ class ResultCache:
         beside them), or None."""
         flush(f"result {key}")
         try:
-            return pl.read_parquet(self.root / key / f"{name}.parquet")
+            return _read(self.root / key / f"{name}{SUFFIX}")
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
 
@@ -153,7 +158,7 @@ class ResultCache:
         try:
             temporary.mkdir(parents=True)
             for name, table in tables.items():
-                table.write_parquet(temporary / f"{name}.parquet", compression="lz4")
+                _write(table, temporary / f"{name}{SUFFIX}")
             (temporary / "note.json").write_text(json.dumps(note or {}))
             temporary.rename(self.root / key)
         except OSError:  # unwritable, or another run stored the same key first
@@ -170,9 +175,7 @@ class ResultCache:
         flush(f"priced {key}")
         folder = self.root / key
         try:
-            return {
-                name: pl.read_parquet(folder / f"priced-{digest}-{name}.parquet") for name in names
-            }
+            return {name: _read(folder / f"priced-{digest}-{name}{SUFFIX}") for name in names}
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
 
@@ -186,8 +189,8 @@ class ResultCache:
             for name, table in tables.items():
                 temporary = folder / f".{uuid.uuid4().hex}"
                 try:
-                    table.write_parquet(temporary, compression="lz4")
-                    temporary.replace(folder / f"priced-{digest}-{name}.parquet")
+                    _write(table, temporary)
+                    temporary.replace(folder / f"priced-{digest}-{name}{SUFFIX}")
                 except OSError:  # the result was dropped meanwhile, or is unwritable
                     with contextlib.suppress(OSError):
                         temporary.unlink()
@@ -226,8 +229,8 @@ class ResultCache:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
-#: The one thread background writes run on, one after another: a write's memory (Parquet
-#: pages) is held once at a time, and a result is written before what is kept beside it.
+#: The one thread background writes run on, one after another: a write's memory (its IPC
+#: buffers) is held once at a time, and a result is written before what is kept beside it.
 _WRITER = ThreadPoolExecutor(1, thread_name_prefix="agentcost-cache")
 #: Writes not yet waited for, each with what it writes (``"result KEY"``, ``"priced KEY"``,
 #: ``"slot SLOT"``).
@@ -248,6 +251,23 @@ def flush(what: str | None = None) -> None:
         _PENDING[:] = [entry for entry in _PENDING if entry not in waited]
     for _, done in waited:
         done.result()
+
+
+def _write(table: pl.DataFrame, path: Path) -> None:
+    """Store one table: Arrow IPC, LZ4-compressed.
+
+    Not Parquet: polars encodes a Parquet file's columns on its shared thread pool, so a
+    background write stalls every other polars operation of the run until it is done (a
+    0.9 MB read took 62 ms instead of 11 during the write of 76,000 calls). An IPC file is
+    written on the writer's own thread (43 ms against Parquet's 58 for those calls, the
+    read beside it 13 ms). It reads back a little slower (58 ms against 39 for a whole
+    stored analysis of the 1 GB benchmark tree) and is a quarter larger.
+    """
+    table.write_ipc(path, compression="lz4")
+
+
+def _read(path: Path) -> pl.DataFrame:
+    return pl.read_ipc(path)
 
 
 def records_digest(records: pl.DataFrame) -> str:

@@ -45,6 +45,7 @@ _STAGES: list[tuple[Any, str]] = [
     (result_cache.ResultCache, "load"),
     (result_cache.ResultCache, "save"),
     (result_cache.ResultCache, "load_priced"),
+    (pipeline._Reused, "read"),  # the previous result, read for its unchanged groups
     (copilot_events, "read_logs"),
     (_scanner, "scan_copilot"),
     (copilot_events, "_model_metrics"),
@@ -57,12 +58,14 @@ _STAGES: list[tuple[Any, str]] = [
     (tokens, "fit"),
     (tokens, "_calibrate"),
     (pipeline, "_analyse"),
+    (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
     (priced, "price_analysis"),  # as the command calls it
     (report, "render_json"),
     (result_cache, "flush"),
 ]
 #: The runs profiled, in order: empty cache; nothing changed; one log's mtime touched (the
-#: result cache misses for that log's group of sessions, which is read and analysed again).
+#: result cache misses for that log's group of sessions, which is read and analysed again;
+#: the other groups come from the previous result).
 _RUNS = ("cold", "warm", "one file touched")
 
 
@@ -122,7 +125,8 @@ def stages(tree: Path, cache_root: Path) -> str:
             "polars' own threads are not counted). Runs: cold (empty caches), warm (nothing "
             "changed: the result cache answers), and one file touched (its mtime changed, as "
             "a live session's log does: the result cache misses for that log's group, which "
-            "is brought up to date by analysing that log's session again). Later runs share "
+            "is brought up to date by analysing that log's session again, and the other "
+            "groups' rows come from the previous result, read beside it). Later runs share "
             "the process with earlier ones, so their RSS includes what those left allocated. "
             "This process also loaded polars before agentcost's allocator options could apply "
             "(`analytics/allocators.py`), so its RSS is higher than the command's: the table "

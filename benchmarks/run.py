@@ -239,9 +239,10 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "beside them (`analytics/priced.py`), and JSON. Touched = one log's "
             "mtime changed (what a live session does): the result cache misses for that log's "
             "group of sessions, whose stored result is brought up to date by analysing that "
-            "log's session again (`analytics/incremental.py`). The profile at the end "
-            "shows where the time and the memory go, stage "
-            "by stage.",
+            "log's session again (`analytics/incremental.py`); the other groups' rows come "
+            "from the previous whole result, and only that group's sessions are priced again "
+            "(`pipeline.Previous`, `analytics/priced.py`). The profile at the end shows where "
+            "the time and the memory go, stage by stage.",
             "",
             "## Do the tools agree?",
             "",

@@ -23,7 +23,7 @@ from analytics.analysis import Analysis, analyze
 from analytics.costs import price_analysis
 from analytics.pipeline import GROUP_ISSUES, Previous
 from analytics.rates import load_rates
-from analytics.result_cache import TABLES, ResultCache, flush
+from analytics.result_cache import SUFFIX, TABLES, ResultCache, flush
 from tests.conftest import SAMPLE_LOGS
 
 #: A sample session alone in its group; another group holds the sample's two issues.
@@ -116,7 +116,7 @@ def test_a_previous_result_without_its_group_issues_is_not_taken(
 ) -> None:
     first = cached(logs)
     assert first.stored_as is not None
-    (tmp_path / "cache" / "results-v2" / first.stored_as[1] / f"{GROUP_ISSUES}.parquet").unlink()
+    (ResultCache().root / first.stored_as[1] / f"{GROUP_ISSUES}{SUFFIX}").unlink()
     grow(logs, sessions_of(first)[0])
     stored.clear()
     result = cached(logs)

@@ -35,7 +35,7 @@ def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.
 
 def kept_files(tmp_path: Path) -> list[Path]:
     result_cache.flush()
-    return sorted((tmp_path / "cache").rglob("priced-*.parquet"))
+    return sorted((tmp_path / "cache").rglob(f"priced-*{result_cache.SUFFIX}"))
 
 
 def assert_equal(got: dict[str, pl.DataFrame], want: dict[str, pl.DataFrame]) -> None:
@@ -67,7 +67,9 @@ def test_only_the_tables_asked_for_are_kept(logs: Path, tmp_path: Path) -> None:
     table = load_rates("github-copilot")
     result = analyze([logs], use_cache=True, keep_events=False)
     assert_equal(priced(result, table, {}, ["sessions"]), {"sessions": fresh(result)["sessions"]})
-    assert [path.name.rsplit("-", 1)[-1] for path in kept_files(tmp_path)] == ["sessions.parquet"]
+    assert [path.name.rsplit("-", 1)[-1] for path in kept_files(tmp_path)] == [
+        f"sessions{result_cache.SUFFIX}"
+    ]
     again = analyze([logs], use_cache=True, keep_events=False)
     assert_equal(priced(again, table, {}), fresh(result))  # calls were not kept: priced anew
     assert len(kept_files(tmp_path)) == len(PRICED)
@@ -103,7 +105,7 @@ def test_a_damaged_priced_table_is_priced_again(logs: Path, tmp_path: Path) -> N
     result = analyze([logs], use_cache=True, keep_events=False)
     priced(result, table, {})
     for kept in kept_files(tmp_path):
-        kept.write_bytes(b"not parquet")
+        kept.write_bytes(b"not a table")
     again = analyze([logs], use_cache=True, keep_events=False)
     assert_equal(priced(again, table, {}), fresh(result))
 

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from analytics.analysis import Analysis, analyze
-from analytics.result_cache import FORMAT, KEEP, TABLES, ResultCache, flush
+from analytics.result_cache import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
 from analytics.sources.discover import discover
 from tests.conftest import SAMPLE_LOGS
 
@@ -95,9 +95,9 @@ def test_a_new_problem_is_a_miss(logs: Path) -> None:
 def test_a_damaged_result_is_recomputed(logs: Path, tmp_path: Path) -> None:
     run([logs])
     for stored in (Path(os.environ["AGENTCOST_CACHE_DIR"]) / f"results-v{FORMAT}").glob(
-        "*/*.parquet"
+        f"*/*{SUFFIX}"
     ):
-        stored.write_bytes(b"not parquet")
+        stored.write_bytes(b"not a table")
     cached, read = run([logs])
     assert read
     assert_same(cached, analyze([logs]))
