@@ -19,6 +19,7 @@ still prices their sessions (``Analysis.previous``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,9 @@ class Analysis:
     work with flat memory.
     """
 
-    calls: pl.DataFrame
+    #: CALLS, or what gives them on first use (``calls``): a stored result's are decoded only
+    #: for the commands that read them (``analyze`` shows the priced sessions kept beside).
+    calls_source: pl.DataFrame | Callable[[], pl.DataFrame] = field(repr=False, compare=False)
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
@@ -75,6 +78,12 @@ class Analysis:
     previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per LLM call (schema.CALLS with tokens)."""
+        source = self.calls_source
+        return source if isinstance(source, pl.DataFrame) else source()
+
+    @cached_property
     def events(self) -> pl.DataFrame:
         """One row per usable log line (schema.EVENTS) of the sessions analysed, in each
         session's order."""
@@ -88,7 +97,7 @@ class Analysis:
         already read; else they are read, or filtered, on first use)."""
         mine = pl.col("session_id").is_in(session_ids.implode())
         return Analysis(
-            calls=self.calls.filter(mine),
+            calls_source=self.calls.filter(mine),
             sessions=self.sessions.filter(mine),
             model_metrics=self.model_metrics.filter(mine),
             issues=self.issues,
@@ -155,7 +164,7 @@ def analyze(
     found = discover(paths)
     results = ResultCache() if use_cache else None
     key = results.key(found) if results else None
-    stored = results.load(key) if results and key else None
+    stored = results.load_lazily(key, ["calls"]) if results and key else None
     if stored is None:
         slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
         before = results.recall(slot) if results and key else None
@@ -175,10 +184,16 @@ def analyze(
                 result, stored_as=(results, key), previous=_unchanged(previous, ran)
             )
     else:
-        tables, note = stored
+        tables, readers, note = stored
         groups = note.get("groups")
         result = Analysis(
-            **tables,
+            calls_source=functools.partial(
+                _decoded, readers["calls"], found, keep_events, group_bytes
+            ),
+            sessions=tables["sessions"],
+            model_metrics=tables["model_metrics"],
+            issues=tables["issues"],
+            log_prices=tables["log_prices"],
             found=found,
             read_events=ordered_events,
             groups=tuple(tuple(group) for group in groups) if isinstance(groups, list) else (),
@@ -186,6 +201,17 @@ def analyze(
             previous=None,  # loaded, not analysed anew
         )
     return _within(result, window) if window and (window.since or window.until) else result
+
+
+def _decoded(
+    read: Callable[[], pl.DataFrame], found: Found, keep_events: bool, group_bytes: int
+) -> pl.DataFrame:
+    """A stored result's calls (``read``); if the stored table turns out damaged, those of
+    the logs analysed again, without the cache (the same inputs give the same calls)."""
+    try:
+        return read()
+    except (OSError, pl.exceptions.PolarsError):  # polars raises OSError for a bad LZ4 block
+        return _run(found, None, None, keep_events, group_bytes, None)[0].calls
 
 
 def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
@@ -235,7 +261,7 @@ def _run(
     )
     issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
     analysis = Analysis(
-        calls=tables.calls,
+        calls_source=tables.calls,
         sessions=tables.sessions,
         model_metrics=tables.model_metrics,
         issues=issues.sort("file", "line", "severity", "message", nulls_last=False),

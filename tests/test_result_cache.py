@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from analytics import analysis, result_cache
 from analytics.analysis import Analysis, analyze
 from analytics.result_cache import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
 from analytics.sources.discover import discover
@@ -161,3 +162,50 @@ def test_a_run_reads_the_result_it_is_still_writing(
     second = analyze([logs], use_cache=True, progress=lambda done, total: reads.append(total))
     assert not reads  # waited for the write, then loaded it
     assert_same(second, analyze([logs]))
+
+
+def test_a_loaded_result_decodes_its_calls_only_when_they_are_read(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run([logs])
+    decoded: list[int] = []
+    real = result_cache._decode
+    monkeypatch.setattr(result_cache, "_decode", lambda data: decoded.append(1) or real(data))
+    loaded, read = run([logs])
+    assert not read and decoded == []
+    assert loaded.calls.equals(analyze([logs]).calls) and decoded == [1]
+
+
+def test_a_damaged_stored_calls_table_is_analysed_again(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Damage a header check cannot see (the data of a compressed buffer) shows only when
+    the calls are decoded: they are then those of a fresh analysis."""
+    first, _ = run([logs])
+    assert first.stored_as is not None
+    stored = ResultCache().root / first.stored_as[1] / f"calls{SUFFIX}"
+    data = bytearray(stored.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)
+    stored.write_bytes(bytes(data))
+    with pytest.raises((OSError, pl.exceptions.PolarsError)):
+        result_cache._decode(bytes(data))
+    loaded, read = run([logs])
+    assert not read
+    again: list[int] = []
+    real = analysis._run
+    monkeypatch.setattr(analysis, "_run", lambda *a: again.append(1) or real(*a))
+    calls = loaded.calls
+    assert again == [1]
+    monkeypatch.undo()
+    assert calls.equals(analyze([logs]).calls)
+
+
+def test_a_truncated_stored_calls_table_is_a_miss(logs: Path) -> None:
+    first, _ = run([logs])
+    assert first.stored_as is not None
+    stored = ResultCache().root / first.stored_as[1] / f"calls{SUFFIX}"
+    stored.write_bytes(stored.read_bytes()[:100])
+    again, read = run([logs])
+    assert read
+    assert_same(again, analyze([logs]))
