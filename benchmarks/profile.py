@@ -42,7 +42,7 @@ from analytics.sources import copilot_events
 _STAGES: list[tuple[Any, str]] = [
     (analysis, "discover"),
     (result_cache.ResultCache, "key"),
-    (result_cache.ResultCache, "load"),
+    (result_cache.ResultCache, "load_lazily"),  # every stored result is read through it
     (result_cache.ResultCache, "save"),
     (result_cache.ResultCache, "load_priced"),
     (pipeline._Reused, "read"),  # the previous result, read for its unchanged groups
