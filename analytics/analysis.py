@@ -166,9 +166,11 @@ def analyze(
     key = results.key(found) if results else None
     stored = results.load_lazily(key, ["calls"]) if results and key else None
     if stored is None:
-        slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
-        before = results.recall(slot) if results and key else None
-        previous = Previous.of(before, results.note(before)) if results and before else None
+        slot, previous = None, None
+        if results and key:
+            slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
+            before = results.recall(slot)
+            previous = Previous.of(before, results.note(before)) if before else None
         result, ran = _run(found, results, progress, keep_events, group_bytes, previous)
         if results and key:
             note = {

@@ -183,24 +183,22 @@ def run_stages(
 
     keys = [key_of(logs) for logs in groups]
     # A lone group is loaded or analysed as before: it reads only its own sessions' records.
-    several = cache and previous and len(groups) > 1
-    taken = _same_groups(previous, keys, observed) if several and previous else {}
+    usable = previous if cache and len(groups) > 1 else None
+    taken = _same_groups(usable, keys, observed) if usable else {}
     for i in taken:
         tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
     todo = [i for i in range(len(slotted)) if i not in taken]
     # The previous result is read while the changed groups are analysed.
     with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
-        reading = reader.submit(_Reused.read, cache, previous) if cache and taken else None
+        reading = reader.submit(_Reused.read, cache, usable) if cache and usable and taken else None
         ran = _run_groups(run, slotted, keys, todo, cache)
         reused = reading.result() if reading else None
     if reused is None and taken:  # it could not be read: those groups are loaded after all
         ran |= {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in taken}
         taken = {}
     entries = [
-        _Entry(
-            groups[i], None, previous.fingerprints[taken[i]], previous.members[taken[i]], taken[i]
-        )
-        if i in taken and previous
+        reused.entry(groups[i], taken[i])
+        if reused and i in taken
         else _Entry(groups[i], ran[i][0], ran[i][1], _ids_of(ran[i][0]))
         for i in range(len(groups))
     ]
@@ -295,10 +293,15 @@ class _Reused:
     group_issues: pl.DataFrame
     previous: Previous
 
+    def entry(self, logs: list[LogFile], index: int) -> _Entry:
+        """This run's group ``logs``, taken from the previous result's group ``index``."""
+        previous = self.previous
+        return _Entry(logs, None, previous.fingerprints[index], previous.members[index], index)
+
     def rows(self, indexes: set[int]) -> Tables:
         """The previous result's rows of its groups ``indexes``, as one group's tables."""
         ids = [s for index in sorted(indexes) for s in self.previous.members[index]]
-        mine = pl.col("session_id").is_in(pl.Series(ids, dtype=pl.String).implode())
+        mine = pl.col("session_id").is_in(_ids(ids))
         return Tables(
             calls=self.tables.calls.filter(mine),
             sessions=self.tables.sessions.filter(mine),
@@ -312,15 +315,14 @@ class _Reused:
         return self.group_issues.filter(pl.col("_group") == index).drop("_group")
 
     @classmethod
-    def read(cls, cache: ResultCache, previous: Previous | None) -> _Reused | None:
-        """``previous``'s tables and group issues; None when they cannot be read."""
-        if previous is None:
+    def read(cls, cache: ResultCache, previous: Previous) -> _Reused | None:
+        """``previous``'s tables and group issues (not its note: ``Previous`` was read from
+        it); None when they cannot be read."""
+        read = {name: cache.load_table(previous.key, name) for name in (*TABLES, GROUP_ISSUES)}
+        tables = {name: table for name, table in read.items() if table is not None}
+        if len(tables) < len(read) or "_group" not in tables[GROUP_ISSUES].columns:
             return None
-        stored = cache.load(previous.key)
-        group_issues = cache.load_table(previous.key, GROUP_ISSUES)
-        if stored is None or group_issues is None or "_group" not in group_issues.columns:
-            return None
-        return cls(Tables.of(stored[0]), group_issues, previous)
+        return cls(Tables.of(tables), tables[GROUP_ISSUES], previous)
 
 
 def _same_groups(previous: Previous, keys: list[str | None], observed: _Observed) -> dict[int, int]:
