@@ -151,6 +151,7 @@ def analyze(
     progress: Progress | None = None,
     keep_events: bool = True,
     group_bytes: int = GROUP_BYTES,
+    found: Found | None = None,
 ) -> Analysis:
     """Analyse the logs under ``paths`` (the Copilot home when empty).
 
@@ -159,9 +160,10 @@ def analyze(
     are analysed again. ``progress`` is called with
     (bytes parsed, bytes to parse) while files are read. ``keep_events=False`` analyses a
     large tree in groups of sessions (about ``group_bytes`` of logs each), so memory stays
-    flat; ``events`` are then read again if asked for, group by group.
+    flat; ``events`` are then read again if asked for, group by group. ``found``: what
+    ``discover(paths)`` gives, when the caller already has it.
     """
-    found = discover(paths)
+    found = found or discover(paths)
     results = ResultCache() if use_cache else None
     key = results.key(found) if results else None
     stored = results.load_lazily(key, ["calls"]) if results and key else None

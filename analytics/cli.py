@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
     from analytics.analysis import Analysis, Window
+    from analytics.output_cache import OutputCache
+    from analytics.sources.discover import Found
 
 app = typer.Typer(
     name="agentcost",
@@ -145,8 +148,12 @@ ShowIssuesOpt = Annotated[
 
 def _fail(error: AgentcostError) -> NoReturn:
     """Print one line on stderr and exit with the error's code."""
-    typer.echo(f"agentcost: error: {error}", err=True)
+    typer.echo(_error_line(error), err=True)
     raise typer.Exit(error.exit_code)
+
+
+def _error_line(error: AgentcostError) -> str:
+    return f"agentcost: error: {error}"
 
 
 def _day(value: str | None, option: str) -> date | None:
@@ -183,16 +190,25 @@ def _load(
     window: Window | None = None,
     *,
     keep_events: bool = True,
+    found: Found | None = None,
 ) -> Analysis:
     """Run the analysis with the caches (unless ``agentcost --no-cache``) and a progress bar
     on a terminal. Commands that never read ``events`` pass ``keep_events=False``: a large
-    tree is then analysed in groups, with flat memory."""
+    tree is then analysed in groups, with flat memory. ``found``: what discovery already
+    found under ``paths``."""
     from analytics.analysis import analyze as run
     from analytics.progress import progress_bar
 
     use_cache = bool(ctx.find_root().obj)
     with progress_bar() as bar:
-        return run(paths or [], window, use_cache=use_cache, progress=bar, keep_events=keep_events)
+        return run(
+            paths or [],
+            window,
+            use_cache=use_cache,
+            progress=bar,
+            keep_events=keep_events,
+            found=found,
+        )
 
 
 def _report_issues(
@@ -200,22 +216,24 @@ def _report_issues(
 ) -> None:
     """Issue count on stderr, or with ``show`` (--show-issues) the issues table there (stdout
     stays the report alone); with --strict, any issue fails the run."""
+    for note in _issue_notes(result, show, wide=wide):
+        typer.echo(note, err=True)
+    if strict and result.issues.height:
+        raise StrictModeError("--strict: the input has issues")
+
+
+def _issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
+    """What ``_report_issues`` prints on stderr."""
     from analytics.analysis import issue_summary
 
-    if result.issues.height:
-        if show:
-            from analytics import report
+    if not result.issues.height:
+        return []
+    if show:
+        from analytics import report
 
-            layout = _layout(wide, stream=sys.stderr)
-            typer.echo(report.issues_table(result.issues, layout), err=True)
-        else:
-            typer.echo(
-                f"agentcost: {issue_summary(result.issues)} in the input; "
-                "agentcost issues lists them",
-                err=True,
-            )
-        if strict:
-            raise StrictModeError("--strict: the input has issues")
+        return [report.issues_table(result.issues, _layout(wide, stream=sys.stderr))]
+    summary = issue_summary(result.issues)
+    return [f"agentcost: {summary} in the input; agentcost issues lists them"]
 
 
 # --- commands: analyze ---
@@ -240,18 +258,31 @@ def analyze(
     show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
-    from analytics import report
-    from analytics.priced import priced
-    from analytics.rates import load_rates
-
     try:
+        shapes = {
+            "since": since,
+            "until": until,
+            "calls": calls,
+            "rates": rates,
+            "model_map": model_map,
+            "strict": strict,
+            "wide": wide,
+            "show_issues": show_issues,
+        }
+        replays = _Replays.of(ctx, "analyze", paths, output_format, output, timezone, shapes)
+        if replays.replayed(output):
+            return
+        from analytics import report
+        from analytics.priced import priced
+        from analytics.rates import load_rates
+
         window = _window(since, until, timezone)
         table = load_rates(rates)
-        result = _load(ctx, paths, window, keep_events=False)
+        result = _load(ctx, paths, window, keep_events=False, found=replays.found)
         key = "calls" if calls else "sessions"
         frame = priced(result, table, _model_map(model_map), [key])[key]
         render = report.call_table if calls else report.session_table
-        _emit(
+        text = _emit(
             output_format,
             output,
             frame,
@@ -259,9 +290,89 @@ def analyze(
             lambda layout: render(frame, str(window.zone), layout),
             wide=wide,
         )
-        _report_issues(result, strict, show_issues, wide=wide)
+        notes = _issue_notes(result, show_issues, wide=wide)
+        for note in notes:
+            typer.echo(note, err=True)
+        failed = StrictModeError("--strict: the input has issues")
+        if strict and result.issues.height:
+            replays.save(text, [*notes, _error_line(failed)], failed.exit_code)
+            raise failed
+        replays.save(text, notes, 0)
     except AgentcostError as error:
         _fail(error)
+
+
+@dataclass(frozen=True)
+class _Replays:
+    """Where a command finds its stored output (``analytics.output_cache``): ``key`` is None
+    with ``agentcost --no-cache``, for Parquet, or when discovery failed or an input cannot
+    be inspected. ``found`` is what discovery found (None if it failed: the command reports
+    the failure in its own order)."""
+
+    cache: OutputCache | None
+    key: str | None
+    found: Found | None
+
+    @classmethod
+    def of(
+        cls,
+        ctx: typer.Context,
+        command: str,
+        paths: list[Path] | None,
+        output_format: Format,
+        output: Path | None,
+        timezone: str | None,
+        shapes: Mapping[str, object],
+    ) -> _Replays:
+        """The key of ``command`` on ``paths``. ``shapes``: the command's options that shape
+        its output; the rest of what does (the format, the zone, the terminal a table is
+        drawn for, the logs' spellings, rate-table files) is added here."""
+        from analytics.output_cache import OutputCache, file_options
+        from analytics.sources.discover import discover
+        from analytics.timezones import local_zone
+
+        try:
+            found = discover(paths or [])
+        except AgentcostError:
+            return cls(None, None, None)
+        if not ctx.find_root().obj or output_format is Format.parquet:
+            return cls(None, None, found)
+        everything: dict[str, object] = {
+            **shapes,
+            "format": str(output_format),
+            "zone": timezone or str(local_zone()),
+            "logs": [str(log.path) for log in found.logs],
+            "rate_files": file_options(str(shapes.get("rates", ""))),
+        }
+        if output_format is Format.table:
+            layout = _layout(bool(shapes.get("wide")), output)
+            everything["layout"] = [layout.width, layout.colour]
+        if shapes.get("show_issues"):
+            layout = _layout(bool(shapes.get("wide")), stream=sys.stderr)
+            everything["issues_layout"] = [layout.width, layout.colour]
+        cache = OutputCache()
+        return cls(cache, cache.key(command, found, everything), found)
+
+    def replayed(self, output: Path | None) -> bool:
+        """Print the stored output, if there is one, as the command printed it: the report
+        (to ``output`` or stdout), then stderr; exit with its status."""
+        stored = self.cache.load(self.key) if self.cache and self.key else None
+        if stored is None:
+            return False
+        if stored.report is not None:
+            _print(stored.report, output)
+        for note in stored.notes:
+            typer.echo(note, err=True)
+        if stored.status:
+            raise typer.Exit(stored.status)
+        return True
+
+    def save(self, report: str | None, notes: list[str], status: int) -> None:
+        """Store what the command printed (``replayed`` prints it next time)."""
+        if self.cache and self.key:
+            from analytics.output_cache import Output
+
+            self.cache.save(self.key, Output(report, tuple(notes), status))
 
 
 # --- commands: compare ---
@@ -716,7 +827,7 @@ def report(
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
     import polars as pl
 
@@ -787,29 +898,43 @@ def _emit(
     as_table: Callable[[Layout], str],
     *,
     wide: bool = False,
-) -> None:
-    """Print or write one report. csv and parquet hold the report's main ``rows``; json and the
-    table are the report's own renderings. A file that cannot be written is a usage error."""
+) -> str | None:
+    """Print or write one report, and return its text (None for Parquet). csv and parquet hold
+    the report's main ``rows``; json and the table are the report's own renderings. A file
+    that cannot be written is a usage error."""
     from analytics import report
 
     if output_format is Format.parquet and output is None:
         raise UsageError("--format parquet writes a file; add --output FILE")
-    try:
-        if output_format is Format.parquet and output is not None:
+    if output_format is Format.parquet and output is not None:
+        try:
             rows.write_parquet(output)
-            return
-        renderings: dict[Format, Callable[[], str]] = {
-            Format.json: as_json,
-            Format.csv: lambda: report.render_csv(rows),
-            Format.table: lambda: as_table(_layout(wide, output)),
-        }
-        text = renderings[output_format]()
+        except OSError as err:
+            raise _unwritable(output, err) from None
+        return None
+    renderings: dict[Format, Callable[[], str]] = {
+        Format.json: as_json,
+        Format.csv: lambda: report.render_csv(rows),
+        Format.table: lambda: as_table(_layout(wide, output)),
+    }
+    text = renderings[output_format]()
+    _print(text, output)
+    return text
+
+
+def _print(text: str, output: Path | None) -> None:
+    """``text`` on stdout, or into the file ``output``, ending with one newline."""
+    try:
         if output is None:
             typer.echo(text, nl=not text.endswith("\n"))
         else:
             output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"{output}: cannot write ({err.strerror}); choose another path") from None
+        raise _unwritable(output, err) from None
+
+
+def _unwritable(output: Path | None, err: OSError) -> UsageError:
+    return UsageError(f"{output}: cannot write ({err.strerror}); choose another path")
 
 
 def _period_command(period: Period, noun: str) -> Callable[..., None]:

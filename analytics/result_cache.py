@@ -1,18 +1,17 @@
 """Keep whole analyses between runs: re-analysing an unchanged tree loads five small tables.
 
 It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
-SHA-256 over
+SHA-256 (``fingerprints.digest``) over
 
-* agentcost's and polars' versions and the ``analytics`` package's own files (its Python,
-  the native scanner and the bundled tables; size and ``mtime_ns``), so an edited checkout
-  never reuses a result its old code computed;
+* agentcost's version, the installed polars and the ``analytics`` package's own files (its
+  Python, the native scanner and the bundled tables; size and ``mtime_ns``), so an edited
+  checkout never reuses a result its old code computed;
 * every input the analysis read, by path (resolved, for logs), size, ``mtime_ns``,
   ``ctime_ns`` and inode: each log file, session store (with its ``-wal``) and OTel export;
 * the problems discovery reported (an empty session directory appearing changes the issues).
 
-``ctime`` changes on every write and cannot be set back (setting ``mtime`` sets it), so a file
-rewritten with its old size and mtime still changes the key; a file that grows (a live session)
-does too.
+A file that grows (a live session) changes the key, and so does one rewritten with its old
+size and mtime (its ``ctime`` changes).
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
 files (``_write`` says why not Parquet).
@@ -59,7 +58,7 @@ from typing import Any
 
 import polars as pl
 
-from analytics import __version__
+from analytics import fingerprints
 from analytics.cache_dir import cache_dir
 from analytics.sources.discover import Found, LogFile
 
@@ -70,7 +69,6 @@ SUFFIX = ".arrow"
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
 KEEP = 64
 TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
-_PACKAGE = Path(__file__).resolve().parent
 
 
 class ResultCache:
@@ -81,15 +79,15 @@ class ResultCache:
 
     def key(self, found: Found) -> str | None:
         """The key of an analysis of ``found``; None when an input cannot be inspected."""
-        inputs = [(log.real_path or str(log.path), log.stat) for log in found.logs]
-        for store in found.stores:
-            inputs += [(str(store), None), (f"{store}-wal", None)]
-        inputs += [(str(export), None) for export in found.otel]
-        return _digest("tree", inputs, json.dumps(found.problems))
+        return fingerprints.digest(
+            "tree", fingerprints.found_inputs(found), json.dumps(found.problems)
+        )
 
     def group_key(self, logs: Sequence[LogFile]) -> str | None:
         """The key of one group of logs analysed by the pipeline (see the module docstring)."""
-        return _digest("group", [(log.real_path or str(log.path), log.stat) for log in logs], "")
+        return fingerprints.digest(
+            "group", [(log.real_path or str(log.path), log.stat) for log in logs], ""
+        )
 
     def remember(self, slot: str, key: str) -> None:
         """Note ``key`` as the latest result of group ``slot`` (best effort), for
@@ -112,7 +110,7 @@ class ResultCache:
         return key if key.isalnum() else None
 
     def _slot_name(self, slot: str) -> str:
-        return _digest("slot", [], slot) or "none"
+        return fingerprints.digest("slot", [], slot) or "none"
 
     def holds(self, key: str) -> bool:
         """Whether a result is stored under ``key`` (``load`` may still find it unreadable)."""
@@ -304,38 +302,3 @@ def records_digest(records: pl.DataFrame) -> str:
     """A digest of per-call records (rows in a fixed order), for a group's note."""
     ordered = records.sort(records.columns, nulls_last=False) if records.height else records
     return hashlib.sha256(ordered.write_csv().encode()).hexdigest()
-
-
-def _digest(kind: str, inputs: list[tuple[str, os.stat_result | None]], extra: str) -> str | None:
-    """SHA-256 over agentcost's code and ``inputs`` (path, stat; stat read when None);
-    None when an input cannot be inspected."""
-    digest = hashlib.sha256(f"{kind} {__version__} polars {pl.__version__}\n".encode())
-    for line in _code():
-        digest.update(line.encode())
-    for path, seen in inputs:
-        try:
-            stat = seen or os.stat(path)
-        except FileNotFoundError:
-            digest.update(f"absent {path}\n".encode())
-            continue
-        except OSError:
-            return None
-        identity = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-        digest.update(f"input {path} {identity}\n".encode())
-    digest.update(extra.encode())
-    return digest.hexdigest()
-
-
-#: What in the package decides a result: its Python, the native scanner, the bundled tables.
-_CODE = frozenset({".py", ".so", ".pyd", ".toml"})
-
-
-@functools.cache
-def _code() -> tuple[str, ...]:
-    """One line per file of the ``analytics`` package that decides a result (``_CODE``): its
-    size and mtime."""
-    lines = []
-    for code in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _CODE):
-        stat = code.stat()
-        lines.append(f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n")
-    return tuple(lines)

@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import polars as pl
-
 from analytics.errors import UsageError
 
 
@@ -17,6 +15,8 @@ def resolve_zone(name: str | None) -> ZoneInfo:
     A name must also be one polars can convert to (it rejects a few of the system database's
     entries, such as ``Factory``), since every grouping by day happens in polars.
     """
+    import polars as pl  # here: the local zone is found without it (``local_zone``)
+
     if name:
         try:
             zone = ZoneInfo(name)
@@ -26,10 +26,11 @@ def resolve_zone(name: str | None) -> ZoneInfo:
                 f"unknown timezone {name!r}; use an IANA name such as Europe/Paris or UTC"
             ) from None
         return zone
-    return _local_zone()
+    return local_zone()
 
 
-def _local_zone() -> ZoneInfo:
+def local_zone() -> ZoneInfo:
+    """The machine's zone: ``$TZ``, else where ``/etc/localtime`` links to, else UTC."""
     configured = os.environ.get("TZ", "").lstrip(":")
     if configured:
         try:

@@ -1,0 +1,87 @@
+"""What decides a stored result, as one digest: agentcost's code, polars, and each input by
+its identity on disk.
+
+Both caches key on these digests: the result cache (``result_cache.py``: whole analyses and
+groups of sessions) and the output cache (``output_cache.py``: a command's printed output).
+Nothing here imports polars, so a warm command can find its stored output before paying
+polars' import (about 0.2 s, more than the rest of a warm run).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+
+from analytics import __version__
+from analytics.sources.discover import Found
+
+#: An input: its path, and what discovery saw of it (None: stat it now).
+Input = tuple[str, os.stat_result | None]
+
+_PACKAGE = Path(__file__).resolve().parent
+#: What in the package decides a result: its Python, the native scanner, the bundled tables.
+_CODE = frozenset({".py", ".so", ".pyd", ".toml"})
+
+
+def found_inputs(found: Found) -> list[Input]:
+    """Every input an analysis of ``found`` reads: each log file (by resolved path), session
+    store (with its ``-wal``) and OTel export."""
+    inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in found.logs]
+    for store in found.stores:
+        inputs += [(str(store), None), (f"{store}-wal", None)]
+    inputs += [(str(export), None) for export in found.otel]
+    return inputs
+
+
+def digest(kind: str, inputs: list[Input], extra: str) -> str | None:
+    """SHA-256 over agentcost's code, polars, ``inputs`` and ``extra``; None when an input
+    cannot be inspected. An input is identified by size, ``mtime_ns``, ``ctime_ns`` and
+    inode: ``ctime`` changes on every write and cannot be set back, so a file rewritten with
+    its old size and mtime still changes the digest. An absent input counts as absent."""
+    summed = hashlib.sha256(f"{kind} {__version__} {_polars()}\n".encode())
+    for line in _code():
+        summed.update(line.encode())
+    for path, seen in inputs:
+        try:
+            stat = seen or os.stat(path)
+        except FileNotFoundError:
+            summed.update(f"absent {path}\n".encode())
+            continue
+        except OSError:
+            return None
+        identity = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        summed.update(f"input {path} {identity}\n".encode())
+    summed.update(extra.encode())
+    return summed.hexdigest()
+
+
+@functools.cache
+def _code() -> tuple[str, ...]:
+    """One line per file of the ``analytics`` package that decides a result (``_CODE``): its
+    size and mtime."""
+    lines = []
+    for code in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _CODE):
+        stat = code.stat()
+        lines.append(f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n")
+    return tuple(lines)
+
+
+@functools.cache
+def _polars() -> str:
+    """The installed polars, without importing it: the name and mtime of each entry of its
+    installation folder that belongs to polars (the package, its native runtime and their
+    ``*.dist-info``, whose names carry the versions). Installing another polars, or the same
+    one again, changes it."""
+    spec = importlib.util.find_spec("polars")
+    if spec is None or not spec.submodule_search_locations:
+        return "polars absent"
+    folder = Path(next(iter(spec.submodule_search_locations))).parent
+    entries = []
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            if entry.name.lstrip("_").lower().startswith("polars"):
+                entries.append(f"{entry.name}@{entry.stat().st_mtime_ns}")
+    return "polars " + " ".join(sorted(entries))
