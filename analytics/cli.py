@@ -63,18 +63,24 @@ def _home(ctx: typer.Context) -> None:
     """The first screen: spend by period, costliest sessions, model mix (``analytics.home``)."""
     from datetime import datetime
 
-    from analytics import report
-    from analytics.home import home_screen
     from analytics.timezones import resolve_zone
 
     try:
         zone = resolve_zone(None)
+        today = datetime.now(zone).date()
+        replays = _Replays.of(ctx, "home", None, Format.table, None, None, {"today": str(today)})
+        if replays.replayed(None):
+            return
+        from analytics import report
+        from analytics.home import home_screen
+
         result, priced_calls, priced_sessions = _priced(
-            ctx, None, "github-copilot", None, keep_events=False
+            ctx, None, "github-copilot", None, keep_events=False, found=replays.found
         )
-        screen = home_screen(priced_calls, priced_sessions, zone, datetime.now(zone).date())
-        typer.echo(report.home_text(screen, _layout(wide=False)))
-        _report_issues(result, strict=False)
+        screen = home_screen(priced_calls, priced_sessions, zone, today)
+        text = report.home_text(screen, _layout(wide=False))
+        typer.echo(text)
+        _finish(replays, text, _issue_notes(result, False, wide=False), strict_failure=False)
     except AgentcostError as error:
         _fail(error)
 
@@ -291,15 +297,23 @@ def analyze(
             wide=wide,
         )
         notes = _issue_notes(result, show_issues, wide=wide)
-        for note in notes:
-            typer.echo(note, err=True)
-        failed = StrictModeError("--strict: the input has issues")
-        if strict and result.issues.height:
-            replays.save(text, [*notes, _error_line(failed)], failed.exit_code)
-            raise failed
-        replays.save(text, notes, 0)
+        _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
     except AgentcostError as error:
         _fail(error)
+
+
+def _finish(
+    replays: _Replays, report: str | None, notes: list[str], *, strict_failure: bool
+) -> None:
+    """After a command printed ``report``: ``notes`` on stderr, then what it printed stored
+    for replay; with ``strict_failure`` (--strict, and the input has issues), the failure."""
+    for note in notes:
+        typer.echo(note, err=True)
+    if strict_failure:
+        failed = StrictModeError("--strict: the input has issues")
+        replays.save(report, [*notes, _error_line(failed)], failed.exit_code)
+        raise failed
+    replays.save(report, notes, 0)
 
 
 @dataclass(frozen=True)
@@ -342,8 +356,9 @@ class _Replays:
             "format": str(output_format),
             "zone": timezone or str(local_zone()),
             "logs": [str(log.path) for log in found.logs],
-            "rate_files": file_options(str(shapes.get("rates", ""))),
         }
+        if "rates" in shapes:
+            everything["rate_files"] = file_options(str(shapes["rates"]))
         if output_format is Format.table:
             layout = _layout(bool(shapes.get("wide")), output)
             everything["layout"] = [layout.width, layout.colour]
@@ -401,18 +416,29 @@ def compare(
 ) -> None:
     """Price the same calls at each seller of their model (Copilot, the vendor, OpenRouter)
     and name the cheapest."""
-    from analytics import report
-    from analytics.compare import compare_tables, load_seller
-
     try:
+        shapes = {
+            "rates": rates,
+            "model_map": model_map,
+            "since": since,
+            "until": until,
+            "wide": wide,
+            "show_issues": show_issues,
+        }
+        replays = _Replays.of(ctx, "compare", paths, output_format, output, timezone, shapes)
+        if replays.replayed(output):
+            return
+        from analytics import report
+        from analytics.compare import compare_tables, load_seller
+
         window = _window(since, until, timezone)
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
-        result = _load(ctx, paths, window, keep_events=False)
+        result = _load(ctx, paths, window, keep_events=False, found=replays.found)
         found = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map), result.log_prices
         )
         names = [t.name for t in tables]
-        _emit(
+        text = _emit(
             output_format,
             output,
             found.sessions,
@@ -422,7 +448,8 @@ def compare(
             lambda layout: report.comparison_table(found, names, str(window.zone), layout),
             wide=wide,
         )
-        _report_issues(result, strict=False, show=show_issues, wide=wide)
+        notes = _issue_notes(result, show_issues, wide=wide)
+        _finish(replays, text, notes, strict_failure=False)
     except AgentcostError as error:
         _fail(error)
 
@@ -441,12 +468,16 @@ def issues(
 ) -> None:
     """List the input's problems (file, line, severity, message): lines agentcost could not
     use, or kept but finds suspect."""
-    from analytics import report
-
     try:
-        result = _load(ctx, paths, keep_events=False)
+        shapes = {"strict": strict, "wide": wide}
+        replays = _Replays.of(ctx, "issues", paths, output_format, output, None, shapes)
+        if replays.replayed(output):
+            return
+        from analytics import report
+
+        result = _load(ctx, paths, keep_events=False, found=replays.found)
         found = result.issues
-        _emit(
+        text = _emit(
             output_format,
             output,
             found,
@@ -454,8 +485,7 @@ def issues(
             lambda layout: report.issues_table(found, layout) if found.height else "no issues",
             wide=wide,
         )
-        if strict and found.height:
-            raise StrictModeError("--strict: the input has issues")
+        _finish(replays, text, [], strict_failure=strict and found.height > 0)
     except AgentcostError as error:
         _fail(error)
 
@@ -859,13 +889,15 @@ def _priced(
     model_map: list[str] | None,
     *,
     keep_events: bool = True,
+    found: Found | None = None,
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
-    """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs)."""
+    """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs).
+    ``found``: what discovery already found under ``paths``."""
     from analytics.priced import priced
     from analytics.rates import load_rates
 
     table = load_rates(rates)
-    result = _load(ctx, paths, keep_events=keep_events)
+    result = _load(ctx, paths, keep_events=keep_events, found=found)
     tables = priced(result, table, _model_map(model_map))
     return result, tables["calls"], tables["sessions"]
 
@@ -955,15 +987,28 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         wide: WideOpt = False,
         show_issues: ShowIssuesOpt = False,
     ) -> None:
-        from analytics import report
-        from analytics.periods import period_report
-        from analytics.timezones import resolve_zone
-
         try:
+            shapes = {
+                "by": by,
+                "since": since,
+                "until": until,
+                "rates": rates,
+                "model_map": model_map,
+                "strict": strict,
+                "wide": wide,
+                "show_issues": show_issues,
+            }
+            replays = _Replays.of(ctx, period, paths, output_format, output, timezone, shapes)
+            if replays.replayed(output):
+                return
+            from analytics import report
+            from analytics.periods import period_report
+            from analytics.timezones import resolve_zone
+
             zone = resolve_zone(timezone)
             start, end = _day(since, "--since"), _day(until, "--until")
             result, priced_calls, priced_sessions = _priced(
-                ctx, paths, rates, model_map, keep_events=False
+                ctx, paths, rates, model_map, keep_events=False, found=replays.found
             )
             breakdown = _BREAKDOWN[by] if by else None
             rep = period_report(
@@ -975,7 +1020,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            _emit(
+            text = _emit(
                 output_format,
                 output,
                 rep.rows,
@@ -985,7 +1030,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
                 wide=wide,
             )
-            _report_issues(result, strict, show_issues, wide=wide)
+            notes = _issue_notes(result, show_issues, wide=wide)
+            _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
             _fail(error)
 
@@ -1022,16 +1068,31 @@ def top(
     show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
-    import polars as pl
-
-    from analytics import report
-    from analytics.attribution import attribute_context, by_tool, top_items
-    from analytics.behaviour import compaction_savings, loop_behaviour
-    from analytics.timezones import resolve_zone
-
     try:
+        shapes = {
+            "limit": limit,
+            "by": by,
+            "behaviour": behaviour,
+            "rates": rates,
+            "model_map": model_map,
+            "strict": strict,
+            "wide": wide,
+            "show_issues": show_issues,
+        }
+        replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, shapes)
+        if replays.replayed(output):
+            return
+        import polars as pl
+
+        from analytics import report
+        from analytics.attribution import attribute_context, by_tool, top_items
+        from analytics.behaviour import compaction_savings, loop_behaviour
+        from analytics.timezones import resolve_zone
+
         zone = str(resolve_zone(timezone))
-        result, priced_calls, _ = _priced(ctx, paths, rates, model_map, keep_events=False)
+        result, priced_calls, _ = _priced(
+            ctx, paths, rates, model_map, keep_events=False, found=replays.found
+        )
         items, compactions, loops = [], [], []
         for group in result.session_groups():  # a group of sessions at a time: flat memory
             calls = priced_calls.join(
@@ -1056,7 +1117,7 @@ def top(
                 text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
 
-        _emit(
+        text = _emit(
             output_format,
             output,
             ranked,
@@ -1064,7 +1125,8 @@ def top(
             as_table,
             wide=wide,
         )
-        _report_issues(result, strict, show_issues, wide=wide)
+        notes = _issue_notes(result, show_issues, wide=wide)
+        _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
     except AgentcostError as error:
         _fail(error)
 

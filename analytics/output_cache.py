@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -111,11 +112,11 @@ class OutputCache:
 
 
 def file_options(spec: str) -> list[object]:
-    """The identity of each file an option naming files (``--rates A+B``) refers to, for a
-    key: its path and stat, or that it is not a file. The files' text decides the output as
-    much as the option does."""
+    """The identity of each file an option naming files (``--rates A+B``, ``--rates A,B``)
+    may refer to, for a key: its path and stat, or that it is not a file. The files' text
+    decides the output as much as the option does."""
     seen: list[object] = []
-    for part in [spec, *spec.split("+")]:
+    for part in [spec, *re.split(r"[+,]", spec), *(p.strip() for p in spec.split(","))]:
         path = os.path.abspath(part)
         try:
             stat = os.stat(path)

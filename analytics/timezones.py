@@ -15,9 +15,9 @@ def resolve_zone(name: str | None) -> ZoneInfo:
     A name must also be one polars can convert to (it rejects a few of the system database's
     entries, such as ``Factory``), since every grouping by day happens in polars.
     """
-    import polars as pl  # here: the local zone is found without it (``local_zone``)
-
     if name:
+        import polars as pl  # here: the local zone is found without it (``local_zone``)
+
         try:
             zone = ZoneInfo(name)
             pl.select(pl.lit(None, pl.Datetime("ms", "UTC")).dt.convert_time_zone(name))

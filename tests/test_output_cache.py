@@ -124,7 +124,7 @@ def test_the_key_follows_inputs_and_options(tmp_path: Path) -> None:
 
 def test_a_named_rate_file_is_part_of_the_key(tmp_path: Path) -> None:
     mine = tmp_path / "mine.toml"
-    assert file_options(f"github-copilot+{mine}")[-1] == [str(mine), None]
+    assert [str(mine), None] in file_options(f"github-copilot+{mine}")
     mine.write_text("a")
     before = file_options(f"github-copilot+{mine}")
     mine.write_text("bb")
@@ -291,3 +291,37 @@ def test_a_replay_never_imports_polars(tmp_path: Path) -> None:
 def test_real_logs_replay_exactly(real_logs: Path) -> None:
     for options in (["-f", "json"], ["-f", "json", "--calls"], ["-f", "table", "--wide"]):
         same(*fresh_and_replayed("analyze", real_logs, *options))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["daily"],
+        ["weekly", "--by", "model", "-f", "json"],
+        ["monthly", "--timezone", "Asia/Tokyo", "-f", "csv"],
+        ["compare", "-f", "json"],
+        ["compare", "--rates", "github-copilot,anthropic"],
+        ["issues"],
+        ["issues", "--strict", "-f", "json"],
+        ["top", "--limit", "2"],
+        ["top", "--by", "tool", "-f", "json", "--no-behaviour"],
+    ],
+    ids="-".join,
+)
+def test_every_report_command_replays_what_it_printed(tmp_path: Path, command: list[str]) -> None:
+    home = tmp_path / "home"
+    write_session(home, "s1")
+    write_session(home, "s2", day="2026-05-02T23:30", extra="{truncated\n")
+    name, *options = command
+    same(*fresh_and_replayed(name, home, *options))
+    assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
+
+
+def test_the_first_screen_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``agentcost`` alone shows today's spend; today is part of its key (``cli._home``)."""
+    write_session(tmp_path / "home", "s1")
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "home"))
+    results = run("--no-cache"), run(), run()
+    same(*results)
+    assert results[0].exit_code == 0 and "s1" in results[0].stdout
+    assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
