@@ -14,6 +14,11 @@ identity of any rate-table file named. A stored output is what the command print
 stdout (or into ``--output``) and stderr, and how it exited; only a run that got that far is
 stored, so a replay is exactly what running the command again would print.
 
+The report commands use it (``analyze``, ``daily``/``weekly``/``monthly``, ``top``,
+``compare``, ``issues``, and the first screen, whose key holds today's date); ``watch``,
+``statusline`` and ``budget`` do not, since the clock and a live session decide what they
+show; nor ``export`` and ``report``, which write files.
+
 Each output is one file: a JSON line (stderr lines, exit status, whether there is a report),
 then the report's text. Writes go aside and are renamed into place; anything unreadable is a
 miss, a cache that cannot be written is skipped, and the ``KEEP`` most recently used are
