@@ -265,17 +265,7 @@ def analyze(
 ) -> None:
     """Count LLM calls, tokens and cost per session (or per call), checked against the log."""
     try:
-        shapes = {
-            "since": since,
-            "until": until,
-            "calls": calls,
-            "rates": rates,
-            "model_map": model_map,
-            "strict": strict,
-            "wide": wide,
-            "show_issues": show_issues,
-        }
-        replays = _Replays.of(ctx, "analyze", paths, output_format, output, timezone, shapes)
+        replays = _Replays.of(ctx, "analyze", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
         from analytics import report
@@ -316,6 +306,10 @@ def _finish(
     replays.save(report, notes, 0)
 
 
+#: Parameters ``_Replays.of`` keys in its own way, or not at all (``ctx``).
+_KEYED_APART = frozenset({"ctx", "paths", "output", "output_format", "timezone"})
+
+
 @dataclass(frozen=True)
 class _Replays:
     """Where a command finds its stored output (``analytics.output_cache``): ``key`` is None
@@ -336,14 +330,18 @@ class _Replays:
         output_format: Format,
         output: Path | None,
         timezone: str | None,
-        shapes: Mapping[str, object],
+        options: Mapping[str, object],
     ) -> _Replays:
-        """The key of ``command`` on ``paths``. ``shapes``: the command's options that shape
-        its output; the rest of what does (the format, the zone, the terminal a table is
-        drawn for, the logs' spellings, rate-table files) is added here."""
+        """The key of ``command`` on ``paths``. ``options``: the command's parameters (its
+        ``locals()`` on entry), all keyed as they are, so an option added later is keyed
+        without a word, except those keyed here in their own way: the format, the zone
+        (named or the machine's), the output file (only its effect on a table's colour),
+        the logs' spellings, the terminal a table is drawn for, and rate-table files."""
         from analytics.output_cache import OutputCache, file_options
         from analytics.sources.discover import discover
         from analytics.timezones import local_zone
+
+        shapes = {name: value for name, value in options.items() if name not in _KEYED_APART}
 
         try:
             found = discover(paths or [])
@@ -417,15 +415,7 @@ def compare(
     """Price the same calls at each seller of their model (Copilot, the vendor, OpenRouter)
     and name the cheapest."""
     try:
-        shapes = {
-            "rates": rates,
-            "model_map": model_map,
-            "since": since,
-            "until": until,
-            "wide": wide,
-            "show_issues": show_issues,
-        }
-        replays = _Replays.of(ctx, "compare", paths, output_format, output, timezone, shapes)
+        replays = _Replays.of(ctx, "compare", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
         from analytics import report
@@ -469,8 +459,7 @@ def issues(
     """List the input's problems (file, line, severity, message): lines agentcost could not
     use, or kept but finds suspect."""
     try:
-        shapes = {"strict": strict, "wide": wide}
-        replays = _Replays.of(ctx, "issues", paths, output_format, output, None, shapes)
+        replays = _Replays.of(ctx, "issues", paths, output_format, output, None, locals())
         if replays.replayed(output):
             return
         from analytics import report
@@ -988,17 +977,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         show_issues: ShowIssuesOpt = False,
     ) -> None:
         try:
-            shapes = {
-                "by": by,
-                "since": since,
-                "until": until,
-                "rates": rates,
-                "model_map": model_map,
-                "strict": strict,
-                "wide": wide,
-                "show_issues": show_issues,
-            }
-            replays = _Replays.of(ctx, period, paths, output_format, output, timezone, shapes)
+            replays = _Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
             from analytics import report
@@ -1069,17 +1048,7 @@ def top(
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     try:
-        shapes = {
-            "limit": limit,
-            "by": by,
-            "behaviour": behaviour,
-            "rates": rates,
-            "model_map": model_map,
-            "strict": strict,
-            "wide": wide,
-            "show_issues": show_issues,
-        }
-        replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, shapes)
+        replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
         import polars as pl

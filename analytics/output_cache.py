@@ -67,8 +67,8 @@ class OutputCache:
     def key(self, command: str, found: Found, options: Mapping[str, object]) -> str | None:
         """The key of ``command`` run with ``options`` on ``found``; None when an input
         cannot be inspected. ``options`` must hold everything besides the inputs that shapes
-        the output, as JSON-encodable values."""
-        extra = json.dumps([command, found.problems, options], sort_keys=True)
+        the output (a value JSON cannot encode counts by its ``str``)."""
+        extra = json.dumps([command, found.problems, options], sort_keys=True, default=str)
         return fingerprints.digest("output", fingerprints.found_inputs(found), extra)
 
     def load(self, key: str) -> Output | None:
