@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn, TextIO
 
 import typer
 from typer.core import TyperGroup
@@ -310,8 +309,7 @@ def _finish(
 _KEYED_APART = frozenset({"ctx", "paths", "output", "output_format", "timezone"})
 
 
-@dataclass(frozen=True)
-class _Replays:
+class _Replays(NamedTuple):
     """Where a command finds its stored output (``analytics.output_cache``): ``key`` is None
     with ``agentcost --no-cache``, for Parquet, or when discovery failed or an input cannot
     be inspected. ``found`` is what discovery found (None if it failed: the command reports
