@@ -1,10 +1,10 @@
-"""What decides a stored result, as one digest: agentcost's code, polars, and each input by
-its identity on disk.
+"""What decides a stored result, as one digest: agentcost's code, the libraries that shape
+its tables and text (polars, rich), and each input by its identity on disk.
 
 Both caches key on these digests: the result cache (``result_cache.py``: whole analyses and
 groups of sessions) and the output cache (``output_cache.py``: a command's printed output).
-Nothing here imports polars, so a warm command can find its stored output before paying
-polars' import (about 0.2 s, more than the rest of a warm run).
+Nothing here imports polars or rich, so a warm command can find its stored output before
+paying polars' import (about 0.2 s, more than the rest of a warm run).
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ def found_inputs(found: Found) -> list[Input]:
 
 
 def digest(kind: str, inputs: list[Input], extra: str) -> str | None:
-    """SHA-256 over agentcost's code, polars, ``inputs`` and ``extra``; None when an input
+    """SHA-256 over agentcost's code, ``LIBRARIES``, ``inputs`` and ``extra``; None when an input
     cannot be inspected. An input is identified by size, ``mtime_ns``, ``ctime_ns`` and
     inode: ``ctime`` changes on every write and cannot be set back, so a file rewritten with
     its old size and mtime still changes the digest. An absent input counts as absent."""
-    summed = hashlib.sha256(f"{kind} {__version__} {_polars()}\n".encode())
+    summed = hashlib.sha256(f"{kind} {__version__} {_libraries()}\n".encode())
     for line in _code():
         summed.update(line.encode())
     for path, seen in inputs:
@@ -69,19 +69,31 @@ def _code() -> tuple[str, ...]:
     return tuple(lines)
 
 
+#: The installed libraries whose code shapes what agentcost stores or prints: polars (every
+#: table) and rich (the text tables).
+LIBRARIES = ("polars", "rich")
+
+
 @functools.cache
-def _polars() -> str:
-    """The installed polars, without importing it: the name and mtime of each entry of its
-    installation folder that belongs to polars (the package, its native runtime and their
-    ``*.dist-info``, whose names carry the versions). Installing another polars, or the same
-    one again, changes it."""
-    spec = importlib.util.find_spec("polars")
-    if spec is None or not spec.submodule_search_locations:
-        return "polars absent"
-    folder = Path(next(iter(spec.submodule_search_locations))).parent
+def _libraries() -> str:
+    """The installed ``LIBRARIES``, without importing them: the name and mtime of each entry
+    of their installation folders that belongs to one (the package, polars' native runtime,
+    their ``*.dist-info``, whose names carry the versions). Installing another version, or
+    the same one again, changes it."""
     entries = []
-    with os.scandir(folder) as listing:
-        for entry in listing:
-            if entry.name.lstrip("_").lower().startswith("polars"):
-                entries.append(f"{entry.name}@{entry.stat().st_mtime_ns}")
-    return "polars " + " ".join(sorted(entries))
+    folders = {folder for library in LIBRARIES if (folder := _folder(library))}
+    for folder in sorted(folders):
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                name = entry.name.lstrip("_").lower()
+                if name.startswith(LIBRARIES):
+                    entries.append(f"{entry.name}@{entry.stat().st_mtime_ns}")
+    return "libraries " + " ".join(sorted(entries))
+
+
+def _folder(library: str) -> str | None:
+    """The folder ``library`` is installed in (found without importing it), or None."""
+    spec = importlib.util.find_spec(library)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)

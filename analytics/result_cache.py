@@ -3,9 +3,9 @@
 It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
 SHA-256 (``fingerprints.digest``) over
 
-* agentcost's version, the installed polars and the ``analytics`` package's own files (its
-  Python, the native scanner and the bundled tables; size and ``mtime_ns``), so an edited
-  checkout never reuses a result its old code computed;
+* agentcost's version, the installed polars and rich, and the ``analytics`` package's own
+  files (its Python, the native scanner and the bundled tables; size and ``mtime_ns``), so
+  an edited checkout never reuses a result its old code computed;
 * every input the analysis read, by path (resolved, for logs), size, ``mtime_ns``,
   ``ctime_ns`` and inode: each log file, session store (with its ``-wal``) and OTel export;
 * the problems discovery reported (an empty session directory appearing changes the issues).

@@ -20,12 +20,13 @@ def test_the_key_follows_the_scanner_and_the_bundled_tables() -> None:
     assert any(".so" in line or ".pyd" in line for line in fingerprints._code())
 
 
-def test_the_installed_polars_is_named_with_its_version() -> None:
-    import polars as pl
+def test_the_installed_libraries_are_named_with_their_versions() -> None:
+    from importlib.metadata import version
 
-    identity = fingerprints._polars()
-    assert f"polars-{pl.__version__}.dist-info@" in identity
-    assert " polars@" in identity  # the package folder itself
+    identity = fingerprints._libraries()
+    for library in fingerprints.LIBRARIES:
+        assert f"{library}-{version(library)}.dist-info@" in identity
+        assert f" {library}@" in identity  # the package folder itself
 
 
 def test_an_input_counts_by_identity_and_absence(tmp_path: Path) -> None:
@@ -42,12 +43,12 @@ def test_an_input_counts_by_identity_and_absence(tmp_path: Path) -> None:
     assert absent is not None and absent != first
 
 
-def test_fingerprints_never_import_polars() -> None:
+def test_fingerprints_never_import_polars_or_rich() -> None:
     script = (
         "import sys\n"
         "from analytics import fingerprints\n"
         "fingerprints.digest('tree', [], '')\n"
-        "print('polars' in sys.modules)\n"
+        "print('polars' in sys.modules or 'rich' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
