@@ -23,7 +23,7 @@ show; nor ``export`` and ``report``, which write files.
 Each output is one file: a JSON line (stderr lines, exit status, whether there is a report),
 then the report's text. Writes go aside and are renamed into place; anything unreadable is a
 miss, a cache that cannot be written is skipped, and the ``KEEP`` most recently used are
-kept. ``agentcost --no-cache`` uses none of it.
+kept, within ``BUDGET_BYTES``. ``agentcost --no-cache`` uses none of it.
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ from analytics.sources.discover import Found
 
 #: Bump when the stored file changes shape.
 FORMAT = 1
-#: Outputs kept; older ones are deleted.
+#: Outputs kept, and the bytes they may take together; the least recently used go first.
 KEEP = 32
+BUDGET_BYTES = 512 * 1024 * 1024
 #: Larger reports are not stored (a ``--calls`` of years of logs): disk, not time, decides.
-LIMIT_BYTES = 256 * 1024 * 1024
+LIMIT_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,20 @@ class OutputCache:
         self._drop_oldest()
 
     def _drop_oldest(self) -> None:
+        """Keep the ``KEEP`` most recently used outputs, within ``BUDGET_BYTES``."""
         with contextlib.suppress(OSError):
-            stored = [e for e in os.scandir(self.root) if not e.name.startswith(".")]
-            stored.sort(key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
-            for entry in stored[KEEP:]:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+            stored = [
+                (entry.path, entry.stat())
+                for entry in os.scandir(self.root)
+                if not entry.name.startswith(".")
+            ]
+            stored.sort(key=lambda kept: kept[1].st_mtime_ns, reverse=True)
+            total = 0
+            for rank, (path, stat) in enumerate(stored):
+                total += stat.st_size
+                if rank >= KEEP or (rank and total > BUDGET_BYTES):
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
 
 
 def file_options(spec: str) -> list[object]:

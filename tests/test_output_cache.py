@@ -87,6 +87,21 @@ def test_the_most_recently_used_outputs_are_kept(tmp_path: Path) -> None:
     assert "k0" not in names and "k1" not in names
 
 
+def test_the_outputs_kept_stay_within_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes, not only the count, bound the cache; the newest output stays even alone over
+    the budget (it is within ``LIMIT_BYTES``)."""
+    monkeypatch.setattr(output_cache, "BUDGET_BYTES", 200)  # two outputs of 83 bytes
+    cache = OutputCache(tmp_path)
+    for n in range(4):
+        cache.save(f"k{n}", Output("x" * 40))
+        os.utime(cache.root / f"k{n}", ns=(n, n))
+    assert [p.name for p in stored(tmp_path)] == ["k2", "k3"]
+    cache.save("big", Output("y" * 500))
+    assert [p.name for p in stored(tmp_path)] == ["big"]
+
+
 def test_a_large_report_or_an_unwritable_cache_is_not_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
