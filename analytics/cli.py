@@ -270,6 +270,7 @@ def analyze(
         from analytics import report
         from analytics.priced import priced
         from analytics.rates import load_rates
+        from analytics.rendered_rows import json_lines
 
         window = _window(since, until, timezone)
         table = load_rates(rates)
@@ -281,7 +282,7 @@ def analyze(
             output_format,
             output,
             frame,
-            lambda: report.render_json(key, frame, result.issues),
+            lambda: report.render_json(key, frame, result.issues, json_lines(result, key, frame)),
             lambda layout: render(frame, str(window.zone), layout),
             wide=wide,
         )

@@ -101,7 +101,9 @@ class OutputCache:
         temporary = self.root / f".{key}.{uuid.uuid4().hex}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            temporary.write_bytes(head + b"\n" + body)
+            with temporary.open("wb") as stored:  # no copy of a report of MBs to join them
+                stored.write(head + b"\n")
+                stored.write(body)
             temporary.replace(self.root / key)
         except OSError:
             with contextlib.suppress(OSError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +26,15 @@ if TYPE_CHECKING:
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 
-def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
-    """``{key: [...], "issues": [...]}``, one record per line."""
-    return render_sections_json({key: frame}, issues)
+def render_json(
+    key: str, frame: pl.DataFrame, issues: pl.DataFrame, lines: Sequence[str] | None = None
+) -> str:
+    """``{key: [...], "issues": [...]}``, one record per line. ``lines``: the rows of
+    ``frame`` already rendered (``json_rows``; ``analytics.rendered_rows`` keeps them)."""
+    return render_sections_json({key: frame if lines is None else lines}, issues)
 
 
-def _json_rows(frame: pl.DataFrame) -> list[str]:
+def json_rows(frame: pl.DataFrame) -> list[str]:
     """Each row as one JSON object, encoded by polars (no Python object per value).
 
     Times are ISO-8601 UTC, decimals and days strings (no digit lost), tool counts
@@ -552,19 +555,24 @@ def _count(value: Any) -> str:
 
 
 def render_sections_json(
-    sections: dict[str, pl.DataFrame], issues: pl.DataFrame, **meta: str
+    sections: Mapping[str, pl.DataFrame | Sequence[str]], issues: pl.DataFrame, **meta: str
 ) -> str:
-    """``{**meta, section: [...], ..., "issues": [...]}``, one record per line.
+    """``{**meta, section: [...], ..., "issues": [...]}``, one record per line; a section is
+    a frame, or its rows already rendered (``json_rows``).
 
-    Rows are encoded by polars (``_json_rows``): a large report renders in a fraction of
-    what ``json.dumps`` of Python objects costs.
+    Rows are encoded by polars (``json_rows``): a large report renders in a fraction of
+    what ``json.dumps`` of Python objects costs. The text is copied as few times as it can
+    be: each copy of a report of several MB costs milliseconds (fresh pages to fault in).
     """
-    fields = [f"  {json.dumps(name)}: {json.dumps(value)}" for name, value in meta.items()]
-    for name, frame in {**sections, "issues": issues}.items():
-        rows = _json_rows(frame)
-        body = "[\n    " + ",\n    ".join(rows) + "\n  ]" if rows else "[]"
-        fields.append(f"  {json.dumps(name)}: {body}")
-    return "{\n" + ",\n".join(fields) + "\n}"
+    fields = [[f"  {json.dumps(name)}: {json.dumps(value)}"] for name, value in meta.items()]
+    for name, section in {**sections, "issues": issues}.items():
+        rows = json_rows(section) if isinstance(section, pl.DataFrame) else section
+        head = f"  {json.dumps(name)}: "
+        fields.append([head, "[\n    ", ",\n    ".join(rows), "\n  ]"] if rows else [head, "[]"])
+    pieces = ["{\n"]
+    for index, field in enumerate(fields):
+        pieces += [",\n", *field] if index else field
+    return "".join([*pieces, "\n}"])
 
 
 def _usd(amount: str, unpriced: str) -> pl.Expr:

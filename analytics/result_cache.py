@@ -194,33 +194,46 @@ class ResultCache:
         self, key: str, digest: str, names: Sequence[str]
     ) -> dict[str, pl.DataFrame] | None:
         """The priced tables ``names`` kept beside result ``key`` for prices ``digest``
-        (``analytics.priced``), or None. Waits only for a write of those tables: the result
-        itself may still be being written (a result just computed has none)."""
-        flush(f"priced {key}")
-        folder = self.root / key
+        (``analytics.priced``), or None."""
+        tables = {name: self.load_beside(key, f"priced-{digest}-{name}") for name in names}
+        if any(table is None for table in tables.values()):
+            return None
+        return {name: table for name, table in tables.items() if table is not None}
+
+    def save_priced_later(self, key: str, digest: str, tables: dict[str, pl.DataFrame]) -> None:
+        """Keep priced tables beside result ``key`` for prices ``digest`` (``load_priced``)."""
+        self.save_beside_later(
+            key, {f"priced-{digest}-{name}": table for name, table in tables.items()}
+        )
+
+    def load_beside(self, key: str, stem: str) -> pl.DataFrame | None:
+        """The table kept beside result ``key`` as ``stem`` (``save_beside_later``), or None.
+        Waits only for a write of that table: the result itself, or other tables beside it,
+        may still be being written (a result just computed has nothing beside it)."""
+        flush(f"beside {key} {stem}")
         try:
-            return {name: _read(folder / f"priced-{digest}-{name}{SUFFIX}") for name in names}
+            return _read(self.root / key / f"{stem}{SUFFIX}")
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
 
-    def save_priced_later(self, key: str, digest: str, tables: dict[str, pl.DataFrame]) -> None:
-        """Keep priced tables beside result ``key`` (best effort, in the background; each
-        file is written aside and renamed into place), after the result itself (writes run
-        in the order they were asked for)."""
+    def save_beside_later(self, key: str, tables: dict[str, pl.DataFrame]) -> None:
+        """Keep ``tables`` beside result ``key``, each as its stem (best effort, in the
+        background; each file is written aside and renamed into place), after the result
+        itself (writes run in the order they were asked for)."""
 
         def write() -> None:
             folder = self.root / key
-            for name, table in tables.items():
+            for stem, table in tables.items():
                 temporary = folder / f".{uuid.uuid4().hex}"
                 try:
                     _write(table, temporary)
-                    temporary.replace(folder / f"priced-{digest}-{name}{SUFFIX}")
+                    temporary.replace(folder / f"{stem}{SUFFIX}")
                 except OSError:  # the result was dropped meanwhile, or is unwritable
                     with contextlib.suppress(OSError):
                         temporary.unlink()
                     return
 
-        _start({f"priced {key}"}, write)
+        _start({f"beside {key} {stem}" for stem in tables}, write)
 
     def save_later(
         self,
