@@ -73,8 +73,10 @@ class Analysis:
     #: restricted by ``only``): what priced it is kept there too (``analytics.priced``).
     stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
     #: The key of the previous stored analysis of the same paths, and the sessions whose
-    #: tables are the same in both (their groups' fingerprints are): what priced that one
-    #: still prices these (``analytics.priced``). None when this one was not analysed anew.
+    #: tables are the same in both (their groups' fingerprints are; perhaps none): what
+    #: priced that one still prices these (``analytics.priced``), and rows rendered for it
+    #: may serve again (``analytics.rendered_rows``). None when this one was not analysed
+    #: anew, or there is no previous one.
     previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
@@ -220,7 +222,8 @@ def _decoded(
 
 def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
     """``Analysis.previous``: the previous result's key and the sessions of the groups whose
-    fingerprint it lists; None when there are none."""
+    fingerprint it lists (none, when every group changed: its rendered rows may still
+    serve, ``analytics.rendered_rows``)."""
     if previous is None:
         return None
     known = {fingerprint for fingerprint in previous.fingerprints if fingerprint}
@@ -230,7 +233,7 @@ def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[s
         if fingerprint in known
         for session in sessions
     )
-    return (previous.key, same) if same else None
+    return previous.key, same
 
 
 def _run(

@@ -89,9 +89,9 @@ def _repriced(
 ) -> dict[str, pl.DataFrame] | None:
     """The priced tables ``names`` of ``result``: the previous analysis's rows for the
     sessions it shares unchanged, the others priced now (see the module docstring). None
-    when that does not apply: nothing kept, other quoted prices, or rows that do not match
-    one for one."""
-    if result.previous is None:
+    when that does not apply: no session shared, nothing kept, other quoted prices, or rows
+    that do not match one for one."""
+    if result.previous is None or not result.previous[1]:
         return None
     before, same = result.previous
     kept = cache.load_priced(before, digest, names)

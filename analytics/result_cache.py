@@ -16,11 +16,12 @@ size and mtime (its ``ctime`` changes).
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
 files (``_write`` says why not Parquet).
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
-them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis,
-each group's own issues (``pipeline.GROUP_ISSUES``) and the tables a rate table priced it to
-(``analytics.priced``); its note lists its groups, and its key is remembered under a slot of
-the paths analysed, for the next analysis of those paths (``pipeline.Previous``). The newest
-``KEEP`` results are kept.
+them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis:
+each group's own issues (``pipeline.GROUP_ISSUES``), the tables a rate table priced it to
+(``analytics.priced``) and the JSON lines of the rows shown (``analytics.rendered_rows``).
+Its note lists its groups, and its key is remembered under a slot of the paths analysed,
+for the next analysis of those paths (``pipeline.Previous``). The newest ``KEEP`` results
+are kept.
 
 The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
 group's log files), with a small JSON *note*: the group's session ids and a digest of the

@@ -32,6 +32,7 @@ from analytics import (
     pipeline,
     priced,
     rates,
+    rendered_rows,
     report,
     result_cache,
     sessions,
@@ -60,6 +61,7 @@ _STAGES: list[tuple[Any, str]] = [
     (pipeline, "_analyse"),
     (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
     (priced, "price_analysis"),  # as the command calls it
+    (rendered_rows, "json_lines"),  # the rows reused, or rendered, for the JSON
     (report, "render_json"),
     (result_cache, "flush"),
 ]
@@ -89,7 +91,8 @@ def stages(tree: Path, cache_root: Path) -> str:
             began = time.perf_counter()
             result = analysis.analyze([tree], use_cache=True, keep_events=False)
             shown = priced.priced(result, table, {}, ["sessions"])["sessions"]
-            report.render_json("sessions", shown, result.issues)
+            lines = rendered_rows.json_lines(result, "sessions", shown)
+            report.render_json("sessions", shown, result.issues, lines)
             result_cache.flush()  # the command waits for the cache's writes before it exits
             total = time.perf_counter() - began
             results.append((label, total, dict(timings), _rss_mb()))
