@@ -41,21 +41,20 @@ def digest(kind: str, inputs: list[Input], extra: str) -> str | None:
     cannot be inspected. An input is identified by size, ``mtime_ns``, ``ctime_ns`` and
     inode: ``ctime`` changes on every write and cannot be set back, so a file rewritten with
     its old size and mtime still changes the digest. An absent input counts as absent."""
-    summed = hashlib.sha256(f"{kind} {__version__} {_libraries()}\n".encode())
-    for line in _code():
-        summed.update(line.encode())
+    lines = [f"{kind} {__version__} {_libraries()}\n", *_code()]
     for path, seen in inputs:
         try:
             stat = seen or os.stat(path)
         except FileNotFoundError:
-            summed.update(f"absent {path}\n".encode())
+            lines.append(f"absent {path}\n")
             continue
         except OSError:
             return None
-        identity = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-        summed.update(f"input {path} {identity}\n".encode())
-    summed.update(extra.encode())
-    return summed.hexdigest()
+        lines.append(
+            f"input {path} {stat.st_size} {stat.st_mtime_ns} {stat.st_ctime_ns} {stat.st_ino}\n"
+        )
+    lines.append(extra)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 @functools.cache
