@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,12 @@ def private_cache(
 ) -> None:
     """Every test parses into its own cache directory, never the user's ~/.cache."""
     monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path_factory.mktemp("agentcost-cache")))
+
+
+@pytest.fixture
+def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of ``sample_logs`` that a test may change, with its cache in ``tmp_path/cache``."""
+    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, copy)
+    return copy

@@ -3,7 +3,6 @@ loaded while the analysis and the prices are unchanged; anything else prices afr
 
 from __future__ import annotations
 
-import shutil
 from datetime import date
 from pathlib import Path
 
@@ -15,15 +14,6 @@ from analytics.analysis import Analysis, Window, analyze
 from analytics.costs import price_analysis
 from analytics.priced import PRICED, priced, prices_digest
 from analytics.rates import load_rates
-from tests.conftest import SAMPLE_LOGS
-
-
-@pytest.fixture
-def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
-    copy = tmp_path / "logs"
-    shutil.copytree(SAMPLE_LOGS, copy)
-    return copy
 
 
 def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.DataFrame]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import polars as pl
@@ -18,15 +17,6 @@ from analytics.priced import priced
 from analytics.rates import load_rates
 from analytics.rendered_rows import json_lines
 from analytics.report import json_rows
-from tests.conftest import SAMPLE_LOGS
-
-
-@pytest.fixture
-def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
-    copy = tmp_path / "logs"
-    shutil.copytree(SAMPLE_LOGS, copy)
-    return copy
 
 
 @pytest.fixture
