@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -26,14 +27,25 @@ _PACKAGE = Path(__file__).resolve().parent
 _CODE = frozenset({".py", ".so", ".pyd", ".toml"})
 
 
-def found_inputs(found: Found) -> list[Input]:
-    """Every input an analysis of ``found`` reads: each log file (by resolved path), session
-    store (with its ``-wal``) and OTel export."""
+def tree_key(found: Found) -> str | None:
+    """The digest of everything an analysis of ``found`` reads: each log file (by resolved
+    path), session store (with its ``-wal``) and OTel export, and the problems discovery
+    reported; None when an input cannot be inspected. A command's output key and the result
+    cache's key both start from it, so it is worked out once per discovery (the last one's
+    is kept: ``found`` is not changed once discovered)."""
+    if _LAST and _LAST[0][0] is found:
+        return _LAST[0][1]
     inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in found.logs]
     for store in found.stores:
         inputs += [(str(store), None), (f"{store}-wal", None)]
     inputs += [(str(export), None) for export in found.otel]
-    return inputs
+    key = digest("tree", inputs, json.dumps(found.problems))
+    _LAST[:] = [(found, key)]
+    return key
+
+
+#: The last discovery ``tree_key`` worked on, and its key.
+_LAST: list[tuple[Found, str | None]] = []
 
 
 def digest(kind: str, inputs: list[Input], extra: str) -> str | None:

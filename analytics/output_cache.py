@@ -6,14 +6,14 @@ start-up, discovery and one read: polars is never imported (its import alone tak
 0.2 s, more than the rest of a warm run).
 
 An output is stored under a digest (``fingerprints.digest``) of agentcost's code, the
-installed polars and rich, every input the command read (each log, session store and OTel
-export, by identity on disk, as the result cache keys them), the problems discovery
-reported, and every option that shapes the output: the command's own, the timezone the
-output is shown in (named, or the machine's), the width and colour of a terminal a table is
-drawn for, and the identity of any rate-table file named. A stored output is what the
-command printed, on stdout (or into ``--output``) and stderr, and how it exited; only a run
-that got that far is stored, so a replay is exactly what running the command again would
-print.
+installed polars and rich, the key of its inputs (``fingerprints.tree_key``, the result
+cache's key: each log, session store and OTel export by identity on disk, and the problems
+discovery reported), and every option that shapes the output: the command's own, the
+timezone the output is shown in (named, or the machine's), the width and colour of a
+terminal a table is drawn for, and the identity of any rate-table file named. A stored
+output is what the command printed, on stdout (or into ``--output``) and stderr, and how it
+exited; only a run that got that far is stored, so a replay is exactly what running the
+command again would print.
 
 The report commands use it (``analyze``, ``daily``/``weekly``/``monthly``, ``top``,
 ``compare``, ``issues``, and the first screen, whose key holds today's date); ``watch``,
@@ -70,8 +70,11 @@ class OutputCache:
         """The key of ``command`` run with ``options`` on ``found``; None when an input
         cannot be inspected. ``options`` must hold everything besides the inputs that shapes
         the output (a value JSON cannot encode counts by its ``str``)."""
-        extra = json.dumps([command, found.problems, options], sort_keys=True, default=str)
-        return fingerprints.digest("output", fingerprints.found_inputs(found), extra)
+        tree = fingerprints.tree_key(found)
+        if tree is None:
+            return None
+        extra = json.dumps([command, options], sort_keys=True, default=str)
+        return fingerprints.digest("output", [], f"{tree} {extra}")
 
     def load(self, key: str) -> Output | None:
         """The output stored under ``key``, or None (missing or unreadable)."""

@@ -80,9 +80,7 @@ class ResultCache:
 
     def key(self, found: Found) -> str | None:
         """The key of an analysis of ``found``; None when an input cannot be inspected."""
-        return fingerprints.digest(
-            "tree", fingerprints.found_inputs(found), json.dumps(found.problems)
-        )
+        return fingerprints.tree_key(found)
 
     def group_key(self, logs: Sequence[LogFile]) -> str | None:
         """The key of one group of logs analysed by the pipeline (see the module docstring)."""
@@ -196,10 +194,13 @@ class ResultCache:
     ) -> dict[str, pl.DataFrame] | None:
         """The priced tables ``names`` kept beside result ``key`` for prices ``digest``
         (``analytics.priced``), or None."""
-        tables = {name: self.load_beside(key, f"priced-{digest}-{name}") for name in names}
-        if any(table is None for table in tables.values()):
-            return None
-        return {name: table for name, table in tables.items() if table is not None}
+        tables = {}
+        for name in names:
+            table = self.load_beside(key, f"priced-{digest}-{name}")
+            if table is None:
+                return None
+            tables[name] = table
+        return tables
 
     def save_priced_later(self, key: str, digest: str, tables: dict[str, pl.DataFrame]) -> None:
         """Keep priced tables beside result ``key`` for prices ``digest`` (``load_priced``)."""
