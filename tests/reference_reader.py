@@ -7,7 +7,8 @@ scanner's mechanics (tokenizer, shapes, numbers, strings, lines, sessions), not 
 opinion about the table. The table itself is checked against the previous polars reader by
 the output-unchanged comparison. Rules, as the scanner documents them:
 
-* lines split at ``\\n`` (a last line without one counts); bytes that are not UTF-8 are
+* lines split at ``\\n`` (a last line without one counts); a UTF-8 byte order mark
+  opening a line is dropped (a warning); bytes that are not UTF-8 are
   replaced (a warning); NUL bytes are removed (a warning); a line of Unicode White_Space only
   is a warning and nothing else; trailing ``\\r`` is dropped;
 * JSON is CPython's, except that ``NaN``/``Infinity`` are not JSON and nesting deeper than
@@ -17,6 +18,7 @@ the output-unchanged comparison. Rules, as the scanner documents them:
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -28,6 +30,7 @@ from typing import Any
 from analytics import _scanner
 
 MAX_DEPTH = 256
+BOM_IGNORED = "byte order mark (U+FEFF) at the start of the line ignored"
 #: Unicode White_Space (what the scanner's blank-line check and Rust's char::is_whitespace use).
 WHITE_SPACE = frozenset(
     (*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029)
@@ -268,6 +271,9 @@ class Reader:
         for number, raw in enumerate(lines, start=1):
             at = offset
             offset += len(raw) + 1
+            if raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+                issues.append((number, "warning", BOM_IGNORED))
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -312,21 +318,37 @@ class Reader:
             if kind == start_type:
                 event_id = text_of(found.get("id"))
                 new = event_id is None or all(row["event_id"] != event_id for row in rows)
-                starts.append((len(rows), text_of(found.get(session_field)), new))
+                starts.append((len(rows), text_of(found.get(session_field)), event_id, new))
             row = {"source_line": number, "byte_offset": at, "process_index": resumes}
             row.update(self.columns_of(found, kind, time))
             row["_totals"] = self.totals(found, kind)
             rows.append(row)
-        # Parts: the first from line 1, then one from each new start after the first.
-        bounds = [0, *[row for row, _, new in starts if new][1:]]
-        names: list[str | None] = [None] * len(bounds)
-        for row, session, _ in starts:
-            part = max(i for i, bound in enumerate(bounds) if bound <= row)
-            if names[part] is None:
-                names[part] = session
+        # Parts: the first from line 1, then one from each new start after the first. A start
+        # repeating an earlier line's id goes back to the part its original began (if that
+        # line was a start). Segments: (first row, part), where the part changes.
+        began: dict[str | None, int] = {}
+        segments = [(0, 0)]
+        count = 0
+        for row, _, event_id, new in starts:
+            if new:
+                count += 1
+                began.setdefault(event_id, count - 1)
+                part: int | None = count - 1
+            else:
+                part = began.get(event_id)
+            if part is not None and part != segments[-1][1]:
+                segments.append((row, part))
+
+        def part_of(row: int) -> int:
+            return max((first, part) for first, part in segments if first <= row)[1]
+
+        names: dict[int, str | None] = {}
+        for row, session, _, _ in starts:
+            if names.get(part_of(row)) is None:
+                names[part_of(row)] = session
         for index, row in enumerate(rows):
-            part = max(i for i, bound in enumerate(bounds) if bound <= index)
-            name = names[part]
+            part = part_of(index)
+            name = names.get(part)
             row["session_id"] = (
                 name if name is not None else hint if part == 0 else f"{hint}#{part + 1}"
             )

@@ -47,6 +47,8 @@ END = {
 #: Characters Python counts as whitespace but Unicode (and so polars) does not: a line of them
 #: is not blank, it is invalid JSON.
 _NOT_JSON_SPACE = "\x1c\x1d\x1e\x1f"
+#: UTF-8's byte order mark, which Windows tools write at the start of a file.
+BOM = b"\xef\xbb\xbf"
 
 
 def compact(event: dict[str, Any]) -> bytes:
@@ -75,8 +77,9 @@ def event_lines(parsed: ParsedLog) -> list[int]:
 
 
 def is_blank(line: bytes) -> bool:
-    """A line the reader skips with a warning: only NUL bytes and whitespace."""
-    text = line.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    """A line the reader skips with a warning: only NUL bytes and whitespace (after a byte
+    order mark opening it)."""
+    text = line.removeprefix(BOM).replace(b"\x00", b"").decode("utf-8", errors="replace")
     return all(c.isspace() and c not in _NOT_JSON_SPACE for c in text)
 
 
@@ -138,6 +141,20 @@ def test_non_utf8_bytes_keep_the_event_with_a_warning(tmp_path: Path) -> None:
     assert event_lines(parsed) == [1, 2, 3]
     assert parsed.events["event_type"][1] == "assistant.turn_start"
     assert "UTF-8" in issues_at(parsed, "warning")[2][0]
+
+
+def test_a_byte_order_mark_is_read_past_with_a_warning(tmp_path: Path) -> None:
+    """A log saved by a Windows tool starts with a BOM; copies joined with ``cat`` carry it to
+    the start of a later line. The line is still read, so the session keeps its id."""
+    content = b"\n".join([BOM + compact(START), compact(TURN), BOM + compact(END), BOM])
+    parsed = read(tmp_path, content)
+    assert event_lines(parsed) == [1, 2, 3]
+    assert parsed.events["session_id"].unique().to_list() == [SESSION]
+    assert issues_at(parsed, "error") == {}
+    warnings = issues_at(parsed, "warning")
+    assert sorted(warnings) == [1, 3, 4]
+    assert all("byte order mark" in w[0] for w in warnings.values())
+    assert "blank line ignored" in warnings[4]
 
 
 def test_blank_lines_are_warnings_not_events(tmp_path: Path) -> None:

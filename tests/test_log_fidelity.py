@@ -255,6 +255,21 @@ def test_a_log_copied_onto_itself_is_analysed_once_and_reported_once(tmp_path: P
     assert issue["message"].startswith(f"{len(log.lines)} lines repeat earlier events")
 
 
+def test_a_log_of_two_sessions_copied_onto_itself_keeps_each_copy_in_its_session(
+    tmp_path: Path,
+) -> None:
+    """The copy of the first session's start sends the lines after it back to that session,
+    where each is a repeat; they must not become more calls of the second."""
+    log = Log().start(SESSION).turn().shutdown(1, nano=7)
+    log.start(OTHER).turn().turn().shutdown(2, nano=11)
+    once = _analyse_bytes(tmp_path, "once", log.text())
+    twice = _analyse_bytes(tmp_path, "twice", log.text() * 2)
+    assert twice.sessions.drop("source_files").equals(once.sessions.drop("source_files"))
+    assert twice.calls.drop("source_file").equals(once.calls.drop("source_file"))
+    (issue,) = twice.issues.rows(named=True)
+    assert issue["message"].startswith(f"{len(log.lines)} lines repeat earlier events")
+
+
 # --- 6. bring your own key ---------------------------------------------------------------------
 
 

@@ -62,6 +62,8 @@ LOG = b"".join(
         line("user.message", "e11", 8, content="second"),
         line("session.resume", "e12", 9),
         line("assistant.message", "e13", 10, content="done", outputTokens=3),
+        START_1,  # a copy of the first session's start: the lines after it are its again
+        line("assistant.message", "e14", 11, content="back"),
     ]
 )
 
@@ -87,6 +89,7 @@ def test_whole_equals_first_part_then_the_rest(tmp_path: Path) -> None:
     whole = read_logs([log_file(path)])
     assert whole.ends == []
     assert whole.events["session_id"].unique(maintain_order=True).to_list() == ["s-one", "s-two"]
+    assert whole.events["session_id"].to_list()[-2:] == ["s-one", "s-one"]
     assert whole.events["process_index"].to_list()[-1] == 2
     cut = LOG.index(b"session.shutdown")
     cut = LOG.rindex(b"\n", 0, cut) + 1

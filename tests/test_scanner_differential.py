@@ -93,6 +93,7 @@ def _real_lines() -> list[bytes]:
 REAL_LINES = _real_lines()
 _PUNCTUATION = [b'"', b"\\", b"{", b"}", b"[", b"]", b",", b":", b"0", b"-", b"e", b".", b"\\u"]
 _PUNCTUATION += [b"\\ud800", b"\xff", b"\xc3", b"\r", b"\x01", b"\x00" * 8, b" ", b"\xe2\x80\xa8"]
+_PUNCTUATION += [b"\xef\xbb\xbf"]
 
 
 def damage(line: bytes, seed: int) -> bytes:
@@ -218,6 +219,7 @@ _EVENT = st.tuples(_TYPES, st.lists(st.tuples(_KEYS, _value(3)), max_size=5)).ma
 _LINE = st.one_of(
     st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 2**32)).map(lambda t: damage(*t)),
     st.sampled_from(REAL_LINES),
+    st.sampled_from(REAL_LINES).map(lambda line: b"\xef\xbb\xbf" + line),
     _EVENT.map(str.encode),
     st.tuples(_EVENT, st.integers(0, 2**32)).map(lambda t: damage(t[0].encode(), t[1])),
     st.binary(max_size=40),

@@ -2,7 +2,8 @@
 //!
 //! Each file is read once, in large blocks, and split into lines with `memchr`; files are
 //! scanned in batches of about `batch_bytes` on rayon's threads, each batch into its own
-//! columns. A line is checked in the order the reader always has: bytes that are not UTF-8
+//! columns. A line is checked in the order the reader always has: a byte order mark opening
+//! it (dropped, with a warning), bytes that are not UTF-8
 //! (replaced, with a warning), NUL bytes left by a crash (removed, with a warning), blank
 //! (a warning and nothing else), then JSON (an error), then its fields (shape warnings, a
 //! missing type is an error, a missing or bad time a warning). Nothing here can panic on any
@@ -20,7 +21,7 @@
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -109,8 +110,12 @@ pub struct Resume {
     /// Session starts that began a part so far (a start repeating an earlier line's event id
     /// begins none).
     pub starts: usize,
-    /// The session of the current part, once one of its starts named it.
-    pub session: Option<Vec<u8>>,
+    /// The part the last line scanned belongs to.
+    pub part: usize,
+    /// The session of each part so far, once one of its starts named it.
+    pub names: Vec<Option<Vec<u8>>>,
+    /// The part each start that began one began, by its event id.
+    pub start_parts: HashMap<Vec<u8>, usize>,
     /// The event ids of every line so far.
     pub ids: HashSet<Vec<u8>>,
 }
@@ -418,6 +423,10 @@ fn append(mut into: Table, mut from: Table) -> Table {
     into
 }
 
+/// UTF-8's byte order mark (U+FEFF), and the warning for one at the start of a line.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+const BOM_IGNORED: &str = "byte order mark (U+FEFF) at the start of the line ignored";
+
 /// Whether UTF-8 text is only Unicode White_Space (a line's first other byte is nearly always
 /// ASCII, which settles it without decoding).
 fn is_blank(text: &[u8]) -> bool {
@@ -635,8 +644,10 @@ impl<'s> Builder<'s> {
     /// (lines before the first start belong to the first part); a part is the session its
     /// starts name (the first that names one), else the hint for the first part and
     /// `hint#n` for the n-th, so two unnamed sessions of one file stay apart. A start whose
-    /// event id an earlier line of the file had (a log copied onto itself) begins no part.
-    /// Returns (session, rows) runs.
+    /// event id an earlier line of the file had (a log copied onto itself) begins no part: the
+    /// lines after it go back to the part the original start began (those after a copy of any
+    /// other line stay where they are), so each copied line lands in its original's session,
+    /// where it is a repeat. Returns (session, rows) runs.
     fn sessions(
         &self,
         state: &FileState,
@@ -655,9 +666,9 @@ impl<'s> Builder<'s> {
             }
         };
         let mut checked = 0;
-        // Segments of these rows: (first row, part). Part k (from 0) begins at the (k+1)-th
-        // new start for k >= 1; the first part at the file's first row.
-        let mut bounds: Vec<(usize, usize)> = vec![(0, carry.starts.saturating_sub(1))];
+        // Segments of these rows: (first row, part), a new one wherever the part changes.
+        // Part k (from 0) begins at the (k+1)-th new start for k >= 1; part 0 at line 1.
+        let mut bounds: Vec<(usize, usize)> = vec![(0, carry.part)];
         for (row, _, id) in &state.starts {
             let repeated = match id {
                 Some(id) if ids.is_some() => {
@@ -667,40 +678,51 @@ impl<'s> Builder<'s> {
                 }
                 _ => false,
             };
-            if !repeated {
+            let part = if repeated {
+                id.as_ref()
+                    .and_then(|id| carry.start_parts.get(id))
+                    .copied()
+            } else {
                 carry.starts += 1;
-                if carry.starts >= 2 {
-                    bounds.push((*row, carry.starts - 1));
+                let part = carry.starts - 1;
+                if let Some(id) = id {
+                    carry.start_parts.insert(id.clone(), part);
                 }
+                Some(part)
+            };
+            match part {
+                Some(part) if bounds.last().is_some_and(|&(_, last)| last != part) => {
+                    bounds.push((*row, part));
+                }
+                _ => {}
             }
         }
         if state.partial {
             remember(&mut carry.ids, checked..rows);
         }
-        let mut names: Vec<Option<Vec<u8>>> = vec![None; bounds.len()];
-        if let Some(first) = names.first_mut() {
-            *first = carry.session.take();
-        }
+        let mut names = std::mem::take(&mut carry.names);
+        names.resize(carry.starts.max(carry.part + 1), None);
         for (row, session, _) in &state.starts {
             let segment = bounds
                 .partition_point(|&(b, _)| b <= *row)
                 .saturating_sub(1);
-            if let (Some(slot @ None), Some(session)) = (names.get_mut(segment), session) {
+            let part = bounds.get(segment).map_or(0, |&(_, part)| part);
+            if let (Some(slot @ None), Some(session)) = (names.get_mut(part), session) {
                 *slot = Some(session.clone());
             }
         }
-        let mut out = Vec::with_capacity(names.len());
-        for (segment, name) in names.iter().enumerate() {
-            let (first, part) = bounds.get(segment).copied().unwrap_or((rows, 0));
+        let mut out = Vec::with_capacity(bounds.len());
+        for (segment, &(first, part)) in bounds.iter().enumerate() {
             let end = bounds.get(segment + 1).map_or(rows, |&(b, _)| b);
-            let session = match name {
-                Some(name) => name.clone(),
+            let session = match names.get(part).cloned().flatten() {
+                Some(name) => name,
                 None if part == 0 => hint.to_vec(),
                 None => [hint, format!("#{}", part + 1).as_bytes()].concat(),
             };
             out.push((session, end.saturating_sub(first)));
         }
-        carry.session = names.pop().flatten();
+        carry.part = bounds.last().map_or(0, |&(_, part)| part);
+        carry.names = names;
         out
     }
 
@@ -777,6 +799,15 @@ impl<'s> Builder<'s> {
     /// One line: an event row, or an issue (or a row with warnings).
     /// `clean`: the line is known to be UTF-8 without NULs.
     fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
+        // A byte order mark, as Windows tools write at the start of a file (and `cat` then
+        // carries to the start of a line): JSON allows a parser to ignore it (RFC 8259, 8.1).
+        let raw = match raw.strip_prefix(BOM) {
+            Some(rest) => {
+                self.issue(state, number, "warning", BOM_IGNORED.into());
+                rest
+            }
+            None => raw,
+        };
         let mut text: Cow<[u8]> = Cow::Borrowed(raw);
         if !clean && simdutf8::basic::from_utf8(raw).is_err() {
             text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
