@@ -268,11 +268,11 @@ class Reader:
         issues: list[tuple[Any, ...]] = []
         starts: list[tuple[int, str | None, bool]] = []
         offset = resumes = 0
-        for number, raw in enumerate(lines, start=1):
+        for number, whole in enumerate(lines, start=1):
             at = offset
-            offset += len(raw) + 1
-            if raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
+            offset += len(whole) + 1
+            raw = whole.removeprefix(codecs.BOM_UTF8)
+            if raw != whole:
                 issues.append((number, "warning", BOM_IGNORED))
             try:
                 text = raw.decode("utf-8")
