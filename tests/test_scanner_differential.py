@@ -71,6 +71,42 @@ def test_sample_logs_equal() -> None:
         assert_same(path)
 
 
+def _start(event_id: str, session: str | None) -> bytes:
+    data = {"sessionId": session} if session else {}
+    return json.dumps({"type": "session.start", "data": data, "id": event_id}).encode()
+
+
+def _turn(event_id: str) -> bytes:
+    return json.dumps({"type": "assistant.turn_start", "data": {}, "id": event_id}).encode()
+
+
+@pytest.mark.parametrize(
+    ("lines", "sessions"),
+    [
+        # two sessions, copied onto themselves: each copy goes back to its original's session
+        ([_start("1", "A"), _turn("2"), _start("3", "B"), _turn("4")] * 2, "AABBAABB"),
+        # unnamed sessions (the hint, then hint#2) copied, and a new one after the copies
+        (
+            [_start("1", None), _turn("2"), _start("3", None), _turn("4")] * 2
+            + [_start("5", None)],
+            "hh22hh223",
+        ),
+        # a start repeating the id of a line that was no start begins nothing
+        ([_start("1", "A"), _turn("2"), _start("3", "B"), _start("2", "C"), _turn("6")], "AABBB"),
+        # a copied start after a line before the first start
+        ([_turn("0"), _start("1", "A"), _start("2", "B"), _start("1", "A"), _turn("3")], "AABAA"),
+    ],
+    ids=["two-named", "unnamed", "repeats-no-start", "line-before-start"],
+)
+def test_copied_session_starts_equal(tmp_path: Path, lines: list[bytes], sessions: str) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert_same(path)
+    names = {"hint": "h", "hint#2": "2", "hint#3": "3"}
+    rows = native(path, "hint")[0]
+    assert "".join(names.get(row["session_id"], row["session_id"]) for row in rows) == sessions
+
+
 def test_real_logs_equal(real_logs: Path) -> None:
     files = sorted(real_logs.rglob("*.jsonl"))
     assert files
