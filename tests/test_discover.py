@@ -31,13 +31,16 @@ def logs(found: Found, root: Path) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A Copilot home: two session dirs, a legacy flat log, an empty session dir, records."""
+    """A Copilot home: two session dirs, a legacy flat log, a session dir without its log
+    (but with a .jsonl file among its own files), records."""
     root = tmp_path / ".copilot"
     touch(root / "session-state" / "aaa" / "events.jsonl")
     touch(root / "session-state" / "aaa" / "workspace.yaml", "id: aaa\n")
     touch(root / "session-state" / "bbb" / "events.jsonl")
     touch(root / "session-state" / "ccc.jsonl")
     (root / "session-state" / "ddd" / "checkpoints").mkdir(parents=True)
+    # a session's own files can be JSON Lines too (a user's data, or a log it copied): not logs
+    touch(root / "session-state" / "ddd" / "files" / "data.jsonl")
     touch(root / "session-store.db", "")
     touch(root / "otel" / "run.jsonl", "{}\n")
     return root

@@ -2,9 +2,10 @@
 
 Accepted: a session directory (``<id>/events.jsonl``), an events file, a legacy flat
 ``<sessionId>.jsonl``, a ``session-state`` directory, a Copilot home (a directory holding
-``session-state/``), or any directory tree of those. With no path, the Copilot home is
-``$COPILOT_HOME`` or ``~/.copilot``. A Copilot home also yields its per-call token records:
-``session-store.db`` and OpenTelemetry exports under ``otel/``.
+``session-state/``), or any directory tree of those. Inside a ``session-state`` directory each
+sub-directory is one session, whose log is its ``events.jsonl`` alone. With no path, the
+Copilot home is ``$COPILOT_HOME`` or ``~/.copilot``. A Copilot home also yields its per-call
+token records: ``session-store.db`` and OpenTelemetry exports under ``otel/``.
 """
 
 from __future__ import annotations
@@ -147,12 +148,15 @@ class _Walk:
                         self._home_of(real_child)
                     sessions_here = True
                     continue
-                before = len(self.found.logs)
-                self._directory(Path(entry.path), Path(real_child), depth + 1)
-                if len(self.found.logs) == before and target.name == "session-state":
+                if target.name == "session-state":
+                    # A session directory's log is its events.jsonl alone: what lies deeper
+                    # (files/, checkpoints/, snapshots) is the session's work, and can hold
+                    # .jsonl files of the user's own.
                     self.found.problems.append(
                         (entry.path, "session directory has no events.jsonl")
                     )
+                    continue
+                self._directory(Path(entry.path), Path(real_child), depth + 1)
         if sessions_here:
             self._home_of(real / "session")
         if (target / "session-store.db").is_file() and target.name != "session-state":
