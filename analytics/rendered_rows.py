@@ -42,7 +42,9 @@ def json_lines(result: Analysis, name: str, frame: pl.DataFrame) -> list[str]:
         return json_rows(frame)
     cache, key = result.stored_as
     stem = f"lines-{name}-{hashlib.sha256(str(frame.schema).encode()).hexdigest()[:16]}"
-    hashed = pl.DataFrame([frame.hash_rows(seed).alias(f"_h{seed}") for seed in SEEDS])
+    hashed = pl.DataFrame(
+        [frame.hash_rows(seed).alias(name) for seed, name in zip(SEEDS, _HASHES, strict=True)]
+    )
     earlier = [key, *([result.previous[0]] if result.previous else [])]
     for candidate in earlier:
         kept = cache.load_beside(candidate, stem)

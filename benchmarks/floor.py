@@ -23,19 +23,13 @@ import polars  # noqa: E402, F401  (the command imports it before reading)
 
 from analytics import _scanner  # noqa: E402
 from analytics.pipeline import GROUP_BYTES, WORKERS, _groups  # noqa: E402
-from analytics.sources.copilot_events import BATCH_BYTES, BLOCK_BYTES  # noqa: E402
+from analytics.sources.copilot_events import BATCH_BYTES, BLOCK_BYTES, scan_inputs  # noqa: E402
 from analytics.sources.discover import LogFile, discover  # noqa: E402
 
 
 def scan(logs: list[LogFile]) -> int:
     """Scan one group as ``read_logs`` does; the count of column batches it returned."""
-    tables, *_ = _scanner.scan_copilot(
-        [str(log.path) for log in logs],
-        [log.session_hint for log in logs],
-        [log.stat.st_size if log.stat else None for log in logs],
-        BATCH_BYTES,
-        BLOCK_BYTES,
-    )
+    tables, *_ = _scanner.scan_copilot(*scan_inputs(logs), BATCH_BYTES, BLOCK_BYTES)
     return len(tables)
 
 

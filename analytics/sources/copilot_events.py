@@ -87,9 +87,7 @@ def read_logs(
     its ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``),
     and the "unknown event type" warning counts the lines of this read.
     """
-    names = [str(log.path) for log in logs]
-    sizes = [log.stat.st_size if log.stat else None for log in logs]
-    hints = [log.session_hint for log in logs]
+    names, hints, sizes = scan_inputs(logs)
     ends: list[ScanState] = []
     if resume is None:
         tables, issue_columns, totals, failures = _scanner.scan_copilot(
@@ -129,6 +127,16 @@ def read_logs(
         metrics,
         issues.sort("file", "line", nulls_last=False, maintain_order=True),
         ends,
+    )
+
+
+def scan_inputs(logs: Sequence[LogFile]) -> tuple[list[str], list[str], list[int | None]]:
+    """What the scanner is given for ``logs``: paths, session hints, and the size discovery
+    saw of each (the scan stops there)."""
+    return (
+        [str(log.path) for log in logs],
+        [log.session_hint for log in logs],
+        [log.stat.st_size if log.stat else None for log in logs],
     )
 
 
