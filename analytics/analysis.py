@@ -244,8 +244,9 @@ def _run(
     group_bytes: int,
     previous: Previous | None,
 ) -> tuple[Analysis, Tables]:
-    """Every stage, from the logs to per-call tokens; the discovery problems as issues. With
-    the pipeline's tables, for what they say of their groups."""
+    """Every stage, from the logs to per-call tokens; the discovery problems as issues (files
+    that are not logs as errors). With the pipeline's tables, for what they say of their
+    groups."""
     tables = run_stages(
         found,
         progress,
@@ -254,13 +255,15 @@ def _run(
         cache=results,
         previous=previous,
     )
+    noted = [(path, "warning", what) for path, what in found.problems]
+    noted += [(path, "error", what) for path, what in found.not_logs]  # unreadable as logs
     problems = conform(
         pl.DataFrame(
             {
-                "file": [path for path, _ in found.problems],
-                "line": [None] * len(found.problems),
-                "severity": ["warning"] * len(found.problems),
-                "message": [message for _, message in found.problems],
+                "file": [path for path, _, _ in noted],
+                "line": [None] * len(noted),
+                "severity": [severity for _, severity, _ in noted],
+                "message": [message for _, _, message in noted],
             },
             schema_overrides={"line": pl.Int64},
         ),

@@ -228,17 +228,22 @@ def _report_issues(
 
 
 def _issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
-    """What ``_report_issues`` prints on stderr."""
+    """What ``_report_issues`` prints on stderr: first a line for each file that is not a
+    log or is empty (what was read is not what the reader meant), then the count."""
     from analytics.analysis import issue_summary
+    from analytics.sources.discover import EMPTY
 
     if not result.issues.height:
         return []
+    found = result.found
+    files = found.not_logs + [problem for problem in found.problems if problem[1] == EMPTY]
+    notes = [f"agentcost: {path}: {what}" for path, what in files]
     if show:
         from analytics import report
 
-        return [report.issues_table(result.issues, _layout(wide, stream=sys.stderr))]
+        return [*notes, report.issues_table(result.issues, _layout(wide, stream=sys.stderr))]
     summary = issue_summary(result.issues)
-    return [f"agentcost: {summary} in the input; agentcost issues lists them"]
+    return [*notes, f"agentcost: {summary} in the input; agentcost issues lists them"]
 
 
 # --- commands: analyze ---

@@ -30,16 +30,17 @@ _CODE = frozenset({".py", ".so", ".pyd", ".toml"})
 def tree_key(found: Found) -> str | None:
     """The digest of everything an analysis of ``found`` reads: each log file (by resolved
     path), session store (with its ``-wal``) and OTel export, and the problems discovery
-    reported; None when an input cannot be inspected. A command's output key and the result
-    cache's key both start from it, so it is worked out once per discovery (the last one's
-    is kept: ``found`` is not changed once discovered)."""
+    reported (files set aside as not logs included); None when an input cannot be
+    inspected. A command's output key and the result cache's key both start from it, so it
+    is worked out once per discovery (the last one's is kept: ``found`` is not changed once
+    discovered)."""
     if _LAST and _LAST[0][0] is found:
         return _LAST[0][1]
     inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in found.logs]
     for store in found.stores:
         inputs += [(str(store), None), (f"{store}-wal", None)]
     inputs += [(str(export), None) for export in found.otel]
-    key = digest("tree", inputs, json.dumps(found.problems))
+    key = digest("tree", inputs, json.dumps([found.problems, found.not_logs]))
     _LAST[:] = [(found, key)]
     return key
 

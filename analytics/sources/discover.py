@@ -10,6 +10,7 @@ token records: ``session-store.db`` and OpenTelemetry exports under ``otel/``.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Sequence
@@ -48,6 +49,8 @@ class Found:
     stores: list[Path] = field(default_factory=list)
     otel: list[Path] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    #: Files set aside because they are not session logs (``sniff``): (path, what it is).
+    not_logs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def copilot_home() -> Path:
@@ -60,7 +63,9 @@ def discover(paths: Sequence[Path]) -> Found:
     """Resolve user paths to log files. A path that does not exist raises ``InputError``.
 
     A named path that holds no log at all is a problem (reported, not fatal), so a mistyped
-    directory never reads as "0 sessions" without a word. Directories are listed with
+    directory never reads as "0 sessions" without a word. A file that is not a log at all
+    (``sniff``) is set aside in ``not_logs``; when nothing else was found, that is an
+    ``InputError`` naming what the file looks like. Directories are listed with
     ``os.scandir`` and only named paths and symlinks are resolved (other entries extend their
     resolved parent), so a tree of thousands of sessions costs about one syscall per session.
     """
@@ -75,10 +80,15 @@ def discover(paths: Sequence[Path]) -> Found:
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
         found = walk.found
-        before = (len(found.logs), len(found.problems))
+        before = (len(found.logs), len(found.problems), len(found.not_logs))
         walk.named(target)
-        if (len(found.logs), len(found.problems)) == before:
+        if (len(found.logs), len(found.problems), len(found.not_logs)) == before:
             found.problems.append((str(target), _NOTHING_HERE))
+    if walk.found.not_logs and not walk.found.logs:
+        path, what = walk.found.not_logs[0]
+        more = len(walk.found.not_logs) - 1
+        also = f" (and {more} more {_plural(more, 'file')} like it)" if more else ""
+        raise InputError(f"{path}: {what}{also}")
     unique = {log.real_path: log for log in walk.found.logs}
     walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
     return walk.found
@@ -165,6 +175,12 @@ class _Walk:
     def _log(
         self, path: Path, hint: str, real: Path | str, seen: os.stat_result | None = None
     ) -> None:
+        what = sniff(path)
+        if what is EMPTY:
+            self.found.problems.append((str(path), EMPTY))
+        elif what is not None:
+            self.found.not_logs.append((str(path), what))
+            return
         self.found.logs.append(LogFile(path, hint, str(real), seen))
 
     def _home_of(self, session: Path | str) -> None:
@@ -200,3 +216,89 @@ def _regular_file(path: str) -> os.stat_result | None:
 def _listed(path: Path, paths: list[Path]) -> bool:
     """Whether ``path`` is already in ``paths`` (however either was spelled)."""
     return any(path.resolve() == known.resolve() for known in paths)
+
+
+#: Bytes ``sniff`` reads from the start of a file: enough for several event lines.
+SNIFF_BYTES = 16 * 1024
+#: The largest file ``sniff`` reads whole to tell a JSON document (an SDK capture) apart.
+_DOCUMENT_BYTES = 256 * 2**20
+#: ``sniff``'s word for a file of 0 bytes (a problem, not a reason to set the file aside).
+EMPTY = "the log is empty (0 bytes): no events in it yet"
+_NAME_A_LOG = "name an events.jsonl file, a session directory or a Copilot home"
+
+
+def sniff(path: Path) -> str | None:
+    """What a file is when it is not a session log, from its first bytes; None for a log.
+
+    A log is JSON lines: one event object per line. Its first ``SNIFF_BYTES`` are read (a
+    byte order mark, NUL bytes left by a crash and blank lines are read past, as the scanner
+    does): a line that opens a JSON object (``{"``) makes it a log, whatever else is damaged,
+    so the scanner reports its lines. Otherwise the file is one JSON document (an SDK
+    capture, which ``capture-to-log`` converts, or another), binary data, or text; the
+    answer says so and what to run instead. A file of 0 bytes is ``EMPTY``. A file that
+    cannot be read is left to the scanner, which reports why."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    if not head:
+        return EMPTY
+    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    first = next((n for n, line in enumerate(lines) if line.strip(b" \t\r\x00")), None)
+    if first is None:  # blank lines only: the scanner reports them
+        return None
+    objects = [line.strip(b" \t\r\x00").startswith(b'{"') for line in lines]
+    if any(objects):
+        whole_line = first < len(lines) - 1 or len(head) < SNIFF_BYTES
+        if whole_line or path.suffix != ".json":
+            return _capture_line(lines[first]) if whole_line else None
+        return _document(path)
+    if lines[first].lstrip(b" \t\r\x00")[:1] in (b"{", b"["):
+        return _document(path)
+    try:
+        head.decode("utf-8")
+        binary = b"\x00" in head
+    except UnicodeDecodeError as error:
+        binary = error.start < len(head) - 3  # not only a character cut by the read's end
+    if binary:
+        return f"binary data, not a session log (JSON lines); {_NAME_A_LOG}"
+    return f"text, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
+
+
+def _capture_line(line: bytes) -> str | None:
+    """A whole first line: an SDK capture written on one line, or a log's event (None)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return _what_document(value)
+
+
+def _document(path: Path) -> str | None:
+    """A file whose text opens a JSON value without being JSON lines: what the value is, or
+    None when the file is no JSON document (a damaged log, left to the scanner)."""
+    try:
+        if path.stat().st_size > _DOCUMENT_BYTES:
+            return None
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return _what_document(value) or (
+        f"one JSON document, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
+    )
+
+
+def _what_document(value: object) -> str | None:
+    """An SDK capture (an object with an ``events`` array and no event ``type``), or None."""
+    if isinstance(value, dict) and "type" not in value and isinstance(value.get("events"), list):
+        return (
+            "an SDK capture, not a session log; convert it with agentcost capture-to-log "
+            "FILE OUT, or measure it with agentcost validate FILE"
+        )
+    return None
+
+
+def _plural(count: int, noun: str) -> str:
+    """``noun`` for ``count`` of it (``1 file``, ``2 files``)."""
+    return noun if count == 1 else f"{noun}s"

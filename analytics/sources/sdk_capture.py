@@ -119,8 +119,15 @@ def is_capture(path: Path) -> bool:
 
 
 def read_capture(path: Path) -> Capture:
-    """Read an SDK capture file; raise ``InputError`` if it is not one."""
-    raw = path.read_bytes()
+    """Read an SDK capture file; raise ``InputError`` if it is not one, or cannot be read
+    (missing, a directory, no permission), in one line that says what to name instead."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        reason = "a directory" if path.is_dir() else (error.strerror or "unreadable").lower()
+        raise InputError(
+            f"{path}: {reason}; name an SDK capture file (JSON with an 'events' array)"
+        ) from None
     try:
         document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
