@@ -12,8 +12,10 @@ items carried from before the previous call + the items new since it = the call'
 proportion to their ``content_bytes`` (largest remainder, ``apportion.py``). Each call's input
 cost (uncached input + cache reads + cache writes) is then split over its fixed part and items
 in proportion to their tokens, in integer units of 1e-18 USD, so what is attributed to a
-session's items is exactly its input cost. Per-call input tokens are often estimates
-(``token_source``); the attribution is as good as they are.
+session's items is exactly the input cost of its priced calls. A call whose whole cost is
+unknown (its output tokens are, after a crash) is unpriced in the session's cost, so its
+sends are ``unpriced_sends``: no item costs more than its session. Per-call input tokens are
+often estimates (``token_source``); the attribution is as good as they are.
 
 Items are labelled for people: ``tool result: view (40.2 kB)``. The tool name comes from the
 matching ``tool.execution_start`` (by ``toolCallId``); the events do not keep the arguments,
@@ -271,6 +273,14 @@ def _shares(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _priced_parts(priced_calls: pl.DataFrame) -> list[str]:
+    """The columns that must be known for a call's input cost to be attributed: its input
+    parts, and its whole cost where the frame has it. A call whose cost is unknown (its
+    output tokens are, say) is unpriced in its session's ``cost_usd``; attributing its input
+    parts anyway would let an item cost more than its whole session."""
+    return [*_INPUT_COSTS, *(["cost_usd"] if "cost_usd" in priced_calls.columns else [])]
+
+
 def _calls_with_context(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Calls with known input: their agent, previous call of that agent, fixed part, cost.
 
@@ -293,7 +303,7 @@ def _calls_with_context(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.
             "input_tokens",
             pl.col("event_seq").alias("call_seq"),
             pl.col("event_seq").shift(1).over("session_id", "agent").alias("_previous_seq"),
-            pl.when(pl.all_horizontal(pl.col(c).is_not_null() for c in _INPUT_COSTS))
+            pl.when(pl.all_horizontal(pl.col(c).is_not_null() for c in _priced_parts(priced_calls)))
             .then(pl.sum_horizontal(_INPUT_COSTS))
             .cast(MONEY)
             .alias("call_cost_usd"),

@@ -12,7 +12,7 @@ token count or cost stays unknown: it is left out of a line or bar and named "un
 >>> calls = pl.DataFrame({"call_index": [1, 2], "kind": ["main", "main"],
 ...     "model": ["m", "m"], "input_tokens": [2000, 3500], "token_source": ["observed"] * 2})
 >>> [trace["name"] for trace in context_growth(calls).to_dict()["data"]]
-['input tokens of the call (observed)', 'input tokens sent so far']
+['input tokens of the call, main agent (observed)', 'input tokens sent so far']
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ _TEMPLATE = "plotly_white"
 _HEIGHT = 480
 #: Legends below the plot area, clear of the x-axis title.
 _LEGEND = {"orientation": "h", "y": -0.25, "yanchor": "top"}
-_FIXED_COLOR = "rgba(120, 120, 120, 0.18)"
 
 #: Call details shown on hover, in this order (``customdata`` columns).
 _CALL_HOVER = (
@@ -52,16 +51,42 @@ _CALL_HOVER = (
 def context_growth(
     calls: pl.DataFrame, *, fixed_tokens: int | None = None, title: str = ""
 ) -> go.Figure:
-    """Input tokens of each call of one session, and the running total sent so far.
+    """Input tokens of each call of one session, one series per kind of agent, and the
+    running total sent so far.
 
     ``calls`` are one session's calls with ``call_index``, ``kind``, ``model``,
-    ``input_tokens`` and ``token_source`` (cost and cache columns are shown when present). An
+    ``input_tokens`` and ``token_source`` (``agent_name``, ``fixed_part_tokens``, cost and
+    cache columns are used when present). Each kind of agent (the main agent, each named
+    sub-agent, compactions) is its own series, with its own fixed part (system prompt + tool
+    definitions, which every call of that agent re-sends however short its conversation is)
+    drawn as pale bars under its calls: a sub-agent's small prompt is never drawn against the
+    main agent's fixed part. ``fixed_tokens`` is the main agent's fixed part as the log states
+    it; otherwise each call's ``fixed_part_tokens`` (the reconstruction's fit) is drawn. An
     optional ``reconstructed_input_tokens`` column (the same calls reconstructed from the log
-    alone) is drawn as a second line where observed tokens exist, to show the reconstruction's
-    error. ``fixed_tokens`` (system prompt + tool definitions) is shaded: the part every call
-    re-sends however short the conversation is.
+    alone) is drawn as a dotted line where observed tokens exist, to show the reconstruction's
+    error.
     """
     return _styled(context_growth_spec(calls, fixed_tokens=fixed_tokens, title=title))
+
+
+#: Series colours of the context-growth chart, one per kind of agent (plotly's defaults).
+_AGENT_COLORS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692")
+
+
+def agent_of(calls: pl.DataFrame) -> pl.Series:
+    """Each call's kind of agent, as the charts name it: ``main agent``, ``sub-agent NAME``
+    (``sub-agent`` when unnamed) or ``compaction``."""
+    name = (
+        pl.col("agent_name") if "agent_name" in calls.columns else pl.lit(None, pl.String)
+    ).fill_null("")
+    return calls.select(
+        pl.when(pl.col("kind") == "main")
+        .then(pl.lit("main agent"))
+        .when(pl.col("kind") == "compaction")
+        .then(pl.lit("compaction"))
+        .otherwise(pl.format("sub-agent {}", name).str.strip_chars_end(" "))
+        .alias("agent")
+    ).to_series()
 
 
 def context_growth_spec(
@@ -71,20 +96,50 @@ def context_growth_spec(
     template): what the HTML report's session selector draws, built without plotly's
     per-property validation (about 40 ms a figure)."""
     frame = calls.sort("call_index")
+    frame = frame.with_columns(agent_of(frame))
     hover = _call_customdata(frame)
-    sources = frame["token_source"].drop_nulls().unique().sort().to_list()
+    if "fixed_part_tokens" not in frame.columns:
+        frame = frame.with_columns(fixed_part_tokens=pl.lit(None, pl.Int64))
+    if fixed_tokens is not None:
+        main = pl.col("agent") == "main agent"
+        frame = frame.with_columns(
+            fixed_part_tokens=pl.when(main).then(fixed_tokens).otherwise("fixed_part_tokens")
+        )
+    of_call = frame["agent"].to_list()
+    agents = list(dict.fromkeys(of_call))  # in the order of their first call
     x = frame["call_index"].to_list()
-    data: list[dict[str, Any]] = [
-        {
-            "type": "scatter",
-            "x": x,
-            "y": frame["input_tokens"].to_list(),
-            "name": f"input tokens of the call ({', '.join(sources) or 'unknown'})",
-            "mode": "lines+markers",
-            "customdata": hover,
-            "hovertemplate": _CALL_HOVER + "<extra></extra>",
-        }
-    ]
+    data: list[dict[str, Any]] = []
+    for index, agent in enumerate(agents):
+        color = _AGENT_COLORS[index % len(_AGENT_COLORS)]
+        own = frame.filter(pl.col("agent") == agent)
+        sources = own["token_source"].drop_nulls().unique().sort().to_list()
+        fixed = own["fixed_part_tokens"]
+        if fixed.drop_nulls().len():
+            sizes = fixed.drop_nulls().unique().sort()
+            size = f"{sizes[0]:,}" if sizes.len() == 1 else f"{sizes[0]:,}-{sizes[-1]:,}"
+            data.append(
+                {
+                    "type": "bar",
+                    "x": own["call_index"].to_list(),
+                    "y": fixed.to_list(),
+                    "name": f"fixed part, {agent}: {size} tokens",
+                    "marker": {"color": color, "opacity": 0.18},
+                    "hovertemplate": f"call %{{x}}: fixed part of the {agent}, "
+                    "%{y:,} tokens (system prompt + tool definitions)<extra></extra>",
+                }
+            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": own["call_index"].to_list(),
+                "y": own["input_tokens"].to_list(),
+                "name": f"input tokens of the call, {agent} ({', '.join(sources) or 'unknown'})",
+                "mode": "lines+markers",
+                "line": {"color": color},
+                "customdata": [hover[n] for n, name in enumerate(of_call) if name == agent],
+                "hovertemplate": _CALL_HOVER + "<extra></extra>",
+            }
+        )
     observed = frame["token_source"] == "observed"
     if "reconstructed_input_tokens" in frame.columns and observed.any():
         data.append(
@@ -93,8 +148,8 @@ def context_growth_spec(
                 "x": x,
                 "y": frame["reconstructed_input_tokens"].to_list(),
                 "name": "reconstructed from the log alone",
-                "mode": "lines+markers",
-                "line": {"dash": "dot"},
+                "mode": "markers",
+                "marker": {"symbol": "circle-open", "color": "rgba(60, 60, 60, 0.8)"},
                 "hovertemplate": "call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
             }
         )
@@ -121,36 +176,11 @@ def context_growth_spec(
             "rangemode": "tozero",
             "showgrid": False,
         },
+        "barmode": "overlay",
+        "bargap": 0.15,
         "legend": _LEGEND,
         "height": _HEIGHT,
     }
-    if fixed_tokens is not None:
-        layout["shapes"] = [
-            {
-                "type": "rect",
-                "xref": "x domain",
-                "x0": 0,
-                "x1": 1,
-                "yref": "y",
-                "y0": 0,
-                "y1": fixed_tokens,
-                "fillcolor": _FIXED_COLOR,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-        ]
-        layout["annotations"] = [
-            {
-                "text": f"system prompt + tool definitions: {fixed_tokens:,} tokens",
-                "xref": "x domain",
-                "x": 1,
-                "xanchor": "right",
-                "yref": "y",
-                "y": 0,
-                "yanchor": "bottom",
-                "showarrow": False,
-            }
-        ]
     return {"data": data, "layout": layout}
 
 

@@ -69,6 +69,7 @@ def _zero_cache_costs(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         pl.when(priced).then(zero).alias("cache_read_cost_usd"),
         pl.when(priced).then(zero).alias("cache_write_cost_usd"),
+        pl.col("input_cost_usd").alias("cost_usd"),  # no output cost: the whole cost is input
     )
 
 

@@ -64,20 +64,23 @@ def trace(fig: Any, name: str) -> dict[str, Any]:
 
 def test_context_growth_draws_per_call_and_running_total() -> None:
     fig = plots.context_growth(SESSION.reverse(), fixed_tokens=2000, title="growth")
-    per_call = trace(fig, "input tokens of the call (observed)")
-    assert list(per_call["x"]) == [1, 2, 3]
-    assert list(per_call["y"]) == [3500, 5000, 6500]
+    main = trace(fig, "input tokens of the call, main agent (observed)")
+    assert (list(main["x"]), list(main["y"])) == ([1, 2], [3500, 5000])
+    sub = trace(fig, "input tokens of the call, sub-agent (observed)")
+    assert (list(sub["x"]), list(sub["y"])) == ([3], [6500])
     assert list(trace(fig, "input tokens sent so far")["y"]) == [3500, 8500, 15000]
     layout = fig.to_dict()["layout"]
     assert layout["title"]["text"] == "growth"
     assert layout["xaxis"]["title"]["text"] == "LLM call (index in the session)"
-    (shade,) = layout["shapes"]
-    assert (shade["y0"], shade["y1"]) == (0, 2000)
-    assert "system prompt + tool definitions: 2,000 tokens" in layout["annotations"][0]["text"]
+    shade = trace(fig, "fixed part, main agent: 2,000 tokens")
+    assert (list(shade["x"]), list(shade["y"])) == ([1, 2], [2000, 2000])
+    assert not layout.get("shapes")  # no band across every agent's calls
 
 
 def test_context_growth_hover_names_the_call() -> None:
-    per_call = trace(plots.context_growth(SESSION), "input tokens of the call (observed)")
+    per_call = trace(
+        plots.context_growth(SESSION), "input tokens of the call, main agent (observed)"
+    )
     assert list(per_call["customdata"][0]) == [
         1,
         "main",
@@ -89,7 +92,8 @@ def test_context_growth_hover_names_the_call() -> None:
         "observed",
         "$0.004500",
     ]
-    assert per_call["customdata"][2][-1] == "unpriced"
+    sub = trace(plots.context_growth(SESSION), "input tokens of the call, sub-agent (observed)")
+    assert sub["customdata"][0][-1] == "unpriced"
     assert "call %{customdata[0]}" in per_call["hovertemplate"]
 
 
@@ -112,8 +116,8 @@ def test_unknown_tokens_stay_gaps_not_zeros() -> None:
         pl.Series("input_tokens", [3500, None, 6500]), pl.lit(None, pl.String).alias("token_source")
     )
     fig = plots.context_growth(calls)
-    per_call = trace(fig, "input tokens of the call (unknown)")
-    assert list(per_call["y"]) == [3500, None, 6500]
+    per_call = trace(fig, "input tokens of the call, main agent (unknown)")
+    assert list(per_call["y"]) == [3500, None]
     assert per_call["customdata"][1][3] == "unknown"
 
 
