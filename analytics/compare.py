@@ -16,9 +16,8 @@ from decimal import Decimal
 
 import polars as pl
 
-from analytics.costs import price_analysis
+from analytics.costs import price_analysis, price_calls
 from analytics.model_equivalence import VENDOR, VENDOR_TABLES, seller_names
-from analytics.pricing import price_calls
 from analytics.rates import RateTable, load_rate_table, load_rates
 from analytics.schema import MONEY
 

@@ -1,7 +1,10 @@
 """CALLS with tokens -> PRICED calls and sessions, beside the bill the log itself records.
 
-``pricing.price_calls`` prices each call; here the calls are summed per session, exactly, and
-set beside the log's own charge (``totalNanoAiu``: USD = nano-AIU / 1e11). Under the
+Pricing has one entry point: :func:`price_calls` prices each call, and :func:`price_analysis`
+prices the calls the same way and sums them per session, exactly, beside the log's own charge
+(``totalNanoAiu``: USD = nano-AIU / 1e11). The CLI, the HTML report and the notebooks all go
+through them, so a call costs the same in every view. ``pricing.price_by_table`` is the engine
+underneath: one table's prices, nothing else. Under the
 ``github-copilot`` table (alone or extended, ``github-copilot+FILE``) two more sources of
 prices apply, each named in the call's ``cost_source``:
 
@@ -31,7 +34,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from analytics.log_rates import learned_rate_table
-from analytics.pricing import nano_aiu_usd, price_calls
+from analytics.pricing import AGENT_COSTS, nano_aiu_usd, price_by_table
 from analytics.rates import RateTable, add_missing_models, load_rate_table, merge_rate_tables
 from analytics.schema import COSTS, MONEY
 
@@ -64,8 +67,35 @@ def price_analysis(
     logs quote (``schema.LOG_PRICES``), used for Copilot-billed models ``table`` lacks when
     ``table`` is ``github-copilot``.
     """
-    priced = _price_each(calls, table, model_map or {}, log_prices)
+    priced = price_calls(calls, table, model_map=model_map, log_prices=log_prices)
     return priced, _sessions(priced, sessions, is_copilot_table(table))
+
+
+def price_calls(
+    calls: pl.DataFrame,
+    table: RateTable,
+    *,
+    model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``calls`` with the ``schema.COSTS`` columns and ``billed_usd``, each call priced by the
+    prices that apply to it (see the module docstring): the one way to price calls.
+
+    ``calls`` are CALLS + CALL_TOKENS, or any frame with the columns
+    ``pricing.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
+    calls are then Copilot-billed, with no bill); Claude Code and Codex calls' usage columns
+    add ``pricing.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
+    quote, used under ``github-copilot`` for models it lacks.
+
+    >>> from analytics.rates import load_rate_table
+    >>> calls = pl.DataFrame({"model": ["claude-sonnet-4-5"], "input_tokens": [4000],
+    ...     "cache_read_tokens": [0], "cache_write_tokens": [3000], "output_tokens": [100],
+    ...     "reasoning_tokens": [0], "start_time": [None], "user_initiated": [True],
+    ...     "cache_write_1h_tokens": [2000]})
+    >>> price_calls(calls, load_rate_table("anthropic"))["cache_write_cost_usd"].item()
+    Decimal('0.015750000000000000')
+    """
+    return _price_each(calls, table, model_map or {}, log_prices)
 
 
 def is_copilot_table(table: RateTable) -> bool:
@@ -94,7 +124,7 @@ def _price_each(
 ) -> pl.DataFrame:
     """Every call priced by the prices that apply to it (see the module docstring)."""
     if not is_copilot_table(table):
-        return _billed(price_calls(calls, table, model_map=model_map))
+        return _billed(price_by_table(calls, table, model_map=model_map))
     learned = learned_rate_table(log_prices) if log_prices is not None else None
     copilot = table if learned is None else add_missing_models(table, learned)
     own = {m.id for m in table.models}
@@ -103,11 +133,11 @@ def _price_each(
     indexed = calls.with_row_index(_CALL)
     own_key = indexed.filter(byok)
     together = _relabel(
-        price_calls(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
+        price_by_table(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
     )
     if own_key.height:  # most logs have no BYOK call: no second pricing, no re-sort
         provider, vendor = _byok_tables()
-        by_provider = price_calls(own_key, provider, model_map=model_map)
+        by_provider = price_by_table(own_key, provider, model_map=model_map)
         together = pl.concat([together, _relabel(by_provider, vendor, "byok_provider")])
         together = together.sort(_CALL)
     together = together.drop(_CALL)
@@ -138,11 +168,14 @@ def _relabel(priced: pl.DataFrame, origins: Mapping[str, str | None], source: st
 
 
 def _billed(priced: pl.DataFrame) -> pl.DataFrame:
-    """``billed_usd``: the log's bill of each call; 0 for a BYOK call, which Copilot never bills."""
-    bill = nano_aiu_usd(pl.col("billed_nano_aiu"))
+    """``billed_usd``: the log's bill of each call (null without one); 0 for a BYOK call, which
+    Copilot never bills."""
+    nano = "billed_nano_aiu"
+    bill = nano_aiu_usd(pl.col(nano)) if nano in priced.columns else pl.lit(None, dtype=MONEY)
     bill = pl.when(_is_byok(priced)).then(bill.fill_null(0)).otherwise(bill)
+    added = [*COSTS, *(c for c in AGENT_COSTS if c in priced.columns)]
     return priced.with_columns(bill.cast(MONEY).alias("billed_usd")).select(
-        *(c for c in priced.columns if c not in COSTS), *COSTS, "billed_usd"
+        *(c for c in priced.columns if c not in added), *added, "billed_usd"
     )
 
 

@@ -27,8 +27,8 @@ import polars as pl
 from analytics.analysis import Analysis
 from analytics.attribution import attribute_context
 from analytics.compare import table_totals
-from analytics.costs import price_analysis
-from analytics.pricing import price_calls, unpriced_models
+from analytics.costs import price_analysis, price_calls
+from analytics.pricing import unpriced_models
 from analytics.rates import RateTable
 from analytics.schema import CALLS, COSTS, conform
 from analytics.tokens import add_call_tokens, stated_fixed_part
@@ -160,7 +160,7 @@ def _by_groups(
     group of sessions at a time (``Analysis.session_groups``) so memory follows a group."""
     priced, carried, fixed = [], [], []
     for group in analysis.session_groups():
-        calls = price_calls(with_reconstruction(group), table)
+        calls = price_calls(with_reconstruction(group), table, log_prices=analysis.log_prices)
         priced.append(calls)
         carried.append(carried_context(group.events, calls))
         fixed.append(stated_fixed_part(group.events))

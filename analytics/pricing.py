@@ -14,11 +14,28 @@ How a call is priced:
   whole request is priced at the largest tier it exceeds;
 * uncached input = input - cache_read - cache_write; reasoning is part of output and is billed
   at the output price unless the table prices reasoning apart;
-* a per-request charge (``per_request`` x ``multiplier``) applies to ``user_initiated`` calls;
+* cache writes are priced by lifetime: ``cache_write_1h_tokens`` at the 1-hour price and the
+  rest of ``cache_write_tokens`` at the 5-minute price; where the log gives no split
+  (``cache_write_1h_tokens`` null or absent) every write is priced at the ``cache_write_ttl``
+  price (5 minutes by default), and where the table prices the two lifetimes apart the call's
+  ``cache_write_rate_assumed`` names the lifetime assumed. A null ``cache_write_tokens`` (older
+  Codex logs) costs nothing extra where the table's write price equals its input price, since
+  the split of input cannot change the cost, and leaves the cost unknown where it does not;
+* a per-request charge (``per_request`` x ``multiplier``) applies to ``user_initiated`` calls,
+  and each server-side web search (``web_search_requests``) costs the table's ``web_search``;
+  both are in ``request_cost_usd``. Web fetches cost nothing beyond their tokens;
+* ``speed`` "fast" multiplies every token price by the entry's ``fast_multiplier``;
+  ``service_tier`` null, "standard", "default" or "auto" is priced at the table's prices;
 * a priced call says so: ``cost_source`` ``rates``, ``price_from`` the table's name.
 
-Unknown is null, never zero: an unpriced model, a needed token count that is null, or a token
-kind the table does not price (when the call has such tokens) makes the cost null.
+Unknown is null, never zero: an unpriced model, a needed token count that is null, a token kind
+the table does not price (when the call has such tokens), a speed or service tier the table has
+no price for, makes the cost null.
+
+Calls that carry any of the agent usage columns (``AGENT_USAGE``: Claude Code and Codex calls)
+also get the ``AGENT_COSTS`` columns, ``cache_write_rate_assumed`` and ``unpriced_reason`` (why
+a call has no cost, in words). Calls without them (Copilot) price exactly as a frame whose agent
+usage columns are all null, and their priced frame keeps the ``schema.COSTS`` columns only.
 """
 
 from __future__ import annotations
@@ -30,37 +47,70 @@ from typing import Literal
 
 import polars as pl
 
-from analytics.rates import WEEKDAYS, ModelRate, PricePeriod, PriceSet, RateTable, request_usd
+from analytics.rates import (
+    WEEKDAYS,
+    ModelRate,
+    PricePeriod,
+    PriceSet,
+    RateTable,
+    request_usd,
+    search_usd,
+)
 from analytics.schema import COSTS, MONEY, TIMESTAMP
 
 #: The hint shown next to unpriced models.
 UNPRICED_HINT = "add it to a rate table with --rates FILE"
 
+#: Usage columns of Claude Code and Codex calls that pricing reads where present (null or
+#: absent: no 1-hour split, no web search, standard speed and tier).
+AGENT_USAGE: dict[str, pl.DataType] = {
+    "cache_write_1h_tokens": pl.Int64(),
+    "web_search_requests": pl.Int64(),
+    "speed": pl.String(),
+    "service_tier": pl.String(),
+}
+#: What a priced frame adds after ``schema.COSTS`` when its calls carry ``AGENT_USAGE``:
+#: the cache-write lifetime assumed for writes the log does not split (``"5m"``, ``"1h"``;
+#: null where nothing was assumed) and why a call has no cost (null where it has one).
+AGENT_COSTS: dict[str, pl.DataType] = {
+    "cache_write_rate_assumed": pl.String(),
+    "unpriced_reason": pl.String(),
+}
+#: Service tiers priced at a table's prices; any other tier leaves the call unpriced.
+STANDARD_TIERS = ("standard", "default", "auto")
+
 _ROW = "__row"
 _PROMPT = "__prompt_tokens"
-_PRICE_COLUMNS = ("p_input", "p_cache_read", "p_cache_write", "p_output", "p_reasoning")
+_TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
+_PRICE_COLUMNS = tuple(f"p_{n}" for n in _TOKEN_PRICES)
+_FAST_COLUMNS = tuple(f"f_{n}" for n in _TOKEN_PRICES)
 _ZERO = pl.lit(Decimal(0), dtype=MONEY)
 
 
-def price_calls(
+def price_by_table(
     calls: pl.DataFrame,
     table: RateTable,
     *,
     model_map: Mapping[str, str] | None = None,
     cache_write_ttl: Literal["5m", "1h"] = "5m",
 ) -> pl.DataFrame:
-    """Return ``calls`` with the ``schema.COSTS`` columns appended (replaced if present).
+    """Return ``calls`` with the ``schema.COSTS`` columns appended (replaced if present), each
+    call at ``table``'s prices alone.
+
+    This is the engine under ``costs.price_calls``, the one entry point, which adds the log's
+    own prices and bring-your-own-key pricing under the Copilot table: call that instead.
 
     ``calls`` needs ``model``, ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
-    ``output_tokens``, ``reasoning_tokens``, ``start_time`` and ``user_initiated``.
-    ``model_map`` renames log models before lookup (e.g. ``{"auto": "gpt-5-mini"}``);
-    ``cache_write_ttl`` picks the cache-write price (Copilot and Anthropic default to 5 min).
+    ``output_tokens``, ``reasoning_tokens``, ``start_time`` and ``user_initiated``, and may carry
+    ``AGENT_USAGE`` (then ``AGENT_COSTS`` follow ``COSTS``). ``model_map`` renames log models
+    before lookup (e.g. ``{"auto": "gpt-5-mini"}``); ``cache_write_ttl`` is the lifetime assumed
+    for cache writes the log does not split (5 minutes: Claude Code's default).
 
     >>> from analytics.rates import load_rate_table
     >>> calls = pl.DataFrame({"model": ["claude-haiku-4.5"], "input_tokens": [19335],
     ...     "cache_read_tokens": [8888], "cache_write_tokens": [10437], "output_tokens": [114],
     ...     "reasoning_tokens": [53], "start_time": [None], "user_initiated": [True]})
-    >>> price_calls(calls, load_rate_table("github-copilot"))["cost_usd"].item()
+    >>> price_by_table(calls, load_rate_table("github-copilot"))["cost_usd"].item()
     Decimal('0.014515050000000000')
     """
     return _price(calls, table, pl.col("input_tokens"), model_map, cache_write_ttl)
@@ -127,25 +177,37 @@ def _price(
     model_map: Mapping[str, str] | None,
     cache_write_ttl: Literal["5m", "1h"],
 ) -> pl.DataFrame:
-    """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_calls`."""
-    frame = calls.with_row_index(_ROW).with_columns(
+    """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_by_table`."""
+    agent = any(name in calls.columns for name in AGENT_USAGE)
+    usage = calls.with_columns(
+        pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in AGENT_USAGE.items()
+        if name not in calls.columns
+    )
+    frame = usage.with_row_index(_ROW).with_columns(
         _resolved_models(calls, table, model_map or {}), prompt.alias(_PROMPT)
     )
-    chosen = _choose_variants(frame, _variants(table, cache_write_ttl), table)
-    joined = frame.join(chosen, on=_ROW, how="left")
-    kept = [c for c in calls.columns if c not in COSTS]
+    chosen = _choose_variants(frame, _variants(table), table)
+    joined = frame.join(chosen, on=_ROW, how="left").with_columns(_flags())
+    kept = [c for c in calls.columns if c not in COSTS and c not in AGENT_COSTS]
     return (
         joined.with_columns(
             pl.lit(table.name, dtype=pl.String()).alias("rates"),
             pl.col("__matched").alias("priced_model"),
-            *_cost_parts(),
+            *_cost_parts(cache_write_ttl),
         )
         .with_columns(_total())
         .with_columns(
-            pl.when(pl.col("cost_usd").is_not_null()).then(pl.lit(v, dtype=pl.String())).alias(n)
-            for n, v in (("cost_source", "rates"), ("price_from", table.name))
+            *(
+                pl.when(pl.col("cost_usd").is_not_null())
+                .then(pl.lit(v, dtype=pl.String()))
+                .alias(n)
+                for n, v in (("cost_source", "rates"), ("price_from", table.name))
+            ),
+            _assumed_write_rate(cache_write_ttl),
+            _unpriced_reason(),
         )
-        .select(*kept, *COSTS)
+        .select(*kept, *COSTS, *(AGENT_COSTS if agent else ()))
     )
 
 
@@ -163,15 +225,17 @@ def _resolved_models(
     return resolved_id.alias("__resolved")
 
 
-def _variants(table: RateTable, cache_write_ttl: Literal["5m", "1h"]) -> pl.DataFrame:
-    """One row per model x price entry x (base | tier | window hour range), in $ per token."""
+def _variants(table: RateTable) -> pl.DataFrame:
+    """One row per model x price entry x (base | tier | window hour range), in $ per token:
+    the standard prices, the fast-mode prices (null without a ``fast_multiplier``), and the
+    per-request and per-web-search charges."""
     rows = [
         row
         for model in table.models
         for period in model.periods
-        for row in _period_rows(model, period, table, cache_write_ttl)
+        for row in _period_rows(model, period, table)
     ]
-    money = dict.fromkeys(_PRICE_COLUMNS, MONEY)
+    money = dict.fromkeys((*_PRICE_COLUMNS, *_FAST_COLUMNS), MONEY)
     schema = {
         "__resolved": pl.String(),
         "eff_from": TIMESTAMP,
@@ -185,21 +249,29 @@ def _variants(table: RateTable, cache_write_ttl: Literal["5m", "1h"]) -> pl.Data
         "win_days": pl.List(pl.Int8()),
         **money,
         "p_request": MONEY,
+        "p_web_search": MONEY,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def _period_rows(
-    model: ModelRate, period: PricePeriod, table: RateTable, ttl: Literal["5m", "1h"]
+    model: ModelRate, period: PricePeriod, table: RateTable
 ) -> list[tuple[object, ...]]:
     """The variant rows of one price entry: its base prices, then each tier and window range."""
     latest = period is max(model.periods, key=_start)
     head = (model.id, period.effective_from, period.effective_until, latest, bool(period.tiers))
-    request = request_usd(period, table.usd_per_unit)
+    charges = (request_usd(period, table.usd_per_unit), search_usd(period, table.usd_per_unit))
     no_window = (None, None, None, None)
-    rows = [(*head, 0, *no_window, *_per_token(period.prices, table, ttl), request)]
+    fast = period.fast_multiplier
+
+    def priced(prices: PriceSet) -> tuple[object, ...]:
+        """Standard prices, then fast-mode prices (null where the entry has none)."""
+        fast_prices = [None] * 6 if fast is None else _per_token(prices.scaled(fast), table)
+        return (*_per_token(prices, table), *fast_prices)
+
+    rows = [(*head, 0, *no_window, *priced(period.prices), *charges)]
     rows += [
-        (*head, t.above_prompt_tokens, *no_window, *_per_token(t.prices, table, ttl), request)
+        (*head, t.above_prompt_tokens, *no_window, *priced(t.prices), *charges)
         for t in period.tiers
     ]
     rows += [
@@ -210,8 +282,8 @@ def _period_rows(
             _minute(a),
             _minute(b),
             _day_numbers(w.days),
-            *_per_token(w.prices, table, ttl),
-            request,
+            *priced(w.prices),
+            *charges,
         )
         for w in period.windows
         for a, b in w.hours
@@ -224,10 +296,17 @@ def _start(period: PricePeriod) -> datetime:
     return period.effective_from or datetime.min.replace(tzinfo=UTC)
 
 
-def _per_token(prices: PriceSet, table: RateTable, ttl: Literal["5m", "1h"]) -> list[object]:
-    """Dollars per token for input, cache read, cache write (by TTL), output, reasoning."""
-    write = prices.cache_write_5m if ttl == "5m" else prices.cache_write_1h
-    per_million = (prices.input, prices.cache_read, write, prices.output, prices.reasoning)
+def _per_token(prices: PriceSet, table: RateTable) -> list[object]:
+    """Dollars per token for input, cache read, 5-minute and 1-hour cache writes, output and
+    reasoning."""
+    per_million = (
+        prices.input,
+        prices.cache_read,
+        prices.cache_write_5m,
+        prices.cache_write_1h,
+        prices.output,
+        prices.reasoning,
+    )
     return [table.usd_per_token(p) for p in per_million]
 
 
@@ -256,7 +335,15 @@ def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTab
             pl.col("__resolved").alias("__matched"),
             (~pl.col("has_tiers") | pl.col(_PROMPT).is_not_null()).alias("__tier_known"),
         )
-        .select(_ROW, "__matched", "__tier_known", *_PRICE_COLUMNS, "p_request")
+        .select(
+            _ROW,
+            "__matched",
+            "__tier_known",
+            *_PRICE_COLUMNS,
+            *_FAST_COLUMNS,
+            "p_request",
+            "p_web_search",
+        )
     )
 
 
@@ -313,20 +400,67 @@ _PARTS = (
 )
 
 
-def _cost_parts() -> list[pl.Expr]:
+def _flags() -> list[pl.Expr]:
+    """Per call: whether its speed and service tier have prices, and whether it is priced."""
+    speed, tier = pl.col("speed"), pl.col("service_tier")
+    fast = (speed == "fast").fill_null(False)
+    speed_priced = (
+        speed.is_null() | (speed == "standard") | (fast & pl.col("f_input").is_not_null())
+    )
+    tier_priced = tier.is_null() | tier.is_in(STANDARD_TIERS)
+    return [
+        fast.alias("__fast"),
+        speed_priced.alias("__speed_priced"),
+        tier_priced.alias("__tier_priced"),
+        (
+            pl.col("__matched").is_not_null()
+            & pl.col("__tier_known").fill_null(False)
+            & speed_priced
+            & tier_priced
+        ).alias("__priced"),
+    ]
+
+
+def _price_of(name: str) -> pl.Expr:
+    """The call's price per token of a kind: the fast-mode one when it ran fast."""
+    return pl.when(pl.col("__fast")).then(pl.col(f"f_{name}")).otherwise(pl.col(f"p_{name}"))
+
+
+def _cost_parts(ttl: Literal["5m", "1h"]) -> list[pl.Expr]:
     """The itemised money columns, null unless the call was priced and its tier known."""
-    priced = pl.col("__matched").is_not_null() & pl.col("__tier_known").fill_null(False)
-    uncached = pl.col("input_tokens") - pl.col("cache_read_tokens") - pl.col("cache_write_tokens")
     parts = (
-        _line(uncached, "p_input"),
-        _line(pl.col("cache_read_tokens"), "p_cache_read"),
-        _line(pl.col("cache_write_tokens"), "p_cache_write"),
+        _line(_uncached(), "input"),
+        _line(pl.col("cache_read_tokens"), "cache_read"),
+        _cache_write_cost(ttl),
         _output_cost(),
-        _request_cost(),
+        _request_cost() + _search_cost(),
     )
     return [
-        pl.when(priced).then(e).cast(MONEY).alias(n) for n, e in zip(_PARTS, parts, strict=True)
+        pl.when(pl.col("__priced")).then(e).cast(MONEY).alias(n)
+        for n, e in zip(_PARTS, parts, strict=True)
     ]
+
+
+def _writes() -> pl.Expr:
+    """Cache-write tokens; a null count is 0 where writes cost what input costs (the split of
+    input then cannot change the cost), and stays null elsewhere."""
+    same = (_price_of("cache_write") == _price_of("input")).fill_null(False)
+    writes = pl.col("cache_write_tokens")
+    return pl.when(writes.is_null() & same).then(0).otherwise(writes)
+
+
+def _uncached() -> pl.Expr:
+    """Uncached input: all input less cache reads and writes."""
+    return pl.col("input_tokens") - pl.col("cache_read_tokens") - _writes()
+
+
+def _cache_write_cost(ttl: Literal["5m", "1h"]) -> pl.Expr:
+    """1-hour writes at the 1-hour price and the rest at the 5-minute one; without a split, all
+    writes at the ``ttl`` lifetime's price."""
+    writes, long = _writes(), pl.col("cache_write_1h_tokens")
+    split = _line(writes - long, "cache_write") + _line(long, "cache_write_1h")
+    assumed = _line(writes, "cache_write" if ttl == "5m" else "cache_write_1h")
+    return pl.when(long.is_null()).then(assumed).otherwise(split)
 
 
 def _total() -> pl.Expr:
@@ -336,16 +470,17 @@ def _total() -> pl.Expr:
     return pl.when(~any_null).then(total).cast(MONEY).alias("cost_usd")
 
 
-def _line(tokens: pl.Expr, price: str) -> pl.Expr:
-    """tokens x price; zero tokens cost zero even where the table has no such price."""
-    return pl.when(tokens == 0).then(_ZERO).otherwise(tokens * pl.col(price))
+def _line(tokens: pl.Expr, kind: str) -> pl.Expr:
+    """tokens x the price of ``kind``; zero tokens cost zero even where the table has no such
+    price."""
+    return pl.when(tokens == 0).then(_ZERO).otherwise(tokens * _price_of(kind))
 
 
 def _output_cost() -> pl.Expr:
     """Output at the output price, or reasoning apart when the table prices it."""
     output, reasoning = pl.col("output_tokens"), pl.col("reasoning_tokens")
-    apart = _line(output - reasoning, "p_output") + _line(reasoning, "p_reasoning")
-    return pl.when(pl.col("p_reasoning").is_null()).then(_line(output, "p_output")).otherwise(apart)
+    apart = _line(output - reasoning, "output") + _line(reasoning, "reasoning")
+    return pl.when(pl.col("p_reasoning").is_null()).then(_line(output, "output")).otherwise(apart)
 
 
 def _request_cost() -> pl.Expr:
@@ -359,4 +494,45 @@ def _request_cost() -> pl.Expr:
         .when(user)
         .then(price)
         .otherwise(_ZERO)
+    )
+
+
+def _search_cost() -> pl.Expr:
+    """Web searches x the table's price per search; none (or no count) costs nothing, and
+    searches the table has no price for leave the cost unknown."""
+    searches = pl.col("web_search_requests").fill_null(0)
+    return pl.when(searches == 0).then(_ZERO).otherwise(searches * pl.col("p_web_search"))
+
+
+def _assumed_write_rate(ttl: Literal["5m", "1h"]) -> pl.Expr:
+    """``cache_write_rate_assumed``: ``ttl`` where a priced call's writes have no lifetime split
+    and the table prices the two lifetimes apart; null where nothing was assumed."""
+    five, hour = pl.col("p_cache_write"), pl.col("p_cache_write_1h")
+    assumed = (
+        pl.col("cost_usd").is_not_null()
+        & (pl.col("cache_write_tokens") > 0)
+        & pl.col("cache_write_1h_tokens").is_null()
+        & (hour != five).fill_null(False)
+    )
+    return pl.when(assumed).then(pl.lit(ttl)).alias("cache_write_rate_assumed")
+
+
+def _unpriced_reason() -> pl.Expr:
+    """``unpriced_reason``: why a call has no cost, the first cause that applies; null when
+    it has one."""
+    return (
+        pl.when(pl.col("cost_usd").is_not_null())
+        .then(None)
+        .when(pl.col("model").is_null())
+        .then(pl.lit("no model"))
+        .when(pl.col("__matched").is_null())
+        .then(pl.lit("model not in the rate table"))
+        .when(~pl.col("__speed_priced"))
+        .then(pl.format('no price for speed "{}"', pl.col("speed")))
+        .when(~pl.col("__tier_priced"))
+        .then(pl.format('no price for service tier "{}"', pl.col("service_tier")))
+        .when(~pl.col("__tier_known"))
+        .then(pl.lit("prompt size unknown: the model has long-context tiers"))
+        .otherwise(pl.lit("a token count is unknown, or the table has no price for its kind"))
+        .alias("unpriced_reason")
     )

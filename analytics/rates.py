@@ -42,6 +42,12 @@ must not overlap. Dates are UTC midnight; a time may be given as ``2026-08-16T16
     per_request = "0"                      # optional: charged once per user prompt (in `unit`'s
                                            # money: dollars or credits)
     multiplier = "1"                       # optional: per_request is charged multiplier times
+    web_search = "0.01"                    # optional: charged per server-side web search request
+                                           # (in `unit`'s money); calls with searches and no such
+                                           # price stay unpriced
+    fast_multiplier = "6"                  # optional: calls run at speed "fast" pay every token
+                                           # price (tiers included) times this; calls at "fast"
+                                           # of a model without it stay unpriced
 
 Long-context tiers replace the token prices of the whole request when its prompt (all input
 tokens, cached or not) is larger than ``above_prompt_tokens``; the largest such tier wins (a
@@ -107,7 +113,9 @@ TOKEN_PRICE_KEYS = (
     "reasoning",
 )
 #: Request price keys of a price entry.
-REQUEST_KEYS = ("per_request", "multiplier")
+REQUEST_KEYS = ("per_request", "multiplier", "web_search")
+#: Speeds other than the standard one that a price entry can price, by their key.
+SPEED_KEYS = {"fast": "fast_multiplier"}
 #: Weekday names accepted in ``days``, Monday first (polars numbers them 1..7 in this order).
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -115,7 +123,7 @@ _TOP_KEYS = {"unit", "usd_per_unit", "currency", "source", "checked", "descripti
 _TOP_KEYS |= {"models"}
 _MODEL_KEYS = {"aliases", "patterns", "source", "note", "prices"}
 _PERIOD_KEYS = {"effective_from", "effective_until", "tiers", "windows"}
-_PERIOD_KEYS |= set(TOKEN_PRICE_KEYS) | set(REQUEST_KEYS)
+_PERIOD_KEYS |= set(TOKEN_PRICE_KEYS) | set(REQUEST_KEYS) | set(SPEED_KEYS.values())
 _TIER_KEYS = {"above_prompt_tokens", *TOKEN_PRICE_KEYS}
 _WINDOW_KEYS = {"name", "timezone", "hours", "days", *TOKEN_PRICE_KEYS}
 _HOURS = re.compile(r"^(\d{2}):(\d{2})-(\d{2}):(\d{2})$")
@@ -179,6 +187,8 @@ class PricePeriod:
     multiplier: Decimal = Decimal(1)
     tiers: tuple[Tier, ...] = ()
     windows: tuple[TimeWindow, ...] = ()
+    web_search: Decimal | None = None
+    fast_multiplier: Decimal | None = None
 
     def scaled(self, factor: Decimal) -> PricePeriod:
         """The same period with every money amount multiplied by ``factor``."""
@@ -186,6 +196,7 @@ class PricePeriod:
             self,
             prices=self.prices.scaled(factor),
             per_request=_exact_mul(self.per_request, factor) or Decimal(0),
+            web_search=_exact_mul(self.web_search, factor),
             tiers=tuple(dataclasses.replace(t, prices=t.prices.scaled(factor)) for t in self.tiers),
             windows=tuple(
                 dataclasses.replace(w, prices=w.prices.scaled(factor)) for w in self.windows
@@ -225,8 +236,16 @@ class RateTable:
     origin: str = field(default="<memory>", compare=False)
 
     def resolve(self, model: str) -> ModelRate | None:
-        """The model priced for ``model``: exact id or alias first, then the first glob match."""
-        wanted = model.lower()
+        """The model priced for ``model``: exact id or alias first, then the first glob match;
+        a cloud id (Bedrock, Vertex) that matches neither is tried as its vendor's own id."""
+        for wanted in dict.fromkeys((model.lower(), vendor_model_id(model))):
+            found = self._resolve(wanted)
+            if found is not None:
+                return found
+        return None
+
+    def _resolve(self, wanted: str) -> ModelRate | None:
+        """The model of a lower-case name: an exact name first, then the first glob match."""
         exact = next((m for m in self.models if wanted in m.names), None)
         if exact is not None:
             return exact
@@ -238,6 +257,36 @@ class RateTable:
     def usd_per_token(self, price: Decimal | None) -> Decimal | None:
         """Convert a price per million tokens in this table's unit to dollars per token."""
         return None if price is None else _per_token(price, self.usd_per_unit)
+
+
+#: A Bedrock model id: an optional inference-profile region, the vendor, the model, a version.
+_BEDROCK_ID = re.compile(
+    r"^(?:[a-z]{2,4}(?:-gov)?\.|global\.)?(?:anthropic|openai)\.(?P<model>.+?)(?:-v\d+(?::\d+)?)?$"
+)
+#: A Vertex AI model id: the model, ``@``, a snapshot date or a label such as ``default``.
+_VERTEX_ID = re.compile(r"^(?P<model>[^@]+)@(?P<version>[^@]*)$")
+
+
+def vendor_model_id(model: str) -> str:
+    """The vendor's own id (lower case) for a cloud provider's id of the same model.
+
+    Bedrock ids lose their region, vendor and version (``us.anthropic.claude-sonnet-4-5-20250929-
+    v1:0`` is ``claude-sonnet-4-5-20250929``; an ARN's last path part is the id); a Vertex id's
+    snapshot date joins the name with a dash (``claude-sonnet-4-5@20250929``) and a label after
+    ``@`` is dropped. Any other name is returned lower-cased, unchanged.
+
+    >>> vendor_model_id("global.anthropic.claude-opus-4-6-v1")
+    'claude-opus-4-6'
+    >>> vendor_model_id("claude-sonnet-4-5@20250929")
+    'claude-sonnet-4-5-20250929'
+    """
+    name = model.lower().rsplit("/", 1)[-1] if model.lower().startswith("arn:") else model.lower()
+    if bedrock := _BEDROCK_ID.match(name):
+        return bedrock["model"]
+    if vertex := _VERTEX_ID.match(name):
+        version = vertex["version"]
+        return f"{vertex['model']}-{version}" if version.isdigit() else vertex["model"]
+    return name
 
 
 # ---------------------------------------------------------------------------------- loading
@@ -395,6 +444,8 @@ class _Parser:
             multiplier=values.get("multiplier", Decimal(1)),
             tiers=tiers,
             windows=windows,
+            web_search=values.get("web_search"),
+            fast_multiplier=self.speed_multiplier(entry, key),
         )
         if not fits_money(request_usd(period, self.usd_per_unit)):
             raise self.fail(
@@ -402,7 +453,34 @@ class _Parser:
                 "per_request x multiplier has too many decimals",
                 "a request may cost at most 18 decimal places of a dollar",
             )
+        search = search_usd(period, self.usd_per_unit)
+        if search is not None and not fits_money(search):
+            raise self.fail(
+                f"{key}.web_search",
+                "has too many decimals",
+                "a request may cost at most 18 decimal places of a dollar",
+            )
+        if period.fast_multiplier is not None and not all(
+            fits_money(_per_token(price, self.usd_per_unit))
+            for prices in speed_price_sets(period, period.fast_multiplier)
+            for price in prices.as_dict().values()
+            if price is not None
+        ):
+            raise self.fail(
+                f"{key}.fast_multiplier",
+                "makes a token price too precise",
+                "one token may cost at most 18 decimal places of a dollar",
+            )
         return period
+
+    def speed_multiplier(self, entry: Mapping[str, Any], key: str) -> Decimal | None:
+        """The entry's ``fast_multiplier``: a positive decimal, or None when absent."""
+        if "fast_multiplier" not in entry:
+            return None
+        value = self.decimal(entry["fast_multiplier"], f"{key}.fast_multiplier")
+        if value <= 0:
+            raise self.fail(f"{key}.fast_multiplier", "must be positive", 'e.g. "6"')
+        return value
 
     def tiers(self, raw: Any, key: str) -> tuple[Tier, ...]:
         """The long-context tiers of a price entry, checked to have distinct thresholds."""
@@ -601,6 +679,17 @@ def request_usd(period: PricePeriod, usd_per_unit: Decimal) -> Decimal:
     return _exact_mul(_exact_mul(period.per_request, period.multiplier), usd_per_unit) or Decimal(0)
 
 
+def search_usd(period: PricePeriod, usd_per_unit: Decimal) -> Decimal | None:
+    """Dollars charged per web search in ``period``; None where the entry has no such price."""
+    return _exact_mul(period.web_search, usd_per_unit)
+
+
+def speed_price_sets(period: PricePeriod, factor: Decimal) -> list[PriceSet]:
+    """The period's base, tier and window prices, each multiplied by a speed's ``factor``."""
+    sets = [period.prices, *(t.prices for t in period.tiers), *(w.prices for w in period.windows)]
+    return [prices.scaled(factor) for prices in sets]
+
+
 def fits_money(amount: Decimal) -> bool:
     """Whether ``amount`` has at most 18 decimal places, the scale of ``schema.MONEY``."""
     exponent = amount.normalize().as_tuple().exponent
@@ -703,6 +792,14 @@ def _dump_model(model: ModelRate) -> list[str]:
         lines += _dump_prices(period.prices)
         lines += [f"per_request = {_q(str(period.per_request))}"]
         lines += [f"multiplier = {_q(str(period.multiplier))}"]
+        lines += [
+            f"{name} = {_q(str(value))}"
+            for name, value in (
+                ("web_search", period.web_search),
+                ("fast_multiplier", period.fast_multiplier),
+            )
+            if value is not None
+        ]
         for tier in period.tiers:
             lines += ["", f"[[{key}.prices.tiers]]"]
             lines += [f"above_prompt_tokens = {tier.above_prompt_tokens}"]

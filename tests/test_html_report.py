@@ -19,8 +19,8 @@ from analytics.analysis import analyze
 from analytics.attribution import attribute_context
 from analytics.cli import app
 from analytics.compare import table_totals
+from analytics.costs import price_calls
 from analytics.html_report import carried_context
-from analytics.pricing import price_calls
 from analytics.rates import load_rate_table, parse_rate_table
 from analytics.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
 from tests.conftest import SAMPLE_LOGS

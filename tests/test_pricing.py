@@ -20,7 +20,7 @@ from analytics.pricing import (
     UNPRICED_HINT,
     nano_aiu_to_usd,
     nano_aiu_usd,
-    price_calls,
+    price_by_table,
     price_totals,
     unpriced_models,
 )
@@ -140,7 +140,7 @@ def call(model: str = "flat", **values: Any) -> dict[str, Any]:
 
 def priced(*rows: dict[str, Any], table: RateTable = TEST_TABLE, **options: Any) -> pl.DataFrame:
     """Price literal rows."""
-    return price_calls(pl.DataFrame(list(rows), schema=CALL_SCHEMA), table, **options)
+    return price_by_table(pl.DataFrame(list(rows), schema=CALL_SCHEMA), table, **options)
 
 
 def one(row: dict[str, Any], column: str = "cost_usd", **options: Any) -> Decimal | None:
@@ -256,8 +256,8 @@ def test_cache_write_ttl_selects_the_one_hour_price() -> None:
 
 def test_input_frame_is_not_mutated_and_repricing_replaces_costs() -> None:
     frame = pl.DataFrame([call(input_tokens=3)], schema=CALL_SCHEMA)
-    once = price_calls(frame, TEST_TABLE)
-    twice = price_calls(once, TEST_TABLE)
+    once = price_by_table(frame, TEST_TABLE)
+    twice = price_by_table(once, TEST_TABLE)
     assert frame.columns == list(CALL_SCHEMA)
     assert twice.equals(once)
 
@@ -503,7 +503,7 @@ def usage_rows(path: Path) -> pl.DataFrame:
 def test_github_copilot_reproduces_every_store_row(real_logs: Path) -> None:
     rows = usage_rows(real_logs / "aiusage-core-session-store-1.0.80" / "usage.sql")
     assert rows.height == 45
-    out = price_calls(rows, load_rate_table("github-copilot"))
+    out = price_by_table(rows, load_rate_table("github-copilot"))
     billed = out.select(nano_aiu_usd(pl.col("total_nano_aiu")))["total_nano_aiu"]
     assert out["cost_usd"].to_list() == billed.to_list()
     assert out["cost_usd"].sum() == Decimal("0.1891317")

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from analytics.analysis import analyze
 from analytics.cli import app
-from analytics.pricing import price_calls, price_totals
+from analytics.costs import price_calls
+from analytics.pricing import price_totals
 from analytics.rates import load_rate_table
 from analytics.simulate import write_capture_tree
 from analytics.sources.sdk_capture import convert, read_capture

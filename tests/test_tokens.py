@@ -21,7 +21,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from analytics.analysis import Analysis, analyze
-from analytics.pricing import price_calls
+from analytics.costs import price_calls
 from analytics.rates import parse_rate_table
 from analytics.simulate import SimulationParams, simulate
 from analytics.validate import error_summary, reconstruction_errors

@@ -23,9 +23,8 @@ import polars as pl
 import pytest
 
 from analytics.analysis import analyze
-from analytics.costs import price_analysis
+from analytics.costs import price_analysis, price_calls
 from analytics.pipeline import analyse_parsed
-from analytics.pricing import price_calls
 from analytics.rates import load_rate_table
 from analytics.watch import (
     Figures,
