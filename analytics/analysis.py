@@ -299,4 +299,10 @@ def _within(result: Analysis, window: Window) -> Analysis:
 def issue_summary(issues: pl.DataFrame) -> str:
     """One line for stderr: how many issues, how many lost data."""
     errors = issues.filter(pl.col("severity") == "error").height
-    return f"{issues.height} issues ({errors} errors, {issues.height - errors} warnings)"
+    from analytics.text_table import counted
+
+    warnings = issues.height - errors
+    return (
+        f"{counted(issues.height, 'issue')} ({counted(errors, 'error')}, "
+        f"{counted(warnings, 'warning')})"
+    )

@@ -11,6 +11,7 @@ from datetime import timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from analytics.budget import USD_PER_CREDIT, BudgetStatus
+from analytics.text_table import counted
 
 _CENT = Decimal("0.01")
 
@@ -37,7 +38,7 @@ def budget_lines(status: BudgetStatus) -> str:
     month = f"{status.start} to {status.end - timedelta(days=1)}"
     lines = [f"budget month  {month} (day {elapsed} of {days})"]
     lower = (
-        f" (+{status.unpriced_calls} calls without a cost: a lower bound)"
+        f" (+{counted(status.unpriced_calls, 'call')} without a cost: a lower bound)"
         if status.unpriced_calls
         else ""
     )

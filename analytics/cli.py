@@ -153,8 +153,24 @@ ShowIssuesOpt = Annotated[
 
 def _fail(error: AgentcostError) -> NoReturn:
     """Print one line on stderr and exit with the error's code."""
-    typer.echo(_error_line(error), err=True)
+    _err(_error_line(error))
     raise typer.Exit(error.exit_code)
+
+
+def _err(text: str) -> None:
+    """A line (or lines) on stderr. On a terminal, words are wrapped at its width, so no
+    line is longer than the screen; elsewhere (a pipe, a file, a test) each note stays one
+    line, for scripts to read."""
+    if sys.stderr.isatty():
+        import shutil
+        import textwrap
+
+        width = shutil.get_terminal_size().columns
+        text = "\n".join(
+            textwrap.fill(line, width, break_on_hyphens=False) if len(line) > width else line
+            for line in text.splitlines()
+        )
+    typer.echo(text, err=True)
 
 
 def _error_line(error: AgentcostError) -> str:
@@ -170,11 +186,22 @@ def _day(value: str | None, option: str) -> date | None:
         raise UsageError(f"{option} {value!r} is not a date; use YYYY-MM-DD") from None
 
 
+def _days(since: str | None, until: str | None) -> tuple[date | None, date | None]:
+    """``--since`` and ``--until`` as days; a window that ends before it starts is a usage
+    error, not an empty report."""
+    start, end = _day(since, "--since"), _day(until, "--until")
+    if start and end and end < start:
+        raise UsageError(
+            f"--until {end} is before --since {start}; the window would hold no day (swap them?)"
+        )
+    return start, end
+
+
 def _window(since: str | None, until: str | None, timezone: str | None) -> Window:
     from analytics.analysis import Window
     from analytics.timezones import resolve_zone
 
-    return Window(_day(since, "--since"), _day(until, "--until"), resolve_zone(timezone))
+    return Window(*_days(since, until), resolve_zone(timezone))
 
 
 def _model_map(pairs: list[str] | None) -> dict[str, str]:
@@ -222,7 +249,7 @@ def _report_issues(
     """Issue count on stderr, or with ``show`` (--show-issues) the issues table there (stdout
     stays the report alone); with --strict, any issue fails the run."""
     for note in _issue_notes(result, show, wide=wide):
-        typer.echo(note, err=True)
+        _err(note)
     if strict and result.issues.height:
         raise StrictModeError("--strict: the input has issues")
 
@@ -243,7 +270,8 @@ def _issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
 
         return [*notes, report.issues_table(result.issues, _layout(wide, stream=sys.stderr))]
     summary = issue_summary(result.issues)
-    return [*notes, f"agentcost: {summary} in the input; agentcost issues lists them"]
+    them = "it" if result.issues.height == 1 else "them"
+    return [*notes, f"agentcost: {summary} in the input; agentcost issues lists {them}"]
 
 
 # --- commands: analyze ---
@@ -282,13 +310,20 @@ def analyze(
         result = _load(ctx, paths, window, keep_events=False, found=replays.found)
         key = "calls" if calls else "sessions"
         frame = priced(result, table, _model_map(model_map), [key])[key]
-        render = report.call_table if calls else report.session_table
+        renames = _model_map(model_map)
+
+        def as_table(layout: Layout) -> str:
+            if calls:
+                return report.call_table(frame, str(window.zone), layout)
+            reasons = report.unpriced_reasons(frame, table, renames)
+            return report.session_table(frame, str(window.zone), layout, reasons)
+
         text = _emit(
             output_format,
             output,
             frame,
             lambda: report.render_json(key, frame, result.issues, json_lines(result, key, frame)),
-            lambda layout: render(frame, str(window.zone), layout),
+            as_table,
             wide=wide,
         )
         notes = _issue_notes(result, show_issues, wide=wide)
@@ -303,7 +338,7 @@ def _finish(
     """After a command printed ``report``: ``notes`` on stderr, then what it printed stored
     for replay; with ``strict_failure`` (--strict, and the input has issues), the failure."""
     for note in notes:
-        typer.echo(note, err=True)
+        _err(note)
     if strict_failure:
         failed = StrictModeError("--strict: the input has issues")
         replays.save(report, [*notes, _error_line(failed)], failed.exit_code)
@@ -379,7 +414,7 @@ class _Replays(NamedTuple):
         if stored.report is not None:
             _print(stored.report, output)
         for note in stored.notes:
-            typer.echo(note, err=True)
+            _err(note)
         if stored.status:
             raise typer.Exit(stored.status)
         return True
@@ -611,7 +646,7 @@ def budget_set(
             raise UsageError(
                 f"{path}: cannot write ({err.strerror}); check the directory"
             ) from None
-        typer.echo(f"agentcost: budget saved to {path}", err=True)
+        _err(f"agentcost: budget saved to {path}")
     except AgentcostError as error:
         _fail(error)
 
@@ -671,7 +706,22 @@ def _active(log: LogFile) -> str | None:
 
     if log.stat is None or time.time() - log.stat.st_mtime > 600:
         return None
-    return f"session {log.session_hint[:8]}"
+    return f"session {_session_id(log)[:8]}"
+
+
+def _session_id(log: LogFile) -> str:
+    """The ``sessionId`` the log's ``session.start`` (its first line) names, else the
+    session hint (its directory or file name): a copied or renamed session directory is
+    still named as Copilot names it."""
+    import json
+
+    try:
+        with open(log.path, "rb") as file:
+            first = json.loads(file.readline(1 << 20))
+        named = first["data"]["sessionId"] if first.get("type") == "session.start" else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        named = None
+    return named if isinstance(named, str) and named else log.session_hint
 
 
 # --- commands: validate ---
@@ -843,7 +893,7 @@ def report(
             raise UsageError(
                 f"{html_file}: cannot write ({err.strerror}); choose another path"
             ) from None
-        typer.echo(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)", err=True)
+        _err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
         _report_issues(result, strict, show_issues)
     except AgentcostError as error:
         _fail(error)
@@ -959,7 +1009,27 @@ def _print(text: str, output: Path | None) -> None:
 
 
 def _unwritable(output: Path | None, err: OSError) -> UsageError:
-    return UsageError(f"{output}: cannot write ({err.strerror}); choose another path")
+    """The usage error of a file that cannot be written, with the system's reason (polars'
+    errors carry none of their own: the reason is worked out from the path then)."""
+    return UsageError(
+        f"{output}: cannot write ({_why_unwritable(output, err)}); choose another path"
+    )
+
+
+def _why_unwritable(output: Path | None, err: OSError) -> str:
+    """Why ``output`` cannot be written: the system's words, else what the path shows."""
+    if err.strerror:
+        return err.strerror.lower()
+    if err.errno:
+        return os.strerror(err.errno).lower()
+    folder = (output or Path(".")).absolute().parent
+    if not folder.exists():
+        return f"no such directory: {folder}"
+    if not folder.is_dir():
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK):
+        return f"permission denied in {folder}"
+    return str(err) or type(err).__name__
 
 
 def _period_command(period: Period, noun: str) -> Callable[..., None]:
@@ -989,7 +1059,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             from analytics.timezones import resolve_zone
 
             zone = resolve_zone(timezone)
-            start, end = _day(since, "--since"), _day(until, "--until")
+            start, end = _days(since, until)
             result, priced_calls, priced_sessions = _priced(
                 ctx, paths, rates, model_map, keep_events=False, found=replays.found
             )
@@ -1085,7 +1155,8 @@ def top(
         def as_table(layout: Layout) -> str:
             text = report.attribution_table(ranked, by.value, layout)
             if behaviour:
-                text += "\n\ncompactions (saved tokens: (pre - post) x later calls, an estimate)\n"
+                saved = "compactions (saved tokens: (pre - post) x later calls, an estimate)"
+                text += f"\n\n{report.caption(saved, layout)}\n"
                 text += report.compaction_table(sections["compactions"], zone, layout)
                 text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
@@ -1130,7 +1201,7 @@ def export(
             result.event_groups(), result.calls, priced_sessions, priced_calls, result.issues
         )
         written = write_export(directory, tables, rates)
-        typer.echo(f"agentcost: wrote {len(written)} files to {directory}", err=True)
+        _err(f"agentcost: wrote {len(written)} files to {directory}")
         _report_issues(result, strict, show_issues)
     except AgentcostError as error:
         _fail(error)
@@ -1159,6 +1230,20 @@ def rates_learn(
         _report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
         _fail(error)
+
+
+def _one_line_summaries(group: typer.Typer) -> None:
+    """Each command's summary in ``--help`` (its docstring's first paragraph) as one line
+    of words, so rich wraps it evenly at the terminal's width instead of keeping the
+    docstring's own line breaks."""
+    for info in group.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback else None) or ""
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+
+
+for _group in (app, budget_app, rates_app):
+    _one_line_summaries(_group)
 
 
 def main() -> NoReturn:

@@ -58,25 +58,38 @@ def _price_at(
 
 
 def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
-    """Per log model: the model ``table`` priced it as, and the table that price comes from."""
+    """Per log model: the model ``table`` priced it as, and the table that price comes from.
+    Bring-your-own-key calls under ``github-copilot`` are a row of their own (``byok``):
+    Copilot bills them nothing, and their price, if any, is their provider's
+    (``price_from``), so "not sold there" would misstate why."""
     tables = (
         {name: load_rate_table(name) for name in VENDOR_TABLES}
         if table.name == VENDOR
         else {table.name: table}
     )
+    byok = pl.lit(table.name == "github-copilot") & pl.col("is_byok").fill_null(False)
     pairs = (
-        priced_calls.group_by("model", "priced_model")
+        priced_calls.group_by("model", "priced_model", byok.alias("byok"))
         .agg(
             pl.len().cast(pl.Int64).alias("calls"),
             pl.col("cost_usd").count().cast(pl.Int64).alias("priced_calls"),
+            pl.col("price_from").drop_nulls().first().alias("_provider"),
         )
-        .sort(["calls", "model"], descending=[True, False], nulls_last=True)
+        .sort(["calls", "model", "byok"], descending=[True, False, False], nulls_last=True)
     )
     # A handful of rows (one per model): which of the tables knows each priced model.
     seller = [
-        next((name for name, t in tables.items() if model and t.resolve(model)), None)
-        for model in pairs["priced_model"].to_list()
+        provider
+        if provider
+        else next((name for name, t in tables.items() if model and t.resolve(model)), None)
+        for model, provider in zip(
+            pairs["priced_model"].to_list(),
+            pl.select(pl.when(pairs["byok"]).then(pairs["_provider"])).to_series().to_list(),
+            strict=True,
+        )
     ]
+    for provider in set(seller) - set(tables) - {None}:  # BYOK providers' own tables
+        tables[str(provider)] = load_rate_table(str(provider))
     meta = pl.DataFrame(
         {
             "seller": list(tables),
@@ -90,7 +103,15 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
         )
         .join(meta, on="seller", how="left", maintain_order="left")
         .select(
-            "rates", "model", "priced_model", "seller", "calls", "priced_calls", "checked", "source"
+            "rates",
+            "model",
+            "priced_model",
+            "seller",
+            "byok",
+            "calls",
+            "priced_calls",
+            "checked",
+            "source",
         )
     )
 

@@ -39,6 +39,7 @@ from analytics.rates import (
     fits_money,
 )
 from analytics.schema import ISSUES, LOG_PRICES, conform, empty
+from analytics.text_table import counted
 
 #: Copilot's token types, and the rate-table price key each one fills.
 TOKEN_TYPES = {
@@ -301,5 +302,6 @@ def learned_toml(prices: pl.DataFrame) -> str:
             "(1.0.80+); include the Copilot home or its session-store.db"
         )
     sessions = prices["session_id"].n_unique()
-    header = f"# `agentcost rates learn`: {prices.height} prices seen in {sessions} sessions.\n"
+    seen = f"{counted(prices.height, 'price')} seen in {counted(sessions, 'session')}"
+    header = f"# `agentcost rates learn`: {seen}.\n"
     return header + dump_rate_table(table)

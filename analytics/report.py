@@ -17,11 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from analytics.text_table import Column, Layout, render_table
+from analytics.text_table import (
+    Column,
+    Layout,
+    counted,
+    counted_expr,
+    draw,
+    render_table,
+    shorter_path,
+)
 
 if TYPE_CHECKING:
     from analytics.compare import Comparison
     from analytics.home import HomeScreen
+    from analytics.rates import RateTable
 
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
@@ -153,8 +162,11 @@ def _id_and_start(zone: str, time_format: str, layout: Layout | None) -> list[pl
     ]
 
 
-def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
-    """The per-session table of ``agentcost analyze``, times in ``zone``."""
+def session_table(
+    sessions: pl.DataFrame, zone: str, layout: Layout | None = None, notes: Sequence[str] = ()
+) -> str:
+    """The per-session table of ``agentcost analyze``, times in ``zone``; ``notes`` below it
+    (``unpriced_reasons``, say)."""
     local = sessions.with_columns(
         *_id_and_start(zone, "%Y-%m-%d %H:%M", layout),
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
@@ -185,7 +197,7 @@ def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = Non
         _sources_cell().alias("_sources"),
     )
     totals = {
-        "_id": f"{sessions.height} sessions",
+        "_id": counted(sessions.height, "session"),
         "llm_calls": _count(sessions["llm_calls"].sum()),
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
         "failed_calls": _count(sessions["failed_calls"].sum()),
@@ -198,7 +210,43 @@ def session_table(sessions: pl.DataFrame, zone: str, layout: Layout | None = Non
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
-    return _table(local, columns, totals, layout, _legend(estimated))
+    return _table(local, columns, totals, layout, [*notes, *_legend(estimated)])
+
+
+def unpriced_reasons(
+    sessions: pl.DataFrame, table: RateTable, renames: Mapping[str, str] | None = None
+) -> list[str]:
+    """Why each model the sessions left unpriced (``unpriced_models``) has no price in
+    ``table``: it is not in the table, or its prices ended before its calls (``no price after
+    2025-09-05``) or began after them. ``renames``: the ``--model-map`` the calls were priced
+    with (a model is looked up under its new name)."""
+    if "unpriced_models" not in sessions.columns:
+        return []
+    spans = (
+        sessions.select("unpriced_models", "start_time")
+        .explode("unpriced_models")
+        .drop_nulls("unpriced_models")
+        .group_by("unpriced_models")
+        .agg(pl.col("start_time").min().alias("first"), pl.col("start_time").max().alias("last"))
+        .sort("unpriced_models")
+    )
+    lines = []
+    for model, first, last in spans.iter_rows():
+        looked_up = (renames or {}).get(model, model)
+        name = model if looked_up == model else f"{model} (as {looked_up})"
+        rate = table.resolve(looked_up)
+        ends = [p.effective_until for p in rate.periods] if rate else []
+        starts = [p.effective_from for p in rate.periods] if rate else []
+        if rate is None:
+            why = f"not in the {table.name} rate table"
+        elif first and all(ends) and first >= max(e for e in ends if e):
+            why = f"no price after {max(e for e in ends if e):%Y-%m-%d} in {table.name}"
+        elif last and all(starts) and last < min(s for s in starts if s):
+            why = f"no price before {min(s for s in starts if s):%Y-%m-%d} in {table.name}"
+        else:
+            why = f"no price in {table.name} at the time of its calls"
+        lines.append(f"unpriced: {name}: {why}")
+    return lines
 
 
 def _token_value(column: str) -> list[pl.Expr]:
@@ -360,7 +408,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         Column("INTERRUPTED", "_cut", right=False, drop=10),
     ]
     totals = {
-        "_id": f"{calls.height} calls",
+        "_id": counted(calls.height, "call"),
         **{
             column: _sum_known(calls[column])
             for column in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -425,16 +473,50 @@ def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[st
     priced = found.priced_as.with_columns(pl.col("model").fill_null("unknown model"))
     lines = (
         priced.with_columns(
-            pl.when(pl.col("priced_model").is_null())
-            .then(pl.format("{} not sold there ({} calls unpriced)", "model", "calls"))
+            pl.when(pl.col("byok") & pl.col("priced_model").is_null())
+            .then(
+                pl.format(
+                    "{} BYOK: your own key, no provider price ({} unpriced)",
+                    "model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
+            )
+            .when(pl.col("byok"))
+            .then(
+                pl.format(
+                    "{} BYOK: your own key, at {} {} ({})",
+                    "model",
+                    "seller",
+                    "priced_model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
+            )
+            .when(pl.col("priced_model").is_null())
+            .then(
+                pl.format(
+                    "{} not sold there ({} unpriced)",
+                    "model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
+            )
             .when(
                 (pl.col("priced_model") == pl.col("model")) & (pl.col("seller") == pl.col("rates"))
             )
-            .then(pl.format("{} ({} calls)", "model", "calls"))
+            .then(pl.format("{} ({})", "model", counted_expr(pl.col("calls"), "call")))
             .when(pl.col("seller") == pl.col("rates"))
-            .then(pl.format("{} as {} ({} calls)", "model", "priced_model", "calls"))
+            .then(
+                pl.format(
+                    "{} as {} ({})", "model", "priced_model", counted_expr(pl.col("calls"), "call")
+                )
+            )
             .otherwise(
-                pl.format("{} as {} {} ({} calls)", "model", "seller", "priced_model", "calls")
+                pl.format(
+                    "{} as {} {} ({})",
+                    "model",
+                    "seller",
+                    "priced_model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
             )
             .alias("_priced")
         )
@@ -451,7 +533,10 @@ def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[st
         )
         return [verdict, *lines, *sources.to_series().to_list()]
     checked = sellers.select(pl.format("{} {}", "seller", "checked")).to_series().str.join(", ")
-    return [verdict, *lines, f"prices checked: {checked.item()} (--wide shows their sources)"]
+    dates = (
+        [f"prices checked: {checked.item()} (--wide shows their sources)"] if sellers.height else []
+    )
+    return [verdict, *lines, *dates]
 
 
 def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
@@ -477,7 +562,7 @@ def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
         Column("SEVERITY", "severity", right=False),
         Column("MESSAGE", "message", right=False),
     ]
-    return _table(ordered, columns, {"file": f"{issues.height} issues"}, layout)
+    return _table(ordered, columns, {"file": counted(issues.height, "issue")}, layout)
 
 
 def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
@@ -540,11 +625,22 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     return "\n\n".join(
         [
             spend,
-            f"costliest sessions (detail: agentcost analyze; context: agentcost top)\n{costliest}",
-            f"model mix (detail: agentcost daily --by model)\n{mix}",
-            "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
+            caption(
+                "costliest sessions (detail: agentcost analyze; context: agentcost top)", layout
+            )
+            + f"\n{costliest}",
+            caption("model mix (detail: agentcost daily --by model)", layout) + f"\n{mix}",
+            caption(
+                "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
+                layout,
+            ),
         ]
     )
+
+
+def caption(text: str, layout: Layout | None = None) -> str:
+    """A line of words above or below a table, wrapped at the layout's width."""
+    return draw(layout or Layout(), text)
 
 
 def _count(value: Any) -> str:
@@ -584,7 +680,7 @@ def _usd(amount: str, unpriced: str) -> pl.Expr:
         pl.when(left_out == 0)
         .then(value)
         .when(pl.col(amount).is_null())
-        .then(pl.format("unpriced ({} calls)", left_out))
+        .then(pl.format("unpriced ({})", counted_expr(left_out, "call")))
         .otherwise(pl.format("{} + {} unpriced", value, left_out))
     )
 
@@ -630,6 +726,11 @@ def period_table(
             .fill_null("-")
             .alias("_billed"),
             *((_short_id(layout).alias("session_id"),) if "session_id" in frame.columns else ()),
+            *(
+                (shorter_path(pl.col("project")).alias("project"),)
+                if "project" in frame.columns and not (layout or Layout()).wide
+                else ()
+            ),
         )
 
     columns = [

@@ -4,8 +4,9 @@ A table is a list of :class:`Column` over the rows of a frame whose cells are al
 (``report.py`` formats them with polars). :func:`render_table` fits the table to a
 :class:`Layout`: while the table is wider than the layout, the column with the highest
 ``drop`` rank goes (the most important columns have rank 0 and are never dropped), and a
-note under the table names what was left out; whatever still does not fit is wrapped by
-rich inside its cells, so no line is longer than the width. ``Layout(width=None)``
+note under the table names what was left out; a column of text counts at most
+``WRAP_WIDTH`` wide, since whatever does not fit is wrapped by rich inside its cells, so no
+line is longer than the width and one long cell never costs a column. ``Layout(width=None)``
 (``--wide``) keeps every column at its natural width. Numbers are right-aligned; totals are
 the table's footer. Colour only when the layout asks for it (a terminal, no ``NO_COLOR``).
 A long table (``LONG_TABLE`` rows) that fits has its rows padded by polars at the widths rich
@@ -60,10 +61,10 @@ class Layout:
 
     @property
     def id_length(self) -> int | None:
-        """Characters of a session id to show (``None``: all of them)."""
-        if self.width is None:
-            return None
-        return 8 if self.compact else 12
+        """Characters of a session id to show (``None``: all of them, ``--wide``): the
+        8-character prefix people recognise (Copilot's own short form), never a cut inside
+        the id's next group."""
+        return None if self.width is None else 8
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,25 @@ class Column:
     field: str
     right: bool = True
     drop: int = 0
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` of ``noun`` in words: ``1 call``, ``2 calls``, ``1,204 sessions``."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def counted_expr(count: pl.Expr, noun: str, plural: str | None = None) -> pl.Expr:
+    """``counted`` over a column of counts (null stays null)."""
+    import polars as pl
+
+    word = pl.when(count == 1).then(pl.lit(noun)).otherwise(pl.lit(plural or noun + "s"))
+    return pl.format("{} {}", count, word)
+
+
+def shorter_path(path: pl.Expr) -> pl.Expr:
+    """A path of more than two parts cut from the left to its last two, as shells show the
+    working directory (``/home/ana/src/repo/sub`` is ``…/repo/sub``); other text is kept."""
+    return path.str.replace(r"^(?:[A-Za-z]:)?[/\\](?:[^/\\]+[/\\])+([^/\\]+[/\\][^/\\]+)$", "…/$1")
 
 
 def console(layout: Layout) -> Console:
@@ -128,7 +148,9 @@ def render_table(
     shown = _fit(columns, widest, layout)
     hidden = [c.header for c in columns if c not in shown]
     if hidden:
-        left_out = f"{len(hidden)} columns left out to fit {layout.width} (--wide shows all)"
+        left_out = (
+            f"{counted(len(hidden), 'column')} left out to fit {layout.width} (--wide shows all)"
+        )
         notes = [*notes, f"{left_out}: {', '.join(hidden)}"]
     natural = sum(widest[c.field] for c in shown) + 2 * (len(shown) - 1)
     if frame.height > LONG_TABLE and natural <= (layout.width or natural) and _plain(cells):
@@ -174,15 +196,25 @@ def _long_table(
     return "\n".join([*lines, draw(layout, *notes)] if notes else lines)
 
 
+#: Columns of text (left-aligned) may wrap their cells down to this width (or their
+#: header's) before a column is left out: one long cell never costs another column.
+WRAP_WIDTH = 24
+
+
 def _fit(columns: Sequence[Column], widest: Mapping[str, int], layout: Layout) -> list[Column]:
-    """The columns to show: all of them, less the highest ``drop`` ranks while the table's
-    natural width (``widest``: each column's longest text) is more than the layout's."""
+    """The columns to show: all of them, less the highest ``drop`` ranks while the table is
+    wider than the layout. Numbers count at their longest text (``widest``); text at most at
+    ``WRAP_WIDTH`` (or its header), as rich wraps longer cells inside their column."""
     shown = list(columns)
     if layout.width is None:
         return shown
 
+    def needs(column: Column) -> int:
+        width = widest[column.field]
+        return width if column.right else min(width, max(WRAP_WIDTH, len(column.header)))
+
     def natural(chosen: Sequence[Column]) -> int:
-        return sum(widest[c.field] for c in chosen) + 2 * (len(chosen) - 1)
+        return sum(needs(c) for c in chosen) + 2 * (len(chosen) - 1)
 
     while natural(shown) > layout.width:
         candidates = [c for c in shown if c.drop > 0]

@@ -118,7 +118,7 @@ def test_over_budget_and_unpriced_calls_make_a_lower_bound() -> None:
     assert found.over and found.left_usd == Decimal("-0.50")
     assert found.projected_usd == Decimal(30)  # $2 / 2 days x 30 days of April
     text = budget_lines(found)
-    assert "(+1 calls without a cost: a lower bound)" in text
+    assert "(+1 call without a cost: a lower bound)" in text
     assert "over by $28.50" in text and text.endswith("OVER BUDGET by $0.50")
     assert "(133%) OVER" in statusline(found, None)
 
@@ -295,7 +295,7 @@ def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             [
                 "budget month  2026-08-05 to 2026-09-04 (day 2 of 31)",
                 "allowance     20.00 credits ($0.20) a month, from day 5",
-                "spent         13.37 credits, 67% (+1 calls without a cost: a lower bound)",
+                "spent         13.37 credits, 67% (+1 call without a cost: a lower bound)",
                 "left          6.63 credits",
                 "projection    ~207.23 credits by month end at this month's rate: over by "
                 "187.23 credits",
@@ -307,7 +307,7 @@ def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             1,
             [
                 "budget month  2026-08-01 to 2026-08-31 (day 6 of 31)",
-                "spent         32.89 credits, 164% (+1 calls without a cost: a lower bound)",
+                "spent         32.89 credits, 164% (+1 call without a cost: a lower bound)",
                 "OVER BUDGET by 12.89 credits",
             ],
         ),
@@ -317,7 +317,7 @@ def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             0,
             [
                 "budget month  2026-07-07 to 2026-08-06 (day 31 of 31)",
-                "spent         32.89 credits, 82% (+1 calls without a cost: a lower bound)",
+                "spent         32.89 credits, 82% (+1 call without a cost: a lower bound)",
                 "projection    ~32.89 credits by month end at this month's rate: within the budget",
             ],
         ),

@@ -149,7 +149,7 @@ def test_strict_fails_only_when_there_are_issues(tmp_path: Path) -> None:
     torn = write_session(tmp_path / "torn", "s2", extra='{"type":"assistant.turn_st')
     lenient = run("analyze", torn, "-f", "json")
     assert lenient.exit_code == 0
-    assert "1 issues (1 errors" in lenient.stderr
+    assert "1 issue (1 error" in lenient.stderr
     issue = json.loads(lenient.stdout)["issues"][0]
     assert (issue["line"], issue["severity"]) == (7, "error")
     strict = run("analyze", torn, "--strict")
@@ -198,7 +198,7 @@ def test_a_directory_without_events_is_an_issue_not_a_crash(tmp_path: Path) -> N
     document = json.loads(result.stdout)
     assert document["sessions"] == []
     assert len(document["issues"]) == 1
-    assert "1 issues" in result.stderr
+    assert "1 issue " in result.stderr
     assert run("analyze", tmp_path / "session-state" / "abc", "--strict").exit_code == 1
 
 

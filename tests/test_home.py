@@ -113,7 +113,7 @@ def test_issues_command_lists_file_line_severity_message() -> None:
 
 def test_other_commands_name_the_issues_command() -> None:
     result = CliRunner().invoke(app, ["analyze", str(SAMPLE_LOGS)])
-    assert "2 issues (1 errors, 1 warnings) in the input; agentcost issues lists them" in (
+    assert "2 issues (1 error, 1 warning) in the input; agentcost issues lists them" in (
         result.stderr
     )
 

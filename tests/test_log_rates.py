@@ -186,7 +186,7 @@ def test_learned_table_round_trips_through_toml() -> None:
     )
     assert str(table.checked) == "2026-10-09"
     text = learned_toml(prices)
-    assert text.startswith("# `agentcost rates learn`: 4 prices seen in 1 sessions.")
+    assert text.startswith("# `agentcost rates learn`: 4 prices seen in 1 session.")
     assert parse_rate_table(text, name="log-rates") == table
 
 
@@ -252,8 +252,11 @@ def test_the_table_wins_over_the_log_and_other_tables_ignore_it() -> None:
     frame = calls({"model": "claude-haiku-4.5"}, {"model": "claude-sonnet-5.5"})
     priced, _ = price_analysis(frame, sessions("s1"), COPILOT, log_prices=different)
     assert priced["cost_source"].to_list() == ["rates", "rates"]
+    # A model the anthropic table lacks stays unpriced there, whatever the log quotes for it.
+    quoted = MODELOG_PRICES.with_columns(pl.lit("claude-unlisted-9").alias("model"))
+    unlisted = calls({"model": "claude-haiku-4.5"}, {"model": "claude-unlisted-9"})
     anthropic, _ = price_analysis(
-        frame, sessions("s1"), load_rate_table("anthropic"), log_prices=MODELOG_PRICES
+        unlisted, sessions("s1"), load_rate_table("anthropic"), log_prices=quoted
     )
     assert anthropic["cost_source"].to_list() == ["rates", None]
 

@@ -119,9 +119,12 @@ def test_session_bench_excerpt(real_logs: Path) -> None:
     [("darthmolen-spike-07", 57, 5, 52), ("darthmolen-spike-01", 5, 5, 0)],
 )
 def test_sdk_wire_captures(real_logs: Path, name: str, calls: int, main: int, sub: int) -> None:
-    row, _ = session_of(real_logs, name)
+    row, result = session_of(real_logs, name)
     assert (row["llm_calls"], row["main_calls"], row["subagent_calls"]) == (calls, main, sub)
-    assert row["input_tokens"] is None  # no shutdown: unknown, never 0
+    assert row["logged_input_tokens"] is None  # no shutdown: the log states none, never 0
+    # the session's input is its calls' own usage (assistant.usage: observed)
+    assert row["input_tokens"] == result.calls["input_tokens"].sum() > 0
+    assert result.calls["token_source"].unique().to_list() == ["observed"]
 
 
 # --- every file through the CLI, and the snapshots -----------------------------------------
@@ -190,10 +193,10 @@ def test_a_priced_model_with_unknown_tokens_is_not_called_unpriced(real_logs: Pa
     are priced, so they are named as unknown tokens, and only gpt-6-luna as unpriced."""
     result = CliRunner().invoke(app, ["analyze", str(real_logs)])
     assert result.exit_code == 0, result.output
-    rows = {line[:12]: line for line in result.stdout.splitlines()}
-    assert "unknown tokens" in rows["aiusage-core"]
-    assert "unpriced" not in rows["aiusage-core"]
-    assert "unpriced (gpt-6-luna)" in rows["7c34d7cd-639"]
+    rows = {line[:8]: line for line in result.stdout.splitlines()}
+    assert "unknown tokens" in rows["aiusage-"]
+    assert "unpriced" not in rows["aiusage-"]
+    assert "unpriced (gpt-6-luna)" in rows["7c34d7cd"]
     document = CliRunner().invoke(app, ["analyze", str(real_logs), "-f", "json"]).stdout
     sessions = json.loads(document)["sessions"]
     unpriced = {s["session_id"][:12]: s["unpriced_models"] for s in sessions}
