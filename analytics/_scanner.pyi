@@ -76,3 +76,14 @@ def solve_systems(
 ) -> tuple[list[float], list[float]]:
     """Solve dense systems (row-major matrices and vectors concatenated, ``sizes[k]``
     unknowns each) by Gauss-Jordan with partial pivoting: solutions and inverse diagonals."""
+
+def fold_claude_code(groups: Sequence[Sequence[str]]) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
+    """Fold Claude Code logs, each group (a project directory's files) together, groups in
+    parallel: the calls, sessions and issues tables (see ``analytics.agents``)."""
+
+def fold_codex(groups: Sequence[Sequence[str]]) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
+    """Fold Codex CLI rollouts, each group (a home's rollouts) together, groups in parallel:
+    the calls, sessions and issues tables (see ``analytics.agents``)."""
+
+def fold_columns() -> tuple[list[str], list[str], list[str]]:
+    """The column names of the folds' calls, sessions and issues tables."""

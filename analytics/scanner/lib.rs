@@ -5,8 +5,12 @@
 //! cannot panic on any input and builds without Python; `python` is the PyO3 binding, which
 //! hands the columns to polars through the Arrow C data interface. `solve` is a small
 //! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
-//! without a Python object per value.
+//! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
+//! CLI logs into agent-agnostic calls, sessions and issues (one call per API request).
 
+pub mod calls;
+pub mod claude;
+pub mod codex;
 pub mod compact;
 pub mod copilot;
 pub mod format;

@@ -7,6 +7,9 @@
 //! own: a value polars keeps from one column (a session id in a result table) then keeps that
 //! column's buffers alive, not the whole batch's. Issues, per-model totals and
 //! unreadable files are few and leave as Python lists. The GIL is released while scanning.
+//!
+//! `fold_claude_code(groups)` and `fold_codex(groups)` fold Claude Code and Codex logs (see
+//! `claude.rs`, `codex.rs`): calls, sessions and issues, each an `ArrowTable`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -23,10 +26,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use rayon::prelude::*;
+
+use crate::calls::{
+    calls_frame, issues_frame, sessions_frame, Folded, Frame, Out, CALL_COLUMNS, SESSION_COLUMNS,
+};
 use crate::copilot::COPILOT;
 use crate::format::Rule;
 use crate::json::Shape;
-use crate::scan::{Batch, Failure, FileSpec, Resume, Scanner, BLOCK};
+use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
 fn scanner() -> &'static Scanner {
@@ -378,47 +387,141 @@ fn ints(column: IntColumn) -> ArrayRef {
 
 fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
     let rows = table.rows();
-    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(table.columns.len());
-    for column in table.columns {
-        if column.len() < rows {
-            // A column without a value in the batch (see `Table`): all null, zeroed memory
-            // that is never written.
-            let kind = match column {
-                Column::Str(_) => DataType::Utf8View,
-                Column::Int(_) => DataType::Int64,
-                Column::Int32(_) => DataType::Int32,
-                Column::Bool(_) => DataType::Boolean,
-                Column::Time(_) => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            };
-            arrays.push(new_null_array(&kind, rows));
-            continue;
-        }
-        let array: ArrayRef = match column {
-            Column::Str(c) => strings(c)?,
-            Column::Int(c) => ints(c),
-            Column::Int32(c) => {
-                let values: Vec<i32> = c
-                    .values
-                    .iter()
-                    .map(|&v| i32::try_from(v).unwrap_or(i32::MAX))
-                    .collect();
-                Arc::new(Int32Array::new(ScalarBuffer::from(values), nulls(c.valid)))
-            }
-            Column::Bool(c) => Arc::new(BooleanArray::new(
-                BooleanBuffer::from(c.values),
-                nulls(c.valid),
-            )),
-            Column::Time(c) => Arc::new(
-                TimestampMillisecondArray::new(
-                    ScalarBuffer::from(fitted(c.values)),
-                    nulls(c.valid),
-                )
-                .with_timezone("UTC"),
-            ),
+    table
+        .columns
+        .into_iter()
+        .map(|column| column_array(column, rows))
+        .collect()
+}
+
+/// One column as an Arrow array of `rows` rows.
+fn column_array(column: Column, rows: usize) -> Result<ArrayRef, ArrowError> {
+    if column.len() < rows {
+        // A column without a value in the batch (see `Table`): all null, zeroed memory
+        // that is never written.
+        let kind = match column {
+            Column::Str(_) => DataType::Utf8View,
+            Column::Int(_) => DataType::Int64,
+            Column::Int32(_) => DataType::Int32,
+            Column::Bool(_) => DataType::Boolean,
+            Column::Time(_) => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
         };
-        arrays.push(array);
+        return Ok(new_null_array(&kind, rows));
     }
-    Ok(arrays)
+    Ok(match column {
+        Column::Str(c) => strings(c)?,
+        Column::Int(c) => ints(c),
+        Column::Int32(c) => {
+            let values: Vec<i32> = c
+                .values
+                .iter()
+                .map(|&v| i32::try_from(v).unwrap_or(i32::MAX))
+                .collect();
+            Arc::new(Int32Array::new(ScalarBuffer::from(values), nulls(c.valid)))
+        }
+        Column::Bool(c) => Arc::new(BooleanArray::new(
+            BooleanBuffer::from(c.values),
+            nulls(c.valid),
+        )),
+        Column::Time(c) => Arc::new(
+            TimestampMillisecondArray::new(ScalarBuffer::from(fitted(c.values)), nulls(c.valid))
+                .with_timezone("UTC"),
+        ),
+    })
+}
+
+/// A frame of folded calls, sessions or issues as an Arrow table.
+fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
+    let rows = frame.rows;
+    let arrays = frame
+        .columns
+        .into_iter()
+        .map(|column| match column {
+            Out::Plain(column) => column_array(column, rows),
+            Out::Strings(lists) => {
+                let mut builder = ListBuilder::new(StringBuilder::new());
+                for list in lists {
+                    for item in list {
+                        builder.values().append_value(item);
+                    }
+                    builder.append(true);
+                }
+                Ok(Arc::new(builder.finish()) as ArrayRef)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ArrowTable {
+        names: frame.names,
+        arrays,
+        rows,
+    })
+}
+
+/// Calls, sessions and issues of folded groups, as Arrow tables.
+type FoldedTables = (ArrowTable, ArrowTable, ArrowTable);
+
+/// Fold each group with `fold`, groups in parallel (the GIL released). A group whose fold
+/// panicked (a bug: the folds are written not to) gives an error issue per file instead.
+fn fold_groups(
+    py: Python<'_>,
+    groups: Vec<Vec<PathBuf>>,
+    agent: &'static str,
+    fold: fn(&[PathBuf]) -> Folded,
+) -> PyResult<FoldedTables> {
+    let folded: Vec<Folded> = py.detach(|| {
+        groups
+            .par_iter()
+            .map(|paths| {
+                catch_unwind(AssertUnwindSafe(|| fold(paths))).unwrap_or_else(|_| Folded {
+                    agent,
+                    paths: paths
+                        .iter()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .collect(),
+                    issues: (0..paths.len())
+                        .map(|file| Issue {
+                            file,
+                            line: None,
+                            severity: "error",
+                            message: "internal error in the log fold; file skipped".into(),
+                        })
+                        .collect(),
+                    ..Folded::default()
+                })
+            })
+            .collect()
+    });
+    Ok((
+        frame_table(calls_frame(&folded)).map_err(to_py)?,
+        frame_table(sessions_frame(&folded)).map_err(to_py)?,
+        frame_table(issues_frame(&folded)).map_err(to_py)?,
+    ))
+}
+
+/// Fold Claude Code logs: each group (a project directory's session and sub-agent files) is
+/// folded together, so a request copied into several of its files counts once. Returns the
+/// calls, sessions and issues tables.
+#[pyfunction]
+fn fold_claude_code(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
+    fold_groups(py, groups, "claude-code", crate::claude::fold)
+}
+
+/// Fold Codex CLI rollouts: each group (a home's rollouts) is folded together, so a
+/// session's totals in several files count once and a fork finds its parent. Returns the
+/// calls, sessions and issues tables.
+#[pyfunction]
+fn fold_codex(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
+    fold_groups(py, groups, "codex", crate::codex::fold)
+}
+
+/// The column names of the folds' calls, sessions and issues tables.
+#[pyfunction]
+fn fold_columns() -> (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>) {
+    (
+        CALL_COLUMNS.to_vec(),
+        SESSION_COLUMNS.to_vec(),
+        vec!["file", "line", "severity", "message"],
+    )
 }
 
 /// Solve many small dense systems (`solve::solve_systems`): returns (solutions, inverse
@@ -443,5 +546,8 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
     module.add_function(wrap_pyfunction!(solve_systems, module)?)?;
+    module.add_function(wrap_pyfunction!(fold_claude_code, module)?)?;
+    module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
+    module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
     Ok(())
 }

@@ -1,0 +1,741 @@
+//! What every agent's fold shares: reading a log file line by line into parsed JSON fields
+//! (bad bytes and bad lines become issues, the rest is read), and the agent-agnostic CALLS,
+//! SESSIONS and ISSUES rows a fold produces, with their columns in Arrow's layout.
+//!
+//! A fold (`claude.rs`, `codex.rs`) reads one *group* of files together (a Claude Code project
+//! directory, a Codex home), so that a call written into several files is counted once, and
+//! returns a [`Folded`]: calls, sessions and issues, each file named by its index in the group.
+//! [`Folded::finish`] orders the calls, numbers them within their session and counts them into
+//! the sessions; [`calls_frame`], [`sessions_frame`] and [`issues_frame`] lay the rows out as
+//! columns for the Python binding.
+#![forbid(unsafe_code)]
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use crate::format;
+use crate::json::{self, Fields, Kind, Schema, Value};
+use crate::scan::Issue;
+use crate::table::{BoolColumn, Column, IntColumn, StrColumn};
+
+/// One line of a log that is a JSON object, its wanted fields parsed.
+pub struct Line<'a> {
+    /// The line's text (UTF-8; bad bytes replaced, NULs and a trailing CR removed).
+    pub text: &'a [u8],
+    /// 1-based line number in its file.
+    pub number: i64,
+    pub fields: &'a Fields,
+}
+
+impl Line<'_> {
+    /// The value of a schema node.
+    pub fn get(&self, node: usize) -> Value {
+        self.fields.get(node)
+    }
+
+    /// A node's string value (None when absent, null or not a string).
+    pub fn str(&self, node: usize) -> Option<Cow<'_, str>> {
+        string(self.text, self.get(node))
+    }
+
+    /// A node's whole-number value (None when absent, null or not a number).
+    pub fn int(&self, node: usize) -> Option<i64> {
+        integer(self.text, self.get(node))
+    }
+
+    /// A node's value as UTC milliseconds, when it is an ISO 8601 timestamp string.
+    pub fn time(&self, node: usize) -> Option<i64> {
+        let value = self.get(node);
+        (value.kind == Kind::Str)
+            .then(|| format::text(self.text, value))
+            .flatten()
+            .and_then(|text| format::timestamp(&text))
+    }
+}
+
+/// A JSON string's text (decoded), None for any other kind of value.
+pub fn string(line: &[u8], value: Value) -> Option<Cow<'_, str>> {
+    if value.kind != Kind::Str {
+        return None;
+    }
+    match format::text(line, value)? {
+        Cow::Borrowed(bytes) => Some(String::from_utf8_lossy(bytes)),
+        Cow::Owned(bytes) => Some(Cow::Owned(String::from_utf8_lossy(&bytes).into_owned())),
+    }
+}
+
+/// A JSON number as a whole number (a fraction is cut off), None for any other value.
+pub fn integer(line: &[u8], value: Value) -> Option<i64> {
+    matches!(value.kind, Kind::Int | Kind::Float)
+        .then(|| format::whole(line, value))
+        .flatten()
+}
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Read `path` (file `file` of its group) line by line: each line that is a JSON object goes
+/// to `each` with its fields parsed against `schema`; a line that cannot be read is an issue
+/// (bad UTF-8 and NUL bytes are repaired with a warning, a blank line is a warning, a line
+/// that is not JSON or not an object is an error). `each` may add issues of its own. Returns
+/// the number of lines read; a file that cannot be opened or read is an error issue with no
+/// line.
+pub fn read_file(
+    path: &Path,
+    file: usize,
+    schema: &Schema,
+    fields: &mut Fields,
+    issues: &mut Vec<Issue>,
+    mut each: impl FnMut(&Line<'_>, &mut Vec<Issue>),
+) -> i64 {
+    let mut reader = match File::open(path) {
+        Ok(f) => BufReader::with_capacity(1 << 20, f),
+        Err(error) => {
+            issues.push(file_issue(file, &error));
+            return 0;
+        }
+    };
+    let mut buffer = Vec::new();
+    let mut number = 0i64;
+    loop {
+        buffer.clear();
+        match reader.read_until(b'\n', &mut buffer) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => {
+                issues.push(file_issue(file, &error));
+                break;
+            }
+        }
+        number += 1;
+        if buffer.last() == Some(&b'\n') {
+            buffer.pop();
+        }
+        let mut note = |severity: &'static str, message: &str| {
+            issues.push(Issue {
+                file,
+                line: Some(number),
+                severity,
+                message: message.into(),
+            });
+        };
+        let mut text: Cow<[u8]> = Cow::Borrowed(&buffer);
+        if let Some(rest) = text.strip_prefix(BOM) {
+            note(
+                "warning",
+                "byte order mark (U+FEFF) at the start of the line ignored",
+            );
+            text = Cow::Owned(rest.to_vec());
+        }
+        if simdutf8::basic::from_utf8(&text).is_err() {
+            note("warning", "line is not valid UTF-8; bad bytes replaced");
+            text = Cow::Owned(String::from_utf8_lossy(&text).into_owned().into_bytes());
+        }
+        if memchr::memchr(0, &text).is_some() {
+            note("warning", "NUL bytes removed (left by a crash)");
+            text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
+        }
+        let mut end = text.len();
+        while end > 0 && text.get(end - 1) == Some(&b'\r') {
+            end -= 1;
+        }
+        let line = text.get(..end).unwrap_or(&[]);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            note("warning", "blank line ignored");
+            continue;
+        }
+        match json::parse(line, schema, fields) {
+            Ok(Kind::Object) => each(
+                &Line {
+                    text: line,
+                    number,
+                    fields,
+                },
+                issues,
+            ),
+            Ok(kind) => note("error", &format!("not a JSON object: {}", kind_name(kind))),
+            Err(error) => {
+                let torn = if line.trim_ascii_end().ends_with(b"}") {
+                    ""
+                } else {
+                    " (truncated line?)"
+                };
+                let at = json::char_index(line, error.at);
+                note(
+                    "error",
+                    &format!(
+                        "invalid JSON{torn}: {}: line 1 column {} (char {at})",
+                        error.message,
+                        at + 1
+                    ),
+                );
+            }
+        }
+    }
+    number
+}
+
+fn file_issue(file: usize, error: &std::io::Error) -> Issue {
+    Issue {
+        file,
+        line: None,
+        severity: "error",
+        message: format!("cannot read the file: {error}"),
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Null => "null",
+        Kind::True | Kind::False => "bool",
+        Kind::Int => "int",
+        Kind::Float => "float",
+        Kind::Str => "str",
+        Kind::Array => "list",
+        Kind::Object | Kind::Missing => "dict",
+    }
+}
+
+/// The raw text of each item of a JSON array value of `line` (the line is valid JSON, so a
+/// scan for commas outside strings and nested brackets is enough).
+pub fn array_items(line: &[u8], value: Value) -> Vec<&[u8]> {
+    let mut items = Vec::new();
+    if value.kind != Kind::Array {
+        return items;
+    }
+    let Some(body) = line.get(value.start + 1..value.end.saturating_sub(1)) else {
+        return items;
+    };
+    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, 0usize);
+    for (i, &b) in body.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                items.push(body.get(start..i).unwrap_or(&[]).trim_ascii());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = body.get(start..).unwrap_or(&[]).trim_ascii();
+    if !last.is_empty() {
+        items.push(last);
+    }
+    items
+}
+
+/// One call's tokens. Unknown is None, never 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// All input, cache reads and writes included.
+    pub input: Option<i64>,
+    pub cache_read: Option<i64>,
+    pub cache_write: Option<i64>,
+    /// The part of `cache_write` written with a 1-hour lifetime (None: no split given).
+    pub cache_write_1h: Option<i64>,
+    /// Output, reasoning included.
+    pub output: Option<i64>,
+    pub reasoning: Option<i64>,
+    pub web_search: Option<i64>,
+    pub web_fetch: Option<i64>,
+}
+
+/// One LLM call (one API request).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// Where its usage was read: file index in the group, 1-based line.
+    pub file: usize,
+    pub line: i64,
+    pub session: String,
+    /// `main`, `subagent` or `compaction`.
+    pub kind: &'static str,
+    pub model: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// The agent's id for the request (Claude `message.id`), when it has one.
+    pub api_call_id: Option<String>,
+    /// UTC milliseconds of the call's first and last line.
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    pub usage: Usage,
+    pub speed: Option<String>,
+    pub service_tier: Option<String>,
+    /// False where the request never got its final usage: its output is a lower bound.
+    pub final_usage: bool,
+    pub agent_version: Option<String>,
+    /// 1-based order within the session (set by [`Folded::finish`]).
+    pub index: i64,
+}
+
+/// One session: what its lines say, and its calls counted by [`Folded::finish`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    pub id: String,
+    /// Indexes of the files holding its lines.
+    pub files: Vec<usize>,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    pub cwd: Option<String>,
+    /// The latest agent version its lines name, and when it was named.
+    pub agent_version: Option<String>,
+    pub version_time: Option<i64>,
+    /// The session it was forked from (Codex `forked_from_id`).
+    pub parent: Option<String>,
+    pub models: Vec<String>,
+    pub calls: i64,
+    pub main_calls: i64,
+    pub subagent_calls: i64,
+    pub compaction_calls: i64,
+    pub calls_without_final_usage: i64,
+    pub lines: i64,
+    pub unknown_lines: i64,
+}
+
+impl Session {
+    pub fn new(id: &str) -> Session {
+        Session {
+            id: id.to_owned(),
+            ..Session::default()
+        }
+    }
+
+    /// A line of file `file` stamped `time` belongs to the session.
+    pub fn saw(&mut self, file: usize, time: Option<i64>) {
+        self.lines += 1;
+        if self.files.last() != Some(&file) && !self.files.contains(&file) {
+            self.files.push(file);
+        }
+        if let Some(t) = time {
+            self.start_time = Some(self.start_time.map_or(t, |s| s.min(t)));
+            self.end_time = Some(self.end_time.map_or(t, |e| e.max(t)));
+        }
+    }
+
+    /// The agent named version `version` at `time`: the latest one is kept.
+    pub fn version(&mut self, version: &str, time: Option<i64>) {
+        if self.agent_version.is_none() || time >= self.version_time {
+            self.agent_version = Some(version.to_owned());
+            self.version_time = time;
+        }
+    }
+}
+
+/// The session named `id` in `sessions` (found by `index`), made on first sight.
+pub fn session_of<'a>(
+    sessions: &'a mut Vec<Session>,
+    index: &mut HashMap<String, usize>,
+    id: &str,
+) -> &'a mut Session {
+    let at = match index.get(id) {
+        Some(&at) if at < sessions.len() => at,
+        _ => {
+            sessions.push(Session::new(id));
+            index.insert(id.to_owned(), sessions.len() - 1);
+            sessions.len() - 1
+        }
+    };
+    &mut sessions[at]
+}
+
+/// A group of files folded together.
+#[derive(Debug, Default)]
+pub struct Folded {
+    pub agent: &'static str,
+    pub paths: Vec<String>,
+    pub calls: Vec<Call>,
+    pub sessions: Vec<Session>,
+    pub issues: Vec<Issue>,
+}
+
+impl Folded {
+    /// Calls ordered by session (in session order), then time, file and line, numbered from
+    /// 1 within their session; each session's call counts and models from its calls.
+    /// Sessions without a line or a call are dropped.
+    pub fn finish(&mut self) {
+        self.sessions.retain(|s| s.lines > 0);
+        let order: BTreeMap<String, usize> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        self.calls.sort_by(|a, b| {
+            (order.get(&a.session), a.start_time, a.file, a.line).cmp(&(
+                order.get(&b.session),
+                b.start_time,
+                b.file,
+                b.line,
+            ))
+        });
+        let mut last: Option<&str> = None;
+        let mut index = 0;
+        for call in &mut self.calls {
+            if last != Some(call.session.as_str()) {
+                index = 0;
+            }
+            index += 1;
+            call.index = index;
+            last = Some(call.session.as_str());
+            let Some(session) = order
+                .get(&call.session)
+                .and_then(|&i| self.sessions.get_mut(i))
+            else {
+                continue;
+            };
+            session.calls += 1;
+            match call.kind {
+                "subagent" => session.subagent_calls += 1,
+                "compaction" => session.compaction_calls += 1,
+                _ => session.main_calls += 1,
+            }
+            if !call.final_usage {
+                session.calls_without_final_usage += 1;
+            }
+            if let Some(model) = &call.model {
+                if !session.models.contains(model) {
+                    session.models.push(model.clone());
+                }
+            }
+        }
+    }
+
+    /// A warning or error about line `line` of file `file`.
+    pub fn issue(&mut self, file: usize, line: i64, severity: &'static str, message: String) {
+        self.issues.push(Issue {
+            file,
+            line: Some(line),
+            severity,
+            message,
+        });
+    }
+}
+
+/// A column of a frame: one of the scanner's columns, or a list of strings per row.
+pub enum Out {
+    Plain(Column),
+    Strings(Vec<Vec<String>>),
+}
+
+/// Named columns of equal length.
+pub struct Frame {
+    pub names: Vec<&'static str>,
+    pub columns: Vec<Out>,
+    pub rows: usize,
+}
+
+/// Builds a [`Frame`] one column at a time.
+struct Builder {
+    frame: Frame,
+}
+
+impl Builder {
+    fn new(rows: usize) -> Builder {
+        Builder {
+            frame: Frame {
+                names: Vec::new(),
+                columns: Vec::new(),
+                rows,
+            },
+        }
+    }
+
+    fn add(&mut self, name: &'static str, column: Out) {
+        self.frame.names.push(name);
+        self.frame.columns.push(column);
+    }
+
+    fn text<'a>(&mut self, name: &'static str, values: impl Iterator<Item = Option<&'a str>>) {
+        let mut column = StrColumn::default();
+        for value in values {
+            column.push_opt(value.map(str::as_bytes), true);
+        }
+        self.add(name, Out::Plain(Column::Str(column)));
+    }
+
+    fn int(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
+        let mut column = IntColumn::default();
+        values.for_each(|v| column.push(v));
+        self.add(name, Out::Plain(Column::Int(column)));
+    }
+
+    fn time(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
+        let mut column = IntColumn::default();
+        values.for_each(|v| column.push(v));
+        self.add(name, Out::Plain(Column::Time(column)));
+    }
+
+    fn flag(&mut self, name: &'static str, values: impl Iterator<Item = Option<bool>>) {
+        let mut column = BoolColumn::default();
+        values.for_each(|v| column.push(v));
+        self.add(name, Out::Plain(Column::Bool(column)));
+    }
+}
+
+/// The CALLS columns of folded groups (their rows one after another).
+pub const CALL_COLUMNS: [&str; 25] = [
+    "source_file",
+    "source_line",
+    "agent",
+    "session_id",
+    "call_index",
+    "kind",
+    "model",
+    "agent_id",
+    "agent_name",
+    "api_call_id",
+    "start_time",
+    "end_time",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "web_search_requests",
+    "web_fetch_requests",
+    "speed",
+    "service_tier",
+    "final_usage",
+    "token_source",
+    "agent_version",
+];
+
+/// The calls of folded groups as columns ([`CALL_COLUMNS`]).
+pub fn calls_frame(groups: &[Folded]) -> Frame {
+    let rows: Vec<(&Folded, &Call)> = groups
+        .iter()
+        .flat_map(|g| g.calls.iter().map(move |c| (g, c)))
+        .collect();
+    let mut b = Builder::new(rows.len());
+    let each = || rows.iter().copied();
+    b.text(
+        "source_file",
+        each().map(|(g, c)| g.paths.get(c.file).map(String::as_str)),
+    );
+    b.int("source_line", each().map(|(_, c)| Some(c.line)));
+    b.text("agent", each().map(|(g, _)| Some(g.agent)));
+    b.text("session_id", each().map(|(_, c)| Some(c.session.as_str())));
+    b.int("call_index", each().map(|(_, c)| Some(c.index)));
+    b.text("kind", each().map(|(_, c)| Some(c.kind)));
+    b.text("model", each().map(|(_, c)| c.model.as_deref()));
+    b.text("agent_id", each().map(|(_, c)| c.agent_id.as_deref()));
+    b.text("agent_name", each().map(|(_, c)| c.agent_name.as_deref()));
+    b.text("api_call_id", each().map(|(_, c)| c.api_call_id.as_deref()));
+    b.time("start_time", each().map(|(_, c)| c.start_time));
+    b.time("end_time", each().map(|(_, c)| c.end_time));
+    b.int("input_tokens", each().map(|(_, c)| c.usage.input));
+    b.int("cache_read_tokens", each().map(|(_, c)| c.usage.cache_read));
+    b.int(
+        "cache_write_tokens",
+        each().map(|(_, c)| c.usage.cache_write),
+    );
+    b.int(
+        "cache_write_1h_tokens",
+        each().map(|(_, c)| c.usage.cache_write_1h),
+    );
+    b.int("output_tokens", each().map(|(_, c)| c.usage.output));
+    b.int("reasoning_tokens", each().map(|(_, c)| c.usage.reasoning));
+    b.int(
+        "web_search_requests",
+        each().map(|(_, c)| c.usage.web_search),
+    );
+    b.int("web_fetch_requests", each().map(|(_, c)| c.usage.web_fetch));
+    b.text("speed", each().map(|(_, c)| c.speed.as_deref()));
+    b.text(
+        "service_tier",
+        each().map(|(_, c)| c.service_tier.as_deref()),
+    );
+    b.flag("final_usage", each().map(|(_, c)| Some(c.final_usage)));
+    b.text("token_source", each().map(|_| Some("observed")));
+    b.text(
+        "agent_version",
+        each().map(|(_, c)| c.agent_version.as_deref()),
+    );
+    b.frame
+}
+
+/// The SESSIONS columns of folded groups.
+pub const SESSION_COLUMNS: [&str; 17] = [
+    "session_id",
+    "agent",
+    "source_files",
+    "start_time",
+    "end_time",
+    "cwd",
+    "agent_version",
+    "parent_session_id",
+    "models",
+    "llm_calls",
+    "main_calls",
+    "subagent_calls",
+    "compaction_calls",
+    "calls_without_final_usage",
+    "lines_read",
+    "unknown_lines",
+    "issues",
+];
+
+/// The sessions of folded groups as columns ([`SESSION_COLUMNS`]); `issues` counts the
+/// issues of the session's files.
+pub fn sessions_frame(groups: &[Folded]) -> Frame {
+    let rows: Vec<(&Folded, &Session)> = groups
+        .iter()
+        .flat_map(|g| g.sessions.iter().map(move |s| (g, s)))
+        .collect();
+    let mut b = Builder::new(rows.len());
+    let each = || rows.iter().copied();
+    b.text("session_id", each().map(|(_, s)| Some(s.id.as_str())));
+    b.text("agent", each().map(|(g, _)| Some(g.agent)));
+    b.add(
+        "source_files",
+        Out::Strings(
+            each()
+                .map(|(g, s)| {
+                    s.files
+                        .iter()
+                        .filter_map(|&f| g.paths.get(f).cloned())
+                        .collect()
+                })
+                .collect(),
+        ),
+    );
+    b.time("start_time", each().map(|(_, s)| s.start_time));
+    b.time("end_time", each().map(|(_, s)| s.end_time));
+    b.text("cwd", each().map(|(_, s)| s.cwd.as_deref()));
+    b.text(
+        "agent_version",
+        each().map(|(_, s)| s.agent_version.as_deref()),
+    );
+    b.text(
+        "parent_session_id",
+        each().map(|(_, s)| s.parent.as_deref()),
+    );
+    b.add(
+        "models",
+        Out::Strings(each().map(|(_, s)| s.models.clone()).collect()),
+    );
+    b.int("llm_calls", each().map(|(_, s)| Some(s.calls)));
+    b.int("main_calls", each().map(|(_, s)| Some(s.main_calls)));
+    b.int(
+        "subagent_calls",
+        each().map(|(_, s)| Some(s.subagent_calls)),
+    );
+    b.int(
+        "compaction_calls",
+        each().map(|(_, s)| Some(s.compaction_calls)),
+    );
+    b.int(
+        "calls_without_final_usage",
+        each().map(|(_, s)| Some(s.calls_without_final_usage)),
+    );
+    b.int("lines_read", each().map(|(_, s)| Some(s.lines)));
+    b.int("unknown_lines", each().map(|(_, s)| Some(s.unknown_lines)));
+    b.int(
+        "issues",
+        each().map(|(g, s)| {
+            let n = g
+                .issues
+                .iter()
+                .filter(|i| s.files.contains(&i.file))
+                .count();
+            i64::try_from(n).ok()
+        }),
+    );
+    b.frame
+}
+
+/// The ISSUES columns (file, line, severity, message) of folded groups.
+pub fn issues_frame(groups: &[Folded]) -> Frame {
+    let rows: Vec<(&Folded, &Issue)> = groups
+        .iter()
+        .flat_map(|g| g.issues.iter().map(move |i| (g, i)))
+        .collect();
+    let mut b = Builder::new(rows.len());
+    let each = || rows.iter().copied();
+    b.text(
+        "file",
+        each().map(|(g, i)| g.paths.get(i.file).map(String::as_str)),
+    );
+    b.int("line", each().map(|(_, i)| i.line));
+    b.text("severity", each().map(|(_, i)| Some(i.severity)));
+    b.text("message", each().map(|(_, i)| Some(i.message.as_str())));
+    b.frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Shape;
+
+    #[test]
+    fn array_items_split_at_top_level_commas_only() {
+        let line = br#"{"a":[{"x":"a,]b\"c"},[1,2], 3 ,"s"]}"#;
+        let schema = Schema::new(&[("a", Shape::Any)]);
+        let mut fields = Fields::new(&schema);
+        json::parse(line, &schema, &mut fields).expect("valid");
+        let node = schema.find("a").expect("a");
+        let items = array_items(line, fields.get(node));
+        let expected: Vec<&[u8]> = vec![br#"{"x":"a,]b\"c"}"#, b"[1,2]", b"3", br#""s""#];
+        assert_eq!(items, expected);
+    }
+
+    #[test]
+    fn bad_lines_are_issues_and_the_rest_is_read() {
+        let dir = std::env::temp_dir().join(format!("agentcost-calls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("x.jsonl");
+        let data = b"{\"a\":1}\n{\"a\":\xff2}\n{\"a\":\x00\x003}\n\n[1]\n{\"a\":4}\n{\"a\":";
+        std::fs::write(&path, data).expect("write");
+        let schema = Schema::new(&[("a", Shape::Scalar)]);
+        let mut fields = Fields::new(&schema);
+        let mut issues = Vec::new();
+        let mut seen = Vec::new();
+        let node = schema.find("a").expect("a");
+        let lines = read_file(&path, 0, &schema, &mut fields, &mut issues, |line, _| {
+            seen.push((line.number, line.int(node)));
+        });
+        assert_eq!(lines, 7);
+        assert_eq!(seen, vec![(1, Some(1)), (3, Some(3)), (6, Some(4))]);
+        let got: Vec<(Option<i64>, &str)> = issues.iter().map(|i| (i.line, i.severity)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(2), "warning"),
+                (Some(2), "error"),
+                (Some(3), "warning"),
+                (Some(4), "warning"),
+                (Some(5), "error"),
+                (Some(7), "error"),
+            ]
+        );
+        assert!(issues
+            .last()
+            .is_some_and(|i| i.message.contains("truncated line?")));
+        let missing = read_file(
+            &dir.join("none"),
+            3,
+            &schema,
+            &mut fields,
+            &mut issues,
+            |_, _| {},
+        );
+        assert_eq!(missing, 0);
+        assert!(issues
+            .last()
+            .is_some_and(|i| i.file == 3 && i.line.is_none()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

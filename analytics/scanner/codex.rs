@@ -1,0 +1,628 @@
+//! The Codex CLI fold: rollouts (`$CODEX_HOME/sessions/**/rollout-*.jsonl`,
+//! `archived_sessions/`) in, one call per model request out.
+//!
+//! Lines are `{timestamp, type, payload}`; the oldest logs open with a bare
+//! `{id, timestamp, instructions}` line, read as a session start.
+//!
+//! **Sessions.** A session starts at its `session_meta`. A file can hold several: a
+//! `session_meta` with a new `id` starts the next one, whose running totals start again from
+//! 0. A `session_meta` repeating the current id (a resume header) and a resume appending
+//! with no header at all keep the session and its running totals. Lines before any header
+//! belong to the session the file name gives (its trailing uuid).
+//!
+//! **Calls.** Usage comes as running totals: an `event_msg` `token_count` with
+//! `info.total_token_usage` (`info` may be null). A call is a `token_count` whose total moved
+//! forward; the same total written again (a rate-limit refresh, Codex Desktop writing each
+//! token_count twice) is not a call. A call's usage is the increment of the total over the
+//! session's previous total; `last_token_usage` should say the same, and where it does not a
+//! warning names the line (the increment is kept). `input_tokens` includes
+//! `cached_input_tokens` (cache reads), `output_tokens` includes `reasoning_output_tokens`,
+//! and `cache_write_input_tokens` (newer CLIs) is a part of the uncached input. The model is
+//! that of the latest `turn_context` before the call (sessions switch models).
+//! Calls are deduplicated across the files of a group by (session, total): a copy of a
+//! rollout (`archived_sessions/` beside `sessions/`) or of its lines adds nothing, and a
+//! session's totals from several files are put in order by their size.
+//! A total that goes back within a session (not a fork, see below) starts a new run of totals
+//! from zero, with a warning.
+//!
+//! **Forks and rewinds** (`session_meta.forked_from_id`). Codex writes a forked thread's
+//! rollout as: the child's own `session_meta`, then the parent's history copied as it was
+//! (opened by the parent's `session_meta`, and its ancestors' when the parent was itself a
+//! fork; `token_count` lines included), then the child's own turns. The child's running total
+//! is seeded with the last replayed total (`set_token_info` from the copied history), so the
+//! child's first own `token_count` is the parent's total at the fork plus the child's first
+//! request. The rule:
+//! 1. A session whose header names `forked_from_id`, or whose header is followed at once by
+//!    another `session_meta` (a copied parent header), begins with a replay.
+//! 2. The replay is every line after the header stamped no later than [`REPLAY_WINDOW_MS`]
+//!    after the header: the copy is written in one burst when the child starts (re-stamped
+//!    with the write time), or keeps the parent's original, older stamps. The first line
+//!    stamped later ends the replay for good; a copied `session_meta` inside it never starts
+//!    a session. (A child's first own request cannot end within the window: it needs a model
+//!    round trip over the whole copied history.)
+//! 3. Replayed `token_count` lines are never calls. The last replayed total is the child's
+//!    starting point, unless the child's first own total is below it (a CLI that did not seed
+//!    the child's total): then the child counts from zero.
+//! 4. Where the parent session is in the same group, the child's leading totals that equal
+//!    one of the parent's own totals are replay too (a copy burst slower than the window).
+//!
+//! So each session's figures are its own increments, and a fork adds only what the child did.
+#![forbid(unsafe_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::calls::{self, Call, Folded, Line, Usage};
+use crate::json::{Fields, Kind, Schema, Shape};
+
+/// How long after a forked session's header its copied history may be stamped (see the
+/// module documentation, rule 2).
+pub const REPLAY_WINDOW_MS: i64 = 1000;
+
+/// Line types the fold knows (the others are counted as unknown).
+pub const KNOWN_TYPES: &[&str] = &[
+    "session_meta",
+    "turn_context",
+    "response_item",
+    "event_msg",
+    "compacted",
+];
+
+/// The counters of a token usage record, in order: input (cache reads included), cached
+/// input, output (reasoning included), reasoning output, total, cache writes.
+const COUNTERS: [&str; 6] = [
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+    "cache_write_input_tokens",
+];
+
+/// A token usage record (`total_token_usage` or `last_token_usage`): the [`COUNTERS`].
+/// Ordered by total first, then the others, which is the order of a session's running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct Totals([Option<i64>; 6]);
+
+impl Totals {
+    fn sort_key(&self) -> [Option<i64>; 6] {
+        let t = self.0;
+        [t[4], t[0], t[1], t[2], t[3], t[5]]
+    }
+
+    /// Whether no counter is below `other`'s (a counter one of them lacks is not compared).
+    fn at_least(&self, other: &Totals) -> bool {
+        self.0.iter().zip(other.0.iter()).all(|pair| match pair {
+            (Some(a), Some(b)) => a >= b,
+            _ => true,
+        })
+    }
+
+    /// `self - base`, counter by counter (a counter `base` lacks counts from zero).
+    fn minus(&self, base: &Totals) -> Totals {
+        let mut out = [None; 6];
+        for (o, (a, b)) in out.iter_mut().zip(self.0.iter().zip(base.0.iter())) {
+            *o = a.map(|a| a - b.unwrap_or(0));
+        }
+        Totals(out)
+    }
+
+    fn negative(&self) -> bool {
+        self.0.iter().any(|c| c.is_some_and(|c| c < 0))
+    }
+
+    /// Whether `other` (a `last_token_usage`) says otherwise about a counter both have.
+    fn differs(&self, other: &Totals) -> bool {
+        self.0
+            .iter()
+            .zip(other.0.iter())
+            .any(|pair| matches!(pair, (Some(a), Some(b)) if a != b))
+    }
+
+    fn usage(&self) -> Usage {
+        let [input, cached, output, reasoning, _, cache_write] = self.0;
+        Usage {
+            input,
+            cache_read: cached,
+            cache_write,
+            output,
+            reasoning,
+            ..Usage::default()
+        }
+    }
+}
+
+const FIELDS: &[(&str, Shape)] = &[
+    ("type", Shape::Scalar),
+    ("timestamp", Shape::Scalar),
+    ("id", Shape::Scalar),
+    ("payload", Shape::Struct),
+    ("payload.type", Shape::Scalar),
+    ("payload.id", Shape::Scalar),
+    ("payload.timestamp", Shape::Scalar),
+    ("payload.cwd", Shape::Scalar),
+    ("payload.cli_version", Shape::Scalar),
+    ("payload.forked_from_id", Shape::Scalar),
+    ("payload.source", Shape::Struct),
+    ("payload.source.subagent", Shape::Any),
+    ("payload.model", Shape::Scalar),
+    ("payload.info", Shape::Struct),
+    ("payload.info.total_token_usage", Shape::Struct),
+    ("payload.info.last_token_usage", Shape::Struct),
+    ("payload.info.total_token_usage.input_tokens", Shape::Scalar),
+    (
+        "payload.info.total_token_usage.cached_input_tokens",
+        Shape::Scalar,
+    ),
+    (
+        "payload.info.total_token_usage.output_tokens",
+        Shape::Scalar,
+    ),
+    (
+        "payload.info.total_token_usage.reasoning_output_tokens",
+        Shape::Scalar,
+    ),
+    ("payload.info.total_token_usage.total_tokens", Shape::Scalar),
+    (
+        "payload.info.total_token_usage.cache_write_input_tokens",
+        Shape::Scalar,
+    ),
+    ("payload.info.last_token_usage.input_tokens", Shape::Scalar),
+    (
+        "payload.info.last_token_usage.cached_input_tokens",
+        Shape::Scalar,
+    ),
+    ("payload.info.last_token_usage.output_tokens", Shape::Scalar),
+    (
+        "payload.info.last_token_usage.reasoning_output_tokens",
+        Shape::Scalar,
+    ),
+    ("payload.info.last_token_usage.total_tokens", Shape::Scalar),
+    (
+        "payload.info.last_token_usage.cache_write_input_tokens",
+        Shape::Scalar,
+    ),
+];
+
+/// The schema nodes the fold reads.
+struct Nodes {
+    kind: usize,
+    time: usize,
+    bare_id: usize,
+    payload_type: usize,
+    id: usize,
+    started: usize,
+    cwd: usize,
+    version: usize,
+    forked_from: usize,
+    subagent: usize,
+    model: usize,
+    info: usize,
+    total: usize,
+    last: usize,
+    totals: [usize; 6],
+    lasts: [usize; 6],
+}
+
+impl Nodes {
+    fn new(schema: &Schema) -> Nodes {
+        let n = |path: &str| schema.find(path).unwrap_or(0);
+        let counters =
+            |record: &str| COUNTERS.map(|counter| n(&format!("payload.info.{record}.{counter}")));
+        Nodes {
+            kind: n("type"),
+            time: n("timestamp"),
+            bare_id: n("id"),
+            payload_type: n("payload.type"),
+            id: n("payload.id"),
+            started: n("payload.timestamp"),
+            cwd: n("payload.cwd"),
+            version: n("payload.cli_version"),
+            forked_from: n("payload.forked_from_id"),
+            subagent: n("payload.source.subagent"),
+            model: n("payload.model"),
+            info: n("payload.info"),
+            total: n("payload.info.total_token_usage"),
+            last: n("payload.info.last_token_usage"),
+            totals: counters("total_token_usage"),
+            lasts: counters("last_token_usage"),
+        }
+    }
+}
+
+/// The session a file's lines belong to at the moment.
+struct Current {
+    id: String,
+    model: Option<String>,
+    /// `subagent` for a sub-agent thread's rollout, else `main`.
+    kind: &'static str,
+    agent_name: Option<String>,
+    version: Option<String>,
+    /// While the fork's copied history is being read: the last stamp it may carry (None:
+    /// the header had no stamp, so only copied headers are replay).
+    replay: Option<Option<i64>>,
+    /// The line just read was this session's header (a header right after it is a copy).
+    after_header: bool,
+    /// Header stamp, for a fork found by its copied header.
+    header_time: Option<i64>,
+    /// The last total of this session in this file, and whether it was replayed.
+    previous: Option<(Totals, bool)>,
+    run: u32,
+}
+
+/// One `token_count` whose total moved.
+struct Point {
+    session: String,
+    run: u32,
+    total: Totals,
+    last: Option<Totals>,
+    time: Option<i64>,
+    model: Option<String>,
+    file: usize,
+    line: i64,
+    replay: bool,
+    kind: &'static str,
+    agent_name: Option<String>,
+    version: Option<String>,
+}
+
+/// The session a file name gives: the uuid that ends a rollout's name, else its stem.
+fn hint_of(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tail = stem
+        .char_indices()
+        .rev()
+        .nth(35)
+        .and_then(|(at, _)| stem.get(at..));
+    match tail {
+        Some(t) if t.len() == 36 && t.bytes().filter(|&b| b == b'-').count() == 4 => t.to_owned(),
+        _ => stem,
+    }
+}
+
+struct Fold {
+    n: Nodes,
+    out: Folded,
+    index: HashMap<String, usize>,
+    points: Vec<Point>,
+}
+
+/// Fold a group of Codex rollouts (one home's, or any set read together) into calls,
+/// sessions and issues.
+pub fn fold(paths: &[PathBuf]) -> Folded {
+    let schema = Schema::new(FIELDS);
+    let mut line_fields = Fields::new(&schema);
+    let mut fold = Fold {
+        n: Nodes::new(&schema),
+        out: Folded {
+            agent: "codex",
+            paths: paths
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+            ..Folded::default()
+        },
+        index: HashMap::new(),
+        points: Vec::new(),
+    };
+    for (file, path) in paths.iter().enumerate() {
+        let hint = hint_of(path);
+        let mut current: Option<Current> = None;
+        let mut unknown: (i64, Option<(i64, String)>) = (0, None);
+        let mut issues = std::mem::take(&mut fold.out.issues);
+        calls::read_file(
+            path,
+            file,
+            &schema,
+            &mut line_fields,
+            &mut issues,
+            |line, issues| {
+                std::mem::swap(issues, &mut fold.out.issues);
+                fold.line(line, file, &hint, &mut current, &mut unknown);
+                std::mem::swap(issues, &mut fold.out.issues);
+            },
+        );
+        fold.out.issues = issues;
+        if let (count, Some((line, kind))) = unknown {
+            let message =
+                format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
+            fold.out.issue(file, line, "warning", message);
+        }
+    }
+    fold.finish()
+}
+
+impl Fold {
+    fn line(
+        &mut self,
+        line: &Line<'_>,
+        file: usize,
+        hint: &str,
+        current: &mut Option<Current>,
+        unknown: &mut (i64, Option<(i64, String)>),
+    ) {
+        let n = &self.n;
+        let time = line.time(n.time);
+        let kind = line.str(n.kind).map(|s| s.into_owned());
+        let header = match kind.as_deref() {
+            Some("session_meta") => line.str(n.id).map(|s| s.into_owned()),
+            None => line.str(n.bare_id).map(|s| s.into_owned()),
+            _ => None,
+        };
+        if let Some(id) = header {
+            self.header(line, file, id, time, current);
+            return;
+        }
+        let cur = current.get_or_insert_with(|| Current {
+            id: hint.to_owned(),
+            model: None,
+            kind: "main",
+            agent_name: None,
+            version: None,
+            replay: None,
+            after_header: false,
+            header_time: None,
+            previous: None,
+            run: 0,
+        });
+        cur.after_header = false;
+        match cur.replay {
+            Some(Some(horizon)) if time.is_some_and(|t| t > horizon) => cur.replay = None,
+            Some(None) => cur.replay = None,
+            _ => {}
+        }
+        let replaying = cur.replay.is_some();
+        let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
+        session.saw(file, if replaying { None } else { time });
+        let Some(kind) = kind else {
+            self.out.issue(
+                file,
+                line.number,
+                "error",
+                "line has no 'type'; ignored".into(),
+            );
+            return;
+        };
+        if !KNOWN_TYPES.contains(&kind.as_str()) {
+            session.unknown_lines += 1;
+            unknown.0 += 1;
+            if unknown.1.is_none() {
+                unknown.1 = Some((line.number, kind));
+            }
+            return;
+        }
+        let n = &self.n;
+        match kind.as_str() {
+            "turn_context" => {
+                if let Some(model) = line.str(n.model) {
+                    cur.model = Some(model.into_owned());
+                }
+            }
+            "event_msg" if line.str(n.payload_type).as_deref() == Some("token_count") => {
+                self.token_count(line, file, time, cur);
+            }
+            _ => {}
+        }
+    }
+
+    /// A `session_meta` (or a bare legacy header) naming session `id`.
+    fn header(
+        &mut self,
+        line: &Line<'_>,
+        file: usize,
+        id: String,
+        time: Option<i64>,
+        current: &mut Option<Current>,
+    ) {
+        let n = &self.n;
+        if let Some(cur) = current.as_mut() {
+            let copied = cur.replay.is_some() || (cur.after_header && id != cur.id);
+            if copied || id == cur.id {
+                if cur.after_header && id != cur.id && cur.replay.is_none() {
+                    cur.replay = Some(cur.header_time.map(|t| t + REPLAY_WINDOW_MS));
+                }
+                cur.after_header = cur.after_header && copied;
+                let replaying = cur.replay.is_some();
+                let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
+                session.saw(file, if replaying { None } else { time });
+                if !copied {
+                    if let Some(version) = line.str(n.version) {
+                        session.version(&version, time);
+                        cur.version = Some(version.into_owned());
+                    }
+                }
+                return;
+            }
+        }
+        let header_time = time.or_else(|| line.time(n.started));
+        let forked_from = line.str(n.forked_from).map(|s| s.into_owned());
+        let subagent = line.get(n.subagent);
+        let (kind, agent_name) = match subagent.kind {
+            Kind::Missing | Kind::Null => ("main", None),
+            Kind::Str => ("subagent", line.str(n.subagent).map(|s| s.into_owned())),
+            _ => ("subagent", Some("subagent".to_owned())),
+        };
+        let version = line.str(n.version).map(|s| s.into_owned());
+        let session = calls::session_of(&mut self.out.sessions, &mut self.index, &id);
+        session.saw(file, time);
+        if let Some(v) = &version {
+            session.version(v, time);
+        }
+        if session.cwd.is_none() {
+            session.cwd = line.str(n.cwd).map(|s| s.into_owned());
+        }
+        if forked_from.is_some() {
+            session.parent.clone_from(&forked_from);
+        }
+        let run = current.as_ref().filter(|c| c.id == id).map_or(0, |c| c.run);
+        *current = Some(Current {
+            id,
+            model: None,
+            kind,
+            agent_name,
+            version,
+            replay: forked_from
+                .is_some()
+                .then(|| header_time.map(|t| t + REPLAY_WINDOW_MS)),
+            after_header: true,
+            header_time,
+            previous: None,
+            run,
+        });
+    }
+
+    fn token_count(&mut self, line: &Line<'_>, file: usize, time: Option<i64>, cur: &mut Current) {
+        let n = &self.n;
+        if !matches!(line.get(n.info).kind, Kind::Object) {
+            return; // info null: a rate-limit notice, no usage
+        }
+        if line.get(n.total).kind != Kind::Object {
+            self.out.issue(
+                file,
+                line.number,
+                "warning",
+                "token_count without info.total_token_usage; ignored".into(),
+            );
+            return;
+        }
+        let total = Totals(n.totals.map(|node| line.int(node)));
+        let last = (line.get(n.last).kind == Kind::Object)
+            .then(|| Totals(n.lasts.map(|node| line.int(node))));
+        let replay = cur.replay.is_some();
+        if let Some((previous, was_replay)) = cur.previous {
+            if previous == total {
+                return; // the same total again: not a call
+            }
+            if !total.at_least(&previous) && !was_replay && !replay {
+                cur.run += 1;
+                self.out.issue(
+                    file,
+                    line.number,
+                    "warning",
+                    "the running total went back; counted from zero again".into(),
+                );
+            }
+        }
+        cur.previous = Some((total, replay));
+        self.points.push(Point {
+            session: cur.id.clone(),
+            run: cur.run,
+            total,
+            last,
+            time,
+            model: cur.model.clone(),
+            file,
+            line: line.number,
+            replay,
+            kind: cur.kind,
+            agent_name: cur.agent_name.clone(),
+            version: cur.version.clone(),
+        });
+    }
+
+    fn finish(mut self) -> Folded {
+        let mut runs: Vec<(String, u32)> = Vec::new();
+        let mut by_run: HashMap<(String, u32), Vec<usize>> = HashMap::new();
+        for (at, p) in self.points.iter().enumerate() {
+            let key = (p.session.clone(), p.run);
+            let entry = by_run.entry(key.clone()).or_default();
+            if entry.is_empty() {
+                runs.push(key);
+            }
+            entry.push(at);
+        }
+        let mut own_totals: HashMap<&str, HashSet<Totals>> = HashMap::new();
+        for p in self.points.iter().filter(|p| !p.replay) {
+            own_totals.entry(&p.session).or_default().insert(p.total);
+        }
+        let parents: HashMap<&str, &str> = self
+            .out
+            .sessions
+            .iter()
+            .filter_map(|s| Some((s.id.as_str(), s.parent.as_deref()?)))
+            .collect();
+        let mut calls = Vec::new();
+        let mut issues = Vec::new();
+        for key in &runs {
+            let Some(members) = by_run.get(key) else {
+                continue;
+            };
+            let points: Vec<&Point> = members.iter().filter_map(|&i| self.points.get(i)).collect();
+            let mut seen = HashSet::new();
+            let mut own: Vec<&Point> = points
+                .iter()
+                .copied()
+                .filter(|p| !p.replay && seen.insert(p.total))
+                .collect();
+            own.sort_by_key(|p| p.total.sort_key());
+            let mut base = Totals::default();
+            if let Some(replayed) = points
+                .iter()
+                .filter(|p| p.replay)
+                .max_by_key(|p| p.total.sort_key())
+            {
+                if own
+                    .first()
+                    .is_none_or(|p| p.total.at_least(&replayed.total))
+                {
+                    base = replayed.total;
+                }
+            }
+            let parent_totals = parents
+                .get(key.0.as_str())
+                .and_then(|parent| own_totals.get(parent));
+            let mut skip = 0;
+            if let Some(parent_totals) = parent_totals {
+                for p in &own {
+                    if !(parent_totals.contains(&p.total) && p.total.at_least(&base)) {
+                        break;
+                    }
+                    base = p.total;
+                    skip += 1;
+                }
+            }
+            let mut previous = base;
+            for p in own.iter().skip(skip) {
+                let mut increment = p.total.minus(&previous);
+                previous = p.total;
+                if increment.negative() {
+                    issues.push((
+                        p.file,
+                        p.line,
+                        "a counter of the running total went back; the call's last_token_usage is used",
+                    ));
+                    increment = p.last.unwrap_or_default();
+                } else if p.last.is_some_and(|last| increment.differs(&last)) {
+                    issues.push((
+                        p.file,
+                        p.line,
+                        "the running total moved by other figures than last_token_usage gives; the increment is kept",
+                    ));
+                }
+                calls.push(Call {
+                    file: p.file,
+                    line: p.line,
+                    session: p.session.clone(),
+                    kind: p.kind,
+                    model: p.model.clone(),
+                    agent_name: p.agent_name.clone(),
+                    start_time: p.time,
+                    end_time: p.time,
+                    usage: increment.usage(),
+                    final_usage: true,
+                    agent_version: p.version.clone(),
+                    ..Call::default()
+                });
+            }
+        }
+        for (file, line, message) in issues {
+            self.out.issue(file, line, "warning", message.into());
+        }
+        self.out.calls = calls;
+        self.out.finish();
+        self.out
+    }
+}
