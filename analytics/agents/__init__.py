@@ -1,0 +1,143 @@
+"""Claude Code and Codex CLI logs: discovery and the native folds (``analytics/scanner/``).
+
+Each agent module (``claude_code``, ``codex``) offers ``homes()`` (the agent's log homes that
+exist; nothing is ever written there), ``discover(paths)`` (the groups of files to fold
+together: a request or running total copied into several files of a group counts once) and
+``read(paths)`` (the folded :class:`AgentTables`). The tables' columns and dtypes are
+:func:`call_columns`, :func:`session_columns` and :func:`issue_columns`; timestamps are
+``pl.Datetime("ms", "UTC")`` and unknown values are null, never 0.
+
+polars and the native module are imported on first use, so importing this package is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from analytics._scanner import ArrowTable
+
+
+@dataclass(frozen=True)
+class AgentTables:
+    """What a fold gives: one row per LLM call, per session, and per problem found."""
+
+    calls: pl.DataFrame
+    sessions: pl.DataFrame
+    issues: pl.DataFrame
+
+
+def call_columns() -> dict[str, pl.DataType]:
+    """The calls table: provenance, session, call identity, tokens (``input_tokens`` includes
+    cache reads and writes; ``output_tokens`` includes reasoning), request counters and the
+    flags the contract adds (``final_usage``: false where output is a lower bound)."""
+    import polars as pl
+
+    time = pl.Datetime("ms", "UTC")
+    return {
+        "source_file": pl.String(),
+        "source_line": pl.Int64(),
+        "agent": pl.String(),
+        "session_id": pl.String(),
+        "call_index": pl.Int64(),
+        "kind": pl.String(),
+        "model": pl.String(),
+        "agent_id": pl.String(),
+        "agent_name": pl.String(),
+        "api_call_id": pl.String(),
+        "start_time": time,
+        "end_time": time,
+        "input_tokens": pl.Int64(),
+        "cache_read_tokens": pl.Int64(),
+        "cache_write_tokens": pl.Int64(),
+        "cache_write_1h_tokens": pl.Int64(),
+        "output_tokens": pl.Int64(),
+        "reasoning_tokens": pl.Int64(),
+        "web_search_requests": pl.Int64(),
+        "web_fetch_requests": pl.Int64(),
+        "speed": pl.String(),
+        "service_tier": pl.String(),
+        "final_usage": pl.Boolean(),
+        "token_source": pl.String(),
+        "agent_version": pl.String(),
+    }
+
+
+def session_columns() -> dict[str, pl.DataType]:
+    """The sessions table: where and when, the agent's version, the calls by kind, and how
+    the session's lines were read (``issues``: issues in the session's files)."""
+    import polars as pl
+
+    time = pl.Datetime("ms", "UTC")
+    return {
+        "session_id": pl.String(),
+        "agent": pl.String(),
+        "source_files": pl.List(pl.String()),
+        "start_time": time,
+        "end_time": time,
+        "cwd": pl.String(),
+        "agent_version": pl.String(),
+        "parent_session_id": pl.String(),
+        "models": pl.List(pl.String()),
+        "llm_calls": pl.Int64(),
+        "main_calls": pl.Int64(),
+        "subagent_calls": pl.Int64(),
+        "compaction_calls": pl.Int64(),
+        "calls_without_final_usage": pl.Int64(),
+        "lines_read": pl.Int64(),
+        "unknown_lines": pl.Int64(),
+        "issues": pl.Int64(),
+    }
+
+
+def issue_columns() -> dict[str, pl.DataType]:
+    """The issues table (as ``analytics.schema.ISSUES``): ``error`` lost data, ``warning``
+    kept it but it looks wrong."""
+    import polars as pl
+
+    return {
+        "file": pl.String(),
+        "line": pl.Int64(),
+        "severity": pl.String(),
+        "message": pl.String(),
+    }
+
+
+def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """A native table as a polars frame with exactly ``columns`` (names, order, dtypes)."""
+    import polars as pl
+
+    if len(table) == 0:
+        return pl.DataFrame(schema=columns)
+    frame = pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in columns.items())
+
+
+def fold(
+    groups: Sequence[Sequence[Path]],
+    native: Callable[[list[list[str]]], tuple[ArrowTable, ArrowTable, ArrowTable]],
+) -> AgentTables:
+    """Fold ``groups`` with a native fold (groups in parallel) into :class:`AgentTables`."""
+    calls, sessions, issues = native([[str(path) for path in group] for group in groups])
+    return AgentTables(
+        calls=_frame(calls, call_columns()),
+        sessions=_frame(sessions, session_columns()),
+        issues=_frame(issues, issue_columns()),
+    )
+
+
+def jsonl_files(root: Path) -> list[Path]:
+    """Every ``*.jsonl`` regular file under ``root`` (sorted; symlinked directories are not
+    followed, so a loop cannot trap the walk)."""
+    import os
+
+    found: list[Path] = []
+    for directory, subdirectories, files in os.walk(root, followlinks=False):
+        subdirectories.sort()
+        found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".jsonl"))
+    return [path for path in found if path.is_file()]

@@ -1,0 +1,62 @@
+"""Codex CLI rollouts: where they are, how they group, and the native fold.
+
+Home: ``$CODEX_HOME`` (default ``~/.codex``), whose ``sessions/YYYY/MM/DD/rollout-*.jsonl``
+and ``archived_sessions/`` hold the rollouts. All rollouts named together are one group: a
+session's running totals found in several files count once, and a fork's child finds its
+parent's totals. The counting rules (the fork replay rule included) are in
+``analytics/scanner/codex.rs``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from analytics.agents import AgentTables, fold, jsonl_files
+
+#: The directories of a Codex home that hold rollouts.
+ROLLOUT_DIRS = ("sessions", "archived_sessions")
+
+
+def homes() -> list[Path]:
+    """The Codex home, if it exists and holds rollouts (never created or written)."""
+    configured = os.environ.get("CODEX_HOME")
+    home = Path(configured).expanduser() if configured else Path.home() / ".codex"
+    return [home] if any((home / d).is_dir() for d in ROLLOUT_DIRS) else []
+
+
+def discover(paths: Sequence[Path]) -> list[list[Path]]:
+    """One group of the rollouts under ``paths``: a home's ``sessions/`` and
+    ``archived_sessions/``, any other directory's ``*.jsonl`` files, and named files."""
+    files: list[Path] = []
+    for target in paths:
+        if not target.is_dir():
+            files.append(target)
+            continue
+        roots = [target / d for d in ROLLOUT_DIRS if (target / d).is_dir()] or [target]
+        for root in roots:
+            files += jsonl_files(root)
+    seen: set[Path] = set()
+    group = []
+    for file in files:
+        real = file.resolve()
+        if real not in seen:
+            seen.add(real)
+            group.append(file)
+    return [group] if group else []
+
+
+def read(paths: Sequence[Path] | None = None) -> AgentTables:
+    """The calls, sessions and issues of the rollouts under ``paths`` (default: the home)."""
+    from analytics import _scanner
+
+    return fold(discover(homes() if paths is None else paths), _scanner.fold_codex)
+
+
+def read_files(files: Sequence[Path]) -> AgentTables:
+    """The calls, sessions and issues of exactly ``files``, folded as one group (as one
+    home's files are), with no discovery."""
+    from analytics import _scanner
+
+    return fold([list(files)], _scanner.fold_codex)

@@ -1,0 +1,81 @@
+"""Every Claude Code file of ``../shared/real_logs/claude-code`` folded alone equals its
+README facts row: API calls, uncached input, cache writes (5-minute / 1-hour), cache reads,
+output, calls per model, sessions, lines read and calls without final usage.
+
+The README counts a call as a unique (``message.id``, ``requestId``) with the usage of its
+last line; ``in`` is uncached input, so here it is ``input_tokens - cache_read - cache_write``.
+A split of cache writes exists only where the log gives one; the table then writes 5m/1h,
+and 0/0 where it does not.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analytics.agents import claude_code
+from tests.readme_facts import empty, number, params
+
+_USAGE = re.compile(
+    r"in ([\d,]+) · cw ([\d,]+) \(5m ([\d,]+) / 1h ([\d,]+)\) · cr ([\d,]+) · out ([\d,]+)"
+)
+
+
+def expected_models(cell: str) -> dict[str, int]:
+    """``claude-opus-4-6 36, claude-sonnet-4-6 1`` as model -> calls (a dash: none)."""
+    if empty(cell):
+        return {}
+    return {
+        name: number(count)
+        for name, count in (part.strip().rsplit(" ", 1) for part in cell.split(","))
+    }
+
+
+@pytest.mark.parametrize(("path", "row"), params("claude-code"))
+def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
+    tables = claude_code.read_files([path])
+    calls, sessions = tables.calls, tables.sessions
+    lines, _, api_calls = (number(n) for n in row["lines / assistant / **API calls**"].split("/"))
+    usage = _USAGE.fullmatch(row["usage over calls (last line of each call)"])
+    assert usage, row["usage over calls (last line of each call)"]
+    uncached, cache_write, five_min, one_hour, cache_read, output = (
+        number(g) for g in usage.groups()
+    )
+    split = calls.filter(pl.col("cache_write_1h_tokens").is_not_null())
+    got = {
+        "calls": calls.height,
+        "in": int(
+            (calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]).sum()
+        ),
+        "cw": int(calls["cache_write_tokens"].sum()),
+        "5m": int((split["cache_write_tokens"] - split["cache_write_1h_tokens"]).sum()),
+        "1h": int(split["cache_write_1h_tokens"].sum()),
+        "cr": int(calls["cache_read_tokens"].sum()),
+        "out": int(calls["output_tokens"].sum()),
+        "lines": int(sessions["lines_read"].sum()),
+        "without final usage": int((~calls["final_usage"]).sum()),
+    }
+    assert got == {
+        "calls": api_calls,
+        "in": uncached,
+        "cw": cache_write,
+        "5m": five_min,
+        "1h": one_hour,
+        "cr": cache_read,
+        "out": output,
+        "lines": lines,
+        "without final usage": number(row["calls w/o final usage"]),
+    }
+    per_model = dict(calls.group_by("model").len().iter_rows())
+    assert per_model == expected_models(row["models (calls)"])
+    count, _, prefixes = row["sessionIds"].partition(":")
+    expected_sessions = sorted(p.strip(" `") for p in prefixes.split(","))
+    assert len(expected_sessions) == number(count)
+    assert sorted(s[: len(expected_sessions[0])] for s in sessions["session_id"]) == (
+        expected_sessions
+    )
+    assert int(sessions["llm_calls"].sum()) == api_calls
+    assert tables.issues.filter(pl.col("severity") == "error").height == 0
