@@ -363,7 +363,8 @@ def _fill_models(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
 
     A main call without a model takes the session's selected model at that point (start,
     resume, model change, auto-mode resolution; ``auto`` is a router, not a model, and is
-    skipped), else the previous call's of its kind, else the next one's.
+    skipped), else the previous call's of its kind, else the next one's. ``model_source``
+    says which: ``log`` (the call's own lines) or ``session``.
     """
     selected = (
         events.filter(
@@ -375,27 +376,39 @@ def _fill_models(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         .select("session_id", pl.col("event_seq").alias("_seq"), pl.col("model").alias("_selected"))
         .sort("session_id", "_seq")
     )
-    calls = calls.sort("session_id", "_seq")
+    calls = calls.sort("session_id", "_seq").with_columns(
+        pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source")
+    )
     filled = calls.join_asof(
         selected, on="_seq", by="session_id", strategy="backward", check_sortedness=False
     )
     main_fill = pl.col("model").forward_fill().backward_fill().over("session_id", "kind")
-    return filled.with_columns(
-        pl.when(pl.col("kind") == "main")
-        .then(pl.coalesce(pl.col("model"), pl.col("_selected"), main_fill))
-        .when(pl.col("kind") == "compaction")
-        .then(pl.coalesce(pl.col("model"), main_fill))
-        .otherwise(pl.col("model"))
-        .alias("model"),
-        # The session's current model, for sub-agent calls nothing closer names (below).
-        pl.coalesce(
-            pl.col("_selected"),
+    named_here = (pl.col("kind") != "subagent") & pl.col("model_source").is_null()
+    return (
+        filled.with_columns(
             pl.when(pl.col("kind") == "main")
-            .then(pl.col("model"))
-            .forward_fill()
-            .over("session_id"),
-        ).alias("_current_model"),
-    ).drop("_selected")
+            .then(pl.coalesce(pl.col("model"), pl.col("_selected"), main_fill))
+            .when(pl.col("kind") == "compaction")
+            .then(pl.coalesce(pl.col("model"), main_fill))
+            .otherwise(pl.col("model"))
+            .alias("model"),
+            # The session's current model, for sub-agent calls nothing closer names (below).
+            pl.coalesce(
+                pl.col("_selected"),
+                pl.when(pl.col("kind") == "main")
+                .then(pl.col("model"))
+                .forward_fill()
+                .over("session_id"),
+            ).alias("_current_model"),
+        )
+        .with_columns(
+            pl.when(named_here & pl.col("model").is_not_null())
+            .then(pl.lit("session"))
+            .otherwise(pl.col("model_source"))
+            .alias("model_source")
+        )
+        .drop("_selected")
+    )
 
 
 def _subagent_models(
@@ -409,6 +422,9 @@ def _subagent_models(
     ``subagent.started``/``completed``; the session's current model at that point; the
     shutdown, when it names exactly one model for the session. A call no step names stays
     without a model (and so unpriced), never guessed from another sub-agent's calls.
+    ``model_source`` is ``log`` for the first three, ``session`` and ``shutdown`` for the
+    others: where the shutdown counts requests per model, ``model_counts`` may then correct
+    a ``session`` guess.
     """
     agent = pl.coalesce("agent_id", "parent_tool_call_id")
     tools = (
@@ -429,18 +445,25 @@ def _subagent_models(
         .filter(pl.col("_models").list.len() == 1)
         .select("session_id", pl.col("_models").list.first().alias("_shutdown_model"))
     )
+    sub = pl.col("kind") == "subagent"
+    own = pl.coalesce("model", "_tool_model", "_agent_model")
     return (
         calls.join(tools, on=["session_id", "agent_id"], how="left")
         .join(single, on="session_id", how="left")
         .with_columns(
-            pl.when(pl.col("kind") == "subagent")
-            .then(
-                pl.coalesce(
-                    "model", "_tool_model", "_agent_model", "_current_model", "_shutdown_model"
-                )
-            )
+            pl.when(sub)
+            .then(pl.coalesce(own, "_current_model", "_shutdown_model"))
             .otherwise(pl.col("model"))
-            .alias("model")
+            .alias("model"),
+            pl.when(~sub)
+            .then(pl.col("model_source"))
+            .when(own.is_not_null())
+            .then(pl.lit("log"))
+            .when(pl.col("_current_model").is_not_null())
+            .then(pl.lit("session"))
+            .when(pl.col("_shutdown_model").is_not_null())
+            .then(pl.lit("shutdown"))
+            .alias("model_source"),
         )
         .drop("_tool_model", "_shutdown_model", "_current_model", "_agent_model")
     )

@@ -411,7 +411,7 @@ def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables
     from analytics.events import drop_repeats, order_events, place_model_metrics
     from analytics.log_rates import log_prices
     from analytics.sessions import session_issues, summarize_sessions
-    from analytics.tokens import call_tokens_and_fit, with_fit
+    from analytics.tokens import call_tokens_and_fit, with_call_totals
 
     events, repeat_issues = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
@@ -422,7 +422,7 @@ def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables
     call_issues = _stack([call_issues, session_issues(events, sessions)], ISSUES)
     records = observed.of(sessions["session_id"].to_list())
     calls, token_issues, fitted = call_tokens_and_fit(calls, events, sessions, metrics, records)
-    sessions = with_fit(sessions, fitted)
+    sessions = with_call_totals(sessions, calls, fitted)
     issues = _stack([read_issues, call_issues, token_issues], ISSUES)
     prices = log_prices(events, records)
     return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)

@@ -250,14 +250,9 @@ def unpriced_reasons(
 
 
 def _token_value(column: str) -> list[pl.Expr]:
-    """The log's session total, else the sum of per-call figures; and whether it is estimated."""
-    calls = pl.col(f"calls_{column}")
-    value = pl.coalesce(pl.col(column), calls)
-    estimated = (
-        pl.col(column).is_null()
-        & calls.is_not_null()
-        & (pl.col("token_sources").struct["estimated"] > 0)
-    )
+    """The session's total (its calls' sum), and whether any call in it is estimated."""
+    value = pl.col(column)
+    estimated = value.is_not_null() & (pl.col("token_sources").struct["estimated"] > 0)
     return [value.alias(f"_{column}"), estimated.fill_null(False).alias(f"_{column}_est")]
 
 

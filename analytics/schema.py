@@ -123,6 +123,11 @@ CALLS: dict[str, pl.DataType] = {
     "call_index": pl.Int64(),
     "kind": pl.String(),
     "model": pl.String(),
+    # where the model comes from: ``log`` (the call's own lines or its sub-agent's),
+    # ``session`` (the session's selected model, for a call the log names none for),
+    # ``shutdown`` (the only model the shutdown names), ``counts`` (the assignment that makes
+    # the calls counted per model equal the shutdown's requests); null: no model
+    "model_source": pl.String(),
     "agent_id": pl.String(),
     "agent_name": pl.String(),
     "parent_tool_call_id": pl.String(),
@@ -169,12 +174,22 @@ SESSIONS: dict[str, pl.DataType] = {
     "api_time_ms": pl.Int64(),  # from the shutdown totals; null without one
     "status": pl.String(),  # complete | idle | error | interrupted
     "status_detail": pl.String(),
+    # the session's tokens: the sums of its calls' (compactions and every process included),
+    # so that sessions, calls and periods agree to the token; null where no call has a figure
     "input_tokens": pl.Int64(),  # includes cache reads and writes
     "output_tokens": pl.Int64(),
     "cache_read_tokens": pl.Int64(),
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
-    "token_totals_source": pl.String(),  # shutdown | shutdown+messages | usage_records | messages
+    # what the log's own totals state (a check on the calls, never the session's total: a
+    # shutdown leaves compaction calls out, and an old CLI's counts one process), and where
+    # they come from: shutdown | shutdown+messages | usage_records | messages
+    "logged_input_tokens": pl.Int64(),
+    "logged_output_tokens": pl.Int64(),
+    "logged_cache_read_tokens": pl.Int64(),
+    "logged_cache_write_tokens": pl.Int64(),
+    "logged_reasoning_tokens": pl.Int64(),
+    "token_totals_source": pl.String(),
     "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
     "premium_requests": pl.String(),
     # how the per-call reconstruction fitted the log (``reconstruct.py``): constraints used,
@@ -199,6 +214,9 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
     "token_source": pl.String(),
+    # why an ``estimated`` call's tokens are estimated (no shutdown totals, after the last
+    # shutdown, counts that differ from the shutdown's, ...); null for the others
+    "estimate_reason": pl.String(),
     "billed_nano_aiu": pl.String(),
     "is_byok": pl.Boolean(),  # bring your own key: the provider bills this call, not Copilot
     # the agent's fixed part (system prompt + tool definitions) within input_tokens, as the

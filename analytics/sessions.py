@@ -118,7 +118,7 @@ def summarize_sessions(
             (
                 pl.col("_byok_records")
                 | (
-                    (pl.col("input_tokens") > 0)
+                    (pl.col("logged_input_tokens") > 0)
                     & (pl.col("billed_nano_aiu").cast(pl.Decimal(38, 9), strict=False) == 0)
                 )
             )
@@ -139,9 +139,26 @@ def summarize_sessions(
             .alias("status_detail")
         )
     )
-    # The fit figures come with the per-call tokens (``tokens.with_fit``).
-    fit = {name: dtype for name, dtype in SESSIONS.items() if name.startswith("fit_")}
-    return conform(with_nulls(sessions.sort("start_time", "session_id"), fit), SESSIONS)
+    # The fit figures and the token totals come with the per-call tokens
+    # (``tokens.with_call_totals``).
+    later = {
+        name: dtype
+        for name, dtype in SESSIONS.items()
+        if name.startswith("fit_") or name in _TOKENS
+    }
+    return conform(with_nulls(sessions.sort("start_time", "session_id"), later), SESSIONS)
+
+
+def models_by_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """Per session: its calls' models, most calls first (ties by name)."""
+    return (
+        calls.filter(pl.col("model").is_not_null())
+        .group_by("session_id", "model")
+        .agg(pl.len().alias("n"))
+        .sort("session_id", "n", "model", descending=[False, True, False])
+        .group_by("session_id", maintain_order=True)
+        .agg(pl.col("model").alias("models"))
+    )
 
 
 def _record_totals(records: pl.DataFrame) -> pl.DataFrame:
@@ -276,14 +293,7 @@ def _overview(events: pl.DataFrame) -> pl.DataFrame:
 def _call_counts(calls: pl.DataFrame) -> pl.DataFrame:
     """Calls by kind, models by number of calls, and whether the last main call was cut off."""
     kind = pl.col("kind")
-    by_model = (
-        calls.filter(pl.col("model").is_not_null())
-        .group_by("session_id", "model")
-        .agg(pl.len().alias("n"))
-        .sort("session_id", "n", "model", descending=[False, True, False])
-        .group_by("session_id", maintain_order=True)
-        .agg(pl.col("model").alias("models"))
-    )
+    by_model = models_by_calls(calls)
     counts = calls.group_by("session_id").agg(
         pl.len().alias("llm_calls"),
         (kind == "main").sum().alias("main_calls"),
@@ -469,8 +479,10 @@ def _decimal_sum(texts: pl.Expr) -> pl.Expr:
 
 
 def _token_totals() -> list[pl.Expr]:
-    """Session token totals: shutdown figures, plus output of calls after the last shutdown;
-    without a shutdown, the sums of the usage records; the bill likewise."""
+    """The token totals the log states (``logged_*``, a check on the calls: the session's
+    own totals are its calls' sums, ``tokens.with_call_totals``): shutdown figures, plus
+    output of calls after the last shutdown; without a shutdown, the sums of the usage
+    records; the bill likewise."""
     has_truth = pl.col("shutdown_requests").is_not_null()
     records = ~has_truth & (pl.col("_records") > 0).fill_null(False)
     extra = pl.when(pl.col("_uncovered_has_output")).then(pl.col("_uncovered_output")).otherwise(0)
@@ -482,7 +494,7 @@ def _token_totals() -> list[pl.Expr]:
         .then(pl.col("_record_output_tokens"))
         .when(pl.col("_any_output"))
         .then(pl.col("_uncovered_output"))
-        .alias("output_tokens"),
+        .alias("logged_output_tokens"),
         pl.when(records)
         .then(pl.lit("usage_records"))
         .when(~has_truth)
@@ -499,7 +511,7 @@ def _token_totals() -> list[pl.Expr]:
             .then(pl.col(f"_shutdown_{column}"))
             .when(records)
             .then(pl.col(f"_record_{column}"))
-            .alias(column)
+            .alias(f"logged_{column}")
         )
     return exprs
 

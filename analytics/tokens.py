@@ -26,6 +26,7 @@ import polars as pl
 from analytics.apportion import apportion
 from analytics.calls import USAGE_RECORDS
 from analytics.events import EVENT_KEYS, MAIN_AGENT
+from analytics.model_counts import assign_models
 from analytics.reconstruct import (
     FIT,
     TOOL_DEFINITIONS_PRIOR,
@@ -35,6 +36,7 @@ from analytics.reconstruct import (
     regressors,
 )
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
+from analytics.sessions import models_by_calls
 
 #: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
 BYTES_PER_TOKEN = 4
@@ -101,7 +103,7 @@ def call_tokens_and_fit(
     use_observed: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """``add_call_tokens`` and the per-session fit (``reconstruct.FIT`` columns), which goes
-    to SESSIONS with ``with_fit``."""
+    to SESSIONS with ``with_call_totals``."""
     events = events.select([c for c in _USED if c in events.columns])
     if use_observed:
         with_log = _observed_in_log(calls, events)
@@ -113,19 +115,47 @@ def call_tokens_and_fit(
             pl.lit(None, pl.String).alias("token_source"),
         )
         issues = empty(ISSUES)
-    keyed = _with_totals(_reply_bytes(matched, events), sessions, model_metrics, events)
+    keyed, model_issues = _with_totals(
+        _reply_bytes(matched, events), sessions, model_metrics, events
+    )
     estimated, fitted = _reconstruct(keyed, events)
     calibrated = _calibrate(estimated).with_columns(
-        pl.min_horizontal("_fixed", "input_tokens").alias("fixed_part_tokens")
+        pl.min_horizontal("_fixed", "input_tokens").alias("fixed_part_tokens"),
+        pl.when(pl.col("token_source") == "estimated")
+        .then(_estimate_reason())
+        .alias("estimate_reason"),
     )
-    return conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS)), issues, fitted
+    tokens = conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS))
+    return tokens, pl.concat([issues, model_issues]), fitted
 
 
-def with_fit(sessions: pl.DataFrame, fitted: pl.DataFrame) -> pl.DataFrame:
-    """SESSIONS with the fit figures of ``add_call_tokens`` (``reconstruct.FIT``)."""
-    return conform(
-        sessions.drop(list(FIT), strict=False).join(fitted, on="session_id", how="left"), SESSIONS
+def with_call_totals(
+    sessions: pl.DataFrame, calls: pl.DataFrame, fitted: pl.DataFrame
+) -> pl.DataFrame:
+    """SESSIONS with the sums of their calls' tokens, their models as the calls now name
+    them, and the fit figures of ``call_tokens_and_fit`` (``reconstruct.FIT``).
+
+    A session's tokens are its calls' sums, compaction calls and every process included,
+    so that ``analyze``, ``--calls`` and the period reports agree to the token; the log's own
+    totals stay beside them as the check they are (``logged_*``). A session without calls
+    sent nothing (0); one whose calls give no figure at all is unknown (null).
+    """
+    sums = calls.group_by("session_id").agg(
+        pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
+        for c in ["input_tokens", "output_tokens", *_TOKENS[1:]]
     )
+    replaced = ["models", "input_tokens", "output_tokens", *_TOKENS[1:], *FIT]
+    joined = (
+        sessions.drop(replaced, strict=False)
+        .join(sums, on="session_id", how="left")
+        .join(models_by_calls(calls), on="session_id", how="left")
+        .join(fitted, on="session_id", how="left")
+        .with_columns(
+            pl.when(pl.col("llm_calls") == 0).then(0).otherwise(pl.col(c)).alias(c)
+            for c in ["input_tokens", "output_tokens", *_TOKENS[1:]]
+        )
+    )
+    return conform(joined, SESSIONS)
 
 
 def _byok(calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
@@ -423,14 +453,20 @@ def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
 
 def _with_totals(
     calls: pl.DataFrame, sessions: pl.DataFrame, model_metrics: pl.DataFrame, events: pl.DataFrame
-) -> pl.DataFrame:
-    """Calls with the shutdown totals that cover them (``_t_*``), what those leave for the
-    calls without an observed figure (``_left_*``), and ``_sum_ok``: the calls counted for
-    this model are exactly the requests the shutdown counted, so its totals are theirs
-    (otherwise, in an excerpt or after a lost line, they belong to calls we cannot see)."""
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(Calls with the shutdown totals that cover them, ISSUES of the model assignment).
+
+    Calls whose model is a guess first get the models the shutdown's per-model counts imply
+    (``model_counts``). Each call then carries its totals (``_t_*``), what those leave for
+    the calls without an observed figure (``_left_*``), ``_apportion`` (a total covers it,
+    so it is spread over its calls: the session's cost is then the exact price of the
+    totals) and ``_sum_ok``: the calls counted for this model are exactly the requests the
+    shutdown counted, so its totals are theirs (``calibrated``); otherwise, in an excerpt or
+    after a lost line, part of them belongs to calls we cannot see (``estimated``)."""
     segments = _segments(calls, sessions, events)
     totals = _segment_totals(model_metrics, sessions, events)
-    keyed = segments.join(totals, on=_GROUP, how="left")
+    segments, issues = assign_models(segments, totals)
+    keyed = segments.join(totals.drop("_t_file", "_t_line"), on=_GROUP, how="left")
     open_call = pl.col("token_source").is_null()
     counts_agree = pl.col("_covered").sum().over(_GROUP) == pl.col("_t_requests")
     observed_here = ~open_call & pl.col("_covered")
@@ -440,18 +476,21 @@ def _with_totals(
         )
         for c in [*_TOKENS, "output_tokens"]
     }
-    return keyed.with_columns(
+    apportion_to = pl.col("_t_input_tokens").is_not_null() & pl.col("_covered")
+    keyed = keyed.with_columns(
         *(expr.alias(f"_left_{c}") for c, expr in left.items()),
-        (pl.col("_t_input_tokens").is_not_null() & pl.col("_covered") & counts_agree)
-        .fill_null(False)
-        .alias("_sum_ok"),
+        apportion_to.fill_null(False).alias("_apportion"),
+        (apportion_to & counts_agree).fill_null(False).alias("_sum_ok"),
+        pl.col("_covered").sum().over(_GROUP).alias("_counted"),
     )
+    return keyed, issues
 
 
 def _calibrate(frame: pl.DataFrame) -> pl.DataFrame:
     """Fill unobserved calls: apportioned to the shutdown's per-model totals where they
-    exist (``calibrated``), else the fit as it is (``estimated``)."""
-    calibrate = pl.col("token_source").is_null() & pl.col("_sum_ok")
+    exist (``calibrated`` where the calls counted match the shutdown's requests, else
+    ``estimated``, still summing to the totals), else the fit as it is (``estimated``)."""
+    calibrate = pl.col("token_source").is_null() & pl.col("_apportion")
     frame = frame.with_columns(calibrate.alias("_calibrate"))
     target = _scale_inputs(frame.filter(pl.col("_calibrate")), _GROUP)
     rest = _estimate_inputs(frame.filter(~pl.col("_calibrate")))
@@ -478,19 +517,59 @@ def _scale_inputs(frame: pl.DataFrame, group: list[str]) -> pl.DataFrame:
         .then(reasoning)
         .alias("reasoning_tokens"),
         _fill_output(group).alias("output_tokens"),
-        pl.lit("calibrated").alias("token_source"),
+        pl.when(pl.col("_sum_ok"))
+        .then(pl.lit("calibrated"))
+        .otherwise(pl.lit("estimated"))
+        .alias("token_source"),
+    )
+
+
+def _estimate_reason() -> pl.Expr:
+    """Why a call's tokens are estimated rather than observed or calibrated."""
+    model = pl.col("model")
+    return (
+        pl.when(pl.col("kind") == "compaction")
+        .then(pl.lit("compaction calls are not in the shutdown's totals"))
+        .when(~pl.col("_has_totals"))
+        .then(pl.lit("no shutdown totals in the log"))
+        .when(~pl.col("_covered"))
+        .then(pl.lit("after the last shutdown: no total covers it"))
+        .when(model.is_null())
+        .then(pl.lit("no model, so no total to follow"))
+        .when(pl.col("_t_input_tokens").is_null())
+        .then(pl.format("the shutdown states no token totals for {}", model))
+        .otherwise(
+            pl.format(
+                "calls counted for {} ({}) differ from the shutdown's requests ({}):"
+                " its totals are spread over the calls found",
+                model,
+                pl.col("_counted"),
+                pl.col("_t_requests"),
+            )
+        )
     )
 
 
 def _fill_output(group: list[str]) -> pl.Expr:
     """Output of calls the log gives none for: the shutdown's remaining output, split by the
-    size of each call's reply. Calls with a stated output keep it."""
+    size of each call's reply. Calls with a stated output keep it, unless the calls counted
+    differ from the shutdown's: then the whole output total is spread over the calls found,
+    in proportion to what each states (else its reply's size), so they price to the total."""
     missing = pl.col("output_tokens").is_null()
     left = pl.col("_left_output_tokens") - pl.col("output_tokens").sum().over(group)
     weight = pl.when(missing).then(pl.col("_reply_bytes")).otherwise(0)
     share = apportion(left.clip(lower_bound=0), weight, group, "event_seq")
+    spread = apportion(
+        pl.col("_left_output_tokens"),
+        pl.coalesce("output_tokens", "_reply_bytes").fill_null(0),
+        group,
+        "event_seq",
+    )
+    known = pl.col("_t_output_tokens").is_not_null()
     return (
-        pl.when(missing & pl.col("_t_output_tokens").is_not_null())
+        pl.when(known & ~pl.col("_sum_ok"))
+        .then(spread)
+        .when(missing & known)
         .then(share)
         .otherwise(pl.col("output_tokens"))
     )
@@ -579,7 +658,11 @@ def _segments(calls: pl.DataFrame, sessions: pl.DataFrame, events: pl.DataFrame)
         .group_by("session_id", "process_index")
         .agg(pl.col("event_seq").max().alias("_shutdown_seq"))
     )
-    mode = sessions.select("session_id", "shutdown_mode")
+    mode = sessions.select(
+        "session_id",
+        "shutdown_mode",
+        pl.col("shutdown_requests").is_not_null().alias("_has_totals"),
+    )
     final = last_shutdown.group_by("session_id").agg(
         pl.col("_shutdown_seq").max().alias("_final_seq")
     )
@@ -617,6 +700,8 @@ def _segment_totals(
         "session_id",
         "_segment",
         "model",
+        pl.col("source_file").alias("_t_file"),
+        pl.col("source_line").alias("_t_line"),
         *(pl.col(c).alias(f"_t_{c}") for c in _TOKENS),
         pl.col("output_tokens").alias("_t_output_tokens"),
         pl.col("requests_count").alias("_t_requests"),
