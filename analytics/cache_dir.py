@@ -16,3 +16,17 @@ def cache_dir() -> Path:
         return Path(configured).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "agentcost"
+
+
+def unwritable(directory: Path | None = None) -> str | None:
+    """Why the cache directory (default ``cache_dir()``) cannot be written, or None when it
+    can (it is created if missing). The caches tolerate a directory they cannot write (every
+    write is best effort), so this is only for saying once that nothing is being cached."""
+    directory = directory or cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return (error.strerror or type(error).__name__).lower()
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "permission denied"
+    return None

@@ -232,6 +232,8 @@ def _load(
     from analytics.progress import progress_bar
 
     use_cache = bool(ctx.find_root().obj)
+    if use_cache:
+        _say_if_nothing_is_cached()
     with progress_bar() as bar:
         return run(
             paths or [],
@@ -241,6 +243,26 @@ def _load(
             keep_events=keep_events,
             found=found,
         )
+
+
+#: Cache directories this run has looked at, and why each cannot be written ("" if it can).
+_UNCACHED: dict[Path, str] = {}
+
+
+def _say_if_nothing_is_cached() -> bool:
+    """Whether the cache directory cannot be written; the first time, one line on stderr
+    says so (stdout, where JSON goes, stays the report alone). The run goes on uncached."""
+    from analytics.cache_dir import cache_dir, unwritable
+
+    directory = cache_dir()
+    if directory not in _UNCACHED:
+        _UNCACHED[directory] = reason = unwritable(directory) or ""
+        if reason:
+            _err(
+                f"agentcost: the cache directory {directory} cannot be written ({reason}); "
+                "nothing is cached (set AGENTCOST_CACHE_DIR to a writable directory)"
+            )
+    return bool(_UNCACHED[directory])
 
 
 def _report_issues(
@@ -387,6 +409,8 @@ class _Replays(NamedTuple):
         except AgentcostError:
             return cls(None, None, None)
         if not ctx.find_root().obj or output_format is Format.parquet:
+            return cls(None, None, found)
+        if _say_if_nothing_is_cached():
             return cls(None, None, found)
         everything: dict[str, object] = {
             **shapes,
