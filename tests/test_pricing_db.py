@@ -1,0 +1,183 @@
+"""The vendor tables against the price database they are made from (``analytics.price_db``):
+they are current, every model the real Claude Code and Codex logs name resolves to the
+database's model, and any such call costs exactly what the database computes for it."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analytics.price_db import ConversionError, _regex_glob, stale_tables
+from analytics.pricing import AGENT_USAGE, price_by_table
+from analytics.rates import load_rate_table
+from analytics.schema import TIMESTAMP
+
+genai_prices = pytest.importorskip(
+    "genai_prices", reason="genai-prices (a dev dependency: pip install -e '.[dev]') is absent"
+)
+from genai_prices import Usage, calc_price, data_snapshot  # noqa: E402
+
+#: Models named in ../shared/real_logs/claude-code and codex (their README facts tables).
+LOG_MODELS = {
+    "anthropic": [
+        "claude-opus-4-6",
+        "claude-opus-4-7",
+        "claude-opus-4-8",
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-20250929",
+        "claude-sonnet-4-6",
+        "claude-haiku-4-5-20251001",
+    ],
+    "openai": [
+        "gpt-5.2-codex",
+        "gpt-5.2",
+        "gpt-5.3-codex",
+        "gpt-5.4",
+        "gpt-5.4-mini",
+        "gpt-5.5",
+        "gpt-5.6-sol",
+    ],
+}
+CASES = [(table, model) for table, models in LOG_MODELS.items() for model in models]
+SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String(),
+    "input_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "output_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "start_time": TIMESTAMP,
+    "user_initiated": pl.Boolean(),
+    **AGENT_USAGE,
+}
+
+
+def test_bundled_vendor_tables_are_the_database_converted() -> None:
+    assert stale_tables(date(2026, 12, 2)) == []
+
+
+@pytest.mark.parametrize(("table", "model"), CASES)
+def test_log_named_models_resolve_to_the_database_model(table: str, model: str) -> None:
+    _, info = data_snapshot.get_snapshot().find_provider_model(model, None, table, None)
+    resolved = load_rate_table(table).resolve(model)
+    assert resolved is not None and resolved.id == info.id
+
+
+usages = st.fixed_dictionaries(
+    {
+        "uncached": st.integers(0, 300_000),
+        "read": st.integers(0, 300_000),
+        "write_5m": st.integers(0, 50_000),
+        "write_1h": st.integers(0, 50_000),
+        "output": st.integers(0, 40_000),
+        "searches": st.integers(0, 5),
+        "when": st.sampled_from(
+            [datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 9, 1, tzinfo=UTC)]
+        ),
+    }
+)
+
+
+@pytest.mark.parametrize(("table", "model"), CASES)
+@settings(max_examples=8, deadline=None)
+@given(st.lists(usages, min_size=1, max_size=4))
+def test_log_named_models_cost_what_the_database_computes(
+    table: str, model: str, calls: list[dict[str, Any]]
+) -> None:
+    openai = table == "openai"
+    rows = [
+        {
+            "model": model,
+            "input_tokens": c["uncached"] + c["read"] + c["write_5m"] + c["write_1h"],
+            "cache_read_tokens": c["read"],
+            "cache_write_tokens": c["write_5m"] + c["write_1h"],
+            "output_tokens": c["output"],
+            "reasoning_tokens": None,
+            "start_time": c["when"],
+            "user_initiated": None,
+            "cache_write_1h_tokens": None if openai else c["write_1h"],
+            "web_search_requests": c["searches"],
+            "speed": None,
+            "service_tier": None,
+        }
+        for c in calls
+    ]
+    ours = price_by_table(pl.DataFrame(rows, schema=SCHEMA), load_rate_table(table))
+    for row, cost in zip(rows, ours["cost_usd"], strict=True):
+        usage = Usage(
+            input_tokens=row["input_tokens"],
+            cache_read_tokens=row["cache_read_tokens"],
+            cache_write_tokens=row["cache_write_tokens"],
+            cache_write_1h_tokens=row["cache_write_1h_tokens"],
+            output_tokens=row["output_tokens"],
+            web_searches=row["web_search_requests"],
+        )
+        theirs = calc_price(
+            usage, model, provider_id=table, genai_request_timestamp=row["start_time"]
+        )
+        if row["web_search_requests"] and theirs.model_price.web_searches_kcount is None:
+            # The database charges $0 for searches it has no price for; they stay unpriced here.
+            assert cost is None, row
+        else:
+            assert cost == theirs.total_price, row
+
+
+def test_fast_mode_costs_what_the_database_computes_where_it_has_it() -> None:
+    when = datetime(2026, 9, 1, tzinfo=UTC)
+    row = {
+        "model": "claude-opus-4-8",
+        "input_tokens": 60_000,
+        "cache_read_tokens": 30_000,
+        "cache_write_tokens": 8_000,
+        "output_tokens": 3_000,
+        "reasoning_tokens": None,
+        "start_time": when,
+        "user_initiated": None,
+        "cache_write_1h_tokens": 2_000,
+        "web_search_requests": 4,
+        "speed": "fast",
+        "service_tier": "standard",
+    }
+    ours = price_by_table(pl.DataFrame([row], schema=SCHEMA), load_rate_table("anthropic"))
+    usage = Usage(
+        input_tokens=60_000,
+        cache_read_tokens=30_000,
+        cache_write_tokens=8_000,
+        cache_write_1h_tokens=2_000,
+        output_tokens=3_000,
+        web_searches=4,
+    )
+    theirs = calc_price(
+        usage,
+        "claude-opus-4-8",
+        provider_id="anthropic",
+        genai_request_timestamp=when,
+        price_context={"speed": "fast"},
+    )
+    assert ours["cost_usd"].item() == theirs.total_price
+
+
+@pytest.mark.parametrize(
+    ("regex", "glob"),
+    [
+        (r"^claude-fable-5-\d{8}$", "claude-fable-5-" + "[0-9]" * 8),
+        (
+            r"^gpt-5\.6-sol-\d{4}-\d{2}-\d{2}$",
+            "gpt-5.6-sol-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
+        ),
+        (r"^claude-opus-5[-@]\d{8}$", "claude-opus-5[-@]" + "[0-9]" * 8),
+    ],
+)
+def test_match_regexes_become_exact_globs(regex: str, glob: str) -> None:
+    assert _regex_glob(regex, "m") == glob
+
+
+@pytest.mark.parametrize("regex", [r"claude-\d+", r"^claude-(a|b)$", r"^claude-.*$"])
+def test_regexes_without_a_glob_equivalent_are_refused(regex: str) -> None:
+    with pytest.raises(ConversionError):
+        _regex_glob(regex, "m")
