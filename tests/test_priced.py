@@ -3,6 +3,7 @@ loaded while the analysis and the prices are unchanged; anything else prices afr
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 from pathlib import Path
 
@@ -98,3 +99,50 @@ def test_a_damaged_priced_table_is_priced_again(logs: Path, tmp_path: Path) -> N
         kept.write_bytes(b"not a table")
     again = analyze([logs], use_cache=True, keep_events=False)
     assert_equal(priced(again, table, {}), fresh(result))
+
+
+#: Real Copilot logs with bring-your-own-key calls, the log's own prices, and plain bills.
+ONE_ENTRY_LOGS = (
+    "lantern-byok-1.0.78",
+    "modelog-1.0.94-usage-record",
+    "qiaolei81-session-demo",
+    "token-killer-1.0.63",
+)
+
+
+def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) -> None:
+    """Pricing has one entry point: the per-call costs that the HTML report's charts and the
+    notebooks show (``costs.price_calls``, and the report's own per-group pricing), summed per
+    session, are the sessions table's costs, BYOK and log-priced calls included. The Copilot
+    table prices every model these logs quote, so it is also tried without those models, which
+    the log's own prices then price."""
+    from analytics.costs import price_calls
+    from analytics.html_report import _by_groups
+
+    copilot = load_rates("github-copilot")
+    seen: set[str] = set()
+    for name in ONE_ENTRY_LOGS:
+        if not (real_logs / name).exists():
+            continue
+        result = analyze([real_logs / name], keep_events=True)
+        quoted = set(result.log_prices["model"]) if result.log_prices is not None else set()
+        lacking = dataclasses.replace(
+            copilot, models=tuple(m for m in copilot.models if not quoted & set(m.names))
+        )
+        for table in (copilot, lacking):
+            _, sessions = price_analysis(
+                result.calls, result.sessions, table, {}, result.log_prices
+            )
+            calls = price_calls(result.calls, table, log_prices=result.log_prices)
+            want = dict(zip(sessions["session_id"], sessions["cost_usd"], strict=True))
+            for priced_calls in (calls, _by_groups(result, table)[0]):
+                sums = priced_calls.group_by("session_id").agg(
+                    pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum())
+                )
+                got = dict(zip(sums["session_id"], sums["cost_usd"], strict=True))
+                assert got == {sid: want[sid] for sid in got}, name
+            seen |= set(calls["cost_source"].drop_nulls())
+            seen |= {"byok"} if calls["is_byok"].any() else set()
+    if not seen:
+        pytest.skip("none of the real logs with BYOK or log-priced calls is present")
+    assert {"byok", "log_rates"} <= seen
