@@ -775,7 +775,11 @@ def _dump_model(model: ModelRate) -> list[str]:
     """The TOML lines of one model and its price entries."""
     key = f"models.{_q(model.id)}"
     lines = ["", f"[{key}]"]
-    lines += [f"aliases = {_list(model.aliases)}", f"patterns = {_list(model.patterns)}"]
+    lines += [
+        f"{name} = {_list(names)}"
+        for name, names in (("aliases", model.aliases), ("patterns", model.patterns))
+        if names
+    ]
     lines += [
         f"{k} = {_q(v)}"
         for k, v in (("source", model.source), ("note", model.note))
@@ -790,15 +794,15 @@ def _dump_model(model: ModelRate) -> list[str]:
             if when is not None:
                 lines.append(f"{name} = {_q(when.isoformat())}")
         lines += _dump_prices(period.prices)
-        lines += [f"per_request = {_q(str(period.per_request))}"]
-        lines += [f"multiplier = {_q(str(period.multiplier))}"]
         lines += [
             f"{name} = {_q(str(value))}"
-            for name, value in (
-                ("web_search", period.web_search),
-                ("fast_multiplier", period.fast_multiplier),
+            for name, value, default in (
+                ("per_request", period.per_request, Decimal(0)),
+                ("multiplier", period.multiplier, Decimal(1)),
+                ("web_search", period.web_search, None),
+                ("fast_multiplier", period.fast_multiplier, None),
             )
-            if value is not None
+            if value is not None and not (default is not None and value == default)
         ]
         for tier in period.tiers:
             lines += ["", f"[[{key}.prices.tiers]]"]
