@@ -13,13 +13,17 @@ prices apply, each named in the call's ``cost_source``:
   names the line);
 * ``byok_provider``: a bring-your-own-key call (``is_byok``) is not billed by Copilot (its
   ``billed_usd`` is 0); what the user pays is its provider's list price, from the first bundled
-  vendor table that knows the model (``BYOK_TABLES``), else it is unpriced, never $0.
+  vendor table that knows the model (``BYOK_TABLES``), else it is unpriced, never $0;
+* ``vendor_api``: a call of another agent (``agent`` "claude-code", "codex") is not billed by
+  Copilot either; it is priced the same way, at its vendor's API list price: what the calls
+  would cost on the API (a subscription user pays no per-token bill: an API-equivalent cost).
 
 A session with an unpriced call says so (``unpriced_calls``, ``unpriced_models``) and its
 ``cost_usd`` covers only the priced calls; ``cost_source`` tells which figure a reader should
-use: ``rates`` (every call priced by the table), ``log_rates`` / ``byok_provider`` (every call
-priced, some that way), ``billed`` (some Copilot-billed calls unpriced, but the log's bill covers
-the session), ``partial`` (a lower bound) or ``unpriced`` (no call priced, no bill to use).
+use: ``rates`` (every call priced by the table), ``log_rates`` / ``byok_provider`` /
+``vendor_api`` (every call priced, some that way), ``billed`` (some Copilot-billed calls
+unpriced, but the log's bill covers the session), ``partial`` (a lower bound) or ``unpriced``
+(no call priced, no bill to use).
 ``cost_minus_billed_usd`` compares what Copilot charges (BYOK calls: 0) with the bill. Sessions
 also get the sums of their calls' tokens (``calls_input_tokens``, ``calls_output_tokens``) and how
 many calls' tokens were observed, calibrated or estimated (``token_sources``), so an estimate is
@@ -40,6 +44,8 @@ from analytics.schema import COSTS, MONEY
 
 #: The table whose prices are Copilot's own: the log's prices and BYOK apply under it.
 COPILOT_TABLE = "github-copilot"
+#: The ``agent`` of Copilot's own calls; other agents' calls are priced at vendor list prices.
+COPILOT_AGENT = "copilot"
 #: Vendor tables a BYOK call's model is looked up in, first match wins.
 BYOK_TABLES = ("anthropic", "openai", "google", "openrouter", "deepseek")
 
@@ -129,7 +135,7 @@ def _price_each(
     copilot = table if learned is None else add_missing_models(table, learned)
     own = {m.id for m in table.models}
     from_log = {m.id: m.source for m in copilot.models if m.id not in own}
-    byok = _is_byok(calls)
+    byok = _not_billed_by_copilot(calls)
     indexed = calls.with_row_index(_CALL)
     own_key = indexed.filter(byok)
     together = _relabel(
@@ -138,7 +144,9 @@ def _price_each(
     if own_key.height:  # most logs have no BYOK call: no second pricing, no re-sort
         provider, vendor = _byok_tables()
         by_provider = price_by_table(own_key, provider, model_map=model_map)
-        together = pl.concat([together, _relabel(by_provider, vendor, "byok_provider")])
+        source = pl.when(_other_agent(by_provider)).then(pl.lit("vendor_api"))
+        by_provider = _relabel(by_provider, vendor, source.otherwise(pl.lit("byok_provider")))
+        together = pl.concat([together, by_provider])
         together = together.sort(_CALL)
     together = together.drop(_CALL)
     return _billed(
@@ -152,12 +160,17 @@ def _price_each(
     )
 
 
-def _relabel(priced: pl.DataFrame, origins: Mapping[str, str | None], source: str) -> pl.DataFrame:
+def _relabel(
+    priced: pl.DataFrame, origins: Mapping[str, str | None], source: str | pl.Expr
+) -> pl.DataFrame:
     """Calls priced by a model of ``origins`` (model id -> where its price is from) get
     ``cost_source`` ``source`` and that ``price_from``; the others keep theirs."""
     matched = pl.col("priced_model").is_in(list(origins)) & pl.col("cost_usd").is_not_null()
     return priced.with_columns(
-        pl.when(matched).then(pl.lit(source)).otherwise(pl.col("cost_source")).alias("cost_source"),
+        pl.when(matched)
+        .then(pl.lit(source) if isinstance(source, str) else source)
+        .otherwise(pl.col("cost_source"))
+        .alias("cost_source"),
         pl.when(matched)
         .then(
             pl.col("priced_model").replace_strict(origins, default=None, return_dtype=pl.String())
@@ -179,6 +192,19 @@ def _billed(priced: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _other_agent(calls: pl.DataFrame) -> pl.Expr:
+    """Whether each call is another agent's than Copilot's (``agent``); calls of a frame without
+    that column are Copilot's."""
+    if "agent" not in calls.columns:
+        return pl.lit(False)
+    return (pl.col("agent") != COPILOT_AGENT).fill_null(False)
+
+
+def _not_billed_by_copilot(calls: pl.DataFrame) -> pl.Expr:
+    """Calls Copilot does not bill: bring-your-own-key calls and other agents' calls."""
+    return _is_byok(calls) | _other_agent(calls)
+
+
 def _is_byok(calls: pl.DataFrame) -> pl.Expr:
     """Whether each call is bring-your-own-key (``is_byok``); calls of a frame without that
     column are Copilot-billed."""
@@ -189,8 +215,9 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
     """Each session's calls summed exactly and set beside its bill."""
     unpriced = pl.col("cost_usd").is_null()
     any_priced = pl.col("cost_usd").is_not_null().any()
-    byok = _is_byok(priced) if copilot else pl.lit(False)
-    # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls nothing.
+    byok = _not_billed_by_copilot(priced) if copilot else pl.lit(False)
+    # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls and other
+    # agents' calls nothing.
     charged = pl.col("cost_usd").filter(~byok)
     per_session = priced.group_by("session_id").agg(
         pl.col("rates").first(),
@@ -201,7 +228,7 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
         *(
             (pl.col("cost_source") == source).any().alias(f"_{source}")
-            for source in ("log_rates", "byok_provider")
+            for source in ("log_rates", "byok_provider", "vendor_api")
         ),
         # Only models the table has no price for: a priced model whose tokens are unknown
         # leaves its call without a cost too, but it is not unpriced.
@@ -233,6 +260,8 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
     source = (
         pl.when(complete & pl.col("_byok_provider").fill_null(False))
         .then(pl.lit("byok_provider"))
+        .when(complete & pl.col("_vendor_api").fill_null(False))
+        .then(pl.lit("vendor_api"))
         .when(complete & pl.col("_log_rates").fill_null(False))
         .then(pl.lit("log_rates"))
         .when(complete)
@@ -248,4 +277,4 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         pl.when(billed & pl.col("_charged").is_not_null())
         .then((pl.col("_charged") - pl.col("billed_usd")).cast(MONEY))
         .alias("cost_minus_billed_usd"),
-    ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider")
+    ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider", "_vendor_api")

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics.costs import price_calls
+from analytics.costs import price_analysis, price_calls
 from analytics.pricing import AGENT_COSTS, AGENT_USAGE, price_by_table
 from analytics.rates import load_rate_table
-from analytics.schema import COSTS, TIMESTAMP
+from analytics.schema import CALL_TOKENS, CALLS, COSTS, SESSIONS, TIMESTAMP, combine, padded
 
 ANTHROPIC = load_rate_table("anthropic")
 OPENAI = load_rate_table("openai")
@@ -415,3 +415,53 @@ def test_zero_tokens_cost_zero(model: str, speed: str | None, split: bool) -> No
     )
     table = ANTHROPIC if ANTHROPIC.resolve(model) is not None else OPENAI
     assert one(row, table=table) == Decimal(0)
+
+
+# ---------------------------------------------------------------------------------- entry point
+
+
+def mixed_calls() -> pl.DataFrame:
+    """One session of each agent: a Copilot call, a Claude Code call, a Codex call, and a
+    Claude Code call of a model no table knows."""
+    rows = [
+        call("claude-haiku-4.5", input_tokens=1_000, output_tokens=10, agent="copilot"),
+        call(
+            "claude-sonnet-4-5-20250929", input_tokens=1_000, output_tokens=10, agent="claude-code"
+        ),
+        call("gpt-5.4", input_tokens=1_000, output_tokens=10, agent="codex"),
+        call("claude-unlisted-9", input_tokens=1_000, output_tokens=10, agent="claude-code"),
+    ]
+    schema = combine(CALLS, CALL_TOKENS, CALL_SCHEMA, {"agent": pl.String()})
+    ids = ["copilot", "claude", "codex", "unknown"]
+    filled = [
+        r | {"session_id": sid, "user_initiated": True} for r, sid in zip(rows, ids, strict=True)
+    ]
+    return padded(pl.DataFrame(filled, schema={k: schema[k] for k in filled[0]}), schema)
+
+
+def test_other_agents_are_priced_at_their_vendor_list_price_under_the_copilot_table() -> None:
+    calls = mixed_calls()
+    sessions = padded(pl.DataFrame({"session_id": calls["session_id"]}), SESSIONS)
+    priced, per_session = price_analysis(calls, sessions, COPILOT)
+    by_session = {row["session_id"]: row for row in priced.iter_rows(named=True)}
+    assert by_session["copilot"]["cost_source"] == "rates"
+    assert by_session["copilot"]["cost_usd"] == Decimal("0.00105")  # 100 in, 500 out credits per M
+    assert by_session["claude"]["cost_source"] == "vendor_api"
+    assert by_session["claude"]["price_from"] == "anthropic"
+    assert by_session["claude"]["cost_usd"] == Decimal("0.00315")  # $3/M in, $15/M out
+    assert by_session["codex"]["cost_source"] == "vendor_api"
+    assert by_session["codex"]["price_from"] == "openai"
+    assert by_session["codex"]["cost_usd"] == Decimal("0.00265")  # $2.50/M in, $15/M out
+    assert by_session["unknown"]["cost_usd"] is None
+    assert by_session["unknown"]["unpriced_reason"] == "model not in the rate table"
+    assert per_session["billed_usd"].null_count() == per_session.height  # no bill: not $0
+    sources = dict(zip(per_session["session_id"], per_session["cost_source"], strict=True))
+    assert sources == {
+        "copilot": "rates",
+        "claude": "vendor_api",
+        "codex": "vendor_api",
+        "unknown": "unpriced",
+    }
+    # Under any other table every call is priced by it alike.
+    anthropic, _ = price_analysis(calls, sessions, ANTHROPIC)
+    assert anthropic["cost_source"].to_list() == ["rates", "rates", None, None]
