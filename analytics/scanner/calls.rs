@@ -739,3 +739,61 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Helpers for the folds' tests: groups of literal files, and a fold's figures.
+#[cfg(test)]
+pub mod testing {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::Folded;
+
+    /// Write `files` (relative path, text) under a new temporary directory; their paths.
+    pub fn group<T: AsRef<[u8]>>(files: &[(&str, T)]) -> Vec<PathBuf> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "agentcost-fold-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        files
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.join(name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).expect("a test directory");
+                }
+                std::fs::write(&path, text.as_ref()).expect("a test file");
+                path
+            })
+            .collect()
+    }
+
+    /// Per session: calls, input, cache read, cache write, 1-hour writes, output, reasoning
+    /// (unknown counted as 0), and calls without final usage.
+    pub fn figures(folded: &Folded) -> BTreeMap<String, [i64; 8]> {
+        let mut out: BTreeMap<String, [i64; 8]> = BTreeMap::new();
+        for s in &folded.sessions {
+            out.entry(s.id.clone()).or_default();
+        }
+        for call in &folded.calls {
+            let u = &call.usage;
+            let f = out.entry(call.session.clone()).or_default();
+            let add = [
+                Some(1),
+                u.input,
+                u.cache_read,
+                u.cache_write,
+                u.cache_write_1h,
+                u.output,
+                u.reasoning,
+                Some(i64::from(!call.final_usage)),
+            ];
+            for (total, value) in f.iter_mut().zip(add) {
+                *total += value.unwrap_or(0);
+            }
+        }
+        out
+    }
+}

@@ -8,8 +8,8 @@
 //!   and from CLI 2.1.98 the final usage is copied onto every line, so usage is never summed:
 //!   the call's usage is that of its **last** line. "Last" is decided so that line order and
 //!   copies cannot change it: a line with a `stop_reason` (the final record) beats one
-//!   without, then the larger `output_tokens` (streamed output only grows), then the later
-//!   line read. The key is deduplicated across lines *and* files of the group: resume and
+//!   without, then the larger `output_tokens` (streamed output only grows), then a line of an
+//!   earlier file of the group, then the later line of the file. The key is deduplicated across lines *and* files of the group: resume and
 //!   `--continue` write earlier lines again.
 //! - A request none of whose lines has a `stop_reason` never got its final usage: it is
 //!   counted with `final_usage = false` (its output is a lower bound).
@@ -211,8 +211,8 @@ fn role_of(path: &Path) -> (Role, Option<String>, String) {
 }
 
 /// How one line of a request ranks as its final record: a `stop_reason` first, then more
-/// output, then read later (file, line).
-type Rank = (bool, i64, usize, i64);
+/// output, then an earlier file (a copy in a later file changes nothing), then a later line.
+type Rank = (bool, i64, std::cmp::Reverse<usize>, i64);
 
 /// One API request, as its lines so far tell it.
 struct Request {
@@ -547,7 +547,7 @@ impl Fold {
         let rank: Rank = (
             is_final,
             usage.output.unwrap_or(-1),
-            state.index,
+            std::cmp::Reverse(state.index),
             line.number,
         );
         let request = line.str(n.request).map(|s| s.into_owned());
@@ -701,5 +701,290 @@ fn max_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.max(y)),
         (x, y) => x.or(y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::testing::{figures, group};
+    use proptest::prelude::*;
+
+    /// An assistant line of session `s`, request (`id`, `req`), `stop` reason, `out` output
+    /// tokens, at second `t`.
+    fn reply(s: &str, id: &str, req: Option<&str>, stop: Option<&str>, out: i64, t: u32) -> String {
+        let req = req.map_or(String::new(), |r| format!(r#""requestId":"{r}","#));
+        let stop = stop.map_or("null".to_owned(), |s| format!("{s:?}"));
+        format!(
+            r#"{{"type":"assistant","sessionId":"{s}",{req}"timestamp":"2026-05-01T10:00:{t:02}.000Z","version":"2.1.101","message":{{"id":"{id}","model":"claude-opus-4-6","stop_reason":{stop},"usage":{{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":{out},"cache_creation":{{"ephemeral_5m_input_tokens":40,"ephemeral_1h_input_tokens":60}}}}}}}}"#
+        )
+    }
+
+    fn fold_texts(files: &[(&str, String)]) -> Folded {
+        fold(&group(files))
+    }
+
+    fn lines(lines: &[String]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn streamed_reply_takes_its_last_lines_usage_once() {
+        let text = lines(&[
+            reply("s1", "msg_1", Some("req_1"), None, 1, 1),
+            reply("s1", "msg_1", Some("req_1"), None, 9, 2),
+            reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 420, 3),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        assert_eq!(folded.calls.len(), 1);
+        let call = &folded.calls[0];
+        assert_eq!(call.usage.output, Some(420));
+        assert_eq!(call.usage.input, Some(1103));
+        assert_eq!(call.usage.cache_write_1h, Some(60));
+        assert!(call.final_usage);
+        assert_eq!((call.line, call.index, call.kind), (3, 1, "main"));
+        assert_eq!(call.start_time, Some(1_777_629_601_000));
+        assert_eq!(call.end_time, Some(1_777_629_603_000));
+    }
+
+    #[test]
+    fn final_usage_copied_on_every_line_is_not_summed() {
+        // CLI 2.1.98+: every line of the request carries the final usage.
+        let text = lines(&[
+            reply("s1", "msg_1", Some("req_1"), Some("tool_use"), 77, 1),
+            reply("s1", "msg_1", Some("req_1"), Some("tool_use"), 77, 1),
+            reply("s1", "msg_1", Some("req_1"), Some("tool_use"), 77, 2),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        assert_eq!(figures(&folded)["s1"], [1, 1103, 1000, 100, 60, 77, 0, 0]);
+    }
+
+    #[test]
+    fn message_id_alone_keys_a_request_without_request_id() {
+        let text = lines(&[
+            reply("s1", "msg_bdrk_1", None, None, 5, 1),
+            reply("s1", "msg_bdrk_1", None, Some("end_turn"), 50, 2),
+            reply("s1", "msg_bdrk_2", None, Some("end_turn"), 7, 3),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        let outputs: Vec<_> = folded.calls.iter().map(|c| c.usage.output).collect();
+        assert_eq!(outputs, vec![Some(50), Some(7)]);
+    }
+
+    #[test]
+    fn synthetic_messages_agent_progress_and_tool_result_usage_are_not_calls() {
+        let text = [
+            r#"{"type":"assistant","sessionId":"s1","timestamp":"2026-05-01T10:00:01Z","message":{"id":"x","model":"<synthetic>","stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}"#,
+            r#"{"type":"progress","sessionId":"s1","timestamp":"2026-05-01T10:00:02Z","parentToolUseID":"toolu_1","data":{"type":"agent_progress","agentId":"a1","message":{"type":"assistant","message":{"id":"msg_sub","model":"claude-haiku-4-5","stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":9}}}}}"#,
+            r#"{"type":"user","sessionId":"s1","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"done"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":5,"output_tokens":9},"totalTokens":14}}"#,
+        ]
+        .map(str::to_owned);
+        let folded = fold_texts(&[("p/s1.jsonl", lines(&text))]);
+        assert!(folded.calls.is_empty());
+        assert_eq!(folded.sessions.len(), 1);
+        assert_eq!(folded.sessions[0].lines, 3);
+        assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+    }
+
+    #[test]
+    fn a_request_never_finished_is_counted_and_flagged() {
+        let text = lines(&[
+            reply("s1", "msg_1", Some("req_1"), None, 2, 1),
+            reply("s1", "msg_1", Some("req_1"), None, 30, 2),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        assert_eq!(figures(&folded)["s1"], [1, 1103, 1000, 100, 60, 30, 0, 1]);
+        assert!(!folded.calls[0].final_usage);
+        assert_eq!(folded.sessions[0].calls_without_final_usage, 1);
+    }
+
+    #[test]
+    fn resume_copies_in_another_file_count_once() {
+        let first = lines(&[
+            reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 10, 1),
+            reply("s1", "msg_2", Some("req_2"), Some("end_turn"), 20, 2),
+        ]);
+        let resumed = lines(&[
+            reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 10, 1),
+            reply("s1", "msg_2", Some("req_2"), Some("end_turn"), 20, 2),
+            reply("s2", "msg_3", Some("req_3"), Some("end_turn"), 30, 9),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", first), ("p/s2.jsonl", resumed)]);
+        let f = figures(&folded);
+        assert_eq!(f["s1"][0], 2);
+        assert_eq!(f["s1"][5], 30);
+        assert_eq!(f["s2"][0], 1);
+        assert!(folded
+            .calls
+            .iter()
+            .all(|c| c.session != "s1" || c.file == 0));
+    }
+
+    #[test]
+    fn several_session_ids_in_one_file_are_several_sessions() {
+        let text = lines(&[
+            r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),
+            reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 10, 1),
+            r#"{"type":"system","subtype":"local_command","sessionId":"s1","timestamp":"2026-05-01T10:00:05Z","cwd":"/w"}"#.to_owned(),
+            reply("s2", "msg_2", Some("req_2"), Some("end_turn"), 20, 7),
+            r#"{"type":"summary","summary":"x"}"#.to_owned(),
+        ]);
+        let folded = fold_texts(&[("p/transcript.jsonl", text)]);
+        let ids: Vec<_> = folded
+            .sessions
+            .iter()
+            .map(|s| (s.id.as_str(), s.lines, s.calls))
+            .collect();
+        assert_eq!(ids, vec![("s1", 3, 1), ("s2", 2, 1)]);
+        assert_eq!(folded.sessions[0].cwd.as_deref(), Some("/w"));
+        assert_eq!(folded.sessions[0].agent_version.as_deref(), Some("2.1.101"));
+    }
+
+    #[test]
+    fn sub_agents_join_their_parent_under_the_type_it_named() {
+        let parent = [
+            r#"{"type":"assistant","sessionId":"s1","requestId":"req_p","timestamp":"2026-05-01T10:00:01Z","message":{"id":"msg_p","model":"claude-opus-4-6","stop_reason":"tool_use","content":[{"type":"text","text":"go"},{"type":"tool_use","id":"toolu_1","name":"Task","input":{"subagent_type":"Explore","prompt":"look"}}],"usage":{"input_tokens":1,"output_tokens":2}}}"#,
+            r#"{"type":"user","sessionId":"s1","timestamp":"2026-05-01T10:00:09Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]},"toolUseResult":{"agentId":"abc","usage":{"input_tokens":4,"output_tokens":4}}}"#,
+        ];
+        let sub = r#"{"type":"assistant","isSidechain":true,"agentId":"abc","sessionId":"s1","requestId":"req_s","timestamp":"2026-05-01T10:00:05Z","message":{"id":"msg_s","model":"claude-haiku-4-5","stop_reason":"end_turn","usage":{"input_tokens":4,"output_tokens":4}}}"#;
+        let flat = r#"{"type":"assistant","isSidechain":true,"agentId":"def","sessionId":"s1","requestId":"req_f","timestamp":"2026-05-01T10:00:06Z","message":{"id":"msg_f","model":"claude-haiku-4-5","stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}}"#;
+        let compact = r#"{"type":"assistant","isSidechain":true,"agentId":"acompact-1","sessionId":"s1","requestId":"req_c","timestamp":"2026-05-01T10:00:07Z","message":{"id":"msg_c","model":"claude-opus-4-6","stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}}"#;
+        let folded = fold_texts(&[
+            ("p/s1.jsonl", lines(&parent.map(str::to_owned))),
+            ("p/s1/subagents/agent-abc.jsonl", format!("{sub}\n")),
+            ("p/agent-def.jsonl", format!("{flat}\n")),
+            (
+                "p/s1/subagents/agent-acompact-1.jsonl",
+                format!("{compact}\n"),
+            ),
+        ]);
+        let calls: Vec<_> = folded
+            .calls
+            .iter()
+            .map(|c| {
+                (
+                    c.session.as_str(),
+                    c.kind,
+                    c.agent_id.as_deref(),
+                    c.agent_name.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("s1", "main", None, None),
+                ("s1", "subagent", Some("abc"), Some("Explore")),
+                ("s1", "subagent", Some("def"), Some("subagent")),
+                ("s1", "compaction", Some("acompact-1"), Some("compaction")),
+            ]
+        );
+        let s = &folded.sessions[0];
+        assert_eq!(
+            (s.calls, s.main_calls, s.subagent_calls, s.compaction_calls),
+            (4, 1, 2, 1)
+        );
+        assert_eq!(s.files, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn usage_fields_kept_and_no_split_is_null() {
+        let line = r#"{"type":"assistant","sessionId":"s1","requestId":"r","timestamp":"2026-05-01T10:00:01Z","message":{"id":"m","model":"claude-opus-4-8","stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":7,"output_tokens":30,"output_tokens_details":{"thinking_tokens":12},"server_tool_use":{"web_search_requests":2,"web_fetch_requests":1},"service_tier":"standard","speed":"fast"}}}"#;
+        let folded = fold_texts(&[("p/s1.jsonl", format!("{line}\n"))]);
+        let call = &folded.calls[0];
+        assert_eq!(
+            call.usage,
+            Usage {
+                input: Some(22),
+                cache_read: Some(7),
+                cache_write: Some(5),
+                cache_write_1h: None,
+                output: Some(30),
+                reasoning: Some(12),
+                web_search: Some(2),
+                web_fetch: Some(1),
+            }
+        );
+        assert_eq!(call.speed.as_deref(), Some("fast"));
+        assert_eq!(call.service_tier.as_deref(), Some("standard"));
+    }
+
+    #[test]
+    fn bad_lines_are_issues_and_the_rest_is_counted() {
+        let good = reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 10, 1);
+        let torn = &good[..good.len() / 2];
+        let text = format!(
+            "{good}\n{torn}\n\u{0}\u{0}\u{0}{}\n{{\"type\":\"assistant\",\"sessionId\":\"s1\",\"message\":{{\"model\":\"m\",\"usage\":{{}}}}}}\n{{\"type\":\"mystery\",\"sessionId\":\"s1\"}}\n{{\"type\":\"mystery\"}}\n",
+            reply("s1", "msg_2", Some("req_2"), Some("end_turn"), 20, 2)
+        );
+        let mut bytes = text.into_bytes();
+        bytes.extend_from_slice(b"{\"type\":\"user\",\"sessionId\":\"s1\",\"x\":\"\xff\"}\n");
+        let path = group(&[("p/s1.jsonl", bytes)]);
+        let folded = fold(&path);
+        assert_eq!(folded.calls.len(), 2);
+        let issues: Vec<_> = folded.issues.iter().map(|i| (i.line, i.severity)).collect();
+        assert_eq!(
+            issues,
+            vec![
+                (Some(2), "error"),
+                (Some(3), "warning"),
+                (Some(4), "error"),
+                (Some(7), "warning"),
+                (Some(5), "warning"),
+            ]
+        );
+        assert!(folded.issues[4]
+            .message
+            .starts_with("2 line(s) of unknown type"));
+        assert_eq!(folded.sessions[0].unknown_lines, 2);
+        assert_eq!(
+            folded.sessions[0].lines, 6,
+            "the torn line belongs to no session"
+        );
+    }
+
+    /// A session of requests, each `(stream, output, final)`: `stream` partial lines before
+    /// its last line, which has the output and a stop reason when `final`.
+    fn session_lines(requests: &[(usize, i64, bool)]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (r, &(stream, output, fin)) in requests.iter().enumerate() {
+            let (id, req) = (format!("msg_{r}"), format!("req_{r}"));
+            let t = u32::try_from(r % 60).unwrap_or(0);
+            for k in 0..stream {
+                let partial = i64::try_from(k).unwrap_or(0).min(output);
+                out.push(reply("s1", &id, Some(&req), None, partial, t));
+            }
+            let stop = fin.then_some("end_turn");
+            out.push(reply("s1", &id, Some(&req), stop, output, t));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn copies_and_streaming_change_no_figure(
+            requests in proptest::collection::vec((0usize..3, 1i64..500, any::<bool>()), 1..6),
+            twice in any::<usize>(),
+            cut in any::<usize>(),
+            extra in 1usize..4,
+        ) {
+            let base = session_lines(&requests);
+            let expected = figures(&fold_texts(&[("p/s1.jsonl", lines(&base))]));
+            // any line written twice
+            let mut doubled = base.clone();
+            let at = twice % doubled.len();
+            doubled.insert(at, doubled[at].clone());
+            prop_assert_eq!(&figures(&fold_texts(&[("p/s1.jsonl", lines(&doubled))])), &expected);
+            // a session's lines copied into a resumed file (a prefix of them, then more)
+            let copied = base[..=cut % base.len()].to_vec();
+            let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&base)), ("p/s2.jsonl", lines(&copied))]));
+            prop_assert_eq!(&got, &expected);
+            // the same requests streamed over more partial lines
+            let longer: Vec<_> = requests.iter().map(|&(s, o, f)| (s + extra, o, f)).collect();
+            let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&session_lines(&longer)))]));
+            prop_assert_eq!(&got, &expected);
+        }
     }
 }

@@ -626,3 +626,351 @@ impl Fold {
         self.out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::testing::{figures, group};
+    use proptest::prelude::*;
+
+    fn meta(id: &str, t: &str, extra: &str) -> String {
+        format!(
+            r#"{{"timestamp":"{t}","type":"session_meta","payload":{{"id":"{id}","timestamp":"{t}","cwd":"/w","originator":"codex-tui","cli_version":"0.130.0","source":"cli"{extra}}}}}"#
+        )
+    }
+
+    fn turn(model: &str, t: &str) -> String {
+        format!(
+            r#"{{"timestamp":"{t}","type":"turn_context","payload":{{"cwd":"/w","model":"{model}"}}}}"#
+        )
+    }
+
+    /// A token_count at `t` with running total (input, cached, output, reasoning) and its
+    /// last request's usage.
+    fn count(t: &str, total: [i64; 4], last: [i64; 4]) -> String {
+        let usage = |u: [i64; 4]| {
+            format!(
+                r#"{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{},"total_tokens":{}}}"#,
+                u[0],
+                u[1],
+                u[2],
+                u[3],
+                u[0] + u[2]
+            )
+        };
+        format!(
+            r#"{{"timestamp":"{t}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{},"last_token_usage":{},"model_context_window":258400}},"rate_limits":null}}}}"#,
+            usage(total),
+            usage(last)
+        )
+    }
+
+    const NULL_INFO: &str = r#"{"timestamp":"2026-05-01T10:00:02.000Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"primary":null}}}"#;
+
+    fn text(lines: &[String]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    fn fold_texts(files: &[(&str, String)]) -> Folded {
+        fold(&group(files))
+    }
+
+    #[test]
+    fn a_repeated_total_and_a_null_info_are_not_calls() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:00:01.000Z"),
+            NULL_INFO.to_owned(),
+            count(
+                "2026-05-01T10:00:03.000Z",
+                [100, 40, 10, 4],
+                [100, 40, 10, 4],
+            ),
+            count(
+                "2026-05-01T10:00:04.000Z",
+                [100, 40, 10, 4],
+                [100, 40, 10, 4],
+            ),
+            count(
+                "2026-05-01T10:00:05.000Z",
+                [250, 140, 15, 4],
+                [150, 100, 5, 0],
+            ),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        assert_eq!(figures(&folded)["s1"], [2, 250, 140, 0, 0, 15, 4, 0]);
+        let second = &folded.calls[1];
+        assert_eq!(second.usage.input, Some(150));
+        assert_eq!(second.usage.cache_write, None);
+        assert_eq!((second.line, second.index), (6, 2));
+        assert_eq!(second.agent_version.as_deref(), Some("0.130.0"));
+        assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+    }
+
+    #[test]
+    fn each_session_of_a_file_counts_from_zero() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:00:01.000Z"),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            meta("s2", "2026-05-01T10:01:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:01:01.000Z"),
+            count("2026-05-01T10:01:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            meta("s3", "2026-05-01T10:02:00.000Z", ""),
+            NULL_INFO.to_owned(),
+        ];
+        let f = figures(&fold_texts(&[("transcript.jsonl", text(&lines))]));
+        assert_eq!(f["s1"], [1, 100, 0, 0, 0, 10, 0, 0]);
+        assert_eq!(f["s2"], [1, 100, 0, 0, 0, 10, 0, 0]);
+        assert_eq!(f["s3"], [0; 8]);
+    }
+
+    #[test]
+    fn a_resume_without_a_header_keeps_the_running_total() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.4-mini", "2026-05-01T10:00:01.000Z"),
+            count(
+                "2026-05-01T10:00:03.000Z",
+                [30273, 0, 10, 0],
+                [30273, 0, 10, 0],
+            ),
+            // resumed later: no session_meta, the total goes on
+            turn("gpt-5.2", "2026-05-02T09:00:01.000Z"),
+            count(
+                "2026-05-02T09:00:03.000Z",
+                [60552, 0, 20, 0],
+                [30279, 0, 10, 0],
+            ),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        let calls: Vec<_> = folded
+            .calls
+            .iter()
+            .map(|c| (c.model.as_deref(), c.usage.input))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                (Some("gpt-5.4-mini"), Some(30273)),
+                (Some("gpt-5.2"), Some(30279))
+            ]
+        );
+        assert_eq!(folded.sessions[0].models, vec!["gpt-5.4-mini", "gpt-5.2"]);
+    }
+
+    #[test]
+    fn an_increment_that_disagrees_with_last_usage_is_kept_with_a_warning() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            count("2026-05-01T10:00:04.000Z", [300, 0, 30, 0], [300, 0, 30, 0]),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        assert_eq!(folded.calls[1].usage.input, Some(200));
+        assert_eq!(folded.issues.len(), 1);
+        assert_eq!(
+            (folded.issues[0].line, folded.issues[0].severity),
+            (Some(3), "warning")
+        );
+        assert_eq!(
+            folded.calls[0].model, None,
+            "no turn_context: the model is unknown"
+        );
+    }
+
+    #[test]
+    fn cache_writes_and_a_legacy_header() {
+        let lines = [
+            r#"{"id":"0f0e0d0c-0000-4000-8000-000000000001","timestamp":"2025-05-01T10:00:00.000Z","instructions":null}"#.to_owned(),
+            r#"{"timestamp":"2025-05-01T10:00:03.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":500,"cached_input_tokens":100,"cache_write_input_tokens":50,"output_tokens":9,"reasoning_output_tokens":0,"total_tokens":509}}}}"#.to_owned(),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        assert_eq!(
+            folded.sessions[0].id,
+            "0f0e0d0c-0000-4000-8000-000000000001"
+        );
+        assert_eq!(folded.calls[0].usage.cache_write, Some(50));
+    }
+
+    /// A parent session (`p`, 3 requests) and its lines.
+    fn parent() -> Vec<String> {
+        vec![
+            meta("p", "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:00:01.000Z"),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            count(
+                "2026-05-01T10:00:09.000Z",
+                [250, 90, 20, 0],
+                [150, 90, 10, 0],
+            ),
+            count(
+                "2026-05-01T10:00:20.000Z",
+                [450, 200, 35, 5],
+                [200, 110, 15, 5],
+            ),
+        ]
+    }
+
+    /// A fork of `parent()` after its second request, the copy stamped `copy_time` (None:
+    /// the parent's own stamps), then the child's own request, seeded or not.
+    fn child(copy_time: Option<&str>, seeded: bool) -> Vec<String> {
+        let restamp = |line: &String| match copy_time {
+            Some(t) => format!(r#"{{"timestamp":"{t}"{}"#, &line[39..]),
+            None => line.clone(),
+        };
+        let mut lines = vec![meta(
+            "c",
+            "2026-05-01T11:00:00.000Z",
+            r#","forked_from_id":"p""#,
+        )];
+        lines.extend(parent()[..4].iter().map(restamp));
+        lines.push(turn("gpt-5.5", "2026-05-01T11:00:30.000Z"));
+        let own = if seeded {
+            [250 + 300, 90 + 200, 20 + 7, 0]
+        } else {
+            [300, 200, 7, 0]
+        };
+        lines.push(count("2026-05-01T11:00:40.000Z", own, [300, 200, 7, 0]));
+        lines
+    }
+
+    #[test]
+    fn a_forks_replay_adds_nothing_whatever_its_stamps() {
+        for copy_time in [Some("2026-05-01T11:00:00.004Z"), None] {
+            for seeded in [true, false] {
+                let folded = fold_texts(&[("child.jsonl", text(&child(copy_time, seeded)))]);
+                let f = figures(&folded);
+                assert_eq!(
+                    f["c"],
+                    [1, 300, 200, 0, 0, 7, 0, 0],
+                    "{copy_time:?} {seeded}"
+                );
+                assert!(!f.contains_key("p"), "the copied header starts no session");
+                assert_eq!(folded.sessions[0].parent.as_deref(), Some("p"));
+                assert_eq!(folded.sessions[0].start_time, Some(1_777_633_200_000));
+                assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+                let with_parent = fold_texts(&[
+                    ("parent.jsonl", text(&parent())),
+                    ("child.jsonl", text(&child(copy_time, seeded))),
+                ]);
+                let g = figures(&with_parent);
+                assert_eq!(g["c"], f["c"]);
+                assert_eq!(g["p"], [3, 450, 200, 0, 0, 35, 5, 0]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_copy_slower_than_the_window_is_caught_by_the_parents_totals() {
+        let mut lines = child(Some("2026-05-01T11:00:00.004Z"), true);
+        // the last copied token_count stamped 3 s after the header
+        lines[4] = format!(
+            r#"{{"timestamp":"2026-05-01T11:00:03.000Z"{}"#,
+            &lines[4][39..]
+        );
+        let alone = figures(&fold_texts(&[("child.jsonl", text(&lines))]));
+        assert_eq!(
+            alone["c"][0], 2,
+            "alone, the late copy looks like the child's own"
+        );
+        let together = figures(&fold_texts(&[
+            ("parent.jsonl", text(&parent())),
+            ("child.jsonl", text(&lines)),
+        ]));
+        assert_eq!(together["c"], [1, 300, 200, 0, 0, 7, 0, 0]);
+    }
+
+    #[test]
+    fn a_header_copied_right_after_the_header_is_a_fork_without_forked_from_id() {
+        let mut lines = child(Some("2026-05-01T11:00:00.004Z"), true);
+        lines[0] = meta("c", "2026-05-01T11:00:00.000Z", "");
+        let f = figures(&fold_texts(&[("child.jsonl", text(&lines))]));
+        assert_eq!(f["c"], [1, 300, 200, 0, 0, 7, 0, 0]);
+    }
+
+    #[test]
+    fn a_rollout_copied_into_another_file_counts_once() {
+        let f = figures(&fold_texts(&[
+            ("sessions/rollout.jsonl", text(&parent())),
+            ("archived_sessions/rollout.jsonl", text(&parent())),
+        ]));
+        assert_eq!(f["p"], [3, 450, 200, 0, 0, 35, 5, 0]);
+    }
+
+    #[test]
+    fn a_total_going_back_counts_from_zero_with_a_warning() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            count("2026-05-01T10:00:05.000Z", [40, 0, 4, 0], [40, 0, 4, 0]),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        assert_eq!(figures(&folded)["s1"], [2, 140, 0, 0, 0, 14, 0, 0]);
+        assert_eq!(folded.issues.len(), 1);
+        assert_eq!(folded.issues[0].line, Some(3));
+    }
+
+    /// A session's lines with requests of the given (input, output) increments.
+    fn session(increments: &[(i64, i64)]) -> Vec<String> {
+        let mut lines = vec![
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:00:00.500Z"),
+        ];
+        let mut total = [0i64; 4];
+        for (k, &(input, output)) in increments.iter().enumerate() {
+            total[0] += input;
+            total[2] += output;
+            let t = format!("2026-05-01T10:{:02}:{:02}.000Z", 1 + k / 60, k % 60);
+            lines.push(count(&t, total, [input, 0, output, 0]));
+        }
+        lines
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn copies_and_replays_change_no_figure(
+            increments in proptest::collection::vec((1i64..1000, 0i64..100), 1..8),
+            twice in any::<usize>(),
+            cut in any::<usize>(),
+            fork_at in any::<usize>(),
+            own in proptest::collection::vec((1i64..1000, 0i64..100), 1..4),
+        ) {
+            let base = session(&increments);
+            let expected = figures(&fold_texts(&[("a.jsonl", text(&base))]));
+            // any line written twice
+            let mut doubled = base.clone();
+            let at = twice % doubled.len();
+            doubled.insert(at, doubled[at].clone());
+            prop_assert_eq!(&figures(&fold_texts(&[("a.jsonl", text(&doubled))])), &expected);
+            // a session's lines copied into a resumed file
+            let copied = base[..=cut % base.len()].to_vec();
+            let got = figures(&fold_texts(&[("a.jsonl", text(&base)), ("b.jsonl", text(&copied))]));
+            prop_assert_eq!(&got, &expected);
+            // a fork: the child's figures are its own requests alone
+            let upto = 2 + fork_at % (base.len() - 1);
+            let mut child = vec![meta("c", "2026-05-01T11:00:00.000Z", r#","forked_from_id":"s1""#)];
+            child.extend(base[..upto].iter().map(|l| format!(r#"{{"timestamp":"2026-05-01T11:00:00.001Z"{}"#, &l[39..])));
+            let seed = base[..upto].iter().filter(|l| l.contains("token_count")).count();
+            let mut total = [0i64; 4];
+            for &(i, o) in &increments[..seed] {
+                total[0] += i;
+                total[2] += o;
+            }
+            for (k, &(i, o)) in own.iter().enumerate() {
+                total[0] += i;
+                total[2] += o;
+                child.push(count(&format!("2026-05-01T11:01:{k:02}.000Z"), total, [i, 0, o, 0]));
+            }
+            let folded = fold_texts(&[("a.jsonl", text(&base)), ("c.jsonl", text(&child))]);
+            prop_assert!(folded.issues.iter().all(|i| i.severity != "error"), "{:?}", folded.issues);
+            let got = figures(&folded);
+            prop_assert_eq!(&got["s1"], &expected["s1"]);
+            let own_input: i64 = own.iter().map(|&(i, _)| i).sum();
+            let own_output: i64 = own.iter().map(|&(_, o)| o).sum();
+            prop_assert_eq!(got["c"], [i64::try_from(own.len()).unwrap_or(0), own_input, 0, 0, 0, own_output, 0, 0]);
+        }
+    }
+}

@@ -5,6 +5,9 @@
 //! timed), and must account for every line: one row, or an error, or a blank-line warning.
 //! Each file is also scanned in two goes (`scan_from`, cut at a random line end): the two
 //! account for the same lines, but a last line without its newline, which waits.
+//! The Claude Code and Codex folds get the same treatment (damaged agent lines, spread over
+//! two files of a group, as sub-agent files too): no panic, no hang, and every line either
+//! read into a session or an error.
 //! proptest drives the inputs; the run prints how many files and bytes it scanned.
 
 use std::io::Write;
@@ -14,6 +17,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 
+use _scanner::calls::Folded;
 use _scanner::copilot::COPILOT;
 use _scanner::scan::{Batch, FileSpec, Resume, Scanner};
 
@@ -25,14 +29,27 @@ const SEEDS: &[&[u8]] = &[
     br#"{"type":"session.usage_record","data":{"usage":{"model":"m","inputTokens":"12","isByok":"TRUE","provider":{"id":"copilot"},"accounting":{"usageId":"u"},"copilotUsage":{"totalNanoAiu":1e3,"tokenDetails":[]}}},"timestamp":"2026-05-01T10:00:04+02:00"}"#,
 ];
 
+/// Claude Code and Codex lines for the folds' run.
+const AGENT_SEEDS: &[&[u8]] = &[
+    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:01.000Z","version":"2.1.101","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":null,"content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"Explore"}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":7,"cache_creation":{"ephemeral_5m_input_tokens":4,"ephemeral_1h_input_tokens":6}}}}"#,
+    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:02.000Z","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":70,"server_tool_use":{"web_search_requests":1},"speed":"fast"}}}"#,
+    br#"{"type":"user","sessionId":"s2","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":1}}}"#,
+    br#"{"type":"progress","sessionId":"s1","parentToolUseID":"t1","data":{"type":"agent_progress","agentId":"a1","message":{"message":{"id":"m9","usage":{"output_tokens":1}}}}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:00.000Z","type":"session_meta","payload":{"id":"c1","timestamp":"2026-05-01T10:00:00.000Z","cli_version":"0.130.0","forked_from_id":"p1","source":{"subagent":"review"}}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:01.000Z","type":"turn_context","payload":{"model":"gpt-5.5"}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:05.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9,"reasoning_output_tokens":2,"total_tokens":109,"cache_write_input_tokens":3},"last_token_usage":{"input_tokens":60,"output_tokens":9}}}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:06.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+    br#"{"id":"legacy","timestamp":"2025-05-01T10:00:00Z","instructions":null}"#,
+];
+
 /// A seed line damaged: truncated, NULs inserted, bits flipped, bytes inserted.
-fn damaged() -> impl Strategy<Value = Vec<u8>> {
+fn damaged(seeds: &'static [&'static [u8]]) -> impl Strategy<Value = Vec<u8>> {
     (
-        0..SEEDS.len(),
+        0..seeds.len(),
         proptest::collection::vec((0usize..4, any::<usize>(), any::<u8>()), 0..6),
     )
         .prop_map(|(seed, edits)| {
-            let mut line = SEEDS.get(seed).copied().unwrap_or(b"").to_vec();
+            let mut line = seeds.get(seed).copied().unwrap_or(b"").to_vec();
             for (what, at, byte) in edits {
                 let at = if line.is_empty() {
                     0
@@ -56,9 +73,9 @@ fn damaged() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-fn file() -> impl Strategy<Value = Vec<u8>> {
+fn file(seeds: &'static [&'static [u8]]) -> impl Strategy<Value = Vec<u8>> {
     let line = prop_oneof![
-        damaged(),
+        damaged(seeds),
         proptest::collection::vec(any::<u8>(), 0..200),
         "[\\[\\]{}\":,0-9eE.+\\-\\\\u a-z]{0,80}".prop_map(String::into_bytes),
         (1usize..400).prop_map(|n| [vec![b'['; n], vec![b']'; n]].concat()),
@@ -100,7 +117,7 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         failure_persistence: None,
         ..Config::default()
     });
-    let strategy = file();
+    let strategy = file(SEEDS);
     while started.elapsed() < Duration::from_secs(seconds) {
         let data = strategy.new_tree(&mut runner).expect("an input").current();
         std::fs::File::create(&path)
@@ -185,4 +202,76 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         started.elapsed().as_secs_f64()
     );
     assert!(files > 0);
+}
+
+/// Lines of a group that became session lines, or errors for lines that are not JSON
+/// objects, or blank-line warnings.
+fn fold_accounted(folded: &Folded) -> i64 {
+    let lines: i64 = folded.sessions.iter().map(|s| s.lines).sum();
+    let lost = folded
+        .issues
+        .iter()
+        .filter(|i| {
+            i.message.starts_with("invalid JSON")
+                || i.message.starts_with("not a JSON object")
+                || i.message == "blank line ignored"
+        })
+        .count();
+    lines + i64::try_from(lost).unwrap_or(0)
+}
+
+#[test]
+fn folds_survive_damaged_input_for_a_stated_time() {
+    let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let dir = std::env::temp_dir().join(format!("agentcost-fold-fuzz-{}", std::process::id()));
+    let paths = [
+        dir.join("s1.jsonl"),
+        dir.join("s1/subagents/agent-a1.jsonl"),
+    ];
+    std::fs::create_dir_all(dir.join("s1/subagents")).expect("a temporary directory");
+    let started = Instant::now();
+    let (mut groups, mut bytes) = (0u64, 0u64);
+    let mut runner = TestRunner::new(Config {
+        cases: u32::MAX,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (file(AGENT_SEEDS), file(AGENT_SEEDS));
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let (first, second) = strategy.new_tree(&mut runner).expect("an input").current();
+        let mut lines = 0i64;
+        for (path, data) in paths.iter().zip([&first, &second]) {
+            std::fs::File::create(path)
+                .and_then(|mut f| f.write_all(data))
+                .expect("write the input");
+            let mut count = data.split(|&b| b == b'\n').count();
+            if data.is_empty() || data.ends_with(b"\n") {
+                count -= 1;
+            }
+            lines += i64::try_from(count).unwrap_or(0);
+            bytes += data.len() as u64;
+        }
+        for fold in [_scanner::claude::fold, _scanner::codex::fold] {
+            let began = Instant::now();
+            let folded = std::panic::catch_unwind(|| fold(&paths))
+                .unwrap_or_else(|_| panic!("fold panicked on {first:?} and {second:?}"));
+            let took = began.elapsed();
+            assert!(took < Duration::from_secs(5), "hang: {took:?} on {first:?}");
+            assert_eq!(
+                fold_accounted(&folded),
+                lines,
+                "a line unaccounted for in {first:?} and {second:?}"
+            );
+        }
+        groups += 1;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "fold fuzz: {groups} groups, {bytes} bytes in {:.1} s, no panic",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(groups > 0);
 }
