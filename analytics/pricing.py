@@ -85,6 +85,8 @@ _TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output
 _PRICE_COLUMNS = tuple(f"p_{n}" for n in _TOKEN_PRICES)
 _FAST_COLUMNS = tuple(f"f_{n}" for n in _TOKEN_PRICES)
 _ZERO = pl.lit(Decimal(0), dtype=MONEY)
+#: Token counts every priced call needs (cache writes are needed only where they cost more).
+_COUNTS = ("input_tokens", "cache_read_tokens", "output_tokens")
 
 
 def price_by_table(
@@ -101,8 +103,9 @@ def price_by_table(
     own prices and bring-your-own-key pricing under the Copilot table: call that instead.
 
     ``calls`` needs ``model``, ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
-    ``output_tokens``, ``reasoning_tokens``, ``start_time`` and ``user_initiated``, and may carry
-    ``AGENT_USAGE`` (then ``AGENT_COSTS`` follow ``COSTS``). ``model_map`` renames log models
+    ``output_tokens``, ``reasoning_tokens`` and ``start_time``; ``user_initiated`` (absent: not
+    known, which matters only to per-request charges) and ``AGENT_USAGE`` are optional (with
+    the latter, ``AGENT_COSTS`` follow ``COSTS``). ``model_map`` renames log models
     before lookup (e.g. ``{"auto": "gpt-5-mini"}``); ``cache_write_ttl`` is the lifetime assumed
     for cache writes the log does not split (5 minutes: Claude Code's default).
 
@@ -179,9 +182,10 @@ def _price(
 ) -> pl.DataFrame:
     """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_by_table`."""
     agent = any(name in calls.columns for name in AGENT_USAGE)
+    optional = {**AGENT_USAGE, "user_initiated": pl.Boolean()}
     usage = calls.with_columns(
         pl.lit(None, dtype=dtype).alias(name)
-        for name, dtype in AGENT_USAGE.items()
+        for name, dtype in optional.items()
         if name not in calls.columns
     )
     frame = usage.with_row_index(_ROW).with_columns(
@@ -533,6 +537,16 @@ def _unpriced_reason() -> pl.Expr:
         .then(pl.format('no price for service tier "{}"', pl.col("service_tier")))
         .when(~pl.col("__tier_known"))
         .then(pl.lit("prompt size unknown: the model has long-context tiers"))
-        .otherwise(pl.lit("a token count is unknown, or the table has no price for its kind"))
+        .when(pl.any_horizontal(pl.col(c).is_null() for c in _COUNTS) | _writes().is_null())
+        .then(
+            pl.format(
+                "{} unknown",
+                pl.coalesce(
+                    *(pl.when(pl.col(c).is_null()).then(pl.lit(c)) for c in _COUNTS),
+                    pl.lit("cache_write_tokens (writes cost more than input here)"),
+                ),
+            )
+        )
+        .otherwise(pl.lit("the table has no price for a kind of token or request the call has"))
         .alias("unpriced_reason")
     )

@@ -126,8 +126,8 @@ def test_web_search_is_ten_dollars_a_thousand_and_fetch_is_free() -> None:
 def test_searches_a_table_has_no_price_for_leave_the_call_unpriced() -> None:
     out = priced(call("gpt-5.4", web_search_requests=1), table=COPILOT).row(0, named=True)
     assert out["cost_usd"] is None
-    assert (
-        out["unpriced_reason"] == "a token count is unknown, or the table has no price for its kind"
+    assert out["unpriced_reason"] == (
+        "the table has no price for a kind of token or request the call has"
     )
 
 
@@ -269,6 +269,11 @@ def test_an_unknown_write_count_matters_only_where_writes_cost_more_than_input()
     }
     unknown = priced(call("gpt-5.6-sol", cache_write_tokens=None, **usage), table=OPENAI)
     assert unknown["cost_usd"].item() is None
+    assert unknown["unpriced_reason"].item() == (
+        "cache_write_tokens (writes cost more than input here) unknown"
+    )
+    unread = priced(call("gpt-5.2-codex", **(usage | {"cache_read_tokens": None})), table=OPENAI)
+    assert unread["unpriced_reason"].item() == "cache_read_tokens unknown"
     known = priced(call("gpt-5.6-sol", cache_write_tokens=3_000, **usage), table=OPENAI)
     # From 2026-08-21: 5,000 x $4 + 2,000 x $0.40 + 3,000 x $5 + 100 x $20, per million.
     assert known["cost_usd"].item() == Decimal("0.0378")
