@@ -25,7 +25,8 @@ What the conversion keeps, per model of the vendor's provider entry:
 * web searches (``web_searches_kcount``: dollars per 1,000) as ``web_search`` per request;
 * fast mode (a ``speed: fast`` price variant that is one multiple of every standard price) as
   ``fast_multiplier``, and :data:`FAST_MULTIPLIERS` where the database lacks it;
-* the model's match rules as aliases (exact names) and glob patterns, in the database's order.
+* the model's match rules as aliases (exact names) and glob patterns, in the database's order,
+  and :data:`EXTRA_ALIASES`.
 
 Left out: models priced in other units only (audio, images, characters, embeddings-only), the
 batch and service-tier variants (such calls stay unpriced, see ``pricing.STANDARD_TIERS``),
@@ -66,6 +67,14 @@ VENDORS = {"anthropic": "anthropic", "openai": "openai"}
 #: (platform.claude.com, "Fast mode": 6x standard rates for Opus 4.6 and 4.7 across the whole
 #: context window, cache prices included; Opus 4.8 is 2x, which the database has).
 FAST_MULTIPLIERS = {"claude-opus-4-6": Decimal(6), "claude-opus-4-7": Decimal(6)}
+#: Names the hand-kept tables answered to that the database's match rules do not (Copilot's
+#: dotted spelling and short names), kept so that no name priced before goes unpriced.
+EXTRA_ALIASES = {
+    "claude-fable-5-1": ("claude-fable-5.1",),
+    "claude-opus-5": ("claude-opus-5-0",),
+    "claude-3-5-haiku-latest": ("claude-haiku-3.5",),
+    "claude-3-haiku": ("claude-haiku-3",),
+}
 #: Price keys of the database that the conversion reads; a model with others is left out
 #: unless they are among the ignored ones.
 _READ = {"input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok"}
@@ -163,6 +172,7 @@ def _model(info: ModelInfo) -> ModelRate | None:
         until = prices[index + 1][0] if index + 1 < len(prices) else None
         periods.append(_period(price, start, until, fast))
     aliases, patterns = _names(info)
+    aliases += [a for a in EXTRA_ALIASES.get(info.id, ()) if a not in aliases]
     return ModelRate(
         id=info.id,
         periods=tuple(periods),
