@@ -136,7 +136,7 @@ class Figures:
 
 
 def figures(priced_calls: pl.DataFrame) -> Figures | None:
-    """The live view's figures from one log's priced calls (``pricing.price_calls``): of its
+    """The live view's figures from one log's priced calls (``costs.price_calls``): of its
     session with the latest call (a file may hold several sessions); ``None`` before any."""
     if not priced_calls.height:
         return None
