@@ -23,6 +23,7 @@ from analytics.rates import (
     load_rate_table,
     merge_rate_tables,
     parse_rate_table,
+    vendor_model_id,
 )
 
 HEADER = """
@@ -293,3 +294,52 @@ tables = st.builds(
 @given(tables)
 def test_rate_table_round_trips_through_dump_and_load(table: RateTable) -> None:
     assert parse_rate_table(dump_rate_table(table), name="t") == table
+
+
+@pytest.mark.parametrize(
+    ("cloud", "vendor"),
+    [
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5-20250929"),
+        ("us.anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
+        ("us-gov.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5-20251001"),
+        ("global.anthropic.claude-opus-4-8", "claude-opus-4-8"),
+        (
+            "arn:aws:bedrock:us-east-1:1:inference-profile/eu.anthropic.claude-opus-4-7-v1:0",
+            "claude-opus-4-7",
+        ),
+        ("Claude-Sonnet-4-5@20250929", "claude-sonnet-4-5-20250929"),
+        ("claude-opus-4-6@default", "claude-opus-4-6"),
+        ("claude-sonnet-4.6", "claude-sonnet-4.6"),
+        ("anthropic/claude-sonnet-4.6", "anthropic/claude-sonnet-4.6"),
+    ],
+)
+def test_cloud_model_ids_name_the_vendor_model(cloud: str, vendor: str) -> None:
+    assert vendor_model_id(cloud) == vendor
+
+
+def test_web_search_and_fast_mode_prices_parse_and_round_trip() -> None:
+    table = parse_rate_table(
+        HEADER
+        + """
+[models."m"]
+[[models."m".prices]]
+input = "5"
+output = "25"
+web_search = "0.01"
+fast_multiplier = "6"
+""",
+        name="t",
+    )
+    period = table.models[0].periods[0]
+    assert (period.web_search, period.fast_multiplier) == (Decimal("0.01"), Decimal(6))
+    assert parse_rate_table(dump_rate_table(table), name="t") == table
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [('fast_multiplier = "0"', "must be positive"), ("web_search = 0.01", "float")],
+)
+def test_bad_web_search_and_fast_prices_are_refused(line: str, problem: str) -> None:
+    text = HEADER + f'[models."m"]\n[[models."m".prices]]\ninput = "1"\noutput = "1"\n{line}\n'
+    with pytest.raises(RateTableError, match=problem):
+        parse_rate_table(text, name="t")
