@@ -44,7 +44,10 @@
 //!    starting point, unless the child's first own total is below it (a CLI that did not seed
 //!    the child's total): then the child counts from zero.
 //! 4. Where the parent session is in the same group, the child's leading totals that equal
-//!    one of the parent's own totals are replay too (a copy burst slower than the window).
+//!    one of the parent's own totals are replay too, as long as the burst goes on: every line
+//!    since the header came within [`REPLAY_WINDOW_MS`] of the line before it (a copy slower
+//!    than the window). The child's own first request breaks the chain: it waits for a
+//!    prompt or a model reply.
 //!
 //! So each session's figures are its own increments, and a fork adds only what the child did.
 #![forbid(unsafe_code)]
@@ -241,6 +244,10 @@ struct Current {
     /// While the fork's copied history is being read: the last stamp it may carry (None:
     /// the header had no stamp, so only copied headers are replay).
     replay: Option<Option<i64>>,
+    /// Every line since the header came within the window of the one before it (rule 4),
+    /// and the last line's stamp.
+    burst: bool,
+    last_time: Option<i64>,
     /// The line just read was this session's header (a header right after it is a copy).
     after_header: bool,
     /// Header stamp, for a fork found by its copied header.
@@ -261,6 +268,8 @@ struct Point {
     file: usize,
     line: i64,
     replay: bool,
+    /// Read while the header's copy burst went on (see `Current::burst`).
+    burst: bool,
     kind: &'static str,
     agent_name: Option<String>,
     version: Option<String>,
@@ -365,10 +374,17 @@ impl Fold {
             replay: None,
             after_header: false,
             header_time: None,
+            burst: false,
+            last_time: None,
             previous: None,
             run: 0,
         });
         cur.after_header = false;
+        cur.burst &= match (cur.last_time, time) {
+            (Some(before), Some(t)) => t - before <= REPLAY_WINDOW_MS,
+            _ => true,
+        };
+        cur.last_time = time.or(cur.last_time);
         match cur.replay {
             Some(Some(horizon)) if time.is_some_and(|t| t > horizon) => cur.replay = None,
             Some(None) => cur.replay = None,
@@ -421,13 +437,17 @@ impl Fold {
         if let Some(cur) = current.as_mut() {
             let copied = cur.replay.is_some() || (cur.after_header && id != cur.id);
             if copied || id == cur.id {
-                if cur.after_header && id != cur.id && cur.replay.is_none() {
+                let found_fork = cur.after_header && id != cur.id && cur.replay.is_none();
+                if found_fork {
                     cur.replay = Some(cur.header_time.map(|t| t + REPLAY_WINDOW_MS));
                 }
                 cur.after_header = cur.after_header && copied;
                 let replaying = cur.replay.is_some();
                 let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
                 session.saw(file, if replaying { None } else { time });
+                if found_fork && session.parent.is_none() {
+                    session.parent = Some(id);
+                }
                 if !copied {
                     if let Some(version) = line.str(n.version) {
                         session.version(&version, time);
@@ -467,6 +487,8 @@ impl Fold {
             replay: forked_from
                 .is_some()
                 .then(|| header_time.map(|t| t + REPLAY_WINDOW_MS)),
+            burst: true,
+            last_time: header_time,
             after_header: true,
             header_time,
             previous: None,
@@ -517,6 +539,7 @@ impl Fold {
             file,
             line: line.number,
             replay,
+            burst: cur.burst,
             kind: cur.kind,
             agent_name: cur.agent_name.clone(),
             version: cur.version.clone(),
@@ -577,7 +600,7 @@ impl Fold {
             let mut skip = 0;
             if let Some(parent_totals) = parent_totals {
                 for p in &own {
-                    if !(parent_totals.contains(&p.total) && p.total.at_least(&base)) {
+                    if !(p.burst && parent_totals.contains(&p.total) && p.total.at_least(&base)) {
                         break;
                     }
                     base = p.total;
@@ -864,14 +887,16 @@ mod tests {
     #[test]
     fn a_copy_slower_than_the_window_is_caught_by_the_parents_totals() {
         let mut lines = child(Some("2026-05-01T11:00:00.004Z"), true);
-        // the last copied token_count stamped 3 s after the header
-        lines[4] = format!(
-            r#"{{"timestamp":"2026-05-01T11:00:03.000Z"{}"#,
-            &lines[4][39..]
-        );
+        // a slow copy: each line 0.9 s after the one before, the last 2.7 s after the header
+        for (k, stamp) in [(2, "00.900"), (3, "01.800"), (4, "02.700")] {
+            lines[k] = format!(
+                r#"{{"timestamp":"2026-05-01T11:00:{stamp}Z"{}"#,
+                &lines[k][39..]
+            );
+        }
         let alone = figures(&fold_texts(&[("child.jsonl", text(&lines))]));
         assert_eq!(
-            alone["c"][0], 2,
+            alone["c"][0], 3,
             "alone, the late copy looks like the child's own"
         );
         let together = figures(&fold_texts(&[
