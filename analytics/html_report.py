@@ -28,9 +28,10 @@ from analytics.analysis import Analysis
 from analytics.attribution import attribute_context
 from analytics.compare import table_totals
 from analytics.costs import price_analysis, price_calls
-from analytics.pricing import unpriced_models
+from analytics.pricing import AGENT_COSTS, unpriced_models
 from analytics.rates import RateTable
 from analytics.schema import CALLS, COSTS, conform
+from analytics.text_table import counted, counted_expr
 from analytics.tokens import add_call_tokens, stated_fixed_part
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
@@ -62,7 +63,18 @@ table.sessions td.num, table.sessions th.num { text-align: right; }
 table.sessions td:nth-child(3) { white-space: normal; }
 table.sessions tbody tr { cursor: pointer; }
 table.sessions tbody tr:hover { background: #f3f7ff; }
-table.sessions tbody tr.chosen { background: #dde8ff; }"""
+table.sessions tbody tr.chosen { background: #dde8ff; }
+@media (max-width: 640px) {
+  body { margin: 1rem auto; padding: 0 0.75rem; }
+  h2 { margin-top: 1.8rem; }
+  .picker select { display: block; width: 100%; }
+  table.sessions thead { display: none; }
+  table.sessions, table.sessions tbody, table.sessions tr, table.sessions td { display: block; }
+  table.sessions tr { border-bottom: 1px solid #ccc; padding: 0.3rem 0.4rem; }
+  table.sessions td, table.sessions td.num { display: flex; justify-content: space-between;
+    gap: 1rem; border: 0; padding: 0.05rem 0; white-space: normal; text-align: right; }
+  table.sessions td::before { content: attr(data-label); color: #555; text-align: left; }
+}"""
 
 #: At most this many sessions (those with the most calls) can be picked in one report, so a
 #: tree of thousands of sessions still gives a file a browser opens quickly.
@@ -211,7 +223,7 @@ def render_report(
     from analytics import plots
 
     priced, carried, fixed_parts = _by_groups(analysis, table)
-    calls = priced.drop(list(COSTS))
+    calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
     busiest = chosen[0] if chosen else None
     fixed = _fixed_parts(priced, fixed_parts)
@@ -233,7 +245,7 @@ def render_report(
         (
             "Cost per call",
             f"The chosen session's calls, priced with {table.name}.",
-            plots.cost_per_call(first, title=f"Cost per call, session {short} ({table.name})"),
+            plots.cost_per_call(first, title=f"Cost per call, session {short}"),
         ),
         (
             "Top carried context items",
@@ -300,9 +312,7 @@ def _session_specs(
             "growth": plots.context_growth_spec(
                 calls, fixed_tokens=fixed.get(session_id), title=f"Context growth, session {short}"
             ),
-            "cost": plots.cost_per_call_spec(
-                calls, title=f"Cost per call, session {short} ({rates})"
-            ),
+            "cost": plots.cost_per_call_spec(calls, title=f"Cost per call, session {short}"),
         }
     return specs
 
@@ -331,7 +341,9 @@ _SESSION_CELLS = [
 
 def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str) -> str:
     """The session selector and the sortable sessions table (the chosen sessions, busiest
-    first), with a note of the sessions left out."""
+    first), with a note of the sessions left out. On a phone (the page's ``@media`` rule)
+    the table's rows stack, each cell led by its heading (``data-label``), so calls and cost
+    are never off the screen."""
     from analytics.report import cost_cell, dollars, thousands
 
     tokens = pl.coalesce("input_tokens", "calls_input_tokens")
@@ -355,15 +367,16 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
         )
     )
     headings = {"start": f"start ({zone})", "cost USD": f"cost USD ({rates})"}
+    labels = [headings.get(name, name) for name, _, _, _ in _SESSION_CELLS]
     head = "".join(
-        f'<th{_NUM if numeric else ""} scope="col">{html.escape(headings.get(name, name))}</th>'
-        for name, numeric, _, _ in _SESSION_CELLS
+        f'<th{_NUM if numeric else ""} scope="col">{html.escape(label)}</th>'
+        for (_, numeric, _, _), label in zip(_SESSION_CELLS, labels, strict=True)
     )
     options = rows.select(
         pl.format(
-            '<option value="{}">{} · {} · {} calls · {}</option>',
+            '<option value="{}">{} · {} · {} · {}</option>',
             *(_escaped(c) for c in ("session_id", "_short", "_start")),
-            "llm_calls",
+            counted_expr(pl.col("llm_calls"), "call"),
             _escaped("_cost"),
         )
     )
@@ -387,21 +400,23 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
         '<div class="picker"><label for="session-select">session </label>'
         f'<select id="session-select">{_joined(options)}</select></div>'
         f'<div class="scroll"><table class="sessions" id="sessions"><thead><tr>{head}</tr>'
-        f"</thead><tbody>{_joined(rows.select(_session_row()))}</tbody></table></div></section>"
+        f"</thead><tbody>{_joined(rows.select(_session_row(labels)))}</tbody></table></div>"
+        "</section>"
     )
 
 
-def _session_row() -> pl.Expr:
-    """One ``<tr>`` of the sessions table: each cell shows its text and sorts by its value;
-    the session cell shows the full id on hover."""
+def _session_row(labels: Sequence[str]) -> pl.Expr:
+    """One ``<tr>`` of the sessions table: each cell shows its text and sorts by its value,
+    and names its column (``labels``: the headings) for the stacked layout of a phone; the
+    session cell shows the full id on hover."""
     parts: list[pl.Expr] = [pl.lit('<tr data-session="'), _escaped("session_id"), pl.lit('">')]
-    for name, numeric, shown, value in _SESSION_CELLS:
+    for (name, numeric, shown, value), label in zip(_SESSION_CELLS, labels, strict=True):
         full = [pl.lit('" title="'), _escaped("session_id")] if name == "session" else []
         parts += [
             pl.lit(f'<td{_NUM if numeric else ""} data-value="'),
             _escaped(value),
             *full,
-            pl.lit('">'),
+            pl.lit(f'" data-label="{html.escape(label)}">'),
             _escaped(shown, "-"),
             pl.lit("</td>"),
         ]
@@ -423,7 +438,7 @@ def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str
     total = priced["cost_usd"].sum() if priced_calls else None
     unpriced = unpriced_models(priced)
     missing = ", ".join(
-        f"{row['model'] or 'unknown model'} ({row['calls']} calls)"
+        f"{row['model'] or 'unknown model'} ({counted(row['calls'], 'call')})"
         for row in unpriced.iter_rows(named=True)
     )
     rows: list[tuple[str, Any]] = [
@@ -449,6 +464,7 @@ def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str
 def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n"
         f"<body>\n{_ERRORS_CAPTURE}\n{body}\n</body></html>\n"
     )

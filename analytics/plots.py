@@ -38,6 +38,31 @@ _TEMPLATE = "plotly_white"
 _HEIGHT = 480
 #: Legends below the plot area, clear of the x-axis title.
 _LEGEND = {"orientation": "h", "y": -0.25, "yanchor": "top"}
+#: Small fixed margins: every axis has ``automargin``, so plotly widens a margin exactly as
+#: far as its labels need, and a phone's narrow chart keeps its width for the data. The top
+#: one holds plotly's toolbar (about 30 px) above the title.
+_MARGIN = {"l": 10, "r": 10, "t": 72, "b": 10}
+#: Chart titles are short (the report's headings say the rest) and set a little smaller
+#: than plotly's default, so they fit a phone's width.
+_TITLE_FONT = {"size": 15}
+
+
+def _title(text: str) -> dict[str, Any]:
+    """A chart title at the left, just above the plot area: below the toolbar plotly shows
+    at the top right (always, on a touch screen), so the two never overlap."""
+    return {
+        "text": text,
+        "font": _TITLE_FONT,
+        "x": 0,
+        "xref": "paper",
+        "xanchor": "left",
+        "y": 1,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "pad": {"b": 12},
+        "automargin": True,
+    }
+
 
 #: Call details shown on hover, in this order (``customdata`` columns).
 _CALL_HOVER = (
@@ -166,16 +191,22 @@ def context_growth_spec(
         }
     )
     layout: dict[str, Any] = {
-        "title": {"text": title or "Context growth: input tokens per call"},
+        "title": _title(title or "Context growth"),
         "xaxis": _call_axis(frame.height),
-        "yaxis": {"title": {"text": "input tokens of the call"}, "rangemode": "tozero"},
+        "yaxis": {
+            "title": {"text": "input tokens of the call"},
+            "rangemode": "tozero",
+            "automargin": True,
+        },
         "yaxis2": {
-            "title": {"text": "input tokens sent so far"},
+            "title": {"text": "sent so far"},
             "overlaying": "y",
             "side": "right",
             "rangemode": "tozero",
             "showgrid": False,
+            "automargin": True,
         },
+        "margin": _MARGIN,
         "barmode": "overlay",
         "bargap": 0.15,
         "legend": _LEGEND,
@@ -215,9 +246,10 @@ def cost_per_call_spec(calls: pl.DataFrame, *, title: str = "") -> dict[str, Any
         )
     layout = {
         "barmode": "stack",
-        "title": {"text": title or "Cost per call, by part"},
+        "title": _title(title or "Cost per call, by part"),
         "xaxis": _call_axis(frame.height),
-        "yaxis": {"title": {"text": "cost (USD)"}, "tickprefix": "$"},
+        "yaxis": {"title": {"text": "cost (USD)"}, "tickprefix": "$", "automargin": True},
+        "margin": _MARGIN,
         "legend": _LEGEND,
         "height": _HEIGHT,
     }
@@ -232,6 +264,7 @@ def _call_axis(calls: int) -> dict[str, Any]:
         "tick0": 1,
         "dtick": max(1, -(-calls // 20)),
         "zeroline": False,
+        "automargin": True,
     }
     if calls:
         axis["range"] = [0.5, calls + 0.5]
@@ -250,7 +283,9 @@ def carried_items(items: pl.DataFrame, *, top: int = 15, title: str = "") -> go.
 
     ``items`` has ``item`` (a label), ``tokens`` (the item's size), ``times_carried`` (how many
     later calls re-sent it) and ``cost_usd`` (its share of those calls' input cost; null when
-    unpriced). The ``top`` items by carried tokens are drawn, the largest at the top.
+    unpriced). The ``top`` items by carried tokens are drawn, the largest at the top, each
+    labelled with the item (cut to ``_LABEL_CHARS``; the hover has it whole) and its cost
+    (``_labelled_bars``).
     """
     frame = (
         items.with_columns((pl.col("tokens") * pl.col("times_carried")).alias("carried_tokens"))
@@ -259,33 +294,76 @@ def carried_items(items: pl.DataFrame, *, top: int = 15, title: str = "") -> go.
         .reverse()
     )
     costs = _money_text(frame["cost_usd"])
+    names = frame["item"].to_list()
+    fig = _labelled_bars(
+        frame["carried_tokens"].to_list(),
+        [f"{_cut(name, _LABEL_CHARS)} · {cost}" for name, cost in zip(names, costs, strict=True)],
+        customdata=list(
+            zip(
+                names,
+                frame["tokens"].to_list(),
+                frame["times_carried"].to_list(),
+                costs,
+                strict=True,
+            )
+        ),
+        hovertemplate=(
+            "<b>%{customdata[0]}</b><br>%{customdata[1]:,} tokens, carried by "
+            "%{customdata[2]} calls<br>= %{x:,} input tokens · cost %{customdata[3]}"
+            "<extra></extra>"
+        ),
+    )
+    fig.update_layout(
+        title=_title(title or f"Top {top} carried context items"),
+        xaxis={"title": {"text": "tokens re-sent (size x times carried)"}, "automargin": True},
+    )
+    return fig
+
+
+#: Characters of an item's label drawn in the carried-items chart (the hover has them all):
+#: about two thirds of a phone's width at the chart's label size.
+_LABEL_CHARS = 36
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``…`` marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _labelled_bars(values: Sequence[Any], labels: Sequence[str], **bar: Any) -> go.Figure:
+    """Horizontal pale bars, the first at the bottom, each with its ``labels`` entry written
+    over it at the plot's left edge: no margin of labels beside the bars, so on a phone they
+    keep the chart's width, and no label falls outside the plot. ``bar``: more of the bar
+    trace's properties (hover)."""
+    rows = list(range(len(values)))
     fig = go.Figure(
         go.Bar(
-            x=frame["carried_tokens"].to_list(),
-            y=frame["item"].to_list(),
+            x=list(values),
+            y=rows,
             orientation="h",
-            text=costs,
-            textposition="auto",
-            customdata=list(
-                zip(
-                    frame["tokens"].to_list(),
-                    frame["times_carried"].to_list(),
-                    costs,
-                    strict=True,
-                )
-            ),
-            hovertemplate=(
-                "<b>%{y}</b><br>%{customdata[0]:,} tokens, carried by %{customdata[1]} calls"
-                "<br>= %{x:,} input tokens · cost %{customdata[2]}<extra></extra>"
-            ),
+            marker={"color": "rgba(99, 110, 250, 0.3)"},
+            **bar,
         )
     )
     fig.update_layout(
-        title=title or f"Top {top} carried context items",
-        xaxis_title="input tokens re-sent (item tokens x times carried)",
-        yaxis={"title": {"text": "context item"}, "automargin": True},
-        height=max(360, 28 * frame.height + 160),
-        uniformtext={"minsize": 9, "mode": "hide"},
+        yaxis={"showticklabels": False, "range": [-0.6, len(rows) - 0.4], "automargin": True},
+        annotations=[
+            {
+                "text": label,
+                "xref": "paper",
+                "x": 0,
+                "xanchor": "left",
+                "xshift": 4,
+                "yref": "y",
+                "y": row,
+                "showarrow": False,
+                "font": {"size": 11, "color": "#222"},
+            }
+            for row, label in zip(rows, labels, strict=True)
+        ],
+        margin=_MARGIN,
+        height=max(320, 26 * len(rows) + 150),
+        bargap=0.25,
         template=_TEMPLATE,
     )
     return fig
@@ -328,10 +406,17 @@ def cost_per_day(calls: pl.DataFrame, zone: str, *, title: str = "") -> go.Figur
         )
     fig.update_layout(
         barmode="stack",
-        title=title or f"Cost per day ({zone})",
-        xaxis={"title": {"text": f"day ({zone})"}, "type": "date", "tickformat": "%Y-%m-%d"},
-        yaxis_title="cost (USD)",
-        yaxis_tickprefix="$",
+        title=_title(title or "Cost per day"),
+        xaxis={
+            "title": {"text": f"day ({zone})"},
+            "type": "date",
+            "tickformat": "%Y-%m-%d",
+            "nticks": 8,
+            "automargin": True,
+        },
+        yaxis={"title": {"text": "cost (USD)"}, "tickprefix": "$", "automargin": True},
+        legend=_LEGEND,
+        margin=_MARGIN,
         template=_TEMPLATE,
     )
     return fig
@@ -341,37 +426,35 @@ def provider_comparison(totals: pl.DataFrame, *, title: str = "") -> go.Figure:
     """The same calls priced under several rate tables: one bar per table.
 
     ``totals`` has ``rates`` (table name), ``cost_usd`` (the priced calls' total; null when no
-    call was priced), ``calls`` and ``priced_calls``. Each table's axis label says how many
-    calls it could price, so a cheap bar that covers few calls is not mistaken for a cheap
-    provider; the bar's own label is only its cost, so labels of neighbours never overlap.
+    call was priced), ``calls`` and ``priced_calls``. Each table's label says how many calls
+    it could price beside its cost, so a cheap bar that covers few calls is not mistaken for
+    a cheap provider; a table that priced none has no bar and says ``unpriced``.
     """
-    frame = totals.sort("rates")
-    ticks = [
-        f"{name}<br>{priced}/{calls} calls priced"
-        for name, priced, calls in zip(
+    frame = totals.sort("rates", descending=True)  # the first name alphabetically on top
+    labels = [
+        f"{name} · {cost} · {priced}/{calls} calls priced"
+        for name, cost, priced, calls in zip(
             frame["rates"].to_list(),
+            _money_text(frame["cost_usd"]),
             frame["priced_calls"].to_list(),
             frame["calls"].to_list(),
             strict=True,
         )
     ]
-    costs = _money_text(frame["cost_usd"])
-    fig = go.Figure(
-        go.Bar(
-            x=ticks,
-            y=_usd(frame["cost_usd"]),
-            text=costs,
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="<b>%{x}</b><br>%{text}<extra></extra>",
-        )
+    fig = _labelled_bars(
+        _usd(frame["cost_usd"]),
+        labels,
+        customdata=labels,
+        hovertemplate="<b>%{customdata}</b><extra></extra>",
     )
     fig.update_layout(
-        title=title or "The same sessions under each rate table",
-        xaxis_title="rate table (how many of the calls it could price)",
-        yaxis={"title": {"text": "cost of the priced calls (USD)"}, "tickprefix": "$"},
-        uniformtext={"minsize": 10, "mode": "hide"},
-        template=_TEMPLATE,
+        title=_title(title or "Each rate table"),
+        xaxis={
+            "title": {"text": "cost of the priced calls"},
+            "tickprefix": "$",
+            "rangemode": "tozero",
+            "automargin": True,
+        },
     )
     return fig
 

@@ -148,11 +148,12 @@ ITEMS = pl.DataFrame(
 
 
 def test_carried_items_keeps_the_top_by_carried_tokens_largest_on_top() -> None:
-    bar = plots.carried_items(ITEMS, top=3).to_dict()["data"][0]
-    assert list(bar["y"]) == ["d", "a", "b"]  # plotly draws the last row at the top
-    assert list(bar["x"]) == [600, 1000, 5000]
-    assert list(bar["text"]) == ["$0.5000", "$0.0123", "unpriced"]
+    figure = plots.carried_items(ITEMS, top=3).to_dict()
+    bar = figure["data"][0]
+    assert list(bar["x"]) == [600, 1000, 5000]  # plotly draws the last row at the top
     assert bar["orientation"] == "h"
+    labels = [(note["y"], note["text"]) for note in figure["layout"]["annotations"]]
+    assert labels == [(0, "d · $0.5000"), (1, "a · $0.0123"), (2, "b · unpriced")]
 
 
 def test_cost_per_day_uses_the_timezone_and_keeps_unpriced_days_unknown() -> None:
@@ -182,10 +183,13 @@ def test_provider_comparison_labels_how_much_each_table_priced() -> None:
         },
         schema_overrides={"cost_usd": MONEY},
     )
-    bar = plots.provider_comparison(totals).to_dict()["data"][0]
-    assert list(bar["x"]) == ["anthropic<br>3/4 calls priced", "openai<br>0/4 calls priced"]
-    assert list(bar["y"]) == [2.5, None]
-    assert list(bar["text"]) == ["$2.5000", "unpriced"]
+    figure = plots.provider_comparison(totals).to_dict()
+    assert list(figure["data"][0]["x"]) == [None, 2.5]  # openai at the bottom, no bar
+    labels = [note["text"] for note in figure["layout"]["annotations"]]
+    assert labels == [
+        "openai · unpriced · 0/4 calls priced",
+        "anthropic · $2.5000 · 3/4 calls priced",
+    ]
 
 
 def test_builders_accept_empty_frames() -> None:
