@@ -318,10 +318,30 @@ impl Session {
         if self.files.last() != Some(&file) && !self.files.contains(&file) {
             self.files.push(file);
         }
-        if let Some(t) = time {
-            self.start_time = Some(self.start_time.map_or(t, |s| s.min(t)));
-            self.end_time = Some(self.end_time.map_or(t, |e| e.max(t)));
+        self.start_time = min_time(self.start_time, time);
+        self.end_time = max_time(self.end_time, time);
+    }
+
+    /// Take in what another part of the logs (a later file) says of the same session.
+    pub fn absorb(&mut self, other: Session) {
+        for file in other.files {
+            if !self.files.contains(&file) {
+                self.files.push(file);
+            }
         }
+        self.start_time = min_time(self.start_time, other.start_time);
+        self.end_time = max_time(self.end_time, other.end_time);
+        if self.cwd.is_none() {
+            self.cwd = other.cwd;
+        }
+        if let Some(version) = other.agent_version {
+            self.version(&version, other.version_time);
+        }
+        if self.parent.is_none() {
+            self.parent = other.parent;
+        }
+        self.lines += other.lines;
+        self.unknown_lines += other.unknown_lines;
     }
 
     /// The agent named version `version` at `time`: the latest one is kept.
@@ -348,6 +368,22 @@ pub fn session_of<'a>(
         }
     };
     &mut sessions[at]
+}
+
+/// The earlier of two optional times (a known one beats an unknown one).
+pub fn min_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The later of two optional times (a known one beats an unknown one).
+pub fn max_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
 }
 
 /// A group of files folded together.

@@ -29,6 +29,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::calls::{self, Call, Folded, Line, Session, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
 
@@ -105,6 +107,7 @@ const FIELDS: &[(&str, Shape)] = &[
 ];
 
 /// The schema nodes the fold reads.
+#[derive(Clone, Copy)]
 struct Nodes {
     kind: usize,
     session: usize,
@@ -216,6 +219,8 @@ type Rank = (bool, i64, std::cmp::Reverse<usize>, i64);
 
 /// One API request, as its lines so far tell it.
 struct Request {
+    /// (`message.id`, `requestId`).
+    key: (String, Option<String>),
     /// The line it was first seen on (earliest stamp, then file and line): its session, kind
     /// and agent.
     owner: (Option<i64>, usize, i64),
@@ -344,24 +349,57 @@ struct Fold {
 /// files) into calls, sessions and issues.
 pub fn fold(paths: &[PathBuf]) -> Folded {
     let schema = Schema::new(FIELDS);
-    let mut fields = Fields::new(&schema);
-    let mut fold = Fold {
-        n: Nodes::new(&schema),
-        out: Folded {
-            agent: "claude-code",
-            paths: paths
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect(),
-            ..Folded::default()
-        },
+    let n = Nodes::new(&schema);
+    let empty = |out: Folded| Fold {
+        n,
+        out,
         sessions: HashMap::new(),
         requests: Vec::new(),
         keys: HashMap::new(),
         names: Names::default(),
         content: Content::new(),
     };
-    for (index, path) in paths.iter().enumerate() {
+    // Files are read in parallel, each into a part of its own; the parts are put together
+    // in file order, so the result is the same as reading the files one after another.
+    let parts: Vec<Fold> = paths
+        .par_iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let mut part = empty(Folded::default());
+            part.read(&schema, index, path);
+            part
+        })
+        .collect();
+    let mut fold = empty(Folded {
+        agent: "claude-code",
+        paths: paths
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        ..Folded::default()
+    });
+    for part in parts {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            fold.session(&id).absorb(session);
+        }
+        fold.out.issues.extend(part.out.issues);
+        for request in part.requests {
+            fold.add(request);
+        }
+        fold.names.by_agent.extend(part.names.by_agent);
+        fold.names.by_tool.extend(part.names.by_tool);
+        for (agent, tool) in part.names.tool_of {
+            fold.names.tool_of.entry(agent).or_insert(tool);
+        }
+    }
+    fold.finish()
+}
+
+impl Fold {
+    /// Read file `index` (at `path`) into this fold.
+    fn read(&mut self, schema: &Schema, index: usize, path: &Path) {
+        let mut fields = Fields::new(schema);
         let (role, agent, hint) = role_of(path);
         let mut state = FileState {
             index,
@@ -373,26 +411,23 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
             unknown: 0,
             first_unknown: None,
         };
-        let mut issues = std::mem::take(&mut fold.out.issues);
+        let mut issues = std::mem::take(&mut self.out.issues);
         calls::read_file(
             path,
             index,
-            &schema,
+            schema,
             &mut fields,
             &mut issues,
             |line, issues| {
-                std::mem::swap(issues, &mut fold.out.issues);
-                fold.line(line, &mut state);
-                std::mem::swap(issues, &mut fold.out.issues);
+                std::mem::swap(issues, &mut self.out.issues);
+                self.line(line, &mut state);
+                std::mem::swap(issues, &mut self.out.issues);
             },
         );
-        fold.out.issues = issues;
-        fold.end_file(state);
+        self.out.issues = issues;
+        self.end_file(state);
     }
-    fold.finish()
-}
 
-impl Fold {
     /// The session named `id`, made on first sight (sessions keep the order they are seen).
     fn session(&mut self, id: &str) -> &mut Session {
         calls::session_of(&mut self.out.sessions, &mut self.sessions, id)
@@ -584,42 +619,46 @@ impl Fold {
             agent_version: version,
             ..Call::default()
         };
-        let key = (id, request);
-        let Some(&at) = self.keys.get(&key) else {
-            self.keys.insert(key, self.requests.len());
-            self.requests.push(Request {
-                owner,
-                call,
-                rank,
-                any_final: is_final,
-            });
+        self.add(Request {
+            key: (id, request),
+            owner,
+            call,
+            rank,
+            any_final: is_final,
+        });
+    }
+
+    /// Count `request` (one line of it, or what a part of the logs said of it): a new key is
+    /// a new call; a known one keeps the owner seen first, the usage of the best-ranked line,
+    /// and the span of all of its lines.
+    fn add(&mut self, request: Request) {
+        let Some(&at) = self.keys.get(&request.key) else {
+            self.keys.insert(request.key.clone(), self.requests.len());
+            self.requests.push(request);
             return;
         };
         let Some(known) = self.requests.get_mut(at) else {
             return;
         };
-        known.any_final |= is_final;
-        let (start, end) = (known.call.start_time, known.call.end_time);
-        let owned = owner_key(owner) < owner_key(known.owner);
-        let (session, kind, agent_id) = if owned {
-            known.owner = owner;
-            (call.session.clone(), call.kind, call.agent_id.clone())
+        known.any_final |= request.any_final;
+        let start = calls::min_time(known.call.start_time, request.call.start_time);
+        let end = calls::max_time(known.call.end_time, request.call.end_time);
+        let owner = if owner_key(request.owner) < owner_key(known.owner) {
+            known.owner = request.owner;
+            &request.call
         } else {
-            (
-                known.call.session.clone(),
-                known.call.kind,
-                known.call.agent_id.clone(),
-            )
+            &known.call
         };
-        if rank > known.rank {
-            known.rank = rank;
-            known.call = call;
+        let (session, kind, agent_id) = (owner.session.clone(), owner.kind, owner.agent_id.clone());
+        if request.rank > known.rank {
+            known.rank = request.rank;
+            known.call = request.call;
         }
         known.call.session = session;
         known.call.kind = kind;
         known.call.agent_id = agent_id;
-        known.call.start_time = min_time(start, time);
-        known.call.end_time = max_time(end, time);
+        known.call.start_time = start;
+        known.call.end_time = end;
     }
 
     /// A line's `message.usage` as the contract counts it: input includes cache reads and
@@ -687,20 +726,6 @@ impl Fold {
         }
         self.out.finish();
         self.out
-    }
-}
-
-fn min_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-fn max_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
     }
 }
 

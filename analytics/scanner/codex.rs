@@ -55,6 +55,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::calls::{self, Call, Folded, Line, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
 
@@ -188,6 +190,7 @@ const FIELDS: &[(&str, Shape)] = &[
 ];
 
 /// The schema nodes the fold reads.
+#[derive(Clone, Copy)]
 struct Nodes {
     kind: usize,
     time: usize,
@@ -303,9 +306,25 @@ struct Fold {
 /// sessions and issues.
 pub fn fold(paths: &[PathBuf]) -> Folded {
     let schema = Schema::new(FIELDS);
-    let mut line_fields = Fields::new(&schema);
+    let n = Nodes::new(&schema);
+    // Files are read in parallel, each into a part of its own; the parts are put together
+    // in file order, so the result is the same as reading the files one after another.
+    let parts: Vec<Fold> = paths
+        .par_iter()
+        .enumerate()
+        .map(|(file, path)| {
+            let mut part = Fold {
+                n,
+                out: Folded::default(),
+                index: HashMap::new(),
+                points: Vec::new(),
+            };
+            part.read(&schema, file, path);
+            part
+        })
+        .collect();
     let mut fold = Fold {
-        n: Nodes::new(&schema),
+        n,
         out: Folded {
             agent: "codex",
             paths: paths
@@ -317,34 +336,45 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         index: HashMap::new(),
         points: Vec::new(),
     };
-    for (file, path) in paths.iter().enumerate() {
-        let hint = hint_of(path);
-        let mut current: Option<Current> = None;
-        let mut unknown: (i64, Option<(i64, String)>) = (0, None);
-        let mut issues = std::mem::take(&mut fold.out.issues);
-        calls::read_file(
-            path,
-            file,
-            &schema,
-            &mut line_fields,
-            &mut issues,
-            |line, issues| {
-                std::mem::swap(issues, &mut fold.out.issues);
-                fold.line(line, file, &hint, &mut current, &mut unknown);
-                std::mem::swap(issues, &mut fold.out.issues);
-            },
-        );
-        fold.out.issues = issues;
-        if let (count, Some((line, kind))) = unknown {
-            let message =
-                format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
-            fold.out.issue(file, line, "warning", message);
+    for part in parts {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            calls::session_of(&mut fold.out.sessions, &mut fold.index, &id).absorb(session);
         }
+        fold.out.issues.extend(part.out.issues);
+        fold.points.extend(part.points);
     }
     fold.finish()
 }
 
 impl Fold {
+    /// Read file `file` (at `path`) into this fold.
+    fn read(&mut self, schema: &Schema, file: usize, path: &Path) {
+        let mut line_fields = Fields::new(schema);
+        let hint = hint_of(path);
+        let mut current: Option<Current> = None;
+        let mut unknown: (i64, Option<(i64, String)>) = (0, None);
+        let mut issues = std::mem::take(&mut self.out.issues);
+        calls::read_file(
+            path,
+            file,
+            schema,
+            &mut line_fields,
+            &mut issues,
+            |line, issues| {
+                std::mem::swap(issues, &mut self.out.issues);
+                self.line(line, file, &hint, &mut current, &mut unknown);
+                std::mem::swap(issues, &mut self.out.issues);
+            },
+        );
+        self.out.issues = issues;
+        if let (count, Some((line, kind))) = unknown {
+            let message =
+                format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
+            self.out.issue(file, line, "warning", message);
+        }
+    }
+
     fn line(
         &mut self,
         line: &Line<'_>,
