@@ -437,6 +437,7 @@ impl Fold {
         let n = &self.n;
         let time = line.time(n.time);
         let named = line.str(n.session).map(|s| s.into_owned());
+        let unnamed = named.is_none();
         let session = match named {
             Some(id) => {
                 if state.current.is_none() {
@@ -486,6 +487,13 @@ impl Fold {
                 self.session(id).unknown_lines += 1;
             }
             return;
+        }
+        if unnamed && matches!(kind.as_str(), "user" | "assistant") {
+            let message = format!(
+                "{kind} line without sessionId; read as part of {}",
+                session.as_deref().unwrap_or(&state.hint)
+            );
+            self.out.issue(state.index, line.number, "warning", message);
         }
         match kind.as_str() {
             "assistant" => self.assistant(line, state, session, version, time),
@@ -910,6 +918,19 @@ mod tests {
             (4, 1, 2, 1)
         );
         assert_eq!(s.files, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_reply_without_session_id_joins_the_files_session_with_a_warning() {
+        let text = lines(&[
+            reply("s1", "msg_1", Some("req_1"), Some("end_turn"), 10, 1),
+            reply("s1", "msg_2", Some("req_2"), Some("end_turn"), 20, 2)
+                .replace(r#""sessionId":"s1","#, ""),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        assert_eq!(figures(&folded)["s1"][0], 2);
+        let issues: Vec<_> = folded.issues.iter().map(|i| (i.line, i.severity)).collect();
+        assert_eq!(issues, vec![(Some(2), "warning")]);
     }
 
     #[test]

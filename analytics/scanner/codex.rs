@@ -18,7 +18,8 @@
 //! warning names the line (the increment is kept). `input_tokens` includes
 //! `cached_input_tokens` (cache reads), `output_tokens` includes `reasoning_output_tokens`,
 //! and `cache_write_input_tokens` (newer CLIs) is a part of the uncached input. The model is
-//! that of the latest `turn_context` before the call (sessions switch models).
+//! that of the latest `turn_context` before the call (sessions switch models); before any,
+//! the header's `model` where it names one.
 //! Calls are deduplicated across the files of a group by (session, total): a copy of a
 //! rollout (`archived_sessions/` beside `sessions/`) or of its lines adds nothing, and a
 //! session's totals from several files are put in order by their size.
@@ -510,7 +511,7 @@ impl Fold {
         let run = current.as_ref().filter(|c| c.id == id).map_or(0, |c| c.run);
         *current = Some(Current {
             id,
-            model: None,
+            model: line.str(n.model).map(|s| s.into_owned()),
             kind,
             agent_name,
             version,
@@ -830,6 +831,19 @@ mod tests {
             folded.calls[0].model, None,
             "no turn_context: the model is unknown"
         );
+    }
+
+    #[test]
+    fn the_headers_model_serves_until_a_turn_context() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", r#","model":"gpt-5""#),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            turn("gpt-5.5", "2026-05-01T10:00:04.000Z"),
+            count("2026-05-01T10:00:05.000Z", [200, 0, 20, 0], [100, 0, 10, 0]),
+        ];
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        let models: Vec<_> = folded.calls.iter().map(|c| c.model.as_deref()).collect();
+        assert_eq!(models, vec![Some("gpt-5"), Some("gpt-5.5")]);
     }
 
     #[test]
