@@ -132,12 +132,46 @@ def fold(
 
 
 def jsonl_files(root: Path) -> list[Path]:
-    """Every ``*.jsonl`` regular file under ``root`` (sorted; symlinked directories are not
-    followed, so a loop cannot trap the walk)."""
+    """Every ``*.jsonl`` regular file under ``root``, sorted (directory entries' types are
+    read from the directory, so a file costs no system call of its own; symbolic links are
+    not followed, so a loop cannot trap the walk)."""
     import os
 
     found: list[Path] = []
-    for directory, subdirectories, files in os.walk(root, followlinks=False):
-        subdirectories.sort()
-        found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".jsonl"))
-    return [path for path in found if path.is_file()]
+    stack = [str(root)]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = sorted(entries, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirectories = []
+        for entry in listed:
+            if entry.is_dir(follow_symlinks=False):
+                subdirectories.append(entry.path)
+            elif entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+        stack.extend(reversed(subdirectories))
+    return found
+
+
+def keyed(target: Path) -> list[tuple[Path, Path]]:
+    """(identity, path) of each ``*.jsonl`` under a directory, or of a named file: the
+    identity is the resolved path, worked out once per named directory (the walk follows no
+    link), so one file reached through two names is recognised without a call per file."""
+    if target.is_dir():
+        real = target.resolve()
+        return [(real / file.relative_to(target), file) for file in jsonl_files(target)]
+    return [(target.resolve(), target)]
+
+
+def unique(found: list[tuple[Path, Path]]) -> list[Path]:
+    """The paths of ``found`` (see :func:`keyed`), each file once, in order."""
+    seen: set[Path] = set()
+    kept: list[Path] = []
+    for identity, path in found:
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept

@@ -15,7 +15,25 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from analytics.agents import AgentTables, fold, jsonl_files
+from analytics.agents import AgentTables, fold, keyed, unique
+
+#: Line types a Claude Code session file writes (``type``), beside which a line carries its
+#: ``sessionId`` or the ids that chain it (``uuid``, ``leafUuid``, ``messageId``).
+LINE_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
+     "queue-operation", "attachment", "custom-title", "agent-name", "tag", "last-prompt"}
+)  # fmt: skip
+_IDS = ("sessionId", "uuid", "leafUuid", "messageId")
+
+
+def recognizes(line: dict[str, object]) -> bool:
+    """Whether a decoded log line is a Claude Code session line: a known line type with one
+    of the ids that chain its lines, or any undotted type with its ``sessionId`` (newer CLIs
+    add types such as ``permission-mode``)."""
+    kind = line.get("type")
+    if kind in LINE_TYPES and any(key in line for key in _IDS):
+        return True
+    return isinstance(kind, str) and "." not in kind and isinstance(line.get("sessionId"), str)
 
 
 def homes() -> list[Path]:
@@ -48,19 +66,15 @@ def project_of(path: Path) -> Path:
 def discover(paths: Sequence[Path]) -> list[list[Path]]:
     """Groups of files to fold together, one per project directory: each named file (with
     its session's ``subagents/`` files) and every ``*.jsonl`` under each named directory."""
-    groups: dict[Path, list[Path]] = {}
-    seen: set[Path] = set()
+    found: list[tuple[Path, Path]] = []
     for target in paths:
-        if target.is_dir():
-            files = jsonl_files(target)
-        else:
-            subagents = target.with_suffix("") / "subagents"
-            files = [target, *(jsonl_files(subagents) if subagents.is_dir() else [])]
-        for file in files:
-            real = file.resolve()
-            if real not in seen:
-                seen.add(real)
-                groups.setdefault(project_of(file), []).append(file)
+        found += keyed(target)
+        subagents = target.with_suffix("") / "subagents"
+        if not target.is_dir() and subagents.is_dir():
+            found += keyed(subagents)
+    groups: dict[Path, list[Path]] = {}
+    for file in unique(found):
+        groups.setdefault(project_of(file), []).append(file)
     return list(groups.values())
 
 

@@ -13,10 +13,22 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from analytics.agents import AgentTables, fold, jsonl_files
+from analytics.agents import AgentTables, fold, keyed, unique
 
 #: The directories of a Codex home that hold rollouts.
 ROLLOUT_DIRS = ("sessions", "archived_sessions")
+
+
+#: Line types of a rollout (``{timestamp, type, payload}``).
+LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+
+
+def recognizes(line: dict[str, object]) -> bool:
+    """Whether a decoded log line is a Codex rollout line (the oldest rollouts open with a
+    bare ``{id, timestamp, instructions}`` line)."""
+    if line.get("type") in LINE_TYPES and "payload" in line:
+        return True
+    return {"id", "timestamp", "instructions"} <= line.keys() and "type" not in line
 
 
 def homes() -> list[Path]:
@@ -29,21 +41,12 @@ def homes() -> list[Path]:
 def discover(paths: Sequence[Path]) -> list[list[Path]]:
     """One group of the rollouts under ``paths``: a home's ``sessions/`` and
     ``archived_sessions/``, any other directory's ``*.jsonl`` files, and named files."""
-    files: list[Path] = []
+    found: list[tuple[Path, Path]] = []
     for target in paths:
-        if not target.is_dir():
-            files.append(target)
-            continue
-        roots = [target / d for d in ROLLOUT_DIRS if (target / d).is_dir()] or [target]
-        for root in roots:
-            files += jsonl_files(root)
-    seen: set[Path] = set()
-    group = []
-    for file in files:
-        real = file.resolve()
-        if real not in seen:
-            seen.add(real)
-            group.append(file)
+        roots = [target / d for d in ROLLOUT_DIRS if (target / d).is_dir()]
+        for root in roots or [target]:
+            found += keyed(root)
+    group = unique(found)
     return [group] if group else []
 
 
