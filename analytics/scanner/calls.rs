@@ -679,17 +679,26 @@ pub fn sessions_frame(groups: &[Folded]) -> Frame {
     );
     b.int("lines_read", each().map(|(_, s)| Some(s.lines)));
     b.int("unknown_lines", each().map(|(_, s)| Some(s.unknown_lines)));
-    b.int(
-        "issues",
-        each().map(|(g, s)| {
-            let n = g
-                .issues
+    let per_file: Vec<HashMap<usize, i64>> = groups
+        .iter()
+        .map(|g| {
+            let mut counts = HashMap::new();
+            for issue in &g.issues {
+                *counts.entry(issue.file).or_insert(0) += 1;
+            }
+            counts
+        })
+        .collect();
+    let counts: Vec<Option<i64>> = groups
+        .iter()
+        .zip(&per_file)
+        .flat_map(|(g, counts)| {
+            g.sessions
                 .iter()
-                .filter(|i| s.files.contains(&i.file))
-                .count();
-            i64::try_from(n).ok()
-        }),
-    );
+                .map(move |s| Some(s.files.iter().filter_map(|f| counts.get(f)).sum()))
+        })
+        .collect();
+    b.int("issues", counts.into_iter());
     b.frame
 }
 
