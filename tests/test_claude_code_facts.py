@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from analytics.agents import claude_code
+from tests.conftest import REAL_LOGS
 from tests.readme_facts import empty, number, params
 
 _USAGE = re.compile(
@@ -79,3 +80,32 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     )
     assert int(sessions["llm_calls"].sum()) == api_calls
     assert tables.issues.filter(pl.col("severity") == "error").height == 0
+
+
+def _snapshot_pairs() -> list[object]:
+    """Pairs of files of one directory where one is an earlier snapshot of the other (its
+    lines a proper prefix of the other's), as a growing session file is copied."""
+    root = REAL_LOGS / "claude-code"
+    if not root.is_dir():
+        reason = f"real claude-code logs not present at {root} (the shared/ folder is absent)"
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason=reason), id="absent")]
+    pairs: list[object] = []
+    texts = {path: path.read_bytes() for path in sorted(root.rglob("*.jsonl"))}
+    for earlier, head in texts.items():
+        for later, text in texts.items():
+            same_folder = later.parent == earlier.parent and later != earlier
+            if same_folder and len(text) > len(head) and text.startswith(head):
+                pairs.append(pytest.param(earlier, later, id=str(later.relative_to(root))))
+    return pairs or [pytest.param(None, None, marks=pytest.mark.skip(reason="no snapshots"))]
+
+
+@pytest.mark.parametrize(("earlier", "later"), _snapshot_pairs())
+def test_a_snapshot_beside_its_later_copy_adds_nothing(earlier: Path, later: Path) -> None:
+    """A request written into both files is one call: the pair folds as the later alone."""
+    both = claude_code.read_files([earlier, later]).calls
+    alone = claude_code.read_files([later]).calls
+    columns = ["session_id", "api_call_id", "input_tokens", "output_tokens", "final_usage"]
+    assert (
+        both.select(columns).sort("api_call_id").equals(alone.select(columns).sort("api_call_id"))
+    )
+    assert both.height > 0
