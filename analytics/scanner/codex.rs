@@ -113,6 +113,11 @@ impl Totals {
         Totals(out)
     }
 
+    /// Whether a counter went up.
+    fn moved(&self) -> bool {
+        self.0.iter().any(|c| c.is_some_and(|c| c > 0))
+    }
+
     fn negative(&self) -> bool {
         self.0.iter().any(|c| c.is_some_and(|c| c < 0))
     }
@@ -642,6 +647,9 @@ impl Fold {
             for p in own.iter().skip(skip) {
                 let mut increment = p.total.minus(&previous);
                 previous = p.total;
+                if !increment.moved() {
+                    continue; // the total did not move forward: not a call
+                }
                 if increment.negative() {
                     issues.push((
                         p.file,
@@ -759,6 +767,26 @@ mod tests {
         assert_eq!((second.line, second.index), (6, 2));
         assert_eq!(second.agent_version.as_deref(), Some("0.130.0"));
         assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+    }
+
+    #[test]
+    fn a_zero_total_and_a_total_repeating_the_replay_are_not_calls() {
+        let lines = [
+            meta("s1", "2026-05-01T10:00:00.000Z", ""),
+            count("2026-05-01T10:00:01.000Z", [0, 0, 0, 0], [0, 0, 0, 0]),
+            count("2026-05-01T10:00:03.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+        ];
+        let f = figures(&fold_texts(&[("rollout.jsonl", text(&lines))]));
+        assert_eq!(f["s1"], [1, 100, 0, 0, 0, 10, 0, 0]);
+        let mut forked = child(Some("2026-05-01T11:00:00.004Z"), true);
+        let seed = count(
+            "2026-05-01T11:00:35.000Z",
+            [250, 90, 20, 0],
+            [150, 90, 10, 0],
+        );
+        forked.insert(6, seed);
+        let f = figures(&fold_texts(&[("child.jsonl", text(&forked))]));
+        assert_eq!(f["c"], [1, 300, 200, 0, 0, 7, 0, 0]);
     }
 
     #[test]
