@@ -3,10 +3,11 @@
 Homes: every directory of ``$CLAUDE_CONFIG_DIR`` (comma-separated; logs under
 ``<dir>/projects/``), ``~/.config/claude/projects`` and ``~/.claude/projects``. Inside a home
 each project directory (``<project>/<session>.jsonl``, sub-agents in
-``<project>/<session>/subagents/agent-*.jsonl`` or flat ``<project>/agent-*.jsonl``) is one
-group: its files are folded together, so a request that a resume or ``--continue`` wrote into
-several files counts once, and sub-agent calls join their parent session. The counting rules
-are in ``analytics/scanner/claude.rs``.
+``<project>/<session>/subagents/agent-*.jsonl`` or flat ``<project>/agent-*.jsonl``) is a
+group (``discover``). Files folded together count a request that a resume or ``--continue``
+wrote into several of them once, and sub-agent calls join their parent session; ``read``
+folds all the groups it finds together, so a request copied between projects counts once
+too. The counting rules are in ``analytics/scanner/claude.rs``.
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def discover(paths: Sequence[Path]) -> list[list[Path]]:
 
 
 def read(paths: Sequence[Path] | None = None) -> AgentTables:
-    """The calls, sessions and issues of the logs under ``paths`` (default: every home)."""
-    from analytics import _scanner
+    """The calls, sessions and issues of the logs under ``paths`` (default: every home).
 
-    return fold(discover(homes() if paths is None else paths), _scanner.fold_claude_code)
+    Every discovered file is folded in one group (the fold reads files in parallel, so
+    nothing is lost by it): a request found in two projects (a session file copied or moved
+    between project directories) counts once too; its ids are the API's own."""
+    groups = discover(homes() if paths is None else paths)
+    return read_files([file for group in groups for file in group])
 
 
 def read_files(files: Sequence[Path]) -> AgentTables:
