@@ -256,3 +256,12 @@ def test_codex_fork_replay_adds_nothing(
     inputs, outputs = zip(*increments, strict=True)
     assert got["p"] == (len(increments), sum(inputs), 0, 0, sum(outputs))
     assert got["c"] == (len(own), sum(i for i, _ in own), 0, 0, sum(o for _, o in own))
+
+
+def test_claude_a_request_copied_between_projects_counts_once(tmp_path: Path) -> None:
+    lines = [reply("s1", "m1", "end_turn", 10), reply("s1", "m2", "end_turn", 20, second=2)]
+    write(tmp_path / "projects" / "-old-name" / "s1.jsonl", lines)
+    write(tmp_path / "projects" / "-new-name" / "s1.jsonl", lines)
+    assert len(claude_code.discover([tmp_path / "projects"])) == 2
+    tables = claude_code.read([tmp_path / "projects"])
+    assert figures(tables) == {"s1": (2, 2206, 2000, 200, 30)}
