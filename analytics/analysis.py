@@ -40,8 +40,18 @@ from analytics.pipeline import (
     run_stages,
 )
 from analytics.result_cache import TABLES, ResultCache
-from analytics.schema import ISSUES, conform
-from analytics.sources.discover import Found, LogFile, discover
+from analytics.schema import (
+    AGENT_CALLS,
+    AGENT_SESSIONS,
+    CALL_TOKENS,
+    CALLS,
+    ISSUES,
+    SESSIONS,
+    combine,
+    conform,
+    with_nulls,
+)
+from analytics.sources.discover import COPILOT, Found, LogFile, discover
 
 if TYPE_CHECKING:
     from analytics.sources.copilot_events import Progress
@@ -206,7 +216,70 @@ def analyze(
             stored_as=(results, key) if results and key else None,
             previous=None,  # loaded, not analysed anew
         )
+    result = _with_agents(result)
     return _within(result, window) if window and (window.since or window.until) else result
+
+
+def _with_agents(result: Analysis) -> Analysis:
+    """The analysis with every agent's calls and sessions: Copilot's (from the pipeline or
+    the result cache) marked ``copilot`` with the agent columns the others carry, and the
+    Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
+    never stored in the result cache, whose tables stay Copilot's alone)."""
+    from analytics.agents import claude_code, codex
+    from analytics.agents.contract import core_tables
+    from analytics.sources.discover import CLAUDE_CODE, CODEX
+
+    readers = {CLAUDE_CODE: claude_code, CODEX: codex}
+    parts = []
+    for agent, module in readers.items():
+        files = [log.path for name, log in result.found.agent_logs if name == agent]
+        if files:
+            parts.append(core_tables(module.read(files)))
+    source = result.calls_source
+    copilot_sessions = _as_copilot_sessions(result.sessions)
+    others = [calls for calls, _, _ in parts]
+
+    def calls() -> pl.DataFrame:
+        mine = source if isinstance(source, pl.DataFrame) else source()
+        copilot = _as_copilot_calls(mine, copilot_sessions)
+        return pl.concat([copilot, *others], how="vertical") if others else copilot
+
+    sessions = pl.concat([copilot_sessions, *(s for _, s, _ in parts)], how="vertical")
+    issues = [result.issues, *(i for _, _, i in parts)]
+    return dataclasses.replace(
+        result,
+        calls_source=calls,
+        sessions=sessions.sort("start_time", "session_id", nulls_last=True),
+        issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
+    )
+
+
+def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
+    """Copilot SESSIONS with the AGENT_SESSIONS columns (its version is ``copilot_version``)."""
+    return conform(
+        sessions.with_columns(
+            pl.lit(COPILOT).alias("agent"),
+            pl.col("copilot_version").alias("agent_version"),
+            pl.lit(None, pl.String).alias("parent_session_id"),
+            pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
+        ),
+        combine(SESSIONS, AGENT_SESSIONS),
+    )
+
+
+def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Copilot calls with the AGENT_CALLS columns: the agent and its version; the usage
+    fields only the other agents' logs state are null."""
+    versions = sessions.select("session_id", "agent_version")
+    return conform(
+        with_nulls(
+            calls.join(versions, on="session_id", how="left").with_columns(
+                pl.lit(COPILOT).alias("agent")
+            ),
+            {c: t for c, t in AGENT_CALLS.items() if c not in ("agent", "agent_version")},
+        ),
+        combine(CALLS, CALL_TOKENS, AGENT_CALLS),
+    )
 
 
 def _decoded(

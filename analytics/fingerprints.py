@@ -36,7 +36,8 @@ def tree_key(found: Found) -> str | None:
     discovered)."""
     if _LAST and _LAST[0][0] is found:
         return _LAST[0][1]
-    inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in found.logs]
+    logs = [*found.logs, *(log for _, log in found.agent_logs)]
+    inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in logs]
     for store in found.stores:
         inputs += [(str(store), None), (f"{store}-wal", None)]
     inputs += [(str(export), None) for export in found.otel]

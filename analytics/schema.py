@@ -140,6 +140,33 @@ CALLS: dict[str, pl.DataType] = {
     "output_tokens": pl.Int64(),
 }
 
+#: What every agent's calls carry beside CALLS + CALL_TOKENS (null for a Copilot call, whose
+#: log states none of it). ``agent`` names the agent that wrote the log (``copilot``,
+#: ``claude-code``, ``codex``); ``cache_write_1h_tokens`` is the part of
+#: ``cache_write_tokens`` written for an hour (null: the log gives no split, and pricing says
+#: which rate it assumed); ``final_usage`` is false where the request never got its final
+#: usage record (its output is a lower bound).
+AGENT_CALLS: dict[str, pl.DataType] = {
+    "agent": pl.String(),
+    "agent_version": pl.String(),
+    "cache_write_1h_tokens": pl.Int64(),
+    "web_search_requests": pl.Int64(),
+    "web_fetch_requests": pl.Int64(),
+    "speed": pl.String(),
+    "service_tier": pl.String(),
+    "final_usage": pl.Boolean(),
+}
+
+#: What every agent's sessions carry beside SESSIONS: the agent, its version
+#: (``copilot_version`` for Copilot), the session a fork was made from, and the calls whose
+#: output is a lower bound.
+AGENT_SESSIONS: dict[str, pl.DataType] = {
+    "agent": pl.String(),
+    "agent_version": pl.String(),
+    "parent_session_id": pl.String(),
+    "calls_without_final_usage": pl.Int64(),
+}
+
 #: One row per session, reconciled with the log's own totals (see ``sessions.py``).
 SESSIONS: dict[str, pl.DataType] = {
     "session_id": pl.String(),

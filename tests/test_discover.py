@@ -147,5 +147,8 @@ def test_default_is_copilot_home(home: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_missing_default_home_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "absent"))
-    with pytest.raises(InputError, match="COPILOT_HOME"):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    with pytest.raises(InputError, match="no agent home found .*COPILOT_HOME"):
         discover([])

@@ -20,7 +20,7 @@ from pathlib import Path
 from analytics.errors import InputError
 
 _EVENTS = "events.jsonl"
-_MAX_DEPTH = 6
+_MAX_DEPTH = 12
 _NOTHING_HERE = (
     "no Copilot session log here (no events.jsonl or <sessionId>.jsonl); name a session "
     "directory, a session-state directory or a Copilot home"
@@ -51,6 +51,9 @@ class Found:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
     #: Files set aside because they are not session logs (``sniff``): (path, what it is).
     not_logs: list[tuple[str, str]] = field(default_factory=list)
+    #: Logs of the other agents (``agent_of``): Claude Code and Codex files, read by
+    #: ``analytics.agents`` rather than the Copilot pipeline. (agent, log) pairs.
+    agent_logs: list[tuple[str, LogFile]] = field(default_factory=list)
 
 
 def copilot_home() -> Path:
@@ -70,7 +73,7 @@ def discover(paths: Sequence[Path]) -> Found:
     resolved parent), so a tree of thousands of sessions costs about one syscall per session.
     """
     walk = _Walk()
-    targets = list(paths) or [_default_target()]
+    targets = list(paths) or default_targets()
     for target in targets:
         if not target.exists():
             raise InputError(
@@ -84,24 +87,36 @@ def discover(paths: Sequence[Path]) -> Found:
         walk.named(target)
         if (len(found.logs), len(found.problems), len(found.not_logs)) == before:
             found.problems.append((str(target), _NOTHING_HERE))
-    if walk.found.not_logs and not walk.found.logs:
+    if walk.found.not_logs and not walk.found.logs and not walk.found.agent_logs:
         path, what = walk.found.not_logs[0]
         more = len(walk.found.not_logs) - 1
         also = f" (and {more} more {_plural(more, 'file')} like it)" if more else ""
         raise InputError(f"{path}: {what}{also}")
     unique = {log.real_path: log for log in walk.found.logs}
     walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
+    others = {log.real_path: (agent, log) for agent, log in walk.found.agent_logs}
+    walk.found.agent_logs[:] = sorted(others.values(), key=lambda pair: str(pair[1].path))
     return walk.found
 
 
-def _default_target() -> Path:
+def default_targets() -> list[Path]:
+    """Every agent home that exists: the Copilot home, each Claude Code ``projects``
+    directory, and a Codex home's ``sessions`` and ``archived_sessions`` (not the home
+    itself, whose ``history.jsonl`` is prompts, not calls)."""
+    from analytics.agents import claude_code, codex
+
     home = copilot_home()
-    if not (home / "session-state").is_dir() and not home.is_dir():
+    targets = [home] if home.is_dir() else []
+    targets += claude_code.homes()
+    targets += [h / d for h in codex.homes() for d in codex.ROLLOUT_DIRS if (h / d).is_dir()]
+    if not targets:
         raise InputError(
-            f"no Copilot home at {home}; set COPILOT_HOME or name a path "
-            "(try: agentcost analyze sample_logs)"
+            f"no agent home found (Copilot: {home}; Claude Code: ~/.claude/projects, "
+            "~/.config/claude/projects or CLAUDE_CONFIG_DIR; Codex: CODEX_HOME or ~/.codex); "
+            "set COPILOT_HOME, CLAUDE_CONFIG_DIR or CODEX_HOME, or name a path (try: agentcost "
+            "analyze sample_logs)"
         )
-    return home
+    return targets
 
 
 class _Walk:
@@ -181,7 +196,14 @@ class _Walk:
         elif what is not None:
             self.found.not_logs.append((str(path), what))
             return
-        self.found.logs.append(LogFile(path, hint, str(real), seen))
+        log = LogFile(path, hint, str(real), seen)
+        agent = agent_of(path) if what is None else COPILOT
+        if agent == COPILOT:
+            self.found.logs.append(log)
+        elif agent is None:
+            self.found.not_logs.append((str(path), _NO_AGENT))
+        else:
+            self.found.agent_logs.append((agent, log))
 
     def _home_of(self, session: Path | str) -> None:
         """A session inside a Copilot home gets that home's token records (``session`` is
@@ -264,6 +286,53 @@ def sniff(path: Path) -> str | None:
     if binary:
         return f"binary data, not a session log (JSON lines); {_NAME_A_LOG}"
     return f"text, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
+
+
+#: The agents whose logs agentcost reads, as the ``agent`` column names them.
+COPILOT, CLAUDE_CODE, CODEX = "copilot", "claude-code", "codex"
+_NO_AGENT = (
+    "JSON lines, but not the session log of an agent agentcost reads (Copilot CLI, Claude "
+    f"Code, Codex CLI); {_NAME_A_LOG}"
+)
+
+
+def agent_of(path: Path) -> str | None:
+    """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
+    (an event with a dotted ``type``), Claude Code or Codex (each agent module's
+    ``recognizes``), else None. A file none of whose first lines decodes is left to the
+    Copilot scanner, which reports each line (a damaged log is a log). A line is read whole
+    up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta`` carries the whole system prompt)."""
+    from analytics.agents import claude_code, codex
+
+    try:
+        with open(path, "rb") as file:
+            lines = [file.readline(_FIRST_LINE_BYTES) for _ in range(_LINES_TRIED)]
+    except OSError:
+        return COPILOT
+    for raw in lines:
+        line = raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x00")
+        if not line.startswith(b"{"):
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, dict):
+            continue
+        kind = value.get("type")
+        if isinstance(kind, str) and "." in kind:
+            return COPILOT
+        if claude_code.recognizes(value):
+            return CLAUDE_CODE
+        if codex.recognizes(value):
+            return CODEX
+        return COPILOT if "data" in value else None
+    return COPILOT
+
+
+#: What ``agent_of`` reads: the first lines of a file, each up to this many bytes.
+_LINES_TRIED = 8
+_FIRST_LINE_BYTES = 4 * 2**20
 
 
 def _capture_line(line: bytes) -> str | None:

@@ -1,0 +1,80 @@
+"""The agents' folded tables in the core's contracts (``analytics.schema``).
+
+A fold (``analytics.agents.fold``) gives each agent's calls, sessions and issues in the
+agent's own terms; the core prices and reports any agent's calls alike, so here they become
+``CALLS + CALL_TOKENS + AGENT_CALLS`` and ``SESSIONS + AGENT_SESSIONS`` rows. Figures only
+Copilot logs carry (shutdown checks, the reconstruction's fit, the nano-AIU bill) are null,
+never 0.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from analytics.agents import AgentTables
+
+#: Token columns a session sums from its calls.
+_SUMMED = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+
+
+def core_tables(tables: AgentTables) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(calls, sessions, issues) of a fold in the core's contracts.
+
+    Every call is ``observed`` (the log states its usage). Calls are ordered per session by
+    time (its sub-agents' calls among its own) and numbered 1.. in that order. A call without
+    its final usage record counts as interrupted (its output is a lower bound). A session's
+    tokens are its calls' sums; a session without calls sent nothing (0).
+    """
+    import polars as pl
+
+    from analytics.schema import (
+        AGENT_CALLS,
+        AGENT_SESSIONS,
+        CALL_TOKENS,
+        CALLS,
+        ISSUES,
+        SESSIONS,
+        combine,
+        conform,
+    )
+
+    call_contract = combine(CALLS, CALL_TOKENS, AGENT_CALLS)
+    ordered = tables.calls.sort("session_id", "start_time", "source_file", "source_line")
+    calls = ordered.with_columns(
+        pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("call_index"),
+    ).with_columns(
+        pl.col("call_index").alias("event_seq"),
+        pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source"),
+        pl.lit(0, pl.Int32).alias("process_index"),
+        pl.col("final_usage").not_().fill_null(False).alias("interrupted"),
+        pl.lit(False).alias("is_byok"),
+    )
+    calls = conform(_padded(calls, call_contract), call_contract)
+    sums = calls.group_by("session_id").agg(
+        pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
+        for c in [*_SUMMED, "reasoning_tokens"]
+    )
+    nothing_sent = pl.col("llm_calls") == 0
+    sessions = tables.sessions.join(sums, on="session_id", how="left").with_columns(
+        pl.lit(1, pl.Int64).alias("processes"),
+        pl.lit(0, pl.Int64).alias("shutdowns"),
+        pl.col("calls_without_final_usage").alias("interrupted_calls"),
+        pl.lit(0, pl.Int64).alias("failed_calls"),
+        pl.lit(0, pl.Int64).alias("rewinds"),
+        pl.lit(False).alias("byok"),
+        (pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds().alias("wall_time_ms"),
+        *(pl.when(nothing_sent).then(0).otherwise(pl.col(c)).alias(c) for c in _SUMMED),
+    )
+    session_contract = combine(SESSIONS, AGENT_SESSIONS)
+    sessions = conform(_padded(sessions, session_contract), session_contract)
+    return calls, sessions, conform(tables.issues, ISSUES)
+
+
+def _padded(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``frame`` with the contract's columns it lacks added as nulls."""
+    from analytics.schema import with_nulls
+
+    return with_nulls(frame, {c: t for c, t in contract.items() if c not in frame.columns})
