@@ -79,22 +79,21 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Read `path` (file `file` of its group) line by line: each line that is a JSON object goes
 /// to `each` with its fields parsed against `schema`; a line that cannot be read is an issue
 /// (bad UTF-8 and NUL bytes are repaired with a warning, a blank line is a warning, a line
-/// that is not JSON or not an object is an error). `each` may add issues of its own. Returns
-/// the number of lines read; a file that cannot be opened or read is an error issue with no
-/// line.
+/// that is not JSON or not an object is an error). Returns the number of lines read and the
+/// issues; a file that cannot be opened or read is an error issue with no line.
 pub fn read_file(
     path: &Path,
     file: usize,
     schema: &Schema,
     fields: &mut Fields,
-    issues: &mut Vec<Issue>,
-    mut each: impl FnMut(&Line<'_>, &mut Vec<Issue>),
-) -> i64 {
+    mut each: impl FnMut(&Line<'_>),
+) -> (i64, Vec<Issue>) {
+    let mut issues = Vec::new();
     let mut reader = match File::open(path) {
         Ok(f) => BufReader::with_capacity(1 << 20, f),
         Err(error) => {
             issues.push(file_issue(file, &error));
-            return 0;
+            return (0, issues);
         }
     };
     let mut buffer = Vec::new();
@@ -147,14 +146,11 @@ pub fn read_file(
             continue;
         }
         match json::parse(line, schema, fields) {
-            Ok(Kind::Object) => each(
-                &Line {
-                    text: line,
-                    number,
-                    fields,
-                },
-                issues,
-            ),
+            Ok(Kind::Object) => each(&Line {
+                text: line,
+                number,
+                fields,
+            }),
             Ok(kind) => note("error", &format!("not a JSON object: {}", kind_name(kind))),
             Err(error) => {
                 let torn = if line.trim_ascii_end().ends_with(b"}") {
@@ -174,7 +170,7 @@ pub fn read_file(
             }
         }
     }
-    number
+    (number, issues)
 }
 
 fn file_issue(file: usize, error: &std::io::Error) -> Issue {
@@ -398,9 +394,10 @@ pub struct Folded {
 
 impl Folded {
     /// Calls ordered by session (in session order), then time, file and line, numbered from
-    /// 1 within their session; each session's call counts and models from its calls.
-    /// Sessions without a line or a call are dropped.
+    /// 1 within their session; each session's call counts and models from its calls; issues
+    /// in file and line order. Sessions without a line are dropped.
     pub fn finish(&mut self) {
+        self.issues.sort_by_key(|i| (i.file, i.line));
         self.sessions.retain(|s| s.lines > 0);
         let order: BTreeMap<String, usize> = self
             .sessions
@@ -746,10 +743,9 @@ mod tests {
         std::fs::write(&path, data).expect("write");
         let schema = Schema::new(&[("a", Shape::Scalar)]);
         let mut fields = Fields::new(&schema);
-        let mut issues = Vec::new();
         let mut seen = Vec::new();
         let node = schema.find("a").expect("a");
-        let lines = read_file(&path, 0, &schema, &mut fields, &mut issues, |line, _| {
+        let (lines, mut issues) = read_file(&path, 0, &schema, &mut fields, |line| {
             seen.push((line.number, line.int(node)));
         });
         assert_eq!(lines, 7);
@@ -769,14 +765,8 @@ mod tests {
         assert!(issues
             .last()
             .is_some_and(|i| i.message.contains("truncated line?")));
-        let missing = read_file(
-            &dir.join("none"),
-            3,
-            &schema,
-            &mut fields,
-            &mut issues,
-            |_, _| {},
-        );
+        let (missing, more) = read_file(&dir.join("none"), 3, &schema, &mut fields, |_| {});
+        issues.extend(more);
         assert_eq!(missing, 0);
         assert!(issues
             .last()

@@ -411,20 +411,10 @@ impl Fold {
             unknown: 0,
             first_unknown: None,
         };
-        let mut issues = std::mem::take(&mut self.out.issues);
-        calls::read_file(
-            path,
-            index,
-            schema,
-            &mut fields,
-            &mut issues,
-            |line, issues| {
-                std::mem::swap(issues, &mut self.out.issues);
-                self.line(line, &mut state);
-                std::mem::swap(issues, &mut self.out.issues);
-            },
-        );
-        self.out.issues = issues;
+        let (_, issues) = calls::read_file(path, index, schema, &mut fields, |line| {
+            self.line(line, &mut state);
+        });
+        self.out.issues.extend(issues);
         self.end_file(state);
     }
 
@@ -975,11 +965,11 @@ mod tests {
                 (Some(2), "error"),
                 (Some(3), "warning"),
                 (Some(4), "error"),
-                (Some(7), "warning"),
                 (Some(5), "warning"),
+                (Some(7), "warning"),
             ]
         );
-        assert!(folded.issues[4]
+        assert!(folded.issues[3]
             .message
             .starts_with("2 line(s) of unknown type"));
         assert_eq!(folded.sessions[0].unknown_lines, 2);

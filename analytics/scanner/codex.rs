@@ -360,20 +360,10 @@ impl Fold {
         let hint = hint_of(path);
         let mut current: Option<Current> = None;
         let mut unknown: (i64, Option<(i64, String)>) = (0, None);
-        let mut issues = std::mem::take(&mut self.out.issues);
-        calls::read_file(
-            path,
-            file,
-            schema,
-            &mut line_fields,
-            &mut issues,
-            |line, issues| {
-                std::mem::swap(issues, &mut self.out.issues);
-                self.line(line, file, &hint, &mut current, &mut unknown);
-                std::mem::swap(issues, &mut self.out.issues);
-            },
-        );
-        self.out.issues = issues;
+        let (_, issues) = calls::read_file(path, file, schema, &mut line_fields, |line| {
+            self.line(line, file, &hint, &mut current, &mut unknown);
+        });
+        self.out.issues.extend(issues);
         if let (count, Some((line, kind))) = unknown {
             let message =
                 format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
