@@ -1017,6 +1017,9 @@ mod tests {
             let copied = base[..=cut % base.len()].to_vec();
             let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&base)), ("p/s2.jsonl", lines(&copied))]));
             prop_assert_eq!(&got, &expected);
+            // ... whichever file comes first
+            let got = figures(&fold_texts(&[("p/s2.jsonl", lines(&copied)), ("p/s1.jsonl", lines(&base))]));
+            prop_assert_eq!(&got, &expected);
             // the same requests streamed over more partial lines
             let longer: Vec<_> = requests.iter().map(|&(s, o, f)| (s + extra, o, f)).collect();
             let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&session_lines(&longer)))]));

@@ -1036,6 +1036,8 @@ mod tests {
             let copied = base[..=cut % base.len()].to_vec();
             let got = figures(&fold_texts(&[("a.jsonl", text(&base)), ("b.jsonl", text(&copied))]));
             prop_assert_eq!(&got, &expected);
+            let got = figures(&fold_texts(&[("b.jsonl", text(&copied)), ("a.jsonl", text(&base))]));
+            prop_assert_eq!(&got, &expected);
             // a fork: the child's figures are its own requests alone
             let upto = 2 + fork_at % (base.len() - 1);
             let mut child = vec![meta("c", "2026-05-01T11:00:00.000Z", r#","forked_from_id":"s1""#)];
