@@ -27,14 +27,14 @@ from analytics.pricing import nano_aiu_usd
 from analytics.schema import MONEY
 
 Period = Literal["day", "week", "month"]
-Breakdown = Literal["model", "project", "session"]
+Breakdown = Literal["agent", "model", "project", "session"]
 
 #: Token columns summed per period, in display order.
 TOKEN_COLUMNS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"]
 
 _LABEL = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m"}
 _TRUNCATE = {"day": "1d", "week": "1w", "month": "1mo"}
-_KEY = {"model": "model", "project": "project", "session": "session_id"}
+_KEY = {"agent": "agent", "model": "model", "project": "project", "session": "session_id"}
 
 
 @dataclass(frozen=True)
