@@ -5,8 +5,8 @@ the last window closed. Users of ccusage know the windows as blocks, laid out th
 documented rule, followed here so that the two tools' blocks line up):
 
 - a block opens at the hour (UTC) of its first call and lasts ``BLOCK`` (5 hours);
-- a call at or after the block's end, or more than ``BLOCK`` after the previous call, opens
-  the next block; the time between two blocks with no call is a gap, not a block;
+- a call at or after the block's end opens the next block (a pause longer than ``BLOCK``
+  always does); the time between two blocks with no call is a gap, not a block;
 - the active block is the one whose end is still ahead and whose last call is less than
   ``BLOCK`` ago.
 
@@ -19,7 +19,6 @@ so in their names (``projected_*``).
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -118,18 +117,16 @@ def burn(block: dict[str, object], now: datetime) -> Burn:
 
 def _block_starts(times: pl.Series) -> list[datetime]:
     """Each call's block start (``times`` sorted). A loop over blocks, not calls: each block
-    takes at once every call before its end that no longer gap separates from its first."""
+    takes at once every call before its end. (A pause longer than a block always reaches
+    past the block's end, so it needs no rule of its own.)"""
     values = times.to_list()
-    gaps = (times.diff() > BLOCK).fill_null(False).arg_true().to_list()
     starts: list[datetime] = []
     index = 0
     while index < len(values):
         start = values[index].replace(minute=0, second=0, microsecond=0)
         stop = int(times.search_sorted(start + BLOCK, side="left"))
-        after = bisect.bisect_right(gaps, index)
-        cut = min(stop, gaps[after]) if after < len(gaps) else stop
-        starts.extend([start] * (cut - index))
-        index = cut
+        starts.extend([start] * (stop - index))
+        index = stop
     return starts
 
 

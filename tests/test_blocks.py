@@ -45,7 +45,7 @@ def test_a_block_opens_at_the_hour_of_its_first_call_and_lasts_five_hours() -> N
     assert blocks["block_end"][0] == datetime(2026, 8, 3, 14, 0, tzinfo=UTC)
 
 
-def test_a_gap_longer_than_a_block_closes_it_early() -> None:
+def test_the_hours_between_two_blocks_are_no_block() -> None:
     # 09:40, 09:50, then 16:00: past the first block's end, so a new block at 16:00 (the
     # hours between are a gap, not a block)
     blocks = usage_blocks(calls(0, 10, 380), now=T0 + timedelta(days=2))
