@@ -87,3 +87,9 @@ def fold_codex(groups: Sequence[Sequence[str]]) -> tuple[ArrowTable, ArrowTable,
 
 def fold_columns() -> tuple[list[str], list[str], list[str]]:
     """The column names of the folds' calls, sessions and issues tables."""
+
+def fold_copilot(
+    events: object, metrics: object
+) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
+    """Fold ordered Copilot events and placed model metrics (Arrow stream capsules): calls,
+    sessions, orphan-end issues, session issues."""

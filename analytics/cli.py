@@ -158,10 +158,15 @@ def _fail(error: AgentcostError) -> NoReturn:
 
 
 def _err(text: str) -> None:
-    """A line (or lines) on stderr. On a terminal, words are wrapped at its width, so no
-    line is longer than the screen; elsewhere (a pipe, a file, a test) each note stays one
-    line, for scripts to read."""
-    if sys.stderr.isatty():
+    """A note (or several lines) on stderr, through ``_say``."""
+    _say(text, err=True)
+
+
+def _say(text: str, *, err: bool = False) -> None:
+    """A line (or lines) of words on stdout or stderr. On a terminal, they are wrapped at
+    its width, so no line is longer than the screen; elsewhere (a pipe, a file, a test)
+    each line stays whole, for scripts to read."""
+    if (sys.stderr if err else sys.stdout).isatty():
         import shutil
         import textwrap
 
@@ -170,7 +175,7 @@ def _err(text: str) -> None:
             textwrap.fill(line, width, break_on_hyphens=False) if len(line) > width else line
             for line in text.splitlines()
         )
-    typer.echo(text, err=True)
+    typer.echo(text, err=err)
 
 
 def _error_line(error: AgentcostError) -> str:
@@ -816,7 +821,7 @@ def capture_to_log(
 
     try:
         written = write_capture_tree(out, read_capture(capture))
-        typer.echo(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
+        _say(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
     except AgentcostError as error:
         _fail(error)
 
@@ -860,6 +865,7 @@ def simulate(
 ) -> None:
     """Write simulated Copilot CLI session logs with exact per-call ground truth."""
     from analytics import simulate as sim
+    from analytics.text_table import counted
 
     try:
         params = sim.SimulationParams(
@@ -879,8 +885,9 @@ def simulate(
     except AgentcostError as error:
         _fail(error)
     megabytes = summary.bytes_written / 1e6
-    typer.echo(
-        f"wrote {summary.sessions} sessions, {summary.llm_calls} LLM calls, {megabytes:.1f} MB "
+    _say(
+        f"wrote {counted(summary.sessions, 'session')}, {counted(summary.llm_calls, 'LLM call')}, "
+        f"{megabytes:.1f} MB "
         f"to {out} in {summary.seconds:.1f} s ({megabytes / max(summary.seconds, 1e-9):.0f} MB/s)"
     )
 
@@ -1214,19 +1221,45 @@ def export(
     strict: StrictOpt = False,
     show_issues: ShowIssuesOpt = False,
 ) -> None:
-    """Write events, calls, sessions, priced calls and issues as Parquet partitioned by day."""
-    from analytics.export import export_tables, write_export
+    """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
+    UTC day): idempotent, one file per session, safe beside other people's exports."""
+    from analytics.dataset import Who, check_target, resolve_user, this_host
+    from analytics.export import export_analysis
+    from analytics.sources.discover import default_targets
 
     try:
+        check_target(directory)
         result, priced_calls, priced_sessions = _priced(
             ctx, paths, rates, model_map, keep_events=False
         )
-        tables = export_tables(  # events a group of sessions at a time: flat memory
-            result.event_groups(), result.calls, priced_sessions, priced_calls, result.issues
+        inputs = [str(path.resolve()) for path in (paths or default_targets())]
+        who = Who(resolve_user(user), this_host())
+        changes = export_analysis(
+            directory, result, priced_calls, priced_sessions, who, inputs, plan=plan
         )
-        written = write_export(directory, tables, rates)
-        _err(f"agentcost: wrote {len(written)} files to {directory}")
+        if plan:
+            for kind, paths_changed in (
+                ("add", changes.added),
+                ("replace", changes.replaced),
+                ("remove", changes.removed),
+            ):
+                for path in paths_changed:
+                    print(f"{kind} {path}")
+        verb = "would change" if plan else "wrote"
+        _err(f"agentcost: {verb} {directory}: {changes.summary()}")
         _report_issues(result, strict, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+) -> None:
+    """Run the engine inside Spark over many people's logs and write the team dataset
+    (needs the spark extra: pip install 'agentcost[spark]')."""
+    from analytics.spark import run
+
+    try:
+        changes = run([str(path) for path in paths], output, rates=rates, master=master)
+        _err(f"agentcost: wrote {output}: {changes}")
     except AgentcostError as error:
         _fail(error)
 
@@ -1250,6 +1283,8 @@ def rates_learn(
     try:
         result = _load(ctx, paths, keep_events=False)
         text = learned_toml(result.log_prices)
+        if output is None and sys.stdout.isatty():  # the same table, read on a screen
+            text = folded_toml(text, _layout(wide=False).width or len(text))
         _emit(Format.table, output, result.log_prices, lambda: text, lambda _: text)
         _report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
@@ -1268,6 +1303,30 @@ def _one_line_summaries(group: typer.Typer) -> None:
 
 for _group in (app, budget_app, rates_app):
     _one_line_summaries(_group)
+
+
+def folded_toml(text: str, width: int) -> str:
+    """TOML ``text`` with each line of ``key = "string"`` longer than ``width`` written as a
+    multi-line string whose lines end in ``\\`` (TOML drops that backslash, the line break
+    and the next line's indent): the same value, in lines no longer than ``width``. Lines
+    are broken after a blank only (TOML would also drop a blank that began a line)."""
+    import re
+
+    lines = []
+    for line in text.splitlines():
+        found = re.fullmatch(r'(\s*[\w."-]+ = )"(.*)"', line)
+        if len(line) <= width or not found:
+            lines.append(line)
+            continue
+        lines.append(f'{found.group(1)}"""\\')
+        piece = ""
+        for word in re.findall(r"\S+\s*|\s+", found.group(2)):
+            if piece and len(piece) + len(word) + 3 > width:
+                lines.append(f"  {piece}\\")
+                piece = ""
+            piece += word
+        lines.append(f'  {piece}"""')
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
 
 def main() -> NoReturn:

@@ -275,3 +275,185 @@ fn folds_survive_damaged_input_for_a_stated_time() {
     );
     assert!(groups > 0);
 }
+
+/// Words the Copilot fold's rules name, and a few it does not.
+const KINDS: &[&str] = &[
+    "session.start",
+    "session.resume",
+    "session.model_change",
+    "session.shutdown",
+    "session.usage_checkpoint",
+    "session.usage_record",
+    "session.error",
+    "session.task_complete",
+    "session.compaction_start",
+    "session.compaction_complete",
+    "abort",
+    "user.message",
+    "assistant.turn_start",
+    "assistant.turn_end",
+    "assistant.message",
+    "assistant.usage",
+    "tool.execution_start",
+    "tool.execution_complete",
+    "subagent.started",
+    "subagent.completed",
+    "other",
+];
+const WORDS: &[&str] = &[
+    "a",
+    "b",
+    "m1",
+    "auto",
+    "sub-agent",
+    "rewind",
+    "error",
+    "conversation-subagent",
+    "1.0.66",
+    "99999999999999999999.9.9",
+    "80",
+    "2.31",
+    "-1e999999",
+    "1e30",
+    ".",
+    "",
+];
+
+/// One generated event: kind, 23 optional words, 12 optional numbers, 2 optional flags.
+type Raw = (
+    usize,
+    Vec<Option<usize>>,
+    Vec<Option<i64>>,
+    [Option<bool>; 2],
+);
+
+fn raw_event() -> impl Strategy<Value = Raw> {
+    let number = prop_oneof![
+        Just(None),
+        (-3i64..5_000).prop_map(Some),
+        any::<i64>().prop_map(Some),
+        Just(Some(i64::MIN)),
+        Just(Some(i64::MAX)),
+    ];
+    (
+        0..KINDS.len(),
+        proptest::collection::vec(proptest::option::of(0..WORDS.len()), 23),
+        proptest::collection::vec(number, 12),
+        [
+            proptest::option::of(any::<bool>()),
+            proptest::option::of(any::<bool>()),
+        ],
+    )
+}
+
+#[test]
+fn copilot_fold_survives_any_events_for_a_stated_time() {
+    use _scanner::copilot_fold::{fold_session, Event, Metric};
+    let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let started = Instant::now();
+    let mut sessions = 0u64;
+    let mut runner = TestRunner::new(Config {
+        cases: u32::MAX,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        proptest::collection::vec(raw_event(), 0..60),
+        proptest::collection::vec(
+            (
+                0usize..60,
+                proptest::option::of(0..WORDS.len()),
+                any::<i64>(),
+            ),
+            0..4,
+        ),
+    );
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let (raw, raw_metrics) = strategy.new_tree(&mut runner).expect("an input").current();
+        let word = |w: &Vec<Option<usize>>, k: usize| {
+            w.get(k)
+                .copied()
+                .flatten()
+                .and_then(|i| WORDS.get(i).copied())
+        };
+        let events: Vec<Event> = raw
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, w, n, f))| {
+                let n = |k: usize| n.get(k).copied().flatten();
+                Event {
+                    file: if i % 7 == 3 { "f2" } else { "f1" },
+                    line: i64::try_from(i).unwrap_or(0) + 1,
+                    seq: n(11)
+                        .filter(|_| i % 5 == 0)
+                        .unwrap_or(i64::try_from(i).unwrap_or(0)),
+                    process: i32::try_from(n(0).unwrap_or(0).rem_euclid(3)).unwrap_or(0),
+                    kind: KINDS.get(*kind).copied().unwrap_or("other"),
+                    timestamp: n(1),
+                    agent_id: word(w, 0),
+                    parent_tool_call_id: word(w, 1),
+                    turn_id: word(w, 2),
+                    interaction_id: word(w, 3),
+                    model: word(w, 4),
+                    api_call_id: word(w, 5),
+                    tool_call_id: word(w, 6),
+                    tool_name: word(w, 7),
+                    output_tokens: n(2),
+                    is_autopilot: f[0],
+                    initiator: word(w, 8),
+                    text: word(w, 9),
+                    duration_ms: n(3),
+                    interaction_type: word(w, 10),
+                    usage_id: word(w, 11),
+                    cwd: word(w, 12),
+                    repository: word(w, 13),
+                    copilot_version: word(w, 14),
+                    status_detail: word(w, 15),
+                    total_nano_aiu: word(w, 16),
+                    total_premium_requests: word(w, 17),
+                    total_api_duration_ms: n(4),
+                    info_type: word(w, 18),
+                    is_byok: f[1],
+                    nano_aiu: word(w, 19),
+                    input_tokens: n(5),
+                    cache_read_tokens: n(6),
+                    cache_write_tokens: n(7),
+                    reasoning_tokens: n(8),
+                    events_file_size_bytes: n(9),
+                    byte_offset: n(10),
+                }
+            })
+            .collect();
+        let metrics: Vec<Metric> = raw_metrics
+            .iter()
+            .map(|(line, model, n)| Metric {
+                file: "f1",
+                line: i64::try_from(*line).unwrap_or(0),
+                model: model.and_then(|i| WORDS.get(i).copied()),
+                requests: Some(*n),
+                tokens: [Some(*n), None, Some(n.wrapping_neg()), Some(1), None],
+            })
+            .collect();
+        let began = Instant::now();
+        let folded = std::panic::catch_unwind(|| fold_session(&events, &metrics))
+            .unwrap_or_else(|_| panic!("the Copilot fold panicked on {raw:?} {raw_metrics:?}"));
+        assert!(began.elapsed() < Duration::from_secs(5), "hang on {raw:?}");
+        let s = &folded.session;
+        assert_eq!(
+            s.llm_calls,
+            s.main_calls + s.subagent_calls + s.compaction_calls
+        );
+        for (i, call) in folded.calls.iter().enumerate() {
+            assert_eq!(call.index, i64::try_from(i).unwrap_or(0) + 1);
+        }
+        sessions += 1;
+    }
+    println!(
+        "copilot fold fuzz: {sessions} sessions in {:.1} s, no panic",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(sessions > 0);
+}

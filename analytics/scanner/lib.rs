@@ -6,13 +6,15 @@
 //! hands the columns to polars through the Arrow C data interface. `solve` is a small
 //! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
 //! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
-//! CLI logs into agent-agnostic calls, sessions and issues (one call per API request).
+//! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
+//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row.
 
 pub mod calls;
 pub mod claude;
 pub mod codex;
 pub mod compact;
 pub mod copilot;
+pub mod copilot_fold;
 pub mod format;
 pub mod json;
 pub mod scan;

@@ -549,5 +549,616 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_claude_code, module)?)?;
     module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(fold_copilot, module)?)?;
     Ok(())
+}
+
+/// A string column read from polars (views, or offsets of either width).
+enum Strs<'a> {
+    View(&'a StringViewArray),
+    Small(&'a arrow_array::StringArray),
+    Large(&'a arrow_array::LargeStringArray),
+    Null,
+}
+
+impl<'a> Strs<'a> {
+    fn of(array: &'a dyn Array) -> Strs<'a> {
+        let any = array.as_any();
+        if let Some(a) = any.downcast_ref::<StringViewArray>() {
+            Strs::View(a)
+        } else if let Some(a) = any.downcast_ref::<arrow_array::StringArray>() {
+            Strs::Small(a)
+        } else if let Some(a) = any.downcast_ref::<arrow_array::LargeStringArray>() {
+            Strs::Large(a)
+        } else {
+            Strs::Null
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&'a str> {
+        match self {
+            Strs::View(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Strs::Small(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Strs::Large(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Strs::Null => None,
+        }
+    }
+}
+
+/// A whole-number column read from polars (Int64, Int32 or UTC-millisecond timestamps).
+enum Ints<'a> {
+    I64(&'a Int64Array),
+    I32(&'a Int32Array),
+    Time(&'a TimestampMillisecondArray),
+    Null,
+}
+
+impl<'a> Ints<'a> {
+    fn of(array: &'a dyn Array) -> Ints<'a> {
+        let any = array.as_any();
+        if let Some(a) = any.downcast_ref::<Int64Array>() {
+            Ints::I64(a)
+        } else if let Some(a) = any.downcast_ref::<Int32Array>() {
+            Ints::I32(a)
+        } else if let Some(a) = any.downcast_ref::<TimestampMillisecondArray>() {
+            Ints::Time(a)
+        } else {
+            Ints::Null
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            Ints::I64(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Ints::I32(a) => (i < a.len() && a.is_valid(i)).then(|| i64::from(a.value(i))),
+            Ints::Time(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Ints::Null => None,
+        }
+    }
+}
+
+fn flags(array: &dyn Array) -> Option<&BooleanArray> {
+    array.as_any().downcast_ref::<BooleanArray>()
+}
+
+fn flag(array: Option<&BooleanArray>, i: usize) -> Option<bool> {
+    array.and_then(|a| (i < a.len() && a.is_valid(i)).then(|| a.value(i)))
+}
+
+/// The columns of a frame passed in through the Arrow PyCapsule stream protocol
+/// (`frame.__arrow_c_stream__()`), as one record batch (the caller rechunks).
+fn read_frame(capsule: &Bound<'_, PyCapsule>) -> PyResult<arrow_array::RecordBatch> {
+    use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+    use arrow_array::RecordBatchReader;
+    let pointer = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+    // SAFETY: the capsule holds an FFI_ArrowArrayStream (its name says so, by the protocol);
+    // `from_raw` moves the stream out and leaves a released one for the capsule to drop.
+    let stream = unsafe { FFI_ArrowArrayStream::from_raw(pointer.as_ptr().cast()) };
+    let reader = RecordBatchStreamReader::try_new(stream).map_err(to_py)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<Result<Vec<_>, _>>().map_err(to_py)?;
+    match batches.len() {
+        0 => Ok(arrow_array::RecordBatch::new_empty(schema)),
+        1 => Ok(batches
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| arrow_array::RecordBatch::new_empty(Arc::clone(&schema)))),
+        _ => Err(PyValueError::new_err(
+            "expected one chunk (rechunk the frame)",
+        )),
+    }
+}
+
+/// A column of a record batch by name (an absent column reads as null).
+fn column<'a>(batch: &'a arrow_array::RecordBatch, name: &str) -> &'a dyn Array {
+    static EMPTY: OnceLock<ArrayRef> = OnceLock::new();
+    batch
+        .column_by_name(name)
+        .map(|a| a.as_ref())
+        .unwrap_or_else(|| {
+            EMPTY
+                .get_or_init(|| new_null_array(&DataType::Null, 0))
+                .as_ref()
+        })
+}
+
+/// The EVENTS columns the Copilot fold reads.
+struct EventColumns<'a> {
+    s: [Strs<'a>; 23],
+    n: [Ints<'a>; 14],
+    autopilot: Option<&'a BooleanArray>,
+    byok: Option<&'a BooleanArray>,
+}
+
+const FOLD_STRS: [&str; 23] = [
+    "source_file",
+    "session_id",
+    "event_type",
+    "agent_id",
+    "parent_tool_call_id",
+    "turn_id",
+    "interaction_id",
+    "model",
+    "api_call_id",
+    "tool_call_id",
+    "tool_name",
+    "initiator",
+    "text",
+    "interaction_type",
+    "usage_id",
+    "cwd",
+    "repository",
+    "copilot_version",
+    "status_detail",
+    "total_nano_aiu",
+    "total_premium_requests",
+    "info_type",
+    "nano_aiu",
+];
+const FOLD_INTS: [&str; 14] = [
+    "source_line",
+    "event_seq",
+    "process_index",
+    "timestamp",
+    "output_tokens",
+    "duration_ms",
+    "total_api_duration_ms",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "events_file_size_bytes",
+    "byte_offset",
+    "content_bytes",
+];
+
+impl<'a> EventColumns<'a> {
+    fn of(batch: &'a arrow_array::RecordBatch) -> EventColumns<'a> {
+        EventColumns {
+            s: FOLD_STRS.map(|name| Strs::of(column(batch, name))),
+            n: FOLD_INTS.map(|name| Ints::of(column(batch, name))),
+            autopilot: flags(column(batch, "is_autopilot")),
+            byok: flags(column(batch, "is_byok")),
+        }
+    }
+
+    fn event(&self, i: usize) -> crate::copilot_fold::Event<'a> {
+        let s = |k: usize| self.s.get(k).and_then(|c| c.get(i));
+        let n = |k: usize| self.n.get(k).and_then(|c| c.get(i));
+        crate::copilot_fold::Event {
+            file: s(0).unwrap_or(""),
+            kind: s(2).unwrap_or(""),
+            agent_id: s(3),
+            parent_tool_call_id: s(4),
+            turn_id: s(5),
+            interaction_id: s(6),
+            model: s(7),
+            api_call_id: s(8),
+            tool_call_id: s(9),
+            tool_name: s(10),
+            initiator: s(11),
+            text: s(12),
+            interaction_type: s(13),
+            usage_id: s(14),
+            cwd: s(15),
+            repository: s(16),
+            copilot_version: s(17),
+            status_detail: s(18),
+            total_nano_aiu: s(19),
+            total_premium_requests: s(20),
+            info_type: s(21),
+            nano_aiu: s(22),
+            line: n(0).unwrap_or(0),
+            seq: n(1).unwrap_or(0),
+            process: n(2).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
+            timestamp: n(3),
+            output_tokens: n(4),
+            duration_ms: n(5),
+            total_api_duration_ms: n(6),
+            input_tokens: n(7),
+            cache_read_tokens: n(8),
+            cache_write_tokens: n(9),
+            reasoning_tokens: n(10),
+            events_file_size_bytes: n(11),
+            byte_offset: n(12),
+            is_autopilot: flag(self.autopilot, i),
+            is_byok: flag(self.byok, i),
+        }
+    }
+}
+
+/// Row indexes of each session, sessions in id order.
+fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
+    let mut at: std::collections::HashMap<&'a str, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<(&'a str, Vec<usize>)> = Vec::new();
+    for i in 0..rows {
+        let id = ids.get(i).unwrap_or("");
+        let slot = *at.entry(id).or_insert_with(|| {
+            groups.push((id, Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, rows)) = groups.get_mut(slot) {
+            rows.push(i);
+        }
+    }
+    groups.sort_by(|a, b| a.0.cmp(b.0));
+    groups
+}
+
+/// One session's metrics rows: (file, line, model, requests, tokens) by session id.
+fn metric_rows<'a>(
+    batch: &'a arrow_array::RecordBatch,
+) -> std::collections::HashMap<&'a str, Vec<crate::copilot_fold::Metric<'a>>> {
+    let s = |name: &str| Strs::of(column(batch, name));
+    let n = |name: &str| Ints::of(column(batch, name));
+    let (file, session, model) = (s("source_file"), s("session_id"), s("model"));
+    let (line, requests) = (n("source_line"), n("requests_count"));
+    let tokens = [
+        n("input_tokens"),
+        n("output_tokens"),
+        n("cache_read_tokens"),
+        n("cache_write_tokens"),
+        n("reasoning_tokens"),
+    ];
+    let mut out: std::collections::HashMap<&'a str, Vec<crate::copilot_fold::Metric<'a>>> =
+        std::collections::HashMap::new();
+    for i in 0..batch.num_rows() {
+        out.entry(session.get(i).unwrap_or(""))
+            .or_default()
+            .push(crate::copilot_fold::Metric {
+                file: file.get(i).unwrap_or(""),
+                line: line.get(i).unwrap_or(0),
+                model: model.get(i),
+                requests: requests.get(i),
+                tokens: [0, 1, 2, 3, 4].map(|k| tokens.get(k).and_then(|c| c.get(i))),
+            });
+    }
+    out
+}
+
+fn text_array<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    Arc::new(values.collect::<StringViewArray>())
+}
+
+fn int_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
+    Arc::new(values.collect::<Int64Array>())
+}
+
+fn time_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
+    Arc::new(
+        values
+            .collect::<TimestampMillisecondArray>()
+            .with_timezone("UTC"),
+    )
+}
+
+fn bool_array(values: impl Iterator<Item = Option<bool>>) -> ArrayRef {
+    Arc::new(values.collect::<BooleanArray>())
+}
+
+fn table(columns: Vec<(&'static str, ArrayRef)>, rows: usize) -> ArrowTable {
+    let (names, arrays) = columns.into_iter().unzip();
+    ArrowTable {
+        names,
+        arrays,
+        rows,
+    }
+}
+
+/// A list-of-strings column (null where a row has None).
+fn string_lists<'a>(lists: impl Iterator<Item = Option<Vec<&'a str>>>) -> ArrayRef {
+    let mut builder = ListBuilder::new(StringBuilder::new());
+    for list in lists {
+        match list {
+            Some(items) => {
+                for item in items {
+                    builder.values().append_value(item);
+                }
+                builder.append(true);
+            }
+            None => builder.append(false),
+        }
+    }
+    Arc::new(builder.finish())
+}
+
+/// The tool calls column: a list of {tool, calls} per row (null where a row has None).
+fn tool_lists(lists: &[Option<&Vec<(&str, i64)>>]) -> Result<ArrayRef, ArrowError> {
+    use arrow_array::{ListArray, StructArray};
+    use arrow_buffer::OffsetBuffer;
+    use arrow_schema::{Field, Fields};
+    let mut offsets = vec![0i32];
+    let (mut tools, mut counts) = (Vec::new(), Vec::new());
+    for list in lists {
+        for (tool, n) in list.map(|l| l.as_slice()).unwrap_or(&[]) {
+            tools.push(Some(*tool));
+            counts.push(Some(*n));
+        }
+        offsets.push(
+            i32::try_from(tools.len())
+                .map_err(|_| ArrowError::ComputeError("too many tool rows".into()))?,
+        );
+    }
+    let fields = Fields::from(vec![
+        Field::new("tool", DataType::Utf8View, true),
+        Field::new("calls", DataType::Int64, true),
+    ]);
+    let values = StructArray::try_new(
+        fields.clone(),
+        vec![text_array(tools.into_iter()), int_array(counts.into_iter())],
+        None,
+    )?;
+    let item = Arc::new(Field::new("item", DataType::Struct(fields), true));
+    let valid = nulls(lists.iter().map(Option::is_some).collect());
+    Ok(Arc::new(ListArray::try_new(
+        item,
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Arc::new(values),
+        valid,
+    )?))
+}
+
+/// Calls, sessions, call issues (orphan ends) and session issues (gaps, then rewinds).
+type CopilotTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
+
+/// Fold ordered Copilot EVENTS (without repeated lines) and their placed MODEL_METRICS, each
+/// a polars frame of one chunk passed as an Arrow stream capsule, one session at a time (in
+/// parallel, the GIL released). Returns the CALLS rows (before tokens), the SESSIONS rows
+/// (before tokens and fit), the orphan-end issues and the sessions' issues.
+#[pyfunction]
+fn fold_copilot(
+    py: Python<'_>,
+    events: Bound<'_, PyCapsule>,
+    metrics: Bound<'_, PyCapsule>,
+) -> PyResult<CopilotTables> {
+    use crate::copilot_fold::{fold_session, SessionFold};
+    let events = read_frame(&events)?;
+    let metrics = read_frame(&metrics)?;
+    py.detach(|| {
+        let columns = EventColumns::of(&events);
+        let ids = Strs::of(column(&events, "session_id"));
+        let sessions = by_session(&ids, events.num_rows());
+        let placed = metric_rows(&metrics);
+        let folded: Vec<(&str, Option<SessionFold>, &str)> = sessions
+            .par_iter()
+            .map(|(id, rows)| {
+                let list: Vec<_> = rows.iter().map(|&i| columns.event(i)).collect();
+                let first = list.first().map_or("", |e| e.file);
+                let mine = placed.get(id).map_or(&[][..], Vec::as_slice);
+                let fold = catch_unwind(AssertUnwindSafe(|| fold_session(&list, mine))).ok();
+                (*id, fold, first)
+            })
+            .collect();
+        copilot_tables(&folded).map_err(to_py)
+    })
+}
+
+fn copilot_tables(
+    folded: &[(&str, Option<crate::copilot_fold::SessionFold<'_>>, &str)],
+) -> Result<CopilotTables, ArrowError> {
+    let calls: Vec<(&str, &crate::copilot_fold::CallRow)> = folded
+        .iter()
+        .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, f)))
+        .flat_map(|(id, f)| f.calls.iter().map(move |c| (id, c)))
+        .collect();
+    let each = || calls.iter().map(|(id, c)| (*id, *c));
+    let call_table = table(
+        vec![
+            ("source_file", text_array(each().map(|(_, c)| Some(c.file)))),
+            ("source_line", int_array(each().map(|(_, c)| Some(c.line)))),
+            ("session_id", text_array(each().map(|(id, _)| Some(id)))),
+            ("event_seq", int_array(each().map(|(_, c)| Some(c.seq)))),
+            ("call_index", int_array(each().map(|(_, c)| Some(c.index)))),
+            ("kind", text_array(each().map(|(_, c)| Some(c.kind)))),
+            ("model", text_array(each().map(|(_, c)| c.model))),
+            (
+                "model_source",
+                text_array(each().map(|(_, c)| c.model_source)),
+            ),
+            ("agent_id", text_array(each().map(|(_, c)| c.agent_id))),
+            ("agent_name", text_array(each().map(|(_, c)| c.agent_name))),
+            (
+                "parent_tool_call_id",
+                text_array(each().map(|(_, c)| c.parent_tool_call_id)),
+            ),
+            (
+                "interaction_id",
+                text_array(each().map(|(_, c)| c.interaction_id)),
+            ),
+            (
+                "process_index",
+                Arc::new(each().map(|(_, c)| Some(c.process)).collect::<Int32Array>()),
+            ),
+            ("start_time", time_array(each().map(|(_, c)| c.start_time))),
+            ("end_time", time_array(each().map(|(_, c)| c.end_time))),
+            (
+                "interrupted",
+                bool_array(each().map(|(_, c)| Some(c.interrupted))),
+            ),
+            (
+                "user_initiated",
+                bool_array(each().map(|(_, c)| Some(c.user_initiated))),
+            ),
+            (
+                "output_tokens",
+                int_array(each().map(|(_, c)| c.output_tokens)),
+            ),
+        ],
+        calls.len(),
+    );
+    // Sessions by start time (unknown first), then id.
+    let mut rows: Vec<(&str, &crate::copilot_fold::SessionRow)> = folded
+        .iter()
+        .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, &f.session)))
+        .collect();
+    rows.sort_by(|a, b| (a.1.start_time, a.0).cmp(&(b.1.start_time, b.0)));
+    let each = || rows.iter().map(|(id, s)| (*id, *s));
+    let logged = |k: usize| int_array(each().map(move |(_, s)| s.logged.get(k).copied().flatten()));
+    let tools: Vec<Option<&Vec<(&str, i64)>>> =
+        each().map(|(_, s)| s.tool_calls.as_ref()).collect();
+    let session_table = table(
+        vec![
+            ("session_id", text_array(each().map(|(id, _)| Some(id)))),
+            (
+                "source_files",
+                string_lists(each().map(|(_, s)| Some(s.files.clone()))),
+            ),
+            ("start_time", time_array(each().map(|(_, s)| s.start_time))),
+            ("end_time", time_array(each().map(|(_, s)| s.end_time))),
+            ("cwd", text_array(each().map(|(_, s)| s.cwd))),
+            ("repository", text_array(each().map(|(_, s)| s.repository))),
+            (
+                "copilot_version",
+                text_array(each().map(|(_, s)| s.copilot_version)),
+            ),
+            (
+                "models",
+                string_lists(each().map(|(_, s)| s.models.clone())),
+            ),
+            (
+                "processes",
+                int_array(each().map(|(_, s)| Some(s.processes))),
+            ),
+            (
+                "shutdowns",
+                int_array(each().map(|(_, s)| Some(s.shutdowns))),
+            ),
+            (
+                "shutdown_mode",
+                text_array(each().map(|(_, s)| s.shutdown_mode)),
+            ),
+            (
+                "llm_calls",
+                int_array(each().map(|(_, s)| Some(s.llm_calls))),
+            ),
+            (
+                "main_calls",
+                int_array(each().map(|(_, s)| Some(s.main_calls))),
+            ),
+            (
+                "subagent_calls",
+                int_array(each().map(|(_, s)| Some(s.subagent_calls))),
+            ),
+            (
+                "compaction_calls",
+                int_array(each().map(|(_, s)| Some(s.compaction_calls))),
+            ),
+            (
+                "interrupted_calls",
+                int_array(each().map(|(_, s)| Some(s.interrupted_calls))),
+            ),
+            (
+                "shutdown_requests",
+                int_array(each().map(|(_, s)| s.shutdown_requests)),
+            ),
+            (
+                "calls_checked",
+                int_array(each().map(|(_, s)| s.calls_checked)),
+            ),
+            ("calls_delta", int_array(each().map(|(_, s)| s.calls_delta))),
+            (
+                "calls_agree",
+                bool_array(each().map(|(_, s)| s.calls_agree)),
+            ),
+            (
+                "calls_delta_reason",
+                text_array(each().map(|(_, s)| s.calls_delta_reason.as_deref())),
+            ),
+            (
+                "failed_calls",
+                int_array(each().map(|(_, s)| Some(s.failed_calls))),
+            ),
+            ("rewinds", int_array(each().map(|(_, s)| Some(s.rewinds)))),
+            ("byok", bool_array(each().map(|(_, s)| Some(s.byok)))),
+            (
+                "user_messages",
+                int_array(each().map(|(_, s)| Some(s.user_messages))),
+            ),
+            (
+                "autopilot_nudges",
+                int_array(each().map(|(_, s)| Some(s.autopilot_nudges))),
+            ),
+            ("tool_calls", tool_lists(&tools)?),
+            (
+                "tool_calls_total",
+                int_array(each().map(|(_, s)| Some(s.tool_calls_total))),
+            ),
+            (
+                "wall_time_ms",
+                int_array(each().map(|(_, s)| s.wall_time_ms)),
+            ),
+            ("api_time_ms", int_array(each().map(|(_, s)| s.api_time_ms))),
+            ("status", text_array(each().map(|(_, s)| Some(s.status)))),
+            (
+                "status_detail",
+                text_array(each().map(|(_, s)| s.status_detail.as_deref())),
+            ),
+            ("logged_input_tokens", logged(0)),
+            ("logged_output_tokens", logged(1)),
+            ("logged_cache_read_tokens", logged(2)),
+            ("logged_cache_write_tokens", logged(3)),
+            ("logged_reasoning_tokens", logged(4)),
+            (
+                "token_totals_source",
+                text_array(each().map(|(_, s)| s.token_totals_source)),
+            ),
+            (
+                "billed_nano_aiu",
+                text_array(each().map(|(_, s)| s.billed_nano_aiu.as_deref())),
+            ),
+            (
+                "premium_requests",
+                text_array(each().map(|(_, s)| s.premium_requests.as_deref())),
+            ),
+        ],
+        rows.len(),
+    );
+    let lost: Vec<(&str, Option<i64>, &str, String)> = folded
+        .iter()
+        .filter(|(_, f, _)| f.is_none())
+        .map(|(id, _, file)| {
+            let message = format!("internal error in the Copilot fold; session {id} skipped");
+            (*file, None, "error", message)
+        })
+        .collect();
+    let orphans: Vec<(&str, Option<i64>, &str, String)> = folded
+        .iter()
+        .filter_map(|(_, f, _)| f.as_ref())
+        .flat_map(|f| f.orphans.iter())
+        .map(|w| (w.file, Some(w.line), "warning", w.message.clone()))
+        .chain(lost)
+        .collect();
+    let session_issues: Vec<(&str, Option<i64>, &str, String)> = folded
+        .iter()
+        .filter_map(|(_, f, _)| f.as_ref())
+        .flat_map(|f| f.gaps.iter())
+        .chain(
+            folded
+                .iter()
+                .filter_map(|(_, f, _)| f.as_ref())
+                .flat_map(|f| f.rewinds.iter()),
+        )
+        .map(|w| (w.file, Some(w.line), "warning", w.message.clone()))
+        .collect();
+    Ok((
+        call_table,
+        session_table,
+        issue_table(&orphans),
+        issue_table(&session_issues),
+    ))
+}
+
+fn issue_table(rows: &[(&str, Option<i64>, &str, String)]) -> ArrowTable {
+    table(
+        vec![
+            ("file", text_array(rows.iter().map(|r| Some(r.0)))),
+            ("line", int_array(rows.iter().map(|r| r.1))),
+            ("severity", text_array(rows.iter().map(|r| Some(r.2)))),
+            (
+                "message",
+                text_array(rows.iter().map(|r| Some(r.3.as_str()))),
+            ),
+        ],
+        rows.len(),
+    )
 }

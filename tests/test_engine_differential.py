@@ -1,0 +1,267 @@
+"""The native engine's Copilot fold equals the polars stages, table for table.
+
+The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
+``summarize_sessions`` -> ``session_issues``) are the oracle; the engine
+(``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``) must give the same CALLS,
+SESSIONS (before tokens), orphan-end issues and session issues: same columns, dtypes, rows and
+row order (issues as sets: ``analysis`` sorts them). Compared on ``sample_logs/`` (whole and
+one file at a time), every real Copilot log one file at a time, simulated sessions
+(``analytics.simulate``: resumes, crashes, compactions, sub-agents, autopilot) with and
+without damage (lines dropped, repeated, swapped, torn), and generated event sequences over
+the event types the rules name, with odd values. ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the
+number of generated cases (200 by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from analytics import engine
+from analytics.calls import build_calls
+from analytics.events import drop_repeats, order_events, place_model_metrics
+from analytics.sessions import session_issues, summarize_sessions
+from analytics.simulate import SimulationParams, simulate
+from analytics.sources.copilot_events import read_logs
+from analytics.sources.discover import LogFile
+from tests.conftest import SAMPLE_LOGS
+
+REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
+#: Folders of other agents' logs under the real logs.
+OTHER_AGENTS = {"claude-code", "codex"}
+EXAMPLES = int(os.environ.get("AGENTCOST_DIFFERENTIAL_EXAMPLES", "200"))
+NAMES = ("calls", "sessions", "call issues", "session issues")
+
+
+def _logs(paths: list[Path]) -> list[LogFile]:
+    return [LogFile(p, p.parent.name if p.name == "events.jsonl" else p.stem) for p in paths]
+
+
+def _copilot_logs(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*.jsonl") if not OTHER_AGENTS.intersection(p.relative_to(root).parts)
+    )
+
+
+def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+    calls, orphans = build_calls(events, metrics)
+    sessions = summarize_sessions(events, calls, metrics)
+    return calls, sessions, orphans, session_issues(events, sessions)
+
+
+def assert_same(paths: list[Path]) -> None:
+    parsed = read_logs(_logs(paths))
+    events, _ = drop_repeats(order_events(parsed.events))
+    metrics = place_model_metrics(parsed.model_metrics, events)
+    for name, want, got in zip(
+        NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True
+    ):
+        # Issues are in no order until ``analysis`` sorts them (polars joins keep none).
+        ordered = [
+            f.sort(pl.all(), nulls_last=False) if "issues" in name else f for f in (got, want)
+        ]
+        try:
+            assert_frame_equal(*ordered)
+        except AssertionError as error:
+            raise AssertionError(f"{name} of {[str(p) for p in paths]}: {error}") from error
+
+
+def test_sample_logs_whole_and_one_file_at_a_time() -> None:
+    files = _copilot_logs(SAMPLE_LOGS)
+    assert files
+    assert_same(files)
+    for path in files:
+        assert_same([path])
+
+
+@pytest.mark.skipif(not REAL_LOGS.is_dir(), reason=f"no real logs at {REAL_LOGS}")
+def test_every_real_copilot_log() -> None:
+    for path in _copilot_logs(REAL_LOGS):
+        assert_same([path])
+
+
+def _damaged(lines: list[bytes], rng: random.Random) -> list[bytes]:
+    """Lines dropped, repeated, swapped with the next, or torn."""
+    out: list[bytes] = []
+    for line in lines:
+        roll = rng.random()
+        if roll < 0.05:
+            continue
+        if roll < 0.10:
+            out += [line, line]
+        elif roll < 0.14 and out:
+            out.insert(len(out) - 1, line)
+        elif roll < 0.16:
+            out.append(line[: rng.randrange(len(line) + 1)])
+        else:
+            out.append(line)
+    return out
+
+
+@settings(
+    max_examples=max(EXAMPLES // 10, 5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(seed=st.integers(0, 2**31), damage=st.booleans())
+def test_simulated_sessions(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, damage: bool
+) -> None:
+    out = tmp_path_factory.mktemp("sim")
+    params = SimulationParams(
+        seed=seed,
+        sessions=2,
+        calls_per_session=(2, 12),
+        subagent_probability=0.5,
+        resume_probability=0.4,
+        crash_probability=0.3,
+        compaction_threshold=20_000,
+    )
+    simulate(out, params)
+    files = _copilot_logs(out)
+    if damage:
+        rng = random.Random(seed)
+        for path in files:
+            path.write_bytes(b"\n".join(_damaged(path.read_bytes().split(b"\n"), rng)))
+    assert_same(files)
+
+
+_TYPES = [
+    "session.start",
+    "session.resume",
+    "session.model_change",
+    "session.auto_mode_resolved",
+    "session.shutdown",
+    "session.usage_checkpoint",
+    "session.usage_record",
+    "session.error",
+    "session.info",
+    "session.task_complete",
+    "session.compaction_start",
+    "session.compaction_complete",
+    "abort",
+    "user.message",
+    "system.message",
+    "assistant.turn_start",
+    "assistant.turn_end",
+    "assistant.message",
+    "assistant.usage",
+    "tool.execution_start",
+    "tool.execution_complete",
+    "subagent.started",
+    "subagent.completed",
+    "subagent.failed",
+]
+_MODELS = st.sampled_from(["m1", "m2", "claude-haiku-4.5", "auto", ""])
+_IDS = st.sampled_from(["a", "b", "c"])
+_NUMBERS = st.one_of(
+    st.integers(-5, 3000), st.sampled_from(["80", "2.31", "1e3", "0", "0.0000000025"])
+)
+
+
+@st.composite
+def _event(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    kind = draw(st.sampled_from(_TYPES))
+    data: dict[str, Any] = {}
+
+    def maybe(key: str, values: st.SearchStrategy[Any]) -> None:
+        if draw(st.booleans()):
+            data[key] = draw(values)
+
+    if kind == "session.start":
+        data["sessionId"] = draw(st.sampled_from(["s1", "s2"]))
+        maybe("copilotVersion", st.sampled_from(["1.0.40", "1.0.66", "1.0.80", "2"]))
+        maybe("context", st.fixed_dictionaries({"cwd": st.sampled_from(["/x", "/y"])}))
+    maybe("model", _MODELS)
+    maybe("selectedModel", _MODELS)
+    maybe("parentToolCallId", _IDS)
+    maybe("toolCallId", _IDS)
+    maybe("agentName", st.sampled_from(["explore", "task"]))
+    maybe("toolName", st.sampled_from(["bash", "view", "task"]))
+    maybe("outputTokens", st.integers(0, 500))
+    maybe("turnId", st.sampled_from(["0", "1"]))
+    maybe("apiCallId", _IDS)
+    maybe("content", st.sampled_from(["hi", "a longer text"]))
+    maybe("message", st.sampled_from(["rate limited", "boom"]))
+    maybe("summary", st.sampled_from(["done"]))
+    maybe("infoType", st.sampled_from(["rewind", "other"]))
+    maybe("shutdownType", st.sampled_from(["routine", "error"]))
+    maybe("totalNanoAiu", _NUMBERS)
+    maybe("totalPremiumRequests", _NUMBERS)
+    maybe("totalApiDurationMs", st.integers(0, 10_000))
+    maybe("eventsFileSizeBytes", st.integers(0, 100_000))
+    maybe("initiator", st.sampled_from(["sub-agent", "user", "agent"]))
+    maybe("isAutopilotContinuation", st.booleans())
+    if kind == "session.shutdown" and draw(st.booleans()):
+        data["modelMetrics"] = {
+            model: {
+                "requests": {"count": draw(st.integers(0, 6))},
+                "usage": {"inputTokens": draw(st.integers(0, 9999)), "outputTokens": 7},
+            }
+            for model in draw(st.lists(st.sampled_from(["m1", "m2"]), max_size=2, unique=True))
+        }
+    if kind == "session.usage_record":
+        data["usage"] = {
+            "model": draw(_MODELS),
+            "inputTokens": draw(st.integers(0, 999)),
+            "outputTokens": draw(st.integers(0, 99)),
+            "isByok": draw(st.booleans()),
+            "interactionType": draw(
+                st.sampled_from(["conversation-agent", "conversation-subagent"])
+            ),
+            "accounting": {"usageId": draw(_IDS)},
+            "duration": draw(st.integers(0, 5000)),
+            "initiator": draw(st.sampled_from(["sub-agent", "user"])),
+            "copilotUsage": {"totalNanoAiu": draw(_NUMBERS)},
+        }
+    line: dict[str, Any] = {"type": kind, "data": data}
+    if draw(st.booleans()):
+        line["id"] = draw(st.sampled_from([f"e{index}", "dup"]))
+    if draw(st.integers(0, 9)):
+        seconds = draw(st.integers(0, 3600))
+        line["timestamp"] = (
+            f"2026-05-01T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
+        )
+    if draw(st.integers(0, 3)) == 0:
+        line["agentId"] = draw(_IDS)
+    return line
+
+
+@st.composite
+def _session_files(draw: st.DrawFn) -> list[list[bytes]]:
+    files: list[list[bytes]] = []
+    for _ in range(draw(st.integers(1, 2))):
+        count = draw(st.integers(0, 25))
+        lines = [json.dumps(draw(_event(i))).encode() for i in range(count)]
+        if draw(st.booleans()) and lines:
+            lines[-1] = lines[-1][: draw(st.integers(0, len(lines[-1])))]
+        files.append(lines)
+    return files
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(files=_session_files())
+def test_generated_event_sequences(
+    tmp_path_factory: pytest.TempPathFactory, files: list[list[bytes]]
+) -> None:
+    root = tmp_path_factory.mktemp("gen")
+    paths = []
+    for index, lines in enumerate(files):
+        path = root / f"s{index % 2}" / f"part{index}" / "events.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        paths.append(path)
+    assert_same(paths)
