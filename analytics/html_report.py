@@ -228,7 +228,7 @@ def render_report(
     busiest = chosen[0] if chosen else None
     fixed = _fixed_parts(priced, fixed_parts)
     specs = _session_specs(priced, chosen, fixed, table.name)
-    first = priced.filter(pl.col("session_id") == busiest)
+    first = priced.filter(pl.col("session_id") == pl.lit(busiest, pl.String))
     short = (busiest or "none")[:8]
     figures = [
         (
@@ -349,7 +349,10 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
     tokens = pl.coalesce("input_tokens", "calls_input_tokens")
     rows = (
         sessions.join(
-            pl.DataFrame({"session_id": list(chosen)}).with_row_index("_order"), on="session_id"
+            pl.DataFrame(
+                {"session_id": list(chosen)}, schema={"session_id": pl.String}
+            ).with_row_index("_order"),
+            on="session_id",
         )
         .sort("_order")
         .with_columns(

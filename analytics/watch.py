@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,12 +45,27 @@ _BARS = "▁▂▃▄▅▆▇█"
 
 
 def latest_log(paths: list[Path]) -> LogFile:
-    """The most recently written events log under ``paths`` (the Copilot home when empty)."""
-    logs = [log for log in discover(paths).logs if log.stat is not None]
+    """The most recently written events log under ``paths`` (the Copilot home when empty).
+    A log the user named (a session directory, a file) was not looked at by discovery's
+    listing: it is looked at here."""
+    logs = [log for log in map(_seen, discover(paths).logs) if log.stat is not None]
     if not logs:
         where = ", ".join(map(str, paths)) or "the Copilot home"
-        raise InputError(f"no session log under {where}; name a session directory or a home")
+        raise InputError(
+            f"no Copilot session log under {where} (watch follows Copilot logs); name a "
+            "session directory or a Copilot home"
+        )
     return max(logs, key=lambda log: (log.stat.st_mtime_ns if log.stat else 0, str(log.path)))
+
+
+def _seen(log: LogFile) -> LogFile:
+    """``log`` with its ``stat`` (None when the file went away meanwhile)."""
+    if log.stat is not None:
+        return log
+    try:
+        return replace(log, stat=os.stat(log.path))
+    except OSError:
+        return log
 
 
 def session_target(log: LogFile) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import tomllib
 from pathlib import Path
 
 import polars as pl
@@ -17,9 +18,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from analytics.analysis import issue_summary
-from analytics.cli import app
+from analytics.cli import app, folded_toml
 from analytics.schema import ISSUES, conform
 from analytics.text_table import Column, Layout, render_table
+from analytics.watch import latest_log
 from tests.conftest import REPO, SAMPLE_LOGS
 
 RUNNER = CliRunner()
@@ -315,3 +317,26 @@ def test_help_summaries_wrap_evenly() -> None:
     text = " ".join(panel)
     assert "(Copilot, the vendor, OpenRouter) and name the cheapest." in text
     assert "lines agentcost could not use, or kept but finds suspect." in text
+
+
+def test_a_long_toml_string_folds_to_the_same_value() -> None:
+    """``rates learn`` on a terminal: long ``source`` strings fold into lines that fit, and
+    the table reads back the same."""
+    text = (
+        "[models.m]\n"
+        "source = \"the log's own prices: /home/ana/.copilot/session-store.db:14 (session "
+        'c96959e0-053d-4785-9b2a-95d55662a127, 2026-08-06T09:38:09Z) \\"quoted\\""\n'
+        'input = "3"\n'
+    )
+    folded = folded_toml(text, 60)
+    assert longest(folded) <= 60
+    assert tomllib.loads(folded) == tomllib.loads(text)
+    assert folded_toml('a = "short"\n', 60) == 'a = "short"\n'
+
+
+def test_watch_follows_a_named_session_directory(tmp_path: Path) -> None:
+    """A session directory named on the command line (outside any session-state) is the
+    log watch follows, not "no session log"."""
+    log = write_session(tmp_path, "a", "aaaaaaaa-1111-4000-8000-000000000001")
+    assert latest_log([log.parent]).path == log
+    assert latest_log([log]).path == log

@@ -1,0 +1,137 @@
+"""Issue 21: a tour of every command of the README, in a real terminal (tmux, 80 columns).
+
+Each command runs in its own tmux window 80 columns wide, on ``sample_logs/`` and on a real
+log of each agent agentcost reads (``AGENT_LOGS``: when another agent's logs are read, its
+line goes there). What the terminal shows (``capture-pane -J``: a line the terminal wrapped
+is joined again) must hold no traceback and no line longer than 80 characters. CI installs
+tmux (``.ci/run``); elsewhere the tour is skipped without it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REAL_LOGS, SAMPLE_LOGS
+
+WIDTH = 80
+_SOCKETS = itertools.count()
+AGENTCOST = Path(sys.executable).parent / "agentcost"
+#: (agent, a real log of it under ../shared/real_logs, the commands that refuse that agent's
+#: logs so far, with one line and exit 2): the tour runs every command on each.
+AGENT_LOGS: list[tuple[str, str, frozenset[str]]] = [
+    ("copilot", "qiaolei81-session-demo", frozenset()),
+    ("claude-code", "claude-code/marot__spotter", frozenset({"watch"})),
+    ("codex", "codex/madshn__localpush", frozenset({"watch"})),
+]
+#: An SDK capture for ``capture-to-log`` and ``validate CAPTURE.json``.
+CAPTURE = "darthmolen-sdk-captures/spike-05-0132-output.json"
+
+#: The README's commands; ``{logs}`` is the tour's input, ``{tmp}`` a scratch directory.
+COMMANDS = [
+    "agentcost",
+    "agentcost analyze {logs}",
+    "agentcost analyze {logs} --calls",
+    "agentcost compare {logs}",
+    "agentcost daily {logs}",
+    "agentcost weekly {logs} --by model",
+    "agentcost monthly {logs} --by project",
+    "agentcost daily {logs} --by session",
+    "agentcost top {logs}",
+    "agentcost issues {logs}",
+    "timeout --foreground -s INT 4 agentcost watch {logs}",  # q or Ctrl-C quits
+    "agentcost budget set --credits 300 --start-day 1 && agentcost budget {logs}",
+    "agentcost statusline {logs}",
+    "agentcost report {logs} --html {tmp}/report.html",
+    "agentcost export {tmp}/export {logs}",
+    "agentcost validate {logs}",
+    "agentcost validate {capture}",
+    "agentcost capture-to-log {capture} {tmp}/captured",
+    "agentcost simulate {tmp}/simulated --sessions 2 --store",
+    "agentcost rates learn {logs}",
+    "agentcost --help",
+]
+
+
+def inputs() -> list[tuple[str, Path, frozenset[str]]]:
+    """The tour's inputs: sample_logs, then each agent's real log (and what it refuses)."""
+    real = [(agent, REAL_LOGS / path, refused) for agent, path, refused in AGENT_LOGS]
+    return [("sample_logs", SAMPLE_LOGS, frozenset()), *real]
+
+
+def in_tmux(command: str, env: dict[str, str], tmp: Path) -> str:
+    """What an 80-column terminal shows after ``command`` (stdout and stderr) ran in it."""
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI"):
+            pytest.fail("tmux is missing in CI; .ci/run installs it")
+        pytest.skip("tmux is not installed (.ci/run installs it in CI)")
+    socket = f"agentcost-tour-{os.getpid()}-{next(_SOCKETS)}"
+    done = "__tour_done__"
+    exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in env.items())
+    script = f"{exports}{command}; echo {done} $?; sleep 600"
+    tmux = ["tmux", "-L", socket, "-f", "/dev/null"]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", str(WIDTH), "-y", "50", "sh", "-c", script],
+        check=True,
+        cwd=tmp,
+    )
+    try:
+        subprocess.run([*tmux, "set-option", "-g", "history-limit", "100000"], check=True)
+        deadline = time.monotonic() + 180
+        while True:
+            shown = subprocess.run(
+                [*tmux, "capture-pane", "-p", "-J", "-S", "-", "-E", "-"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            if done in shown or time.monotonic() > deadline:
+                return shown
+            time.sleep(0.2)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("name", "logs", "refused"), inputs(), ids=[name for name, _, _ in inputs()]
+)
+def test_the_tour(
+    name: str, logs: Path, refused: frozenset[str], command: str, tmp_path: Path
+) -> None:
+    if not logs.exists():
+        pytest.skip(f"{logs} is not present (the shared/ folder is absent)")
+    capture = REAL_LOGS / CAPTURE
+    if "{capture}" in command and not capture.exists():
+        pytest.skip(f"{capture} is not present (the shared/ folder is absent)")
+    env = {
+        "PATH": f"{AGENTCOST.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp_path),
+        "AGENTCOST_CACHE_DIR": str(tmp_path / "cache"),
+        "AGENTCOST_CONFIG_DIR": str(tmp_path / "config"),
+        "COPILOT_HOME": str(logs if logs.is_dir() else logs.parent),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
+    text = command.format(logs=shlex.quote(str(logs)), tmp=tmp_path, capture=capture)
+    shown = in_tmux(text, env, tmp_path)
+    lines = [line.rstrip() for line in shown.splitlines()]
+    assert any(line.startswith("__tour_done__") for line in lines), f"{text} did not finish"
+    status = next(line for line in lines if line.startswith("__tour_done__")).split()[1]
+    # 1: a budget is over, say; 124: timeout ended watch (Ctrl-C), as it ends it by design
+    expected = {"0", "1", "124"}
+    if any(f"agentcost {word}" in command for word in refused):
+        expected = {"2"}
+        assert "agentcost: error: " in shown, shown
+    assert status in expected, f"{text}: exit {status}\n{shown}"
+    assert "Traceback" not in shown, shown
+    long = [line for line in lines if len(line) > WIDTH]
+    assert not long, f"{text}: lines longer than {WIDTH}:\n" + "\n".join(long)
