@@ -41,6 +41,17 @@ def series(spec: dict[str, Any]) -> dict[str, tuple[list[int], list[int]]]:
     return {trace["name"]: (list(trace["x"]), list(trace["y"])) for trace in spec["data"]}
 
 
+def points(traces: list[dict[str, Any]], prefix: str) -> dict[int, int]:
+    """The known (x, y) points of the traces whose name starts with ``prefix``."""
+    return {
+        x: y
+        for trace in traces
+        if trace["name"].startswith(prefix)
+        for x, y in zip(trace["x"], trace["y"], strict=True)
+        if y is not None
+    }
+
+
 def test_each_kind_of_agent_is_its_own_series_over_its_own_fixed_part() -> None:
     drawn = series(plots.context_growth_spec(FLEET))
     assert drawn["input tokens of the call, main agent (calibrated)"] == ([1, 4], [21_000, 24_000])
@@ -70,20 +81,7 @@ def test_a_real_fleet_session_draws_no_call_below_its_own_fixed_part(real_logs: 
     names = [t["name"] for t in drawn if t["name"].startswith("input tokens of the call")]
     assert any(", main agent (" in name for name in names)
     assert any(", sub-agent" in name for name in names)
-    fixed = {
-        x: y
-        for trace in drawn
-        if trace["name"].startswith("fixed part")
-        for x, y in zip(trace["x"], trace["y"], strict=True)
-        if y is not None
-    }
-    inputs = {
-        x: y
-        for trace in drawn
-        if trace["name"].startswith("input tokens of the call")
-        for x, y in zip(trace["x"], trace["y"], strict=True)
-        if y is not None
-    }
+    fixed, inputs = points(drawn, "fixed part"), points(drawn, "input tokens of the call")
     assert fixed
     assert all(inputs[x] >= size for x, size in fixed.items())
 
