@@ -2,7 +2,8 @@
 //! `archived_sessions/`) in, one call per model request out.
 //!
 //! Lines are `{timestamp, type, payload}`; the oldest logs open with a bare
-//! `{id, timestamp, instructions}` line, read as a session start.
+//! `{id, timestamp, instructions}` line, read as a session start, followed by bare response
+//! items and `{"record_type": "state"}` lines (no usage in them).
 //!
 //! **Sessions.** A session starts at its `session_meta`. A file can hold several: a
 //! `session_meta` with a new `id` starts the next one, whose running totals start again from
@@ -72,6 +73,16 @@ pub const KNOWN_TYPES: &[&str] = &[
     "response_item",
     "event_msg",
     "compacted",
+    // the pre-envelope format (2025): after the bare header, response items as they are,
+    // and `{"record_type": "state"}` lines; none carries usage
+    "message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+    "local_shell_call",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "web_search_call",
 ];
 
 /// The counters of a token usage record, in order: input (cache reads included), cached
@@ -147,6 +158,7 @@ const FIELDS: &[(&str, Shape)] = &[
     ("type", Shape::Scalar),
     ("timestamp", Shape::Scalar),
     ("id", Shape::Scalar),
+    ("record_type", Shape::Scalar),
     ("payload", Shape::Struct),
     ("payload.type", Shape::Scalar),
     ("payload.id", Shape::Scalar),
@@ -201,6 +213,7 @@ struct Nodes {
     kind: usize,
     time: usize,
     bare_id: usize,
+    record_type: usize,
     payload_type: usize,
     id: usize,
     started: usize,
@@ -225,6 +238,7 @@ impl Nodes {
             kind: n("type"),
             time: n("timestamp"),
             bare_id: n("id"),
+            record_type: n("record_type"),
             payload_type: n("payload.type"),
             id: n("payload.id"),
             started: n("payload.timestamp"),
@@ -420,6 +434,9 @@ impl Fold {
         let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
         session.saw(file, if replaying { None } else { time });
         let Some(kind) = kind else {
+            if line.get(n.record_type).kind != Kind::Missing {
+                return; // a pre-envelope state line
+            }
             self.out.issue(
                 file,
                 line.number,
@@ -876,6 +893,25 @@ mod tests {
             "0f0e0d0c-0000-4000-8000-000000000001"
         );
         assert_eq!(folded.calls[0].usage.cache_write, Some(50));
+    }
+
+    #[test]
+    fn the_pre_envelope_format_is_read_without_complaint() {
+        let lines = [
+            r#"{"id":"0f0e0d0c-0000-4000-8000-000000000002","timestamp":"2025-05-01T10:00:00.000Z","instructions":null,"git":{"branch":"main"}}"#,
+            r#"{"record_type":"state"}"#,
+            r#"{"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"hi"}]}"#,
+            r#"{"type":"reasoning","id":"rs_1","summary":[]}"#,
+            r#"{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}"#,
+            r#"{"record_type":"state"}"#,
+        ]
+        .map(str::to_owned);
+        let folded = fold_texts(&[("rollout.jsonl", text(&lines))]);
+        assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+        assert!(folded.calls.is_empty());
+        assert_eq!(folded.sessions.len(), 1);
+        assert_eq!(folded.sessions[0].lines, 6);
+        assert_eq!(folded.sessions[0].unknown_lines, 0);
     }
 
     /// A parent session (`p`, 3 requests) and its lines.
