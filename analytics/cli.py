@@ -1213,27 +1213,72 @@ def top(
 def export(
     ctx: typer.Context,
     directory: Annotated[
-        Path, typer.Argument(help="Directory to write <table>/day=YYYY-MM-DD/*.parquet into.")
+        Path,
+        typer.Argument(help="Dataset directory: <table>/agent=A/day=YYYY-MM-DD/*.parquet."),
     ],
     paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
+    user: Annotated[
+        str | None,
+        typer.Option(help="The user column. Default: user in config.toml, else the login name."),
+    ] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Say which files would change; write nothing.")
+    ] = False,
     strict: StrictOpt = False,
     show_issues: ShowIssuesOpt = False,
 ) -> None:
-    """Write events, calls, sessions, priced calls and issues as Parquet partitioned by day."""
-    from analytics.export import export_tables, write_export
+    """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
+    UTC day): idempotent, one file per session, safe beside other people's exports."""
+    from analytics.dataset import Who, check_target, resolve_user, this_host
+    from analytics.export import export_analysis
+    from analytics.sources.discover import default_targets
 
     try:
+        check_target(directory)
         result, priced_calls, priced_sessions = _priced(
             ctx, paths, rates, model_map, keep_events=False
         )
-        tables = export_tables(  # events a group of sessions at a time: flat memory
-            result.event_groups(), result.calls, priced_sessions, priced_calls, result.issues
+        inputs = [str(path.resolve()) for path in (paths or default_targets())]
+        who = Who(resolve_user(user), this_host())
+        changes = export_analysis(
+            directory, result, priced_calls, priced_sessions, who, inputs, plan=plan
         )
-        written = write_export(directory, tables, rates)
-        _err(f"agentcost: wrote {len(written)} files to {directory}")
+        if plan:
+            for kind, paths_changed in (
+                ("add", changes.added),
+                ("replace", changes.replaced),
+                ("remove", changes.removed),
+            ):
+                for path in paths_changed:
+                    print(f"{kind} {path}")
+        verb = "would change" if plan else "wrote"
+        _err(f"agentcost: {verb} {directory}: {changes.summary()}")
         _report_issues(result, strict, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@app.command()
+def spark(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="People's homes or log trees; the user is each path's own name."),
+    ],
+    output: Annotated[Path, typer.Option(help="Dataset directory to write.")],
+    rates: RatesOpt = "github-copilot",
+    master: Annotated[
+        str | None, typer.Option(help="Spark master (default: spark-submit's, else local[2]).")
+    ] = None,
+) -> None:
+    """Run the engine inside Spark over many people's logs and write the team dataset
+    (needs the spark extra: pip install 'agentcost[spark]')."""
+    from analytics.spark import run
+
+    try:
+        changes = run([str(path) for path in paths], output, rates=rates, master=master)
+        _err(f"agentcost: wrote {output}: {changes}")
     except AgentcostError as error:
         _fail(error)
 
