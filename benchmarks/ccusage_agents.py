@@ -325,17 +325,18 @@ def claude_credits(replies: list[Reply], key: str) -> list[Credit]:
 
     ``rule``: the format's key, (``message.id``, ``requestId``), ``message.id`` alone where
     ``requestId`` is missing, across every file and session (the formats doc).
-    ``session``: what ccusage's ``claude session`` does, measured: the same key, deduplicated
-    only within one ``sessionId``. ``daily``: what ``claude daily`` does, measured: the key
-    where ``requestId`` exists or the line is a sub-agent's (``isSidechain``), else
-    (``message.id``, line ``timestamp``), so each streamed line of a main-session request
-    without ``requestId`` is a request of its own.
+    ``session``: what ccusage's ``claude session`` does, measured: the same key, but a
+    request without ``requestId`` is deduplicated only within one ``sessionId``.
+    ``daily``: what ``claude daily`` does, measured: the key where ``requestId`` exists or
+    the line is a sub-agent's (``isSidechain``), else (``message.id``, line ``timestamp``),
+    so each streamed line of a main-session request without ``requestId`` is a request of
+    its own.
     """
     groups: dict[tuple[str | None, ...], list[Reply]] = {}
     for reply in replies:
         ids: tuple[str | None, ...] = (reply.message, reply.request)
-        if key == "session":
-            ids = (reply.session, *ids)
+        if key == "session" and reply.request is None:
+            ids = (reply.session, reply.message)
         elif key == "daily" and reply.request is None and not reply.sidechain:
             ids = (reply.message, reply.timestamp)
         groups.setdefault(ids, []).append(reply)
@@ -494,10 +495,10 @@ def _by(credits: list[Credit], group: dict[str, str] | None) -> dict[str, Tokens
 #: says (each measured on the log lines; ``explain`` names the lines).
 CAUSES = {
     "claude-copy-under-another-session": (
-        "a request key (message.id, requestId; message.id alone where requestId is missing) "
-        "is written under two sessionIds; ccusage's claude session dedupes a key only within "
-        "one sessionId and counts it again here; the format counts a request once across "
-        "files and sessions (agentcost does)"
+        "a request without requestId (message.id alone is its key) is written under two "
+        "sessionIds; ccusage's claude session dedupes such a request only within one "
+        "sessionId (with a requestId, across sessions) and counts it again here; the format "
+        "counts a request once across files and sessions (agentcost does)"
     ),
     "claude-daily-lines-without-request-id": (
         "main-session requests without requestId (Bedrock msg_bdrk_ ids; the mock's "
