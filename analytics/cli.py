@@ -947,6 +947,8 @@ class By(StrEnum):
     model = "model"
     project = "project"
     session = "session"
+    agent = "agent"
+    user = "user"  # a team dataset's (--dataset): a person's own logs are one user's
 
 
 class TopBy(StrEnum):
@@ -1080,8 +1082,12 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         strict: StrictOpt = False,
         wide: WideOpt = False,
         show_issues: ShowIssuesOpt = False,
+        dataset: DatasetOpt = None,
     ) -> None:
         try:
+            if dataset is not None:
+                _dataset_period(period, dataset, by, since, until, timezone, output_format, output)
+                return
             replays = _Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
@@ -1094,6 +1100,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             result, priced_calls, priced_sessions = _priced(
                 ctx, paths, rates, model_map, keep_events=False, found=replays.found
             )
+            if by is By.user:
+                raise UsageError("--by user reads a team dataset: add --dataset DIR")
             breakdown = _BREAKDOWN[by] if by else None
             rep = period_report(
                 priced_calls,
@@ -1125,7 +1133,54 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
     return command
 
 
-_BREAKDOWN: dict[By, Breakdown] = {By.model: "model", By.project: "project", By.session: "session"}
+_BREAKDOWN: dict[By, Breakdown] = {
+    By.model: "model",
+    By.project: "project",
+    By.session: "session",
+    By.agent: "agent",
+}
+DatasetOpt = Annotated[
+    Path | None,
+    typer.Option(help="Read a team dataset (agentcost export/spark) through DuckDB, not logs."),
+]
+
+
+def _dataset_period(
+    period: Period,
+    dataset: Path,
+    by: By | None,
+    since: str | None,
+    until: str | None,
+    timezone: str | None,
+    output_format: Format,
+    output: Path | None,
+) -> None:
+    """A period report of a team dataset, by DuckDB SQL (``analytics.reports_sql``): the
+    output the same logs give."""
+    from analytics import report
+    from analytics.reports_sql import dataset_issues, duckdb_report
+    from analytics.timezones import resolve_zone
+
+    if not (dataset / "dataset.json").is_file():
+        raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
+    start, end = _days(since, until)
+    zone = str(resolve_zone(timezone))
+    rep = duckdb_report(
+        dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
+    )
+    issues = dataset_issues(dataset)
+    _emit(
+        output_format,
+        output,
+        rep.rows,
+        lambda: report.render_sections_json(
+            {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
+        ),
+        lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+        wide=False,
+    )
+
+
 app.command("daily")(_period_command("day", "day"))
 app.command("weekly")(_period_command("week", "ISO week"))
 app.command("monthly")(_period_command("month", "month"))

@@ -65,7 +65,10 @@ def _label(dialect: Dialect, period: Period) -> str:
     if period == "week":
         if dialect == "duckdb":
             return "CAST(isoyear(d) AS VARCHAR) || '-W' || lpad(CAST(week(d) AS VARCHAR), 2, '0')"
-        return "concat(CAST(extract(YEAROFWEEK FROM d) AS STRING), '-W', lpad(CAST(weekofyear(d) AS STRING), 2, '0'))"
+        return (
+            "concat(CAST(extract(YEAROFWEEK FROM d) AS STRING), '-W', "
+            "lpad(CAST(weekofyear(d) AS STRING), 2, '0'))"
+        )
     if dialect == "duckdb":
         return "strftime(d, '%Y-%m-%d')" if period == "day" else "strftime(d, '%Y-%m')"
     return "date_format(d, 'yyyy-MM-dd')" if period == "day" else "date_format(d, 'yyyy-MM')"
@@ -161,20 +164,20 @@ def _checked_zone(zone: str) -> str:
 
 #: The columns and types of a report's rows (``period_report``'s), by breakdown.
 def _schema(by: Breakdown | None, totals: bool) -> dict[str, pl.DataType]:
-    head: dict[str, pl.DataType] = {"timezone": pl.String, "period": pl.String}
+    head: dict[str, pl.DataType] = {"timezone": pl.String(), "period": pl.String()}
     if not totals:
-        head["period_start"] = pl.Date
+        head["period_start"] = pl.Date()
         if by:
-            head[_KEY[by]] = pl.String
-    counts = {name: pl.Int64 for name in ("sessions", "calls", *TOKEN_COLUMNS)}
+            head[_KEY[by]] = pl.String()
+    counts = {name: pl.Int64() for name in ("sessions", "calls", *TOKEN_COLUMNS)}
     return {
         **head,
         **counts,
-        "unknown_token_calls": pl.Int64,
+        "unknown_token_calls": pl.Int64(),
         "cost_usd": MONEY,
-        "unpriced_calls": pl.Int64,
+        "unpriced_calls": pl.Int64(),
         "billed_usd": MONEY,
-        "billed_split_calls": pl.Int64,
+        "billed_split_calls": pl.Int64(),
     }
 
 

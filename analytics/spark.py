@@ -57,7 +57,7 @@ from analytics.errors import AgentcostError
 from analytics.sources.discover import COPILOT, Found, discover
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]
     from pyspark.sql import SparkSession
 
 #: About this many bytes of logs per task (a unit larger than this is one task alone).
@@ -227,11 +227,11 @@ def _stage_one(host: str | None) -> Any:
                             "ipc": [_ipc(frame) for frame in tables.values()],
                         },
                         schema={
-                            "task": pl.Int64,
-                            "user": pl.String,
-                            "host": pl.String,
-                            "kind": pl.String,
-                            "ipc": pl.Binary,
+                            "task": pl.Int64(),
+                            "user": pl.String(),
+                            "host": pl.String(),
+                            "kind": pl.String(),
+                            "ipc": pl.Binary(),
                         },
                     )
                     .to_arrow()
@@ -245,9 +245,10 @@ def _stage_two(output: str, rates: str, quoted: dict[str, bytes]) -> Any:
     """The ``mapInArrow`` function of stage 2: a task's blobs in, priced and written."""
 
     def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        blobs = pl.concat([pl.DataFrame(pl.from_arrow(batch)) for batch in batches] or [None])
-        if blobs.is_empty():
+        frames = [pl.DataFrame(pl.from_arrow(batch)) for batch in batches]
+        if not frames:
             return
+        blobs = pl.concat(frames)
         for (task,), rows in blobs.partition_by("task", as_dict=True).items():
             tables = {
                 kind: _frame(ipc) for kind, ipc in zip(rows["kind"], rows["ipc"], strict=True)
@@ -263,7 +264,7 @@ def _stage_two(output: str, rates: str, quoted: dict[str, bytes]) -> Any:
     return stage
 
 
-_WRITTEN_SCHEMA = {name.split()[0]: pl.Int64 for name in _WRITTEN.split(", ")}
+_WRITTEN_SCHEMA = {name.split()[0]: pl.Int64() for name in _WRITTEN.split(", ")}
 
 
 def write_task(
