@@ -83,9 +83,10 @@ def discover(paths: Sequence[Path]) -> Found:
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
         found = walk.found
-        before = (len(found.logs), len(found.problems), len(found.not_logs))
+        before = (len(found.logs), len(found.agent_logs), len(found.problems), len(found.not_logs))
         walk.named(target)
-        if (len(found.logs), len(found.problems), len(found.not_logs)) == before:
+        after = (len(found.logs), len(found.agent_logs), len(found.problems), len(found.not_logs))
+        if after == before:
             found.problems.append((str(target), _NOTHING_HERE))
     if walk.found.not_logs and not walk.found.logs and not walk.found.agent_logs:
         path, what = walk.found.not_logs[0]
