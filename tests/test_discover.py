@@ -152,3 +152,22 @@ def test_missing_default_home_raises(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("CODEX_HOME", raising=False)
     with pytest.raises(InputError, match="no agent home found .*COPILOT_HOME"):
         discover([])
+
+
+def test_each_log_goes_to_the_agent_that_wrote_it(tmp_path: Path) -> None:
+    """A Codex rollout and a Claude Code session file are told apart from a Copilot log by
+    their first line, and a directory holding only them is no 'no log here' problem."""
+    codex = tmp_path / "codex" / "rollout-2026-05-01T10-00-00-abc.jsonl"
+    codex.parent.mkdir()
+    codex.write_text(
+        '{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"abc"}}\n'
+    )
+    claude = tmp_path / "claude" / "s1.jsonl"
+    claude.parent.mkdir()
+    claude.write_text('{"type":"permission-mode","permissionMode":"default","sessionId":"s1"}\n')
+    found = discover([tmp_path / "codex", tmp_path / "claude"])
+    assert [(agent, log.path.name) for agent, log in found.agent_logs] == [
+        ("claude-code", "s1.jsonl"),
+        ("codex", codex.name),
+    ]
+    assert found.logs == [] and found.problems == [] and found.not_logs == []
