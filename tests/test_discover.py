@@ -150,7 +150,7 @@ def test_missing_default_home_raises(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    with pytest.raises(InputError, match="no agent home found .*COPILOT_HOME"):
+    with pytest.raises(InputError, match=r"no agent home found .*COPILOT_HOME"):
         discover([])
 
 

@@ -22,8 +22,8 @@ from analytics.errors import InputError
 _EVENTS = "events.jsonl"
 _MAX_DEPTH = 12
 _NOTHING_HERE = (
-    "no Copilot session log here (no events.jsonl or <sessionId>.jsonl); name a session "
-    "directory, a session-state directory or a Copilot home"
+    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no Claude Code or "
+    "Codex .jsonl); name a session directory or file, or an agent's home"
 )
 
 
