@@ -407,19 +407,17 @@ def _analyse(
 
 def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables:
     """Every stage after reading."""
-    from analytics.calls import build_calls
+    from analytics.engine import fold
     from analytics.events import drop_repeats, order_events, place_model_metrics
     from analytics.log_rates import log_prices
-    from analytics.sessions import session_issues, summarize_sessions
     from analytics.tokens import call_tokens_and_fit, with_call_totals
 
     events, repeat_issues = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
     read_issues = _stack([parsed.issues, repeat_issues], ISSUES)
     del parsed
-    calls, call_issues = build_calls(events, metrics)
-    sessions = summarize_sessions(events, calls, metrics)
-    call_issues = _stack([call_issues, session_issues(events, sessions)], ISSUES)
+    calls, sessions, orphans, session_issues = fold(events, metrics)
+    call_issues = _stack([orphans, session_issues], ISSUES)
     records = observed.of(sessions["session_id"].to_list())
     calls, token_issues, fitted = call_tokens_and_fit(calls, events, sessions, metrics, records)
     sessions = with_call_totals(sessions, calls, fitted)

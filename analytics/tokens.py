@@ -24,7 +24,6 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.apportion import apportion
-from analytics.calls import USAGE_RECORDS
 from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.model_counts import assign_models
 from analytics.reconstruct import (
@@ -36,7 +35,6 @@ from analytics.reconstruct import (
     regressors,
 )
 from analytics.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
-from analytics.sessions import models_by_calls
 
 #: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
 BYTES_PER_TOKEN = 4
@@ -45,6 +43,8 @@ DEFAULT_TOOL_DEFINITIONS_TOKENS = TOOL_DEFINITIONS_PRIOR
 #: Automatic prompt caching (OpenAI and others) reuses a prompt prefix in blocks of this size.
 AUTO_CACHE_BLOCK = 128
 
+#: Per-call usage records: ``assistant.usage`` (SDK captures), ``session.usage_record`` (disk).
+USAGE_RECORDS = ["assistant.usage", "session.usage_record"]
 _TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"]
 #: Calls one shutdown total covers: a session's segment (its process, or the whole session
 #: when shutdowns are cumulative) and a model.
@@ -156,6 +156,18 @@ def with_call_totals(
         )
     )
     return conform(joined, SESSIONS)
+
+
+def models_by_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """Per session: its calls' models, most calls first (ties by name)."""
+    return (
+        calls.filter(pl.col("model").is_not_null())
+        .group_by("session_id", "model")
+        .agg(pl.len().alias("n"))
+        .sort("session_id", "n", "model", descending=[False, True, False])
+        .group_by("session_id", maintain_order=True)
+        .agg(pl.col("model").alias("models"))
+    )
 
 
 def _byok(calls: pl.DataFrame, events: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:

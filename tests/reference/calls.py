@@ -26,6 +26,7 @@ import polars as pl
 
 from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import CALLS, ISSUES, conform
+from analytics.tokens import USAGE_RECORDS
 
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.
 _USED = [
@@ -61,8 +62,6 @@ _CALL_PARTS = [
 ]
 #: Events that show a main call was answered (and so billed).
 _ANSWERS = ["assistant.message", "assistant.usage", "session.usage_record"]
-#: Per-call usage records: ``assistant.usage`` (SDK captures), ``session.usage_record`` (disk).
-USAGE_RECORDS = ["assistant.usage", "session.usage_record"]
 _SESSION_MODEL_EVENTS = [
     "session.start",
     "session.resume",

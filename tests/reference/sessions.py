@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.calls import failed_calls
 from analytics.events import EVENT_KEYS, MAIN_AGENT
 from analytics.schema import ISSUES, SESSIONS, conform, with_nulls
+from analytics.tokens import models_by_calls
+from tests.reference.calls import failed_calls
 
 _CUMULATIVE_SINCE = (1, 0, 66)
 #: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.
@@ -147,18 +148,6 @@ def summarize_sessions(
         if name.startswith("fit_") or name in _TOKENS
     }
     return conform(with_nulls(sessions.sort("start_time", "session_id"), later), SESSIONS)
-
-
-def models_by_calls(calls: pl.DataFrame) -> pl.DataFrame:
-    """Per session: its calls' models, most calls first (ties by name)."""
-    return (
-        calls.filter(pl.col("model").is_not_null())
-        .group_by("session_id", "model")
-        .agg(pl.len().alias("n"))
-        .sort("session_id", "n", "model", descending=[False, True, False])
-        .group_by("session_id", maintain_order=True)
-        .agg(pl.col("model").alias("models"))
-    )
 
 
 def _record_totals(records: pl.DataFrame) -> pl.DataFrame:
