@@ -27,7 +27,7 @@ from typing import Any
 from analytics import (
     _scanner,
     analysis,
-    calls,
+    engine,
     events,
     pipeline,
     priced,
@@ -35,7 +35,6 @@ from analytics import (
     rendered_rows,
     report,
     result_cache,
-    sessions,
     tokens,
 )
 from analytics.sources import copilot_events
@@ -52,8 +51,9 @@ _STAGES: list[tuple[Any, str]] = [
     (copilot_events, "_model_metrics"),
     (copilot_events, "_unknown_types"),
     (events, "order_events"),
-    (calls, "build_calls"),
-    (sessions, "summarize_sessions"),
+    (events, "drop_repeats"),
+    (events, "place_model_metrics"),
+    (engine, "fold"),  # the native Copilot fold: calls and sessions
     (tokens, "call_tokens_and_fit"),
     (tokens, "_reconstruct"),
     (tokens, "fit"),
