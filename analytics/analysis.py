@@ -148,11 +148,17 @@ class Analysis:
 
 @dataclass(frozen=True)
 class Window:
-    """Which sessions to keep: those starting on ``since``..``until`` (inclusive) in ``zone``."""
+    """Which sessions to keep: those starting on ``since``..``until`` (inclusive) in ``zone``,
+    written by one of ``agents`` (all when empty)."""
 
     since: date | None = None
     until: date | None = None
     zone: ZoneInfo | None = None
+    agents: tuple[str, ...] = ()
+
+    def narrows(self) -> bool:
+        """Whether the window leaves any session out."""
+        return bool(self.since or self.until or self.agents)
 
 
 def analyze(
@@ -217,7 +223,7 @@ def analyze(
             previous=None,  # loaded, not analysed anew
         )
     result = _with_agents(result)
-    return _within(result, window) if window and (window.since or window.until) else result
+    return _within(result, window) if window and window.narrows() else result
 
 
 def _with_agents(result: Analysis) -> Analysis:
@@ -358,7 +364,8 @@ def _run(
 
 
 def _within(result: Analysis, window: Window) -> Analysis:
-    """Keep the sessions that start inside the window, and their calls and events."""
+    """Keep the sessions that start inside the window (and are of its agents), and their
+    calls and events."""
     zone = str(window.zone) if window.zone else "UTC"
     day = pl.col("start_time").dt.convert_time_zone(zone).dt.date()
     keep = pl.lit(True)
@@ -366,6 +373,8 @@ def _within(result: Analysis, window: Window) -> Analysis:
         keep = keep & (day >= window.since)
     if window.until:
         keep = keep & (day <= window.until)
+    if window.agents:
+        keep = keep & pl.col("agent").is_in(list(window.agents))
     return result.only(result.sessions.filter(keep)["session_id"])
 
 

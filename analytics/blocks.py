@@ -80,7 +80,11 @@ def usage_blocks(priced_calls: pl.DataFrame, now: datetime) -> pl.DataFrame:
                 for c in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
             ),
             pl.col("output_tokens").sum().cast(pl.Int64).alias("output_tokens"),
-            pl.col("cost_usd").sum().cast(MONEY).alias("cost_usd"),
+            # an unknown amount is not 0: null when no call of the block is priced
+            pl.when(pl.col("cost_usd").is_not_null().any())
+            .then(pl.col("cost_usd").sum())
+            .cast(MONEY)
+            .alias("cost_usd"),
             pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
             pl.col("model").drop_nulls().unique().sort().alias("models"),
         )

@@ -84,6 +84,14 @@ def _home(ctx: typer.Context) -> None:
         _fail(error)
 
 
+class Agent(StrEnum):
+    """The agents whose logs agentcost reads (the ``agent`` column)."""
+
+    copilot = "copilot"
+    claude_code = "claude-code"
+    codex = "codex"
+
+
 class Format(StrEnum):
     """Output formats of the analysis commands (parquet needs --output)."""
 
@@ -139,6 +147,14 @@ WideOpt = Annotated[
         "--wide",
         help="Tables: every column at its natural width and full session ids, instead of "
         "fitting $COLUMNS or the terminal.",
+    ),
+]
+AgentOpt = Annotated[
+    list[Agent] | None,
+    typer.Option(
+        "--agent",
+        help="Only the sessions of this agent (repeatable): copilot, claude-code, codex.",
+        show_default=False,
     ),
 ]
 ShowIssuesOpt = Annotated[
@@ -202,11 +218,17 @@ def _days(since: str | None, until: str | None) -> tuple[date | None, date | Non
     return start, end
 
 
-def _window(since: str | None, until: str | None, timezone: str | None) -> Window:
+def _window(
+    since: str | None,
+    until: str | None,
+    timezone: str | None,
+    agent: list[Agent] | None = None,
+) -> Window:
     from analytics.analysis import Window
     from analytics.timezones import resolve_zone
 
-    return Window(*_days(since, until), resolve_zone(timezone))
+    agents = tuple(sorted({chosen.value for chosen in agent or []}))
+    return Window(*_days(since, until), resolve_zone(timezone), agents)
 
 
 def _model_map(pairs: list[str] | None) -> dict[str, str]:
@@ -317,6 +339,7 @@ def analyze(
     ] = False,
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
+    agent: AgentOpt = None,
     output: OutputOpt = None,
     strict: StrictOpt = False,
     wide: WideOpt = False,
@@ -332,7 +355,7 @@ def analyze(
         from analytics.rates import load_rates
         from analytics.rendered_rows import json_lines
 
-        window = _window(since, until, timezone)
+        window = _window(since, until, timezone, agent)
         table = load_rates(rates)
         result = _load(ctx, paths, window, keep_events=False, found=replays.found)
         key = "calls" if calls else "sessions"
@@ -475,6 +498,7 @@ def compare(
     since: SinceOpt = None,
     until: UntilOpt = None,
     timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
     output_format: FormatOpt = Format.table,
     output: OutputOpt = None,
     wide: WideOpt = False,
@@ -489,7 +513,7 @@ def compare(
         from analytics import report
         from analytics.compare import compare_tables, load_seller
 
-        window = _window(since, until, timezone)
+        window = _window(since, until, timezone, agent)
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
         result = _load(ctx, paths, window, keep_events=False, found=replays.found)
         found = compare_tables(
@@ -632,6 +656,7 @@ def budget(
     paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
 ) -> None:
     """Spent, left and the month-end projection of this budget month (the logs under PATHS,
     default the home); exit 1 when over the budget. agentcost budget set saves it."""
@@ -641,7 +666,7 @@ def budget(
     from analytics.budget_text import budget_lines
 
     try:
-        status = _budget_status(ctx, paths, load_budget(), rates, timezone)
+        status = _budget_status(ctx, paths, load_budget(), rates, timezone, agent)
         typer.echo(budget_lines(status))
         if status.over:
             raise typer.Exit(1)
@@ -686,6 +711,7 @@ def statusline(
     paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
 ) -> None:
     """One short line for a shell prompt or tmux: today's cost, the month against the budget
     (if set), and the session being written now (of the logs under PATHS, default the home)."""
@@ -695,7 +721,7 @@ def statusline(
 
     try:
         saved = load_budget() if budget_path().exists() else None
-        status = _budget_status(ctx, paths, saved, rates, timezone)
+        status = _budget_status(ctx, paths, saved, rates, timezone, agent)
         try:
             active = _active(latest_log(paths or []))
         except InputError:  # no session log yet: nothing is active
@@ -711,14 +737,18 @@ def _budget_status(
     saved: Budget | None,
     rates: str,
     timezone: str | None,
+    agent: list[Agent] | None,
 ) -> BudgetStatus:
-    """The budget month so far in the logs under ``paths`` (default the home), priced with
-    ``rates``."""
+    """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
+    sessions alone when given), priced with ``rates``."""
     from analytics.budget import budget_status
     from analytics.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
-    _, priced_calls, priced_sessions = _priced(ctx, paths, rates, None, keep_events=False)
+    window = _window(None, None, timezone, agent)
+    _, priced_calls, priced_sessions = _priced(
+        ctx, paths, rates, None, keep_events=False, window=window
+    )
     return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone))
 
 
@@ -905,7 +935,11 @@ def report(
     rates: Annotated[
         str, typer.Option(help="Rate table for the cost charts (as --rates of analyze).")
     ] = "github-copilot",
+    model_map: ModelMapOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
     strict: StrictOpt = False,
     show_issues: ShowIssuesOpt = False,
 ) -> None:
@@ -914,10 +948,12 @@ def report(
     from analytics.rates import bundled_rate_tables, load_rates
 
     try:
-        zone = _window(None, None, timezone).zone
-        result = _load(ctx, paths, keep_events=False)
+        window = _window(since, until, timezone, agent)
+        result = _load(ctx, paths, window, keep_events=False)
         tables = [load_rates(name) for name in bundled_rate_tables()]
-        page = render_report(result, load_rates(rates), tables, str(zone))
+        page = render_report(
+            result, load_rates(rates), tables, str(window.zone), _model_map(model_map)
+        )
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:
@@ -935,6 +971,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from analytics.blocks import Burn
     from analytics.budget import Budget, BudgetStatus
     from analytics.periods import Breakdown, Period
     from analytics.sources.discover import LogFile
@@ -966,14 +1003,15 @@ def _priced(
     *,
     keep_events: bool = True,
     found: Found | None = None,
+    window: Window | None = None,
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
-    """Analyse ``paths`` and price them: (analysis, priced calls, sessions with costs).
-    ``found``: what discovery already found under ``paths``."""
+    """Analyse ``paths`` (the sessions in ``window``) and price them: (analysis, priced
+    calls, sessions with costs). ``found``: what discovery already found under ``paths``."""
     from analytics.priced import priced
     from analytics.rates import load_rates
 
     table = load_rates(rates)
-    result = _load(ctx, paths, keep_events=keep_events, found=found)
+    result = _load(ctx, paths, window, keep_events=keep_events, found=found)
     tables = priced(result, table, _model_map(model_map))
     return result, tables["calls"], tables["sessions"]
 
@@ -1077,6 +1115,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
         timezone: ZoneOpt = None,
         rates: RatesOpt = "github-copilot",
         model_map: ModelMapOpt = None,
+        agent: AgentOpt = None,
         output_format: FormatOpt = Format.table,
         output: OutputOpt = None,
         strict: StrictOpt = False,
@@ -1098,7 +1137,13 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             zone = resolve_zone(timezone)
             start, end = _days(since, until)
             result, priced_calls, priced_sessions = _priced(
-                ctx, paths, rates, model_map, keep_events=False, found=replays.found
+                ctx,
+                paths,
+                rates,
+                model_map,
+                keep_events=False,
+                found=replays.found,
+                window=_window(None, None, timezone, agent),
             )
             if by is By.user:
                 raise UsageError("--by user reads a team dataset: add --dataset DIR")
@@ -1197,7 +1242,10 @@ def top(
     behaviour: Annotated[
         bool, typer.Option(help="Also show compactions and agent-loop behaviour.")
     ] = True,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
     output_format: FormatOpt = Format.table,
@@ -1216,11 +1264,11 @@ def top(
         from analytics import report
         from analytics.attribution import attribute_context, by_tool, top_items
         from analytics.behaviour import compaction_savings, loop_behaviour
-        from analytics.timezones import resolve_zone
 
-        zone = str(resolve_zone(timezone))
+        window = _window(since, until, timezone, agent)
+        zone = str(window.zone)
         result, priced_calls, _ = _priced(
-            ctx, paths, rates, model_map, keep_events=False, found=replays.found
+            ctx, paths, rates, model_map, keep_events=False, found=replays.found, window=window
         )
         items, compactions, loops = [], [], []
         for group in result.session_groups():  # a group of sessions at a time: flat memory
@@ -1261,6 +1309,130 @@ def top(
         _fail(error)
 
 
+# --- commands: blocks ---
+
+
+@app.command()
+def blocks(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    agent: Annotated[
+        list[Agent] | None,
+        typer.Option(
+            "--agent",
+            help="Whose calls fill the blocks (repeatable). Default: claude-code, whose plans "
+            "meter 5-hour windows.",
+            show_default=False,
+        ),
+    ] = None,
+    token_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokens a block may use: a number, or max (the most a past block used). "
+            "Shows each block's share and whether the active one is on course to pass it.",
+        ),
+    ] = None,
+    active: Annotated[
+        bool, typer.Option("--active", help="Only the active block, with its burn rate.")
+    ] = False,
+    timezone: ZoneOpt = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
+    """5-hour usage blocks (Claude's plan windows): tokens and API-equivalent cost per
+    block, and the active block's burn rate and projection."""
+    try:
+        from datetime import UTC, datetime
+
+        from analytics import report
+        from analytics.blocks import burn, usage_blocks
+
+        window = _window(None, None, timezone, agent or [Agent.claude_code])
+        result, priced_calls, _ = _priced(
+            ctx, paths, rates, model_map, keep_events=False, window=window
+        )
+        now = datetime.now(UTC)
+        table = usage_blocks(priced_calls, now)
+        limit = _token_limit(token_limit, table)
+        if active:
+            table = table.filter(pl_col("active"))
+        live = table.filter(pl_col("active"))
+        pace = burn(live.row(0, named=True), now) if live.height else None
+        notes = _blocks_notes(pace, limit)
+        _emit(
+            output_format,
+            output,
+            table,
+            lambda: report.render_sections_json(
+                {"blocks": table, "active": _pace_row(pace, limit)},
+                result.issues,
+                timezone=str(window.zone),
+            ),
+            lambda layout: (
+                "\n".join([report.blocks_table(table, str(window.zone), limit, layout), *notes])
+                if table.height
+                else "no calls in these logs for a 5-hour block"
+            ),
+            wide=wide,
+        )
+        _report_issues(result, False, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+def _pace_row(pace: Burn | None, limit: int | None) -> pl.DataFrame:
+    """The active block's pace as one JSON row (none without an active block)."""
+    import dataclasses
+
+    import polars as pl
+
+    from analytics.schema import MONEY
+
+    rows = [{**dataclasses.asdict(pace), "token_limit": limit}] if pace else []
+    money = {"usd_per_hour": MONEY, "projected_cost_usd": MONEY}
+    return pl.DataFrame(rows, schema_overrides={**money, "token_limit": pl.Int64})
+
+
+def pl_col(name: str) -> Any:
+    """``polars.col``, imported when a command runs (the CLI module stays polars-free)."""
+    import polars as pl
+
+    return pl.col(name)
+
+
+def _token_limit(value: str | None, table: pl.DataFrame) -> int | None:
+    """``--token-limit``: a number of tokens, or ``max``: the most a finished block used."""
+    if value is None:
+        return None
+    if value == "max":
+        done = table.filter(~pl_col("active"))["total_tokens"]
+        return int(done.max()) if done.len() else None  # type: ignore[arg-type]
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"--token-limit {value!r}: expected a number of tokens or max")
+    return int(value)
+
+
+def _blocks_notes(pace: Burn | None, limit: int | None) -> list[str]:
+    """The lines under the blocks table: the active block's pace and where it leads."""
+    if pace is None:
+        return ["no active block: the last call was 5 hours ago or more"]
+    lines = [
+        f"active block: {pace.minutes_left:.0f} min left; burn {pace.tokens_per_minute:,.0f} "
+        f"tokens/min, ${pace.usd_per_hour:.2f}/h (since the block opened)",
+        f"projected by its end at that pace: {pace.projected_total_tokens:,} tokens, "
+        f"${pace.projected_cost_usd:.2f} (an estimate)",
+    ]
+    if limit:
+        share = pace.projected_total_tokens * 100 / limit
+        verdict = "over" if pace.projected_total_tokens > limit else "within"
+        lines.append(f"token limit {limit:,}: projected {share:.0f}% ({verdict} the limit)")
+    return lines
+
+
 # --- commands: export ---
 
 
@@ -1274,6 +1446,10 @@ def export(
     paths: PathsArg = None,
     rates: RatesOpt = "github-copilot",
     model_map: ModelMapOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
     user: Annotated[
         str | None,
         typer.Option(help="The user column. Default: user in config.toml, else the login name."),
@@ -1293,7 +1469,12 @@ def export(
     try:
         check_target(directory)
         result, priced_calls, priced_sessions = _priced(
-            ctx, paths, rates, model_map, keep_events=False
+            ctx,
+            paths,
+            rates,
+            model_map,
+            keep_events=False,
+            window=_window(since, until, timezone, agent),
         )
         inputs = [str(path.resolve()) for path in (paths or default_targets())]
         who = Who(resolve_user(user), this_host())

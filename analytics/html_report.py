@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -166,13 +166,15 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
 
 
 def _by_groups(
-    analysis: Analysis, table: RateTable
+    analysis: Analysis, table: RateTable, model_map: Mapping[str, str]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(priced calls with their reconstruction, carried items, stated fixed parts), built a
     group of sessions at a time (``Analysis.session_groups``) so memory follows a group."""
     priced, carried, fixed = [], [], []
     for group in analysis.session_groups():
-        calls = price_calls(with_reconstruction(group), table, log_prices=analysis.log_prices)
+        calls = price_calls(
+            with_reconstruction(group), table, model_map=model_map, log_prices=analysis.log_prices
+        )
         priced.append(calls)
         carried.append(carried_context(group.events, calls))
         fixed.append(stated_fixed_part(group.events))
@@ -214,15 +216,20 @@ def _fixed_parts(priced: pl.DataFrame, stated: pl.DataFrame) -> dict[str, int]:
 
 
 def render_report(
-    analysis: Analysis, table: RateTable, tables: Sequence[RateTable], zone: str
+    analysis: Analysis,
+    table: RateTable,
+    tables: Sequence[RateTable],
+    zone: str,
+    model_map: Mapping[str, str] | None = None,
 ) -> str:
-    """The report as one HTML document: ``table`` prices the calls, ``tables`` are compared.
+    """The report as one HTML document: ``table`` prices the calls (their models renamed by
+    ``model_map`` first), ``tables`` are compared.
 
     ``zone`` (an IANA name) decides which day a call belongs to.
     """
     from analytics import plots
 
-    priced, carried, fixed_parts = _by_groups(analysis, table)
+    priced, carried, fixed_parts = _by_groups(analysis, table, model_map or {})
     calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
     busiest = chosen[0] if chosen else None

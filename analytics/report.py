@@ -707,7 +707,7 @@ def period_table(
 
     ``BILLED USD`` is marked ``~`` where part of a session's bill was split over its calls.
     """
-    keys = [c for c in ("model", "project", "session_id") if c in rows.columns]
+    keys = [c for c in ("user", "agent", "model", "project", "session_id") if c in rows.columns]
 
     def cells(frame: pl.DataFrame) -> pl.DataFrame:
         billed = dollars(pl.col("billed_usd"))
@@ -832,3 +832,39 @@ def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
         Column("INTERRUPTED USD", "_cut_cost"),
     ]
     return _table(cells, columns, None, layout)
+
+
+# --- 5-hour usage blocks (agentcost blocks) ---
+
+
+def blocks_table(
+    blocks: pl.DataFrame, zone: str, limit: int | None, layout: Layout | None = None
+) -> str:
+    """The table of ``agentcost blocks``: one row per 5-hour block, oldest first, its start
+    in ``zone``; with a token ``limit``, the share of it each block used."""
+    local = blocks.with_columns(
+        pl.col("block_start")
+        .dt.convert_time_zone(zone)
+        .dt.strftime("%Y-%m-%d %H:%M")
+        .alias("_start"),
+        pl.when(pl.col("active")).then(pl.lit("active")).otherwise(pl.lit("")).alias("_state"),
+        *(_count_cell(c).alias(f"_{c}") for c in ["calls", "total_tokens", "output_tokens"]),
+        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+        pl.col("models").list.join(", ").alias("_models"),
+        (
+            pl.format("{}%", (pl.col("total_tokens") * 100 / limit).round(1))
+            if limit
+            else pl.lit("")
+        ).alias("_share"),
+    )
+    columns = [
+        Column(f"BLOCK START ({zone})", "_start", right=False),
+        Column("", "_state", right=False),
+        Column("CALLS", "_calls"),
+        Column("TOKENS", "_total_tokens"),
+        *([Column("OF LIMIT", "_share")] if limit else []),
+        Column("OUTPUT TOK", "_output_tokens", drop=2),
+        Column("COST USD", "_cost"),
+        Column("MODELS", "_models", right=False, drop=1),
+    ]
+    return _table(local, columns, None, layout)
