@@ -24,12 +24,15 @@ TOP_SESSIONS = 5
 class HomeScreen:
     """``periods``: label, since, command and the period totals (calls, cost_usd,
     unpriced_calls, billed_usd, billed_split_calls); ``sessions``: the costliest sessions;
-    ``models``: calls and cost per model, most calls first; ``zone``: the days' timezone."""
+    ``models``: calls and cost per model, most calls first; ``zone``: the days' timezone;
+    ``agents``: calls, sessions and cost per agent."""
 
     periods: pl.DataFrame
     sessions: pl.DataFrame
     models: pl.DataFrame
     zone: str
+    #: calls, sessions and cost per agent, costliest first
+    agents: pl.DataFrame
 
 
 def home_screen(
@@ -79,13 +82,24 @@ def home_screen(
     )
     models = (
         priced_calls.group_by("model")
-        .agg(
-            pl.len().cast(pl.Int64).alias("calls"),
-            pl.when(pl.col("cost_usd").count() > 0).then(pl.col("cost_usd").sum()).alias("cost"),
-            pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
-        )
+        .agg(*_spend())
         .with_columns((pl.col("calls") / pl.col("calls").sum() * 100).alias("share_pct"))
         .sort(["calls", "model"], descending=[True, False], nulls_last=True)
-        .rename({"cost": "cost_usd"})
     )
-    return HomeScreen(periods=periods, sessions=sessions, models=models, zone=str(zone))
+    agents = (
+        priced_calls.group_by("agent")
+        .agg(pl.col("session_id").n_unique().cast(pl.Int64).alias("sessions"), *_spend())
+        .sort(["cost_usd", "agent"], descending=[True, False], nulls_last=True)
+    )
+    return HomeScreen(
+        periods=periods, sessions=sessions, models=models, zone=str(zone), agents=agents
+    )
+
+
+def _spend() -> list[pl.Expr]:
+    """Calls, their exact cost (null when none is priced) and the calls left unpriced."""
+    return [
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.when(pl.col("cost_usd").count() > 0).then(pl.col("cost_usd").sum()).alias("cost_usd"),
+        pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
+    ]

@@ -172,8 +172,10 @@ def session_table(
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
         _check().alias("_check"),
     )
+    mixed = api_equivalent(sessions) or sessions["agent"].n_unique() > 1
     columns = [
         Column("SESSION", "_id", right=False),
+        *([Column("AGENT", "agent", right=False, drop=6)] if mixed else []),
         Column(f"START ({zone})", "_start", right=False, drop=3),
         Column("MODELS", "models", right=False, drop=6),
         Column("CALLS", "llm_calls"),
@@ -210,7 +212,8 @@ def session_table(
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
-    return _table(local, columns, totals, layout, [*notes, *_legend(estimated)])
+    legend = [*notes, *_legend(estimated), *api_equivalent(sessions)]
+    return _table(local, columns, totals, layout, legend)
 
 
 def unpriced_reasons(
@@ -315,8 +318,9 @@ def cost_cell() -> pl.Expr:
 
 
 ESTIMATE_LEGEND = (
-    "~ estimated: reconstructed from the log with no per-call record or shutdown total to"
-    " calibrate to (measured error: agentcost validate, README)"
+    "~ estimated: reconstructed from the log, with no per-call record or matching shutdown"
+    " total to pin it (estimate_reason in JSON says why; measured error: agentcost validate,"
+    " README)"
 )
 
 
@@ -415,7 +419,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         ),
     }
     estimated = (calls["token_source"] == "estimated").any()
-    return _table(local, columns, totals, layout, _legend(estimated))
+    return _table(local, columns, totals, layout, [*_legend(estimated), *api_equivalent(calls)])
 
 
 def comparison_table(
@@ -617,20 +621,50 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         None,
         layout,
     )
-    return "\n\n".join(
+    by_agent = _table(
+        screen.agents.with_columns(_usd("cost_usd", "unpriced_calls").alias("_cost")),
         [
-            spend,
-            caption(
-                "costliest sessions (detail: agentcost analyze; context: agentcost top)", layout
-            )
-            + f"\n{costliest}",
-            caption("model mix (detail: agentcost daily --by model)", layout) + f"\n{mix}",
-            caption(
-                "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
-                layout,
-            ),
-        ]
+            Column("AGENT", "agent", right=False),
+            Column("SESSIONS", "sessions", drop=1),
+            Column("CALLS", "calls"),
+            Column("COST USD", "_cost"),
+        ],
+        None,
+        layout,
+        api_equivalent(screen.agents),
     )
+    parts = [
+        spend,
+        caption("costliest sessions (detail: agentcost analyze; context: agentcost top)", layout)
+        + f"\n{costliest}",
+        caption("model mix (detail: agentcost daily --by model)", layout) + f"\n{mix}",
+    ]
+    if screen.agents.height > 1 or api_equivalent(screen.agents):
+        parts.append(
+            caption("agents (detail: agentcost daily --by agent)", layout) + f"\n{by_agent}"
+        )
+    parts.append(
+        caption(
+            "live view: agentcost watch · budget: agentcost budget · more: agentcost --help",
+            layout,
+        )
+    )
+    return "\n\n".join(parts)
+
+
+#: The note under a table that prices Claude Code or Codex calls.
+API_EQUIVALENT = (
+    "COST USD of Claude Code and Codex calls is the API-equivalent cost (the vendor's list "
+    "prices): on a subscription (Claude Pro/Max, a ChatGPT plan) there is no per-token bill"
+)
+
+
+def api_equivalent(frame: pl.DataFrame) -> list[str]:
+    """``[API_EQUIVALENT]`` when ``frame`` (calls, sessions or an agent breakdown) has rows
+    of an agent whose users often pay by subscription; else nothing."""
+    if "agent" not in frame.columns:
+        return []
+    return [API_EQUIVALENT] if frame["agent"].is_in(["claude-code", "codex"]).any() else []
 
 
 def caption(text: str, layout: Layout | None = None) -> str:
