@@ -346,11 +346,13 @@ def session(master: str | None = None) -> SparkSession:
     builder = SparkSession.builder.appName("agentcost")
     if master or not SparkConf().contains("spark.master"):
         builder = builder.master(master or "local[2]")
-    return (
+    spark = (
         builder.config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def run(
@@ -386,9 +388,8 @@ def run(
         ).repartition(len(tasks), "task")
         blobs = frame.mapInArrow(_stage_one(host), _BLOBS).persist()
         quoted = _quoted(blobs)
-        counts = blobs.repartition(len(tasks), "task").mapInArrow(
-            _stage_two(str(output), rates, quoted), _WRITTEN
-        )
+        # each task's blobs are in its own partition already (mapInArrow keeps partitions)
+        counts = blobs.mapInArrow(_stage_two(str(output), rates, quoted), _WRITTEN)
         for row in counts.collect():  # one small row per task
             written = [a + b for a, b in zip(written, row, strict=True)]
         blobs.unpersist()
