@@ -93,3 +93,10 @@ def fold_copilot(
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
     """Fold ordered Copilot events and placed model metrics (Arrow stream capsules): calls,
     sessions, orphan-end issues, session issues."""
+
+def fit_sessions(
+    calls: object, members: object, targets: object, priors: object
+) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
+    """The reconstruction's fit per session (Arrow stream capsules of the regressors, the
+    constraint rows' members and targets, the priors): the calls' estimates, the unknowns,
+    the fits."""

@@ -187,34 +187,6 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).drop("_user_bytes", "_user_items", "_epoch")
 
 
-def _coefficients(x: pl.DataFrame) -> pl.DataFrame:
-    """Long form: (session_id, event_seq, part, param, value) for the prompt (``prompt``) and
-    the cacheable prefix (``prefix``) of each call, and its fixed part alone (``fixed``)."""
-    base = ["session_id", "event_seq"]
-    fixed = x.select(*base, pl.col("_fkey").alias("param"), pl.col("_c_fixed").cast(pl.Float64))
-    parts = []
-    for part, cols in (("prompt", _X), ("prefix", _P)):
-        parts.append(fixed.rename({"_c_fixed": "value"}).with_columns(pl.lit(part).alias("part")))
-        parts.extend(
-            x.select(
-                *base,
-                pl.lit(part).alias("part"),
-                pl.lit(name).alias("param"),
-                pl.col(col).cast(pl.Float64).alias("value"),
-            )
-            for name, col in zip(RATES, cols, strict=True)
-        )
-    parts.append(
-        x.select(
-            *base,
-            pl.lit("fixed").alias("part"),
-            pl.col("_fkey").alias("param"),
-            pl.lit(1.0).alias("value"),
-        )
-    )
-    return pl.concat(parts, how="diagonal_relaxed").filter(pl.col("value") != 0)
-
-
 def fit(
     x: pl.DataFrame,
     members: pl.DataFrame,
@@ -226,213 +198,39 @@ def fit(
 
     ``members``: (session_id, row, event_seq, part) — which calls' prompt, prefix or fixed
     part a constraint row sums; ``targets``: (session_id, row, y, sd, at_least: the row only
-    bounds the prediction from below); ``priors``:
-    (session_id, param, mean, sd) for every unknown of the session.
+    bounds the prediction from below); ``priors``: (session_id, param, mean, sd) for every
+    unknown of the session. The native engine solves each session on its own
+    (``analytics/scanner/fit.rs``: XᵀWX + P, the links between fixed parts, the cache-read
+    rows the fit exceeds dropped and the fit solved again); the frames cross as Arrow.
     """
-    coef = _coefficients(x)
-    offsets = x.select("session_id", "event_seq", "_offset")
-    a = (
-        members.join(coef, on=["session_id", "event_seq", "part"])
-        .group_by("session_id", "row", "param")
-        .agg(pl.col("value").sum())
-    )
-    offset = (
-        members.filter(pl.col("part") != "fixed")
-        .join(offsets, on=["session_id", "event_seq"])
-        .group_by("session_id", "row")
-        .agg(pl.col("_offset").sum().cast(pl.Float64).alias("_off"))
-    )
-    rows = (
-        targets.join(offset, on=["session_id", "row"], how="left")
-        .with_columns(
-            (pl.col("y") - pl.col("_off").fill_null(0)).alias("_y"),
-            (1 / pl.col("sd") ** 2).alias("_w"),
-        )
-        .join(a.select("session_id", "row").unique(), on=["session_id", "row"], how="semi")
-    )
-    # Cache reads only bound the prompts from below: a cache miss (another server, an evicted
-    # entry) reads less than the previous prompt, never more. So a read row the fit already
-    # exceeds is dropped and the fit solved again (an active set; two rounds suffice).
-    for _ in range(3):
-        solved = _solve(priors, _with_links(_gram(a, rows), priors), _rhs(a, rows))
-        theta = solved.select("session_id", "param", "theta")
-        predicted = (
-            a.join(theta, on=["session_id", "param"])
-            .group_by("session_id", "row")
-            .agg((pl.col("value") * pl.col("theta")).sum().alias("_pred"))
-        )
-        slack = rows.join(predicted, on=["session_id", "row"], how="left").filter(
-            pl.col("at_least") & (pl.col("_pred").fill_null(0) > pl.col("_y"))
-        )
-        if not slack.height:
-            break
-        rows = rows.join(slack.select("session_id", "row"), on=["session_id", "row"], how="anti")
-    estimate = _apply(coef, theta, offsets)
-    summary = (
-        rows.join(predicted, on=["session_id", "row"], how="left")
-        .group_by("session_id")
-        .agg(
-            pl.len().cast(pl.Int64).alias("fit_constraints"),
-            (
-                (
-                    (pl.col("_pred").fill_null(0) - pl.col("_y"))
-                    / pl.max_horizontal(pl.col("y").abs(), pl.lit(1.0))
-                )
-                ** 2
+    columns = ["session_id", "event_seq", "_fkey", "_c_fixed", "_offset", *_X, *_P]
+    estimates, parameters, summary = _scanner.fit_sessions(
+        *(
+            frame.rechunk().__arrow_c_stream__()
+            for frame in (
+                x.select(columns),
+                members.select("session_id", "row", "event_seq", "part"),
+                targets.select("session_id", "row", "y", "sd", "at_least"),
+                priors.select("session_id", "param", "mean", "sd"),
             )
-            .mean()
-            .sqrt()
-            .mul(100)
-            .round(2)
-            .alias("fit_residual_pct"),
         )
     )
-    flags = solved.group_by("session_id").agg(
-        pl.col("param").filter(pl.col("determined")).sort().alias("fit_determined"),
-        pl.col("param").filter(~pl.col("determined")).sort().alias("fit_from_prior"),
-        pl.struct(pl.col("param").alias("name"), pl.col("theta").round(4).alias("value"))
-        .sort_by("param")
-        .alias("fit_parameters"),
-    )
-    fit_frame = flags.join(summary, on="session_id", how="left").with_columns(
-        pl.col("fit_constraints").fill_null(0)
-    )
-    return estimate, fit_frame.select("session_id", *FIT)
-
-
-def _gram(a: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """Per session, XᵀWX in long form (session_id, param, q, g)."""
-    weighted = a.join(rows.select("session_id", "row", "_w"), on=["session_id", "row"])
-    return (
-        weighted.join(a.rename({"param": "q", "value": "vq"}), on=["session_id", "row"])
-        .group_by("session_id", "param", "q")
-        .agg((pl.col("_w") * pl.col("value") * pl.col("vq")).sum().alias("g"))
-    )
-
-
-def _rhs(a: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """Per session, XᵀWy in long form (session_id, param, b)."""
-    weighted = a.join(rows.select("session_id", "row", "_y", "_w"), on=["session_id", "row"])
-    return weighted.group_by("session_id", "param").agg(
-        (pl.col("_w") * pl.col("value") * pl.col("_y")).sum().alias("b")
-    )
-
-
-def _apply(coef: pl.DataFrame, theta: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
-    """Per call: the fitted prompt, prefix and fixed part, in whole tokens."""
-    parts = (
-        coef.join(theta, on=["session_id", "param"])
-        .group_by("session_id", "event_seq", "part")
-        .agg((pl.col("value") * pl.col("theta")).sum().alias("_t"))
-        .pivot("part", index=["session_id", "event_seq"], values="_t")
-    )
-    for part in ("prompt", "prefix", "fixed"):
-        if part not in parts.columns:
-            parts = parts.with_columns(pl.lit(0.0).alias(part))
-    off = pl.col("_offset").cast(pl.Float64)
-    return offsets.join(parts, on=["session_id", "event_seq"], how="left").select(
-        "session_id",
-        "event_seq",
-        (pl.col("prompt").fill_null(0) + off).round().cast(pl.Int64).alias("_estimate"),
-        (pl.col("prefix").fill_null(0) + off).round().cast(pl.Int64).alias("_prefix_estimate"),
-        pl.col("fixed").fill_null(0).round().cast(pl.Int64).alias("_fixed"),
-    )
-
-
-def _with_links(gram: pl.DataFrame, priors: pl.DataFrame) -> pl.DataFrame:
-    """Add the prior that a session's fixed parts are alike (``LINK_SD``): every agent of a
-    session gets the CLI's base prompt and most of its tools, so where the totals cannot tell
-    the main agent's fixed part from its sub-agents' (one model for all), they stay close
-    rather than each at its own prior; so do the main agent's parts under different models
-    (the same text, other tokenizers). A term (θ_k - θ_main)² / LINK_SD² per other key."""
-    fixed = priors.filter(pl.col("param").str.starts_with("fixed:"))
-    # The anchor: the main agent's key (its first model in name order), else any key.
-    anchor = fixed.group_by("session_id").agg(
-        pl.col("param")
-        .sort_by(~pl.col("param").str.starts_with("fixed:main|"), "param")
-        .first()
-        .alias("_main")
-    )
-    pairs = fixed.join(anchor, on="session_id").filter(pl.col("param") != pl.col("_main"))
-    w = 1 / LINK_SD**2
-    terms = pl.concat(
-        [
-            pairs.select("session_id", "param", pl.col("param").alias("q"), pl.lit(w).alias("g")),
-            pairs.select("session_id", pl.col("_main").alias("param"), pl.col("_main").alias("q"),
-                         pl.lit(w).alias("g")),
-            pairs.select("session_id", "param", pl.col("_main").alias("q"), pl.lit(-w).alias("g")),
-            pairs.select("session_id", pl.col("_main").alias("param"), pl.col("param").alias("q"),
-                         pl.lit(-w).alias("g")),
-        ]
-    )  # fmt: skip
-    return (
-        pl.concat([gram, terms], how="vertical_relaxed")
-        .group_by("session_id", "param", "q")
-        .agg(pl.col("g").sum())
-    )
-
-
-def _solve(priors: pl.DataFrame, gram: pl.DataFrame, rhs: pl.DataFrame) -> pl.DataFrame:
-    """Per session, θ = (XᵀWX + P)⁻¹ (XᵀWy + Pμ) and its standard errors.
-
-    Each session is one small dense system (a handful of unknowns). polars lays every
-    session's matrix out densely, row-major, one after another (a cell's place is its
-    session's offset plus row * n + column); the native kernel (``_scanner.solve_systems``:
-    Gauss-Jordan with partial pivoting) solves them all and returns each unknown's value and
-    variance (the inverse's diagonal), in the same order.
-    """
-    unknowns = priors.select(
-        "session_id",
-        "param",
-        "mean",
-        "sd",
-        pl.int_range(pl.len()).over("session_id").alias("_i"),
-        pl.len().over("session_id").alias("_n"),
-    ).sort("session_id", "_i")
-    systems = unknowns.group_by("session_id", maintain_order=True).agg(pl.col("_n").first())
-    systems = systems.with_columns(
-        (pl.col("_n") ** 2).cum_sum().shift(1, fill_value=0).alias("_cell0"),
-    )
-    index = unknowns.select("session_id", "param", "_i", "_n")
-    cells = (
-        gram.join(index, on=["session_id", "param"])
-        .join(
-            index.select("session_id", pl.col("param").alias("q"), pl.col("_i").alias("_j")),
-            on=["session_id", "q"],
-        )
-        .select("session_id", "_i", "_j", "g")
-    )
-    diagonal = unknowns.select(
-        "session_id", "_i", pl.col("_i").alias("_j"), (1 / pl.col("sd") ** 2).alias("_prior")
-    )
-    placed = (
-        cells.join(diagonal, on=["session_id", "_i", "_j"], how="full", coalesce=True)
-        .join(systems, on="session_id")
-        .select(
-            (pl.col("_cell0") + pl.col("_i") * pl.col("_n") + pl.col("_j")).alias("_at"),
-            (pl.col("g").fill_null(0.0) + pl.col("_prior").fill_null(0.0)).alias("_v"),
+    determined = pl.col("determined")
+    flags = (
+        _frame(parameters)
+        .group_by("session_id", maintain_order=True)
+        .agg(
+            pl.col("param").filter(determined).alias("fit_determined"),
+            pl.col("param").filter(~determined).alias("fit_from_prior"),
+            pl.struct(pl.col("param").alias("name"), "value").alias("fit_parameters"),
         )
     )
-    size = int(systems["_n"].pow(2).sum())
-    matrices = pl.zeros(size, pl.Float64, eager=True).scatter(placed["_at"], placed["_v"])
-    vectors = unknowns.join(
-        rhs.select("session_id", "param", "b"),
-        on=["session_id", "param"],
-        how="left",
-        maintain_order="left",
-    ).select(pl.col("b").fill_null(0.0) + pl.col("mean") / pl.col("sd") ** 2)
-    theta, variance = _scanner.solve_systems(
-        systems["_n"].to_list(), matrices.to_list(), vectors.to_series().to_list()
-    )
-    return unknowns.select(
-        "session_id",
-        "param",
-        pl.Series("theta", theta, pl.Float64).clip(lower_bound=0.0),
-        (
-            pl.Series(variance, dtype=pl.Float64).clip(lower_bound=0.0).sqrt()
-            < DETERMINED * pl.col("sd")
-        ).alias("determined"),
-    )
+    fitted = flags.join(_frame(summary), on="session_id", how="left")
+    return _frame(estimates), fitted.select("session_id", *FIT)
+
+
+def _frame(table: _scanner.ArrowTable) -> pl.DataFrame:
+    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
 
 
 def priors_for(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -1,10 +1,12 @@
 """The native engine's Copilot fold equals the polars stages, table for table.
 
 The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
-``summarize_sessions`` -> ``session_issues``) are the oracle; the engine
-(``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``) must give the same CALLS,
-SESSIONS (before tokens), orphan-end issues and session issues: same columns, dtypes, rows and
-row order (issues as sets: ``analysis`` sorts them). Compared on ``sample_logs/`` (whole and
+``summarize_sessions`` -> ``session_issues``, and the reconstruction's ``fit``) are the
+oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``; the fit,
+``analytics/scanner/fit.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
+issues and session issues, and the same per-call estimates and per-session fit figures: same
+columns, dtypes, rows and row order (issues as sets: ``analysis`` sorts them; the fit's rows by
+session, which joins place). Compared on ``sample_logs/`` (whole and
 one file at a time), every real Copilot log one file at a time, simulated sessions
 (``analytics.simulate``: resumes, crashes, compactions, sub-agents, autopilot) with and
 without damage (lines dropped, repeated, swapped, torn), and generated event sequences over
@@ -26,12 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics import engine
+from analytics import engine, tokens
 from analytics.events import drop_repeats, order_events, place_model_metrics
 from analytics.simulate import SimulationParams, simulate
 from analytics.sources.copilot_events import read_logs
 from analytics.sources.discover import LogFile
 from tests.conftest import SAMPLE_LOGS
+from tests.reference import fit as reference_fit
 from tests.reference.calls import build_calls
 from tests.reference.sessions import session_issues, summarize_sessions
 
@@ -58,13 +61,42 @@ def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame
     return calls, sessions, orphans, session_issues(events, sessions)
 
 
+def fit_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame, ...] | None:
+    """What the token stage hands the fit (regressors, members, targets, priors); None when
+    it has no calls to fit."""
+    calls, sessions, *_ = engine.fold(events, metrics)
+    seen: list[tuple[pl.DataFrame, ...]] = []
+    native = tokens.fit
+
+    def spy(*frames: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        seen.append(frames)
+        return native(*frames)
+
+    tokens.fit = spy
+    try:
+        tokens.call_tokens_and_fit(calls, events, sessions, metrics)
+    finally:
+        tokens.fit = native
+    return seen[0] if seen else None
+
+
 def assert_same(paths: list[Path]) -> None:
     parsed = read_logs(_logs(paths))
     events, _ = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
-    for name, want, got in zip(
-        NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True
-    ):
+    pairs = list(zip(NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True))
+    frames = fit_inputs(events, metrics)
+    if frames is not None:
+        (want_estimates, want_fit), (got_estimates, got_fit) = (
+            reference_fit.fit(*frames),
+            tokens.fit(*frames),
+        )
+        keys = ["session_id", "event_seq"]
+        pairs += [
+            ("fit", want_fit.sort("session_id"), got_fit.sort("session_id")),
+            ("estimates", *(e.sort(keys) for e in (want_estimates, got_estimates))),
+        ]
+    for name, want, got in pairs:
         # Issues are in no order until ``analysis`` sorts them (polars joins keep none).
         ordered = [
             f.sort(pl.all(), nulls_last=False) if "issues" in name else f for f in (got, want)

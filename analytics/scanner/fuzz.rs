@@ -457,3 +457,85 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
     );
     assert!(sessions > 0);
 }
+
+#[test]
+fn reconstruction_fit_survives_any_numbers_for_a_stated_time() {
+    use _scanner::fit::{fit_session, Member, Part, Prior, Regressors, Target};
+    let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10)
+        .min(5);
+    let number = prop_oneof![
+        -10.0f64..1e6,
+        Just(0.0),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(1e300),
+        Just(-1e-300),
+    ];
+    let strategy = (
+        proptest::collection::vec((0i64..20, 0usize..3, number.clone(), any::<i64>()), 0..20),
+        proptest::collection::vec((0usize..4, 0i64..20, 0usize..3), 0..30),
+        proptest::collection::vec(
+            (0usize..4, number.clone(), number.clone(), any::<bool>()),
+            0..6,
+        ),
+        proptest::collection::vec((0usize..5, number.clone(), number), 0..8),
+    );
+    let keys = ["fixed:main|m", "fixed:task|m", "tool", "prose", "item"];
+    let rows = ["in:0:m", "read:0:m", "pre:3", "stated-fixed"];
+    let parts = [Part::Prompt, Part::Prefix, Part::Fixed];
+    let mut runner = TestRunner::new(Config {
+        cases: u32::MAX,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    let mut fits = 0u64;
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let (c, m, t, p) = strategy.new_tree(&mut runner).expect("an input").current();
+        let calls: Vec<Regressors> = c
+            .iter()
+            .map(|&(seq, key, v, offset)| Regressors {
+                seq,
+                fixed_key: keys.get(key).copied().unwrap_or("?"),
+                c_fixed: v,
+                prompt: [v; 5],
+                prefix: [v, 0.0, v, -1.0, 0.0],
+                offset,
+            })
+            .collect();
+        let members: Vec<Member> = m
+            .iter()
+            .map(|&(row, seq, part)| Member {
+                row: rows.get(row).copied().unwrap_or("?"),
+                seq,
+                part: parts.get(part).copied().unwrap_or(Part::Prompt),
+            })
+            .collect();
+        let targets: Vec<Target> = t
+            .iter()
+            .map(|&(row, y, sd, at_least)| Target {
+                row: rows.get(row).copied().unwrap_or("?"),
+                y,
+                sd,
+                at_least,
+            })
+            .collect();
+        let priors: Vec<Prior> = p
+            .iter()
+            .map(|&(key, mean, sd)| Prior {
+                param: keys.get(key).copied().unwrap_or("?"),
+                mean,
+                sd,
+            })
+            .collect();
+        let fitted = std::panic::catch_unwind(|| fit_session(&calls, &members, &targets, &priors))
+            .unwrap_or_else(|_| panic!("the fit panicked on {c:?} {m:?} {t:?} {p:?}"));
+        assert_eq!(fitted.estimates.len(), calls.len());
+        fits += 1;
+    }
+    println!("fit fuzz: {fits} sessions, no panic");
+    assert!(fits > 0);
+}

@@ -15,6 +15,7 @@ pub mod codex;
 pub mod compact;
 pub mod copilot;
 pub mod copilot_fold;
+pub mod fit;
 pub mod format;
 pub mod json;
 pub mod scan;

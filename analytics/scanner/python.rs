@@ -550,6 +550,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
     module.add_function(wrap_pyfunction!(fold_copilot, module)?)?;
+    module.add_function(wrap_pyfunction!(fit_sessions, module)?)?;
     Ok(())
 }
 
@@ -1161,4 +1162,202 @@ fn issue_table(rows: &[(&str, Option<i64>, &str, String)]) -> ArrowTable {
         ],
         rows.len(),
     )
+}
+
+/// A float column read from polars (an integer column is converted).
+fn float_at(array: &dyn Array, i: usize) -> Option<f64> {
+    if let Some(a) = array.as_any().downcast_ref::<arrow_array::Float64Array>() {
+        return (i < a.len() && a.is_valid(i)).then(|| a.value(i));
+    }
+    Ints::of(array).get(i).map(|v| v as f64)
+}
+
+/// The reconstruction's fit per session (`fit.rs`): the regressors of each call, the
+/// constraint rows' members and targets, and the priors, each a polars frame of one chunk
+/// (Arrow stream capsules). Returns the calls' estimates (session_id, event_seq, _estimate,
+/// _prefix_estimate, _fixed), the unknowns (session_id, param, value, determined) and the
+/// fits (session_id, fit_constraints, fit_residual_pct).
+#[pyfunction]
+fn fit_sessions(
+    py: Python<'_>,
+    calls: Bound<'_, PyCapsule>,
+    members: Bound<'_, PyCapsule>,
+    targets: Bound<'_, PyCapsule>,
+    priors: Bound<'_, PyCapsule>,
+) -> PyResult<(ArrowTable, ArrowTable, ArrowTable)> {
+    use crate::fit::{fit_session, Fitted, Member, Part, Prior, Regressors, Target};
+    let frames = [
+        read_frame(&calls)?,
+        read_frame(&members)?,
+        read_frame(&targets)?,
+        read_frame(&priors)?,
+    ];
+    py.detach(|| {
+        let [calls, members, targets, priors] = &frames;
+        fn grouped(
+            batch: &arrow_array::RecordBatch,
+        ) -> std::collections::HashMap<&str, Vec<usize>> {
+            let ids = Strs::of(column(batch, "session_id"));
+            by_session(&ids, batch.num_rows()).into_iter().collect()
+        }
+        let (call_rows, member_rows) = (grouped(calls), grouped(members));
+        let (target_rows, prior_rows) = (grouped(targets), grouped(priors));
+        let ints = |b, name| Ints::of(column(b, name));
+        let strs = |b, name| Strs::of(column(b, name));
+        let (fkey, seq, offset) = (
+            strs(calls, "_fkey"),
+            ints(calls, "event_seq"),
+            ints(calls, "_offset"),
+        );
+        let c_fixed = column(calls, "_c_fixed");
+        let regressors: Vec<&dyn Array> = ["x_tool", "x_prose", "x_json", "x_item", "x_task"]
+            .into_iter()
+            .chain(["p_tool", "p_prose", "p_json", "p_item", "p_task"])
+            .map(|name| column(calls, name))
+            .collect();
+        let (m_row, m_seq, m_part) = (
+            strs(members, "row"),
+            ints(members, "event_seq"),
+            strs(members, "part"),
+        );
+        let (t_row, t_y, t_sd) = (
+            strs(targets, "row"),
+            column(targets, "y"),
+            column(targets, "sd"),
+        );
+        let t_least = flags(column(targets, "at_least"));
+        let (p_param, p_mean, p_sd) = (
+            strs(priors, "param"),
+            column(priors, "mean"),
+            column(priors, "sd"),
+        );
+        let mut sessions: Vec<&str> = prior_rows.keys().copied().collect();
+        sessions.sort_unstable();
+        let empty = Vec::new();
+        let fitted: Vec<(&str, Fitted)> = sessions
+            .par_iter()
+            .map(|&id| {
+                let rows = |g: &std::collections::HashMap<&str, Vec<usize>>| {
+                    g.get(id).unwrap_or(&empty).clone()
+                };
+                let session_calls: Vec<Regressors> = rows(&call_rows)
+                    .iter()
+                    .map(|&i| {
+                        let value = |k: usize| {
+                            regressors
+                                .get(k)
+                                .and_then(|a| float_at(*a, i))
+                                .unwrap_or(0.0)
+                        };
+                        Regressors {
+                            seq: seq.get(i).unwrap_or(0),
+                            fixed_key: fkey.get(i).unwrap_or(""),
+                            c_fixed: float_at(c_fixed, i).unwrap_or(0.0),
+                            prompt: [0, 1, 2, 3, 4].map(value),
+                            prefix: [5, 6, 7, 8, 9].map(value),
+                            offset: offset.get(i).unwrap_or(0),
+                        }
+                    })
+                    .collect();
+                let session_members: Vec<Member> = rows(&member_rows)
+                    .iter()
+                    .map(|&i| Member {
+                        row: m_row.get(i).unwrap_or(""),
+                        seq: m_seq.get(i).unwrap_or(0),
+                        part: match m_part.get(i) {
+                            Some("prefix") => Part::Prefix,
+                            Some("fixed") => Part::Fixed,
+                            _ => Part::Prompt,
+                        },
+                    })
+                    .collect();
+                let session_targets: Vec<Target> = rows(&target_rows)
+                    .iter()
+                    .map(|&i| Target {
+                        row: t_row.get(i).unwrap_or(""),
+                        y: float_at(t_y, i).unwrap_or(f64::NAN),
+                        sd: float_at(t_sd, i).unwrap_or(f64::NAN),
+                        at_least: flag(t_least, i).unwrap_or(false),
+                    })
+                    .collect();
+                let session_priors: Vec<Prior> = rows(&prior_rows)
+                    .iter()
+                    .map(|&i| Prior {
+                        param: p_param.get(i).unwrap_or(""),
+                        mean: float_at(p_mean, i).unwrap_or(0.0),
+                        sd: float_at(p_sd, i).unwrap_or(1.0),
+                    })
+                    .collect();
+                let fit = catch_unwind(AssertUnwindSafe(|| {
+                    fit_session(
+                        &session_calls,
+                        &session_members,
+                        &session_targets,
+                        &session_priors,
+                    )
+                }))
+                .unwrap_or_default();
+                (id, fit)
+            })
+            .collect();
+        let estimates: Vec<(&str, &crate::fit::Estimate)> = fitted
+            .iter()
+            .flat_map(|(id, f)| f.estimates.iter().map(move |e| (*id, e)))
+            .collect();
+        let each = || estimates.iter().copied();
+        let estimate_table = table(
+            vec![
+                ("session_id", text_array(each().map(|(id, _)| Some(id)))),
+                ("event_seq", int_array(each().map(|(_, e)| Some(e.seq)))),
+                ("_estimate", int_array(each().map(|(_, e)| Some(e.prompt)))),
+                (
+                    "_prefix_estimate",
+                    int_array(each().map(|(_, e)| Some(e.prefix))),
+                ),
+                ("_fixed", int_array(each().map(|(_, e)| Some(e.fixed)))),
+            ],
+            estimates.len(),
+        );
+        let params: Vec<(&str, &(&str, f64, bool))> = fitted
+            .iter()
+            .flat_map(|(id, f)| f.parameters.iter().map(move |p| (*id, p)))
+            .collect();
+        let each = || params.iter().copied();
+        let param_table = table(
+            vec![
+                ("session_id", text_array(each().map(|(id, _)| Some(id)))),
+                ("param", text_array(each().map(|(_, p)| Some(p.0)))),
+                (
+                    "value",
+                    Arc::new(
+                        each()
+                            .map(|(_, p)| Some(p.1))
+                            .collect::<arrow_array::Float64Array>(),
+                    ),
+                ),
+                ("determined", bool_array(each().map(|(_, p)| Some(p.2)))),
+            ],
+            params.len(),
+        );
+        let each = || fitted.iter();
+        let summary_table = table(
+            vec![
+                ("session_id", text_array(each().map(|(id, _)| Some(*id)))),
+                (
+                    "fit_constraints",
+                    int_array(each().map(|(_, f)| Some(f.constraints))),
+                ),
+                (
+                    "fit_residual_pct",
+                    Arc::new(
+                        each()
+                            .map(|(_, f)| f.residual_pct)
+                            .collect::<arrow_array::Float64Array>(),
+                    ),
+                ),
+            ],
+            fitted.len(),
+        );
+        Ok((estimate_table, param_table, summary_table))
+    })
 }

@@ -1,0 +1,348 @@
+//! The reconstruction's per-session fit (`analytics/reconstruct.py`, `fit`): weighted least
+//! squares with priors, solved one session at a time.
+//!
+//! A session's calls carry their regressors (the fixed part's unknown, bytes and items so far
+//! per kind of content, for the prompt and for the prefix the next call reads from cache);
+//! each constraint row sums the prompt, prefix or fixed part of some calls and states a
+//! figure. The normal equations XᵀWX + P (the priors' precisions, and the links that keep a
+//! session's fixed parts alike) are solved by `solve::solve_systems`; a cache-read row the fit
+//! already exceeds is dropped and the fit solved again (at most three rounds, as the polars
+//! version did). Out come each call's fitted prompt, prefix and fixed part in whole tokens
+//! (rounded half to even, as polars rounds), each unknown's value and whether the log
+//! determined it, and the constraints used with their root-mean-square relative misfit.
+#![forbid(unsafe_code)]
+
+use std::collections::{BTreeMap, HashMap};
+
+/// The content kinds' unknowns, in the order of the regressors.
+pub const RATES: [&str; 5] = ["tool", "prose", "json", "item", "task"];
+/// How far a sub-agent's fixed part is expected to be from the main agent's (tokens).
+pub const LINK_SD: f64 = 8_000.0;
+/// An unknown is determined when its standard error is under this share of its prior's.
+pub const DETERMINED: f64 = 0.5;
+/// Rounds of dropping the cache-read rows the fit exceeds.
+const ROUNDS: usize = 3;
+
+/// One call's regressors.
+#[derive(Clone, Debug, Default)]
+pub struct Regressors<'a> {
+    pub seq: i64,
+    pub fixed_key: &'a str,
+    pub c_fixed: f64,
+    /// tool, prose, json, item, task: of the prompt, and of the cacheable prefix.
+    pub prompt: [f64; 5],
+    pub prefix: [f64; 5],
+    pub offset: i64,
+}
+
+/// Which part of a call a constraint sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Prompt,
+    Prefix,
+    Fixed,
+}
+
+/// One member of a constraint row: the row, the call, the part.
+#[derive(Clone, Copy, Debug)]
+pub struct Member<'a> {
+    pub row: &'a str,
+    pub seq: i64,
+    pub part: Part,
+}
+
+/// One constraint row's figure: its value, standard deviation, and whether it only bounds
+/// the prediction from below.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    pub row: &'a str,
+    pub y: f64,
+    pub sd: f64,
+    pub at_least: bool,
+}
+
+/// One unknown's prior.
+#[derive(Clone, Copy, Debug)]
+pub struct Prior<'a> {
+    pub param: &'a str,
+    pub mean: f64,
+    pub sd: f64,
+}
+
+/// A call's fitted prompt, prefix and fixed part (whole tokens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    pub seq: i64,
+    pub prompt: i64,
+    pub prefix: i64,
+    pub fixed: i64,
+}
+
+/// One session's fit.
+#[derive(Clone, Debug, Default)]
+pub struct Fitted<'a> {
+    pub estimates: Vec<Estimate>,
+    /// (unknown, value rounded to 4 places, determined), by name.
+    pub parameters: Vec<(&'a str, f64, bool)>,
+    pub constraints: i64,
+    /// None without any constraint.
+    pub residual_pct: Option<f64>,
+}
+
+/// `value` rounded to `places` decimals, half to even (polars' `round`).
+pub fn round_to(value: f64, places: i32) -> f64 {
+    if places == 0 {
+        return value.round_ties_even();
+    }
+    let scale = 10f64.powi(places);
+    (value * scale).round_ties_even() / scale
+}
+
+/// The coefficients of a call's part: (unknown, value), zeros left out.
+fn coefficients<'a>(call: &Regressors<'a>, part: Part) -> Vec<(&'a str, f64)> {
+    let mut out = Vec::with_capacity(6);
+    let mut push = |name: &'a str, value: f64| {
+        if value != 0.0 {
+            out.push((name, value));
+        }
+    };
+    match part {
+        Part::Fixed => push(call.fixed_key, 1.0),
+        Part::Prompt | Part::Prefix => {
+            push(call.fixed_key, call.c_fixed);
+            let values = if part == Part::Prompt {
+                &call.prompt
+            } else {
+                &call.prefix
+            };
+            for (name, value) in RATES.iter().zip(values) {
+                push(name, *value);
+            }
+        }
+    }
+    out
+}
+
+/// Fit one session.
+pub fn fit_session<'a>(
+    calls: &[Regressors<'a>],
+    members: &[Member<'a>],
+    targets: &[Target<'a>],
+    priors: &[Prior<'a>],
+) -> Fitted<'a> {
+    let by_seq: HashMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
+    // Each row's coefficients (summed over its members) and offset.
+    let mut a: BTreeMap<&'a str, BTreeMap<&'a str, f64>> = BTreeMap::new();
+    let mut offsets: HashMap<&'a str, i64> = HashMap::new();
+    for member in members {
+        let Some(call) = by_seq.get(&member.seq) else {
+            continue;
+        };
+        for (name, value) in coefficients(call, member.part) {
+            *a.entry(member.row).or_default().entry(name).or_insert(0.0) += value;
+        }
+        if member.part != Part::Fixed {
+            let total = offsets.entry(member.row).or_insert(0);
+            *total = total.saturating_add(call.offset);
+        }
+    }
+    // (row, y less the offsets, weight, stated y, at least)
+    let mut rows: Vec<(&'a str, f64, f64, f64, bool)> = targets
+        .iter()
+        .filter(|t| a.contains_key(t.row))
+        .map(|t| {
+            let off = offsets.get(t.row).copied().unwrap_or(0) as f64;
+            (t.row, t.y - off, 1.0 / (t.sd * t.sd), t.y, t.at_least)
+        })
+        .collect();
+    let index: HashMap<&'a str, usize> = priors
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.param, i))
+        .collect();
+    let n = priors.len();
+    let links = links(priors);
+    let mut theta = vec![0.0; n];
+    let mut variance = vec![0.0; n];
+    let mut predicted: HashMap<&'a str, f64> = HashMap::new();
+    for _ in 0..ROUNDS {
+        let mut matrix = vec![0.0; n * n];
+        let mut vector = vec![0.0; n];
+        for (row, y, w, _, _) in &rows {
+            let Some(coefs) = a.get(row) else { continue };
+            for (p, vp) in coefs {
+                let Some(&i) = index.get(p) else { continue };
+                if let Some(cell) = vector.get_mut(i) {
+                    *cell += w * vp * y;
+                }
+                for (q, vq) in coefs {
+                    let Some(&j) = index.get(q) else { continue };
+                    if let Some(cell) = matrix.get_mut(i * n + j) {
+                        *cell += w * vp * vq;
+                    }
+                }
+            }
+        }
+        for &(i, j, g) in &links {
+            if let Some(cell) = matrix.get_mut(i * n + j) {
+                *cell += g;
+            }
+        }
+        for (i, prior) in priors.iter().enumerate() {
+            let precision = 1.0 / (prior.sd * prior.sd);
+            if let Some(cell) = matrix.get_mut(i * n + i) {
+                *cell += precision;
+            }
+            if let Some(cell) = vector.get_mut(i) {
+                *cell += prior.mean * precision;
+            }
+        }
+        let (solution, var) = crate::solve::solve_systems(&[n], &matrix, &vector);
+        // Clipped at 0 (NaN, from a singular system, stays NaN as polars' clip leaves it).
+        theta = solution
+            .iter()
+            .map(|&t| if t < 0.0 { 0.0 } else { t })
+            .collect();
+        variance = var;
+        predicted = a
+            .iter()
+            .map(|(row, coefs)| {
+                let value = coefs
+                    .iter()
+                    .filter_map(|(p, v)| Some(v * theta.get(*index.get(p)?)?))
+                    .sum();
+                (*row, value)
+            })
+            .collect();
+        let before = rows.len();
+        rows.retain(|(row, y, _, _, at_least)| {
+            !(*at_least && predicted.get(row).copied().unwrap_or(0.0) > *y)
+        });
+        if rows.len() == before {
+            break;
+        }
+    }
+    let value_of = |name: &str| index.get(name).and_then(|&i| theta.get(i)).copied();
+    let part_value = |call: &Regressors<'a>, part: Part| -> f64 {
+        coefficients(call, part)
+            .iter()
+            .filter_map(|(p, v)| Some(v * value_of(p)?))
+            .sum()
+    };
+    let estimates = calls
+        .iter()
+        .map(|call| {
+            let off = call.offset as f64;
+            let whole = |v: f64| round_to(v, 0) as i64;
+            Estimate {
+                seq: call.seq,
+                prompt: whole(part_value(call, Part::Prompt) + off),
+                prefix: whole(part_value(call, Part::Prefix) + off),
+                fixed: whole(part_value(call, Part::Fixed)),
+            }
+        })
+        .collect();
+    let mut parameters: Vec<(&'a str, f64, bool)> = priors
+        .iter()
+        .enumerate()
+        .map(|(i, prior)| {
+            let value = theta.get(i).copied().unwrap_or(f64::NAN);
+            let var = variance.get(i).copied().unwrap_or(f64::NAN);
+            let sd = if var < 0.0 { 0.0 } else { var.sqrt() };
+            (prior.param, round_to(value, 4), sd < DETERMINED * prior.sd)
+        })
+        .collect();
+    parameters.sort_by(|x, y| x.0.cmp(y.0));
+    let residual_pct = (!rows.is_empty()).then(|| {
+        let squares: f64 = rows
+            .iter()
+            .map(|(row, y, _, stated, _)| {
+                let miss = (predicted.get(row).copied().unwrap_or(0.0) - y) / stated.abs().max(1.0);
+                miss * miss
+            })
+            .sum();
+        round_to((squares / rows.len() as f64).sqrt() * 100.0, 2)
+    });
+    Fitted {
+        estimates,
+        parameters,
+        constraints: i64::try_from(rows.len()).unwrap_or(i64::MAX),
+        residual_pct,
+    }
+}
+
+/// The prior that a session's fixed parts are alike: (i, j, value) terms of the matrix, a
+/// term (θ_k - θ_main)² / LINK_SD² for each fixed part but the anchor (the main agent's first
+/// by name, else the first by name).
+fn links(priors: &[Prior<'_>]) -> Vec<(usize, usize, f64)> {
+    let fixed: Vec<(usize, &str)> = priors
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.param.starts_with("fixed:"))
+        .map(|(i, p)| (i, p.param))
+        .collect();
+    let Some(&(anchor, _)) = fixed
+        .iter()
+        .min_by_key(|(_, name)| (!name.starts_with("fixed:main|"), *name))
+    else {
+        return Vec::new();
+    };
+    let w = 1.0 / (LINK_SD * LINK_SD);
+    let mut terms = Vec::new();
+    for &(k, _) in fixed.iter().filter(|(k, _)| *k != anchor) {
+        terms.extend([
+            (k, k, w),
+            (anchor, anchor, w),
+            (k, anchor, -w),
+            (anchor, k, -w),
+        ]);
+    }
+    terms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_is_half_to_even() {
+        assert_eq!(round_to(0.5, 0), 0.0);
+        assert_eq!(round_to(1.5, 0), 2.0);
+        assert_eq!(round_to(2.5, 0), 2.0);
+        assert_eq!(round_to(0.12345, 4), 0.1234);
+    }
+
+    #[test]
+    fn a_stated_sum_pins_the_fixed_part() {
+        let calls: Vec<Regressors> = (1..=3)
+            .map(|seq| Regressors {
+                seq,
+                fixed_key: "fixed:main|m",
+                c_fixed: 1.0,
+                ..Regressors::default()
+            })
+            .collect();
+        let members: Vec<Member> = (1..=3)
+            .map(|seq| Member {
+                row: "in",
+                seq,
+                part: Part::Prompt,
+            })
+            .collect();
+        let targets = [Target {
+            row: "in",
+            y: 30_000.0,
+            sd: 1.0,
+            at_least: false,
+        }];
+        let priors = [Prior {
+            param: "fixed:main|m",
+            mean: 20_000.0,
+            sd: 12_000.0,
+        }];
+        let fitted = fit_session(&calls, &members, &targets, &priors);
+        assert!(fitted.estimates.iter().all(|e| e.prompt == 10_000));
+        assert_eq!(fitted.constraints, 1);
+        assert!(fitted.parameters.iter().all(|p| p.2));
+    }
+}
