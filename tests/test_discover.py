@@ -171,3 +171,16 @@ def test_each_log_goes_to_the_agent_that_wrote_it(tmp_path: Path) -> None:
         ("codex", codex.name),
     ]
     assert found.logs == [] and found.problems == [] and found.not_logs == []
+
+
+def test_a_named_claude_code_session_brings_its_sub_agents(tmp_path: Path) -> None:
+    """Naming a session file finds its ``<session>/subagents/`` files too, so they are read
+    (and key the caches) with it."""
+    line = '{"type":"user","sessionId":"s1","uuid":"u1"}\n'
+    session = tmp_path / "s1.jsonl"
+    session.write_text(line)
+    agent = tmp_path / "s1" / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(line)
+    found = discover([session])
+    assert sorted(log.path.name for _, log in found.agent_logs) == ["agent-a1.jsonl", "s1.jsonl"]

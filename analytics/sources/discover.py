@@ -135,6 +135,10 @@ class _Walk:
             hint = target.parent.name if session else target.stem
             self._log(target, hint, real)
             self._home_of(real.parent if session else real)
+            # A Claude Code session file's sub-agents live beside it, in <session>/subagents/
+            subagents = target.with_suffix("") / "subagents"
+            if not session and subagents.is_dir():
+                self._directory(subagents, real.with_suffix("") / "subagents", depth=0)
             return
         if (target / _EVENTS).is_file():
             self._log(target / _EVENTS, target.name, real / _EVENTS)
