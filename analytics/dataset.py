@@ -457,16 +457,15 @@ def _same(target: Path, data: bytes) -> bool:
 
 def _put(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` whole: under a hidden temporary name beside it, then one
-    rename (a reader sees the old file or the new one)."""
+    rename (a reader sees the old file or the new one). No ``fsync``: it cost 6 ms a file (of
+    about 8 ms per session, measured), and a file a crash left damaged differs from its
+    rows' bytes, so the next export of those logs writes it again."""
     if _same(target, data):
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        temporary.write_bytes(data)
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
