@@ -77,16 +77,20 @@ def solve_systems(
     """Solve dense systems (row-major matrices and vectors concatenated, ``sizes[k]``
     unknowns each) by Gauss-Jordan with partial pivoting: solutions and inverse diagonals."""
 
-def fold_claude_code(groups: Sequence[Sequence[str]]) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
+def fold_claude_code(
+    groups: Sequence[Sequence[str]],
+) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
     """Fold Claude Code logs, each group (a project directory's files) together, groups in
-    parallel: the calls, sessions and issues tables (see ``analytics.agents``)."""
+    parallel: the calls, sessions, issues and items tables (see ``analytics.agents``)."""
 
-def fold_codex(groups: Sequence[Sequence[str]]) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
+def fold_codex(
+    groups: Sequence[Sequence[str]],
+) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
     """Fold Codex CLI rollouts, each group (a home's rollouts) together, groups in parallel:
-    the calls, sessions and issues tables (see ``analytics.agents``)."""
+    the calls, sessions, issues and items tables (see ``analytics.agents``)."""
 
-def fold_columns() -> tuple[list[str], list[str], list[str]]:
-    """The column names of the folds' calls, sessions and issues tables."""
+def fold_columns() -> tuple[list[str], list[str], list[str], list[str]]:
+    """The column names of the folds' calls, sessions, issues and items tables."""
 
 def fold_copilot(
     events: object, metrics: object
@@ -100,3 +104,8 @@ def fit_sessions(
     """The reconstruction's fit per session (Arrow stream capsules of the regressors, the
     constraint rows' members and targets, the priors): the calls' estimates, the unknowns,
     the fits."""
+
+def calibrate_calls(calls: object) -> ArrowTable:
+    """Calibrate the calls' tokens (an Arrow stream capsule of the columns
+    ``tokens._calibrate`` reads, in session and event order): input, cache read, cache write,
+    reasoning and output tokens and ``_source``, aligned with the rows."""

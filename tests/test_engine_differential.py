@@ -1,10 +1,11 @@
 """The native engine's Copilot fold equals the polars stages, table for table.
 
 The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
-``summarize_sessions`` -> ``session_issues``, and the reconstruction's ``fit``) are the
-oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``; the fit,
-``analytics/scanner/fit.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
-issues and session issues, and the same per-call estimates and per-session fit figures: same
+``summarize_sessions`` -> ``session_issues``; the reconstruction's ``fit``; the calibration)
+are the oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``;
+``fit.rs``; ``calibrate.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
+issues and session issues, the same per-call estimates and per-session fit figures, and the
+same calibrated tokens and token sources: same
 columns, dtypes, rows and row order (issues as sets: ``analysis`` sorts them; the fit's rows by
 session, which joins place). Compared on ``sample_logs/`` (whole and
 one file at a time), every real Copilot log one file at a time, simulated sessions
@@ -34,6 +35,7 @@ from analytics.simulate import SimulationParams, simulate
 from analytics.sources.copilot_events import read_logs
 from analytics.sources.discover import LogFile
 from tests.conftest import SAMPLE_LOGS
+from tests.reference import calibrate as reference_calibrate
 from tests.reference import fit as reference_fit
 from tests.reference.calls import build_calls
 from tests.reference.sessions import session_issues, summarize_sessions
@@ -43,6 +45,15 @@ REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 OTHER_AGENTS = {"claude-code", "codex"}
 EXAMPLES = int(os.environ.get("AGENTCOST_DIFFERENTIAL_EXAMPLES", "200"))
 NAMES = ("calls", "sessions", "call issues", "session issues")
+#: The columns calibration fills.
+CALIBRATED = [
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "output_tokens",
+    "token_source",
+]
 
 
 def _logs(paths: list[Path]) -> list[LogFile]:
@@ -61,23 +72,29 @@ def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame
     return calls, sessions, orphans, session_issues(events, sessions)
 
 
-def fit_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame, ...] | None:
-    """What the token stage hands the fit (regressors, members, targets, priors); None when
-    it has no calls to fit."""
+def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
+    """What the token stage hands the native fit (regressors, members, targets, priors) and
+    the calibration (the calls with their totals and estimates), by stage name; a stage with
+    nothing to do is absent."""
     calls, sessions, *_ = engine.fold(events, metrics)
-    seen: list[tuple[pl.DataFrame, ...]] = []
-    native = tokens.fit
+    seen: dict[str, tuple[Any, ...]] = {}
+    natives = {name: getattr(tokens, name) for name in ("fit", "_calibrate")}
 
-    def spy(*frames: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-        seen.append(frames)
-        return native(*frames)
+    def spy(name: str) -> Any:
+        def run(*frames: Any) -> Any:
+            seen[name] = frames
+            return natives[name](*frames)
 
-    tokens.fit = spy
+        return run
+
+    for name in natives:
+        setattr(tokens, name, spy(name))
     try:
         tokens.call_tokens_and_fit(calls, events, sessions, metrics)
     finally:
-        tokens.fit = native
-    return seen[0] if seen else None
+        for name, native in natives.items():
+            setattr(tokens, name, native)
+    return seen
 
 
 def assert_same(paths: list[Path]) -> None:
@@ -85,17 +102,26 @@ def assert_same(paths: list[Path]) -> None:
     events, _ = drop_repeats(order_events(parsed.events))
     metrics = place_model_metrics(parsed.model_metrics, events)
     pairs = list(zip(NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True))
-    frames = fit_inputs(events, metrics)
-    if frames is not None:
+    inputs = stage_inputs(events, metrics)
+    if "fit" in inputs:
         (want_estimates, want_fit), (got_estimates, got_fit) = (
-            reference_fit.fit(*frames),
-            tokens.fit(*frames),
+            reference_fit.fit(*inputs["fit"]),
+            tokens.fit(*inputs["fit"]),
         )
         keys = ["session_id", "event_seq"]
         pairs += [
             ("fit", want_fit.sort("session_id"), got_fit.sort("session_id")),
             ("estimates", *(e.sort(keys) for e in (want_estimates, got_estimates))),
         ]
+    if "_calibrate" in inputs:
+        figures = ["session_id", "event_seq", *CALIBRATED]
+        pairs.append(
+            (
+                "calibrated tokens",
+                reference_calibrate.calibrate(*inputs["_calibrate"]).select(figures),
+                tokens._calibrate(*inputs["_calibrate"]).select(figures),
+            )
+        )
     for name, want, got in pairs:
         # Issues are in no order until ``analysis`` sorts them (polars joins keep none).
         ordered = [

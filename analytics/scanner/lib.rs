@@ -9,6 +9,7 @@
 //! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
 //! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row.
 
+pub mod calibrate;
 pub mod calls;
 pub mod claude;
 pub mod codex;

@@ -30,7 +30,8 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use rayon::prelude::*;
 
 use crate::calls::{
-    calls_frame, issues_frame, sessions_frame, Folded, Frame, Out, CALL_COLUMNS, SESSION_COLUMNS,
+    calls_frame, issues_frame, items_frame, sessions_frame, Folded, Frame, Out, CALL_COLUMNS,
+    ITEM_COLUMNS, SESSION_COLUMNS,
 };
 use crate::copilot::COPILOT;
 use crate::format::Rule;
@@ -458,7 +459,7 @@ fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
 }
 
 /// Calls, sessions and issues of folded groups, as Arrow tables.
-type FoldedTables = (ArrowTable, ArrowTable, ArrowTable);
+type FoldedTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
 
 /// Fold each group with `fold`, groups in parallel (the GIL released). A group whose fold
 /// panicked (a bug: the folds are written not to) gives an error issue per file instead.
@@ -495,12 +496,13 @@ fn fold_groups(
         frame_table(calls_frame(&folded)).map_err(to_py)?,
         frame_table(sessions_frame(&folded)).map_err(to_py)?,
         frame_table(issues_frame(&folded)).map_err(to_py)?,
+        frame_table(items_frame(&folded)).map_err(to_py)?,
     ))
 }
 
 /// Fold Claude Code logs: each group (a project directory's session and sub-agent files) is
 /// folded together, so a request copied into several of its files counts once. Returns the
-/// calls, sessions and issues tables.
+/// calls, sessions, issues and items tables.
 #[pyfunction]
 fn fold_claude_code(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
     fold_groups(py, groups, "claude-code", crate::claude::fold)
@@ -508,19 +510,25 @@ fn fold_claude_code(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<Folde
 
 /// Fold Codex CLI rollouts: each group (a home's rollouts) is folded together, so a
 /// session's totals in several files count once and a fork finds its parent. Returns the
-/// calls, sessions and issues tables.
+/// calls, sessions, issues and items tables.
 #[pyfunction]
 fn fold_codex(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
     fold_groups(py, groups, "codex", crate::codex::fold)
 }
 
-/// The column names of the folds' calls, sessions and issues tables.
+/// The column names of the folds' calls, sessions, issues and items tables.
 #[pyfunction]
-fn fold_columns() -> (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>) {
+fn fold_columns() -> (
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+) {
     (
         CALL_COLUMNS.to_vec(),
         SESSION_COLUMNS.to_vec(),
         vec!["file", "line", "severity", "message"],
+        ITEM_COLUMNS.to_vec(),
     )
 }
 
@@ -551,6 +559,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
     module.add_function(wrap_pyfunction!(fold_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(fit_sessions, module)?)?;
+    module.add_function(wrap_pyfunction!(calibrate_calls, module)?)?;
     Ok(())
 }
 
@@ -1359,5 +1368,79 @@ fn fit_sessions(
             fitted.len(),
         );
         Ok((estimate_table, param_table, summary_table))
+    })
+}
+
+/// Calibrate the calls' tokens (`calibrate.rs`): one frame of one chunk (an Arrow stream
+/// capsule), rows in session and event order, with the columns `tokens._calibrate` reads.
+/// Returns, aligned with its rows, input, cache read, cache write, reasoning and output
+/// tokens and `_source` (null: the call's own source stands).
+#[pyfunction]
+fn calibrate_calls(py: Python<'_>, calls: Bound<'_, PyCapsule>) -> PyResult<ArrowTable> {
+    use crate::calibrate::{calibrate, Row};
+    let batch = read_frame(&calls)?;
+    py.detach(|| {
+        let b = &batch;
+        let ints = |name| Ints::of(column(b, name));
+        let strs = |name| Strs::of(column(b, name));
+        let (session, model) = (strs("session_id"), strs("model"));
+        let (seq, segment, estimate) = (ints("event_seq"), ints("_segment"), ints("_estimate"));
+        let (previous, total_output, reply) = (
+            ints("_prev_prefix"),
+            ints("_t_output_tokens"),
+            ints("_reply_bytes"),
+        );
+        let left = [
+            "_left_input_tokens",
+            "_left_cache_read_tokens",
+            "_left_cache_write_tokens",
+            "_left_reasoning_tokens",
+            "_left_output_tokens",
+        ]
+        .map(ints);
+        const OWN: [&str; 5] = [
+            "input_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+            "output_tokens",
+        ];
+        let own = OWN.map(ints);
+        let (observed, apportion, sum_ok) = (
+            flags(column(b, "_observed")),
+            flags(column(b, "_apportion")),
+            flags(column(b, "_sum_ok")),
+        );
+        let rows: Vec<Row> = (0..b.num_rows())
+            .map(|i| Row {
+                session: session.get(i).unwrap_or(""),
+                seq: seq.get(i).unwrap_or(0),
+                segment: segment.get(i),
+                model: model.get(i),
+                observed: flag(observed, i).unwrap_or(false),
+                apportion: flag(apportion, i).unwrap_or(false),
+                sum_ok: flag(sum_ok, i).unwrap_or(false),
+                estimate: estimate.get(i).unwrap_or(0),
+                previous_prefix: previous.get(i),
+                left: [0, 1, 2, 3, 4].map(|k| left.get(k).and_then(|c| c.get(i))),
+                total_output: total_output.get(i),
+                reply_bytes: reply.get(i).unwrap_or(0),
+                tokens: [0, 1, 2, 3, 4].map(|k| own.get(k).and_then(|c| c.get(i))),
+            })
+            .collect();
+        let out = catch_unwind(AssertUnwindSafe(|| calibrate(&rows)))
+            .map_err(|_| PyValueError::new_err("internal error in the calibration"))?;
+        let mut columns: Vec<(&'static str, ArrayRef)> = OWN
+            .iter()
+            .enumerate()
+            .map(|(k, &name)| {
+                (
+                    name,
+                    int_array(out.iter().map(|c| c.tokens.get(k).copied().flatten())),
+                )
+            })
+            .collect();
+        columns.push(("_source", text_array(out.iter().map(|c| c.source))));
+        Ok(table(columns, out.len()))
     })
 }
