@@ -50,9 +50,12 @@ lint: setup
 bench: setup
 	$(PY) -m benchmarks.run --profile
 
-## a wheel of agentcost with the scanner in it, in target/wheels/ (see the README)
+## a wheel of agentcost with the scanner in it, alone in dist/ (see the README); maturin's
+## own target/wheels/ also keeps the editable stub of `make setup`, which pip cannot install
+## beside it
 wheel: setup
-	$(BIN)/maturin build --release
+	rm -rf dist
+	$(BIN)/maturin build --release --out dist
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis target analytics/*.so
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis target dist analytics/*.so
