@@ -99,11 +99,11 @@ def fold_copilot(
     sessions, orphan-end issues, session issues."""
 
 def fit_sessions(
-    calls: object, members: object, targets: object, priors: object
+    calls: object, runs: object, stated: object, pre: object, priors: object
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
-    """The reconstruction's fit per session (Arrow stream capsules of the regressors, the
-    constraint rows' members and targets, the priors): the calls' estimates, the unknowns,
-    the fits."""
+    """The reconstruction's constraints and fit per session (Arrow stream capsules of the
+    calls' regressors and facts, the sub-agents' totals, the stated fixed parts, the
+    compactions' sizes, the priors): the calls' estimates, the unknowns, the fits."""
 
 def calibrate_calls(calls: object) -> ArrowTable:
     """Calibrate the calls' tokens (an Arrow stream capsule of the columns

@@ -62,7 +62,10 @@ TOOL_DEFINITIONS_PRIOR = 11_000
 SYSTEM_FIXED_SD = 6_000.0
 #: Prior of a sub-agent's fixed part (its own, smaller prompt and tools: 5k-26k in real logs).
 SUB_FIXED_PRIOR = (12_000.0, 10_000.0)
-#: How far a sub-agent's fixed part is expected to be from the main agent's (``_with_links``).
+#: How far a sub-agent's fixed part is expected to be from the main agent's. This and
+#: ``SUM_SD``, ``CONTEXT_SD``, ``DETERMINED`` are the fit's constants: the engine's
+#: ``analytics/scanner/fit.rs`` uses the same values (its oracle in ``tests/reference`` reads
+#: them from here, so the differential test fails if the two part).
 LINK_SD = 8_000.0
 #: Relative standard error of a constraint: exact sums and observed calls, context sizes.
 SUM_SD, CONTEXT_SD = 0.02, 0.10
@@ -188,29 +191,54 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
 
 
 def fit(
-    x: pl.DataFrame,
-    members: pl.DataFrame,
-    targets: pl.DataFrame,
-    priors: pl.DataFrame,
+    x: pl.DataFrame, events: pl.DataFrame, priors: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Solve each session's unknowns; return (per-call ``_estimate`` and ``_prefix_estimate``
     and ``_fixed``, per-session ``FIT`` columns).
 
-    ``members``: (session_id, row, event_seq, part) — which calls' prompt, prefix or fixed
-    part a constraint row sums; ``targets``: (session_id, row, y, sd, at_least: the row only
-    bounds the prediction from below); ``priors``: (session_id, param, mean, sd) for every
-    unknown of the session. The native engine solves each session on its own
+    ``x`` is ``regressors`` output with the shutdown columns of ``tokens.py`` (``_segment``,
+    ``_t_input_tokens``, ``_t_cache_read_tokens``, ``_sum_ok``: the calls of this model are
+    the shutdown's requests) and the observed figures (``token_source``, ``input_tokens``,
+    ``cache_read_tokens``, ``output_tokens``); ``priors``: (session_id, param, mean, sd) for
+    every unknown of the session (``priors_for``). The native engine builds each session's
+    constraint rows (see the module doc) and solves it on its own
     (``analytics/scanner/fit.rs``: XᵀWX + P, the links between fixed parts, the cache-read
-    rows the fit exceeds dropped and the fit solved again); the frames cross as Arrow.
+    rows the fit exceeds dropped and the fit solved again); the frames cross as Arrow. From
+    the events it takes the sub-agents' ``totalTokens``, the fixed part the log states and
+    the compactions' ``preCompactionTokens``.
     """
-    columns = ["session_id", "event_seq", "_fkey", "_c_fixed", "_offset", *_X, *_P]
+    columns = [
+        "session_id",
+        "event_seq",
+        "source_file",
+        "source_line",
+        "kind",
+        "model",
+        "_agent",
+        "_fkey",
+        "_c_fixed",
+        "_offset",
+        *_X,
+        *_P,
+        "_segment",
+        "_sum_ok",
+        "_t_input_tokens",
+        "_t_cache_read_tokens",
+        "token_source",
+        "input_tokens",
+        "cache_read_tokens",
+        "output_tokens",
+        "_prev_seq",
+        "_prev_part",
+    ]
     estimates, parameters, summary = _scanner.fit_sessions(
         *(
             frame.rechunk().__arrow_c_stream__()
             for frame in (
                 x.select(columns),
-                members.select("session_id", "row", "event_seq", "part"),
-                targets.select("session_id", "row", "y", "sd", "at_least"),
+                subagent_runs(events),
+                stated_fixed_tokens(events),
+                _pre_compaction(events),
                 priors.select("session_id", "param", "mean", "sd"),
             )
         )
@@ -227,6 +255,46 @@ def fit(
     )
     fitted = flags.join(_frame(summary), on="session_id", how="left")
     return _frame(estimates), fitted.select("session_id", *FIT)
+
+
+def subagent_runs(events: pl.DataFrame) -> pl.DataFrame:
+    """Each sub-agent's ``totalTokens`` (input + output of all its calls): (session_id,
+    _agent, total_tokens), keyed by its agent id and by its task's tool call id (the last
+    line wins)."""
+    runs = events.filter(
+        pl.col("event_type").is_in(["subagent.completed", "subagent.failed"])
+        & pl.col("total_tokens").is_not_null()
+    )
+    return (
+        pl.concat(
+            [
+                runs.select("session_id", pl.col(key).alias("_agent"), "total_tokens")
+                for key in ("agent_id", "tool_call_id")
+            ]
+        )
+        .drop_nulls("_agent")
+        .unique(["session_id", "_agent"], keep="last")
+    )
+
+
+def stated_fixed_tokens(events: pl.DataFrame) -> pl.DataFrame:
+    """``systemTokens + toolDefinitionsTokens`` (a shutdown's or compaction's, the first that
+    gives both): the main fixed part as the log states it, (session_id, y)."""
+    return (
+        events.filter(
+            pl.col("system_tokens").is_not_null() & pl.col("tool_definitions_tokens").is_not_null()
+        )
+        .group_by("session_id")
+        .agg((pl.col("system_tokens") + pl.col("tool_definitions_tokens")).first().alias("y"))
+    )
+
+
+def _pre_compaction(events: pl.DataFrame) -> pl.DataFrame:
+    """``preCompactionTokens`` of each compaction line: the main prompt when it started."""
+    return events.filter(
+        (pl.col("event_type") == "session.compaction_complete")
+        & pl.col("pre_compaction_tokens").is_not_null()
+    ).select("session_id", "source_file", "source_line", "pre_compaction_tokens")
 
 
 def _frame(table: _scanner.ArrowTable) -> pl.DataFrame:
@@ -271,138 +339,3 @@ def priors_for(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         }
     )
     return pl.concat([fixed, sessions.join(rates, how="cross")], how="vertical_relaxed")
-
-
-def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(members, targets) of every constraint row of each session (see the module doc).
-
-    ``x`` is ``regressors`` output with the shutdown columns of ``tokens.py``: ``_segment``,
-    ``_t_input_tokens``, ``_t_cache_read_tokens``, ``_sum_ok`` (the calls of this model are
-    the shutdown's requests), and the observed figures (``token_source``, ``input_tokens``,
-    ``cache_read_tokens``, ``output_tokens``).
-    """
-    member_cols = ["session_id", "row", "event_seq", "part"]
-    target_cols = ["session_id", "row", "y", "sd", "at_least"]
-    llm = pl.col("kind") != "compaction"
-    group = pl.format("{}:{}", pl.col("_segment"), pl.col("model"))
-    summed = x.filter(pl.col("_sum_ok") & llm)
-    seen = x.filter(
-        (pl.col("token_source") == "observed") & llm & pl.col("input_tokens").is_not_null()
-    )
-    sum_in = _prompt_rows(summed, pl.format("in:{}", group), "_t_input_tokens")
-    sum_read = _read_rows(summed, pl.format("read:{}", group), "_t_cache_read_tokens")
-    seen_in = _prompt_rows(seen, pl.format("obs:{}", "event_seq"), "input_tokens")
-    seen_read = _read_rows(seen, pl.format("obsread:{}", "event_seq"), "cache_read_tokens")
-    groups = [
-        (pl.concat([sum_in, seen_in, _subagent_totals(x, events)]), SUM_SD, False),
-        (pl.concat([sum_read, seen_read]), SUM_SD, True),
-        (_stated_fixed(x, events), SUM_SD, False),
-        (_compaction_sizes(x, events), CONTEXT_SD, False),
-    ]
-    members = pl.concat([rows.select(member_cols) for rows, _, _ in groups])
-    targets = pl.concat(
-        [
-            rows.unique(["session_id", "row"]).select(
-                "session_id",
-                "row",
-                pl.col("y").cast(pl.Float64),
-                (pl.col("y") * sd + 100).cast(pl.Float64).alias("sd"),
-                pl.lit(at_least).alias("at_least"),
-            )
-            for rows, sd, at_least in groups
-        ]
-    )
-    return members, targets.select(target_cols)
-
-
-def _prompt_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
-    """Rows that sum the prompts of ``calls`` (one row per distinct ``row`` value) to ``y``."""
-    return calls.select(
-        "session_id", row.alias("row"), "event_seq", pl.lit("prompt").alias("part"),
-        pl.col(y).alias("y"),
-    )  # fmt: skip
-
-
-def _read_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
-    """Rows that sum what the warm ``calls`` read (their previous call's cacheable part) to
-    ``y``, where ``y`` reports any reads."""
-    warm = calls.filter((pl.col(y) > 0) & pl.col("_prev_seq").is_not_null())
-    return warm.select(
-        "session_id", row.alias("row"), pl.col("_prev_seq").alias("event_seq"),
-        pl.col("_prev_part").alias("part"), pl.col(y).alias("y"),
-    )  # fmt: skip
-
-
-def _subagent_totals(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """A sub-agent's ``totalTokens`` (input + output of all its calls) minus its outputs: the
-    sum of its calls' inputs, where every one of its calls states its output."""
-    runs = events.filter(
-        pl.col("event_type").is_in(["subagent.completed", "subagent.failed"])
-        & pl.col("total_tokens").is_not_null()
-    )
-    totals = (
-        pl.concat(
-            [
-                runs.select("session_id", pl.col(key).alias("_agent"), "total_tokens")
-                for key in ("agent_id", "tool_call_id")
-            ]
-        )
-        .drop_nulls("_agent")
-        .unique(["session_id", "_agent"], keep="last")
-    )
-    sub = x.filter(pl.col("kind") == "subagent").join(totals, on=["session_id", "_agent"])
-    known = pl.col("output_tokens").is_not_null().all().over("session_id", "_agent")
-    return (
-        sub.filter(known)
-        .select(
-            "session_id",
-            pl.format("agent:{}", "_agent").alias("row"),
-            "event_seq",
-            pl.lit("prompt").alias("part"),
-            (
-                pl.col("total_tokens") - pl.col("output_tokens").sum().over("session_id", "_agent")
-            ).alias("y"),
-        )
-        .filter(pl.col("y") > 0)
-    )
-
-
-def _compaction_sizes(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """``preCompactionTokens``: the main prompt when a compaction starts."""
-    pre = events.filter(
-        (pl.col("event_type") == "session.compaction_complete")
-        & pl.col("pre_compaction_tokens").is_not_null()
-    ).select("source_file", "source_line", "pre_compaction_tokens")
-    return (
-        x.filter(pl.col("kind") == "compaction")
-        .join(pre, on=["source_file", "source_line"])
-        .select(
-            "session_id",
-            pl.format("pre:{}", "event_seq").alias("row"),
-            "event_seq",
-            pl.lit("prompt").alias("part"),
-            pl.col("pre_compaction_tokens").alias("y"),
-        )
-    )
-
-
-def _stated_fixed(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """``systemTokens + toolDefinitionsTokens`` (a shutdown's or compaction's): the main fixed
-    part, tied to the session's first main call."""
-    stated = (
-        events.filter(
-            pl.col("system_tokens").is_not_null() & pl.col("tool_definitions_tokens").is_not_null()
-        )
-        .group_by("session_id")
-        .agg((pl.col("system_tokens") + pl.col("tool_definitions_tokens")).first().alias("y"))
-    )
-    first_main = (
-        x.filter(pl.col("kind") == "main").group_by("session_id").agg(pl.col("event_seq").min())
-    )
-    return first_main.join(stated, on="session_id").select(
-        "session_id",
-        pl.lit("stated-fixed").alias("row"),
-        "event_seq",
-        pl.lit("fixed").alias("part"),
-        "y",
-    )

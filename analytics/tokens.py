@@ -29,7 +29,6 @@ from analytics.model_counts import assign_models
 from analytics.reconstruct import (
     FIT,
     TOOL_DEFINITIONS_PRIOR,
-    constraints,
     fit,
     priors_for,
     regressors,
@@ -418,8 +417,7 @@ def _reconstruct(calls: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFram
     """Each call's fitted prompt (``_estimate``), its cacheable prefix and fixed part, and the
     previous call whose cache it can read (``reconstruct.py``); and the per-session fit."""
     x = regressors(calls, events)
-    members, targets = constraints(x, events)
-    estimates, fitted = fit(x, members, targets, priors_for(x, events))
+    estimates, fitted = fit(x, events, priors_for(x, events))
     previous = estimates.select(
         "session_id",
         pl.col("event_seq").alias("_prev_seq"),

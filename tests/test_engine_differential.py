@@ -1,7 +1,8 @@
 """The native engine's Copilot fold equals the polars stages, table for table.
 
 The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
-``summarize_sessions`` -> ``session_issues``; the reconstruction's ``fit``; the calibration)
+``summarize_sessions`` -> ``session_issues``; the reconstruction's ``constraints`` and
+``fit``; the calibration)
 are the oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``;
 ``fit.rs``; ``calibrate.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
 issues and session issues, the same per-call estimates and per-session fit figures, and the
@@ -73,7 +74,7 @@ def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame
 
 
 def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
-    """What the token stage hands the native fit (regressors, members, targets, priors) and
+    """What the token stage hands the native fit (regressors, events, priors) and
     the calibration (the calls with their totals and estimates), by stage name; a stage with
     nothing to do is absent."""
     calls, sessions, *_ = engine.fold(events, metrics)
@@ -104,9 +105,11 @@ def assert_same(paths: list[Path]) -> None:
     pairs = list(zip(NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True))
     inputs = stage_inputs(events, metrics)
     if "fit" in inputs:
+        x, events_in, priors = inputs["fit"]
+        members, targets = reference_fit.constraints(x, events_in)
         (want_estimates, want_fit), (got_estimates, got_fit) = (
-            reference_fit.fit(*inputs["fit"]),
-            tokens.fit(*inputs["fit"]),
+            reference_fit.fit(x, members, targets, priors),
+            tokens.fit(x, events_in, priors),
         )
         keys = ["session_id", "event_seq"]
         pairs += [

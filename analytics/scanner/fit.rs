@@ -69,6 +69,168 @@ pub struct Prior<'a> {
     pub sd: f64,
 }
 
+/// Relative standard error of a constraint: exact sums and observed calls, context sizes.
+pub const SUM_SD: f64 = 0.02;
+pub const CONTEXT_SD: f64 = 0.10;
+
+/// What the constraints read of a call, beside its regressors.
+#[derive(Clone, Debug, Default)]
+pub struct Facts<'a> {
+    pub kind: &'a str,
+    pub model: Option<&'a str>,
+    pub segment: Option<i64>,
+    /// The calls of its model are the shutdown's requests (its totals are theirs).
+    pub sum_ok: bool,
+    /// The shutdown's Σ input and Σ cache read of its model and segment.
+    pub total_input: Option<i64>,
+    pub total_read: Option<i64>,
+    /// Its own observed figures (a per-call record).
+    pub observed: bool,
+    pub input: Option<i64>,
+    pub cache_read: Option<i64>,
+    pub output: Option<i64>,
+    /// The previous call whose cache it reads, and what of it (prefix, or fixed part only).
+    pub previous: Option<(i64, Part)>,
+    /// Its agent (`main`, else the sub-agent's id).
+    pub agent: Option<&'a str>,
+    /// A compaction call's `preCompactionTokens`.
+    pub pre_compaction: Option<i64>,
+}
+
+/// Every constraint row of a session (see `analytics/reconstruct.py`): the members as
+/// (row, call, part) and the targets as (row, y, sd, at least), rows named by what they sum.
+/// `runs`: each sub-agent's `totalTokens` (input + output of all its calls); `stated`: the
+/// main fixed part the log states.
+pub fn constraint_rows(
+    calls: &[(Regressors<'_>, Facts<'_>)],
+    runs: &HashMap<&str, i64>,
+    stated: Option<i64>,
+) -> (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>) {
+    let mut members = Vec::new();
+    let mut targets: Vec<(String, f64, f64, bool)> = Vec::new();
+    let mut seen_rows: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut target = |row: &str, y: i64, sd: f64, at_least: bool| {
+        if seen_rows.insert(row.to_owned()) {
+            let y = y as f64;
+            targets.push((row.to_owned(), y, y * sd + 100.0, at_least));
+        }
+    };
+    for (x, f) in calls {
+        let llm = f.kind != "compaction";
+        let group = || format!("{}:{}", f.segment.unwrap_or(0), f.model.unwrap_or(""));
+        if f.sum_ok && llm {
+            if let Some(y) = f.total_input {
+                let row = format!("in:{}", group());
+                members.push((row.clone(), x.seq, Part::Prompt));
+                target(&row, y, SUM_SD, false);
+            }
+            if let (Some(y), Some((seq, part))) = (f.total_read.filter(|y| *y > 0), f.previous) {
+                let row = format!("read:{}", group());
+                members.push((row.clone(), seq, part));
+                target(&row, y, SUM_SD, true);
+            }
+        }
+        if f.observed && llm {
+            if let Some(y) = f.input {
+                let row = format!("obs:{}", x.seq);
+                members.push((row.clone(), x.seq, Part::Prompt));
+                target(&row, y, SUM_SD, false);
+                if let (Some(y), Some((seq, part))) = (f.cache_read.filter(|y| *y > 0), f.previous)
+                {
+                    let row = format!("obsread:{}", x.seq);
+                    members.push((row.clone(), seq, part));
+                    target(&row, y, SUM_SD, true);
+                }
+            }
+        }
+    }
+    // A sub-agent's totalTokens less its outputs: its calls' Σ input, where every one of its
+    // calls states its output.
+    let mut agents: Vec<&str> = Vec::new();
+    let mut by_agent: HashMap<&str, Vec<&(Regressors<'_>, Facts<'_>)>> = HashMap::new();
+    for call in calls.iter().filter(|(_, f)| f.kind == "subagent") {
+        let Some(agent) = call.1.agent.filter(|a| runs.contains_key(a)) else {
+            continue;
+        };
+        by_agent
+            .entry(agent)
+            .or_insert_with(|| {
+                agents.push(agent);
+                Vec::new()
+            })
+            .push(call);
+    }
+    for agent in agents {
+        let (Some(list), Some(&total)) = (by_agent.get(agent), runs.get(agent)) else {
+            continue;
+        };
+        if list.iter().any(|(_, f)| f.output.is_none()) {
+            continue;
+        }
+        let outputs = list
+            .iter()
+            .filter_map(|(_, f)| f.output)
+            .fold(0i64, i64::saturating_add);
+        let y = total.saturating_sub(outputs);
+        if y > 0 {
+            let row = format!("agent:{agent}");
+            for (x, _) in list {
+                members.push((row.clone(), x.seq, Part::Prompt));
+            }
+            target(&row, y, SUM_SD, false);
+        }
+    }
+    if let (Some(y), Some(first)) = (
+        stated,
+        calls
+            .iter()
+            .filter(|(_, f)| f.kind == "main")
+            .map(|(x, _)| x.seq)
+            .min(),
+    ) {
+        members.push(("stated-fixed".to_owned(), first, Part::Fixed));
+        target("stated-fixed", y, SUM_SD, false);
+    }
+    for (x, f) in calls {
+        if let (true, Some(y)) = (f.kind == "compaction", f.pre_compaction) {
+            let row = format!("pre:{}", x.seq);
+            members.push((row.clone(), x.seq, Part::Prompt));
+            target(&row, y, CONTEXT_SD, false);
+        }
+    }
+    (members, targets)
+}
+
+/// Fit one session from its calls (regressors and facts), its sub-agents' totals and the
+/// fixed part the log states: the constraint rows (`constraint_rows`), then the fit.
+pub fn fit_calls<'a>(
+    calls: &[(Regressors<'a>, Facts<'_>)],
+    runs: &HashMap<&str, i64>,
+    stated: Option<i64>,
+    priors: &[Prior<'a>],
+) -> Fitted<'a> {
+    let (members, targets) = constraint_rows(calls, runs, stated);
+    let members: Vec<Member<'_>> = members
+        .iter()
+        .map(|(row, seq, part)| Member {
+            row,
+            seq: *seq,
+            part: *part,
+        })
+        .collect();
+    let targets: Vec<Target<'_>> = targets
+        .iter()
+        .map(|(row, y, sd, at_least)| Target {
+            row,
+            y: *y,
+            sd: *sd,
+            at_least: *at_least,
+        })
+        .collect();
+    let regressors: Vec<Regressors<'a>> = calls.iter().map(|(x, _)| x.clone()).collect();
+    fit_session(&regressors, &members, &targets, priors)
+}
+
 /// A call's fitted prompt, prefix and fixed part (whole tokens).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Estimate {
@@ -124,16 +286,16 @@ fn coefficients<'a>(call: &Regressors<'a>, part: Part) -> Vec<(&'a str, f64)> {
 }
 
 /// Fit one session.
-pub fn fit_session<'a>(
+pub fn fit_session<'a, 'r>(
     calls: &[Regressors<'a>],
-    members: &[Member<'a>],
-    targets: &[Target<'a>],
+    members: &[Member<'r>],
+    targets: &[Target<'r>],
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
     let by_seq: HashMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
     // Each row's coefficients (summed over its members) and offset.
-    let mut a: BTreeMap<&'a str, BTreeMap<&'a str, f64>> = BTreeMap::new();
-    let mut offsets: HashMap<&'a str, i64> = HashMap::new();
+    let mut a: BTreeMap<&'r str, BTreeMap<&'a str, f64>> = BTreeMap::new();
+    let mut offsets: HashMap<&'r str, i64> = HashMap::new();
     for member in members {
         let Some(call) = by_seq.get(&member.seq) else {
             continue;
@@ -147,7 +309,7 @@ pub fn fit_session<'a>(
         }
     }
     // (row, y less the offsets, weight, stated y, at least)
-    let mut rows: Vec<(&'a str, f64, f64, f64, bool)> = targets
+    let mut rows: Vec<(&'r str, f64, f64, f64, bool)> = targets
         .iter()
         .filter(|t| a.contains_key(t.row))
         .map(|t| {
@@ -164,7 +326,7 @@ pub fn fit_session<'a>(
     let links = links(priors);
     let mut theta = vec![0.0; n];
     let mut variance = vec![0.0; n];
-    let mut predicted: HashMap<&'a str, f64> = HashMap::new();
+    let mut predicted: HashMap<&'r str, f64> = HashMap::new();
     for _ in 0..ROUNDS {
         let mut matrix = vec![0.0; n * n];
         let mut vector = vec![0.0; n];

@@ -1181,36 +1181,40 @@ fn float_at(array: &dyn Array, i: usize) -> Option<f64> {
     Ints::of(array).get(i).map(|v| v as f64)
 }
 
-/// The reconstruction's fit per session (`fit.rs`): the regressors of each call, the
-/// constraint rows' members and targets, and the priors, each a polars frame of one chunk
-/// (Arrow stream capsules). Returns the calls' estimates (session_id, event_seq, _estimate,
+/// The reconstruction's fit per session (`fit.rs`): each call's regressors and what the
+/// constraints read of it; each sub-agent's `totalTokens` (session_id, _agent, total_tokens);
+/// the fixed part each session's log states (session_id, y); compactions'
+/// `preCompactionTokens` (session_id, source_file, source_line, pre_compaction_tokens); the
+/// priors (session_id, param, mean, sd). Each a polars frame of one chunk (an Arrow stream
+/// capsule). Returns the calls' estimates (session_id, event_seq, _estimate,
 /// _prefix_estimate, _fixed), the unknowns (session_id, param, value, determined) and the
 /// fits (session_id, fit_constraints, fit_residual_pct).
 #[pyfunction]
 fn fit_sessions(
     py: Python<'_>,
     calls: Bound<'_, PyCapsule>,
-    members: Bound<'_, PyCapsule>,
-    targets: Bound<'_, PyCapsule>,
+    runs: Bound<'_, PyCapsule>,
+    stated: Bound<'_, PyCapsule>,
+    pre: Bound<'_, PyCapsule>,
     priors: Bound<'_, PyCapsule>,
 ) -> PyResult<(ArrowTable, ArrowTable, ArrowTable)> {
-    use crate::fit::{fit_session, Fitted, Member, Part, Prior, Regressors, Target};
+    use crate::fit::{fit_calls, Facts, Fitted, Part, Prior, Regressors};
+    use std::collections::HashMap;
     let frames = [
         read_frame(&calls)?,
-        read_frame(&members)?,
-        read_frame(&targets)?,
+        read_frame(&runs)?,
+        read_frame(&stated)?,
+        read_frame(&pre)?,
         read_frame(&priors)?,
     ];
     py.detach(|| {
-        let [calls, members, targets, priors] = &frames;
-        fn grouped(
-            batch: &arrow_array::RecordBatch,
-        ) -> std::collections::HashMap<&str, Vec<usize>> {
+        let [calls, runs, stated, pre, priors] = &frames;
+        fn grouped(batch: &arrow_array::RecordBatch) -> HashMap<&str, Vec<usize>> {
             let ids = Strs::of(column(batch, "session_id"));
             by_session(&ids, batch.num_rows()).into_iter().collect()
         }
-        let (call_rows, member_rows) = (grouped(calls), grouped(members));
-        let (target_rows, prior_rows) = (grouped(targets), grouped(priors));
+        let (call_rows, run_rows) = (grouped(calls), grouped(runs));
+        let (stated_rows, pre_rows, prior_rows) = (grouped(stated), grouped(pre), grouped(priors));
         let ints = |b, name| Ints::of(column(b, name));
         let strs = |b, name| Strs::of(column(b, name));
         let (fkey, seq, offset) = (
@@ -1218,23 +1222,39 @@ fn fit_sessions(
             ints(calls, "event_seq"),
             ints(calls, "_offset"),
         );
+        let (kind, model, agent, file) = (
+            strs(calls, "kind"),
+            strs(calls, "model"),
+            strs(calls, "_agent"),
+            strs(calls, "source_file"),
+        );
+        let (segment, line, total_input, total_read) = (
+            ints(calls, "_segment"),
+            ints(calls, "source_line"),
+            ints(calls, "_t_input_tokens"),
+            ints(calls, "_t_cache_read_tokens"),
+        );
+        let (input, cache_read, output, prev_seq) = (
+            ints(calls, "input_tokens"),
+            ints(calls, "cache_read_tokens"),
+            ints(calls, "output_tokens"),
+            ints(calls, "_prev_seq"),
+        );
+        let (source, prev_part) = (strs(calls, "token_source"), strs(calls, "_prev_part"));
+        let sum_ok = flags(column(calls, "_sum_ok"));
         let c_fixed = column(calls, "_c_fixed");
         let regressors: Vec<&dyn Array> = ["x_tool", "x_prose", "x_json", "x_item", "x_task"]
             .into_iter()
             .chain(["p_tool", "p_prose", "p_json", "p_item", "p_task"])
             .map(|name| column(calls, name))
             .collect();
-        let (m_row, m_seq, m_part) = (
-            strs(members, "row"),
-            ints(members, "event_seq"),
-            strs(members, "part"),
+        let (run_agent, run_total) = (strs(runs, "_agent"), ints(runs, "total_tokens"));
+        let stated_y = ints(stated, "y");
+        let (pre_file, pre_line, pre_y) = (
+            strs(pre, "source_file"),
+            ints(pre, "source_line"),
+            ints(pre, "pre_compaction_tokens"),
         );
-        let (t_row, t_y, t_sd) = (
-            strs(targets, "row"),
-            column(targets, "y"),
-            column(targets, "sd"),
-        );
-        let t_least = flags(column(targets, "at_least"));
         let (p_param, p_mean, p_sd) = (
             strs(priors, "param"),
             column(priors, "mean"),
@@ -1246,10 +1266,12 @@ fn fit_sessions(
         let fitted: Vec<(&str, Fitted)> = sessions
             .par_iter()
             .map(|&id| {
-                let rows = |g: &std::collections::HashMap<&str, Vec<usize>>| {
-                    g.get(id).unwrap_or(&empty).clone()
-                };
-                let session_calls: Vec<Regressors> = rows(&call_rows)
+                let rows = |g: &HashMap<&str, Vec<usize>>| g.get(id).unwrap_or(&empty).clone();
+                let pres: HashMap<(&str, i64), i64> = rows(&pre_rows)
+                    .iter()
+                    .filter_map(|&i| Some(((pre_file.get(i)?, pre_line.get(i)?), pre_y.get(i)?)))
+                    .collect();
+                let session_calls: Vec<(Regressors, Facts)> = rows(&call_rows)
                     .iter()
                     .map(|&i| {
                         let value = |k: usize| {
@@ -1258,37 +1280,45 @@ fn fit_sessions(
                                 .and_then(|a| float_at(*a, i))
                                 .unwrap_or(0.0)
                         };
-                        Regressors {
+                        let x = Regressors {
                             seq: seq.get(i).unwrap_or(0),
                             fixed_key: fkey.get(i).unwrap_or(""),
                             c_fixed: float_at(c_fixed, i).unwrap_or(0.0),
                             prompt: [0, 1, 2, 3, 4].map(value),
                             prefix: [5, 6, 7, 8, 9].map(value),
                             offset: offset.get(i).unwrap_or(0),
-                        }
+                        };
+                        let part = if prev_part.get(i) == Some("fixed") {
+                            Part::Fixed
+                        } else {
+                            Part::Prefix
+                        };
+                        let facts = Facts {
+                            kind: kind.get(i).unwrap_or(""),
+                            model: model.get(i),
+                            segment: segment.get(i),
+                            sum_ok: flag(sum_ok, i).unwrap_or(false),
+                            total_input: total_input.get(i),
+                            total_read: total_read.get(i),
+                            observed: source.get(i) == Some("observed"),
+                            input: input.get(i),
+                            cache_read: cache_read.get(i),
+                            output: output.get(i),
+                            previous: prev_seq.get(i).map(|s| (s, part)),
+                            agent: agent.get(i),
+                            pre_compaction: file
+                                .get(i)
+                                .zip(line.get(i))
+                                .and_then(|key| pres.get(&key).copied()),
+                        };
+                        (x, facts)
                     })
                     .collect();
-                let session_members: Vec<Member> = rows(&member_rows)
+                let session_runs: HashMap<&str, i64> = rows(&run_rows)
                     .iter()
-                    .map(|&i| Member {
-                        row: m_row.get(i).unwrap_or(""),
-                        seq: m_seq.get(i).unwrap_or(0),
-                        part: match m_part.get(i) {
-                            Some("prefix") => Part::Prefix,
-                            Some("fixed") => Part::Fixed,
-                            _ => Part::Prompt,
-                        },
-                    })
+                    .filter_map(|&i| Some((run_agent.get(i)?, run_total.get(i)?)))
                     .collect();
-                let session_targets: Vec<Target> = rows(&target_rows)
-                    .iter()
-                    .map(|&i| Target {
-                        row: t_row.get(i).unwrap_or(""),
-                        y: float_at(t_y, i).unwrap_or(f64::NAN),
-                        sd: float_at(t_sd, i).unwrap_or(f64::NAN),
-                        at_least: flag(t_least, i).unwrap_or(false),
-                    })
-                    .collect();
+                let session_stated = rows(&stated_rows).first().and_then(|&i| stated_y.get(i));
                 let session_priors: Vec<Prior> = rows(&prior_rows)
                     .iter()
                     .map(|&i| Prior {
@@ -1298,10 +1328,10 @@ fn fit_sessions(
                     })
                     .collect();
                 let fit = catch_unwind(AssertUnwindSafe(|| {
-                    fit_session(
+                    fit_calls(
                         &session_calls,
-                        &session_members,
-                        &session_targets,
+                        &session_runs,
+                        session_stated,
                         &session_priors,
                     )
                 }))

@@ -1,5 +1,6 @@
-"""The reconstruction's fit as polars ran it before the engine (``analytics/scanner/fit.rs``)
-took it over: weighted least squares with priors, per session, in long-form frames. Kept as
+"""The reconstruction's constraints and fit as polars ran them before the engine
+(``analytics/scanner/fit.rs``) took them over: the constraint rows (``constraints``), and
+weighted least squares with priors, per session, in long-form frames (``fit``). Kept as
 the engine's oracle (``tests/test_engine_differential.py``); nothing at run time imports it.
 """
 
@@ -8,7 +9,16 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
-from analytics.reconstruct import DETERMINED, FIT, LINK_SD, RATES
+from analytics.reconstruct import (
+    CONTEXT_SD,
+    DETERMINED,
+    FIT,
+    LINK_SD,
+    RATES,
+    SUM_SD,
+    stated_fixed_tokens,
+    subagent_runs,
+)
 
 _X = [f"x_{p}" for p in RATES]
 _P = [f"p_{p}" for p in RATES]
@@ -259,4 +269,120 @@ def _solve(priors: pl.DataFrame, gram: pl.DataFrame, rhs: pl.DataFrame) -> pl.Da
             pl.Series(variance, dtype=pl.Float64).clip(lower_bound=0.0).sqrt()
             < DETERMINED * pl.col("sd")
         ).alias("determined"),
+    )
+
+
+def constraints(x: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(members, targets) of every constraint row of each session (see the module doc).
+
+    ``x`` is ``regressors`` output with the shutdown columns of ``tokens.py``: ``_segment``,
+    ``_t_input_tokens``, ``_t_cache_read_tokens``, ``_sum_ok`` (the calls of this model are
+    the shutdown's requests), and the observed figures (``token_source``, ``input_tokens``,
+    ``cache_read_tokens``, ``output_tokens``).
+    """
+    member_cols = ["session_id", "row", "event_seq", "part"]
+    target_cols = ["session_id", "row", "y", "sd", "at_least"]
+    llm = pl.col("kind") != "compaction"
+    group = pl.format("{}:{}", pl.col("_segment"), pl.col("model"))
+    summed = x.filter(pl.col("_sum_ok") & llm)
+    seen = x.filter(
+        (pl.col("token_source") == "observed") & llm & pl.col("input_tokens").is_not_null()
+    )
+    sum_in = _prompt_rows(summed, pl.format("in:{}", group), "_t_input_tokens")
+    sum_read = _read_rows(summed, pl.format("read:{}", group), "_t_cache_read_tokens")
+    seen_in = _prompt_rows(seen, pl.format("obs:{}", "event_seq"), "input_tokens")
+    seen_read = _read_rows(seen, pl.format("obsread:{}", "event_seq"), "cache_read_tokens")
+    groups = [
+        (pl.concat([sum_in, seen_in, _subagent_totals(x, events)]), SUM_SD, False),
+        (pl.concat([sum_read, seen_read]), SUM_SD, True),
+        (_stated_fixed(x, events), SUM_SD, False),
+        (_compaction_sizes(x, events), CONTEXT_SD, False),
+    ]
+    members = pl.concat([rows.select(member_cols) for rows, _, _ in groups])
+    targets = pl.concat(
+        [
+            rows.unique(["session_id", "row"]).select(
+                "session_id",
+                "row",
+                pl.col("y").cast(pl.Float64),
+                (pl.col("y") * sd + 100).cast(pl.Float64).alias("sd"),
+                pl.lit(at_least).alias("at_least"),
+            )
+            for rows, sd, at_least in groups
+        ]
+    )
+    return members, targets.select(target_cols)
+
+
+def _prompt_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
+    """Rows that sum the prompts of ``calls`` (one row per distinct ``row`` value) to ``y``."""
+    return calls.select(
+        "session_id", row.alias("row"), "event_seq", pl.lit("prompt").alias("part"),
+        pl.col(y).alias("y"),
+    )  # fmt: skip
+
+
+def _read_rows(calls: pl.DataFrame, row: pl.Expr, y: str) -> pl.DataFrame:
+    """Rows that sum what the warm ``calls`` read (their previous call's cacheable part) to
+    ``y``, where ``y`` reports any reads."""
+    warm = calls.filter((pl.col(y) > 0) & pl.col("_prev_seq").is_not_null())
+    return warm.select(
+        "session_id", row.alias("row"), pl.col("_prev_seq").alias("event_seq"),
+        pl.col("_prev_part").alias("part"), pl.col(y).alias("y"),
+    )  # fmt: skip
+
+
+def _subagent_totals(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """A sub-agent's ``totalTokens`` (input + output of all its calls) minus its outputs: the
+    sum of its calls' inputs, where every one of its calls states its output."""
+    totals = subagent_runs(events)
+    sub = x.filter(pl.col("kind") == "subagent").join(totals, on=["session_id", "_agent"])
+    known = pl.col("output_tokens").is_not_null().all().over("session_id", "_agent")
+    return (
+        sub.filter(known)
+        .select(
+            "session_id",
+            pl.format("agent:{}", "_agent").alias("row"),
+            "event_seq",
+            pl.lit("prompt").alias("part"),
+            (
+                pl.col("total_tokens") - pl.col("output_tokens").sum().over("session_id", "_agent")
+            ).alias("y"),
+        )
+        .filter(pl.col("y") > 0)
+    )
+
+
+def _compaction_sizes(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``preCompactionTokens``: the main prompt when a compaction starts."""
+    pre = events.filter(
+        (pl.col("event_type") == "session.compaction_complete")
+        & pl.col("pre_compaction_tokens").is_not_null()
+    ).select("source_file", "source_line", "pre_compaction_tokens")
+    return (
+        x.filter(pl.col("kind") == "compaction")
+        .join(pre, on=["source_file", "source_line"])
+        .select(
+            "session_id",
+            pl.format("pre:{}", "event_seq").alias("row"),
+            "event_seq",
+            pl.lit("prompt").alias("part"),
+            pl.col("pre_compaction_tokens").alias("y"),
+        )
+    )
+
+
+def _stated_fixed(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """``systemTokens + toolDefinitionsTokens`` (a shutdown's or compaction's): the main fixed
+    part, tied to the session's first main call."""
+    stated = stated_fixed_tokens(events)
+    first_main = (
+        x.filter(pl.col("kind") == "main").group_by("session_id").agg(pl.col("event_seq").min())
+    )
+    return first_main.join(stated, on="session_id").select(
+        "session_id",
+        pl.lit("stated-fixed").alias("row"),
+        "event_seq",
+        pl.lit("fixed").alias("part"),
+        "y",
     )
