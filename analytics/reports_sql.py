@@ -29,6 +29,7 @@ same ``PeriodReport`` as ``periods.period_report``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -203,15 +204,32 @@ def duckdb_report(
     with duckdb.connect() as connection:
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute(f"CREATE VIEW calls AS {_duckdb_calls(directory)}")
-        frames = []
-        for sql, totals in (
-            (period_query(period, zone, by, "duckdb", since, until), False),
-            (totals_query(period, zone, "duckdb", since, until), True),
-        ):
+
+        def rows_of(sql: str) -> list[tuple[Any, ...]]:
             used = {k: v for k, v in parameters.items() if f"${k}" in sql}
-            result = connection.execute(sql, used)
-            frames.append(pl.DataFrame(result.fetchall(), schema=_schema(by, totals), orient="row"))
-    return PeriodReport(rows=frames[0], totals=frames[1], zone=zone)
+            return connection.execute(sql, used).fetchall()
+
+        return _report(rows_of, "duckdb", period, zone, by, since, until)
+
+
+def _report(
+    rows_of: Callable[[str], list[tuple[Any, ...]]],
+    dialect: Dialect,
+    period: Period,
+    zone: str,
+    by: Breakdown | None,
+    since: date | None,
+    until: date | None,
+) -> PeriodReport:
+    """The report from an engine's answers (``rows_of``: a query's rows, as tuples) to
+    ``period_query`` and ``totals_query``, typed as ``period_report``'s."""
+    rows = rows_of(period_query(period, zone, by, dialect, since, until))
+    totals = rows_of(totals_query(period, zone, dialect, since, until))
+    return PeriodReport(
+        rows=pl.DataFrame(rows, schema=_schema(by, totals=False), orient="row"),
+        totals=pl.DataFrame(totals, schema=_schema(by, totals=True), orient="row"),
+        zone=zone,
+    )
 
 
 def _duckdb_calls(directory: Path) -> str:
@@ -255,14 +273,11 @@ def spark_report(
     Spark SQL (the session's time zone must be UTC, as ``analytics.spark.session`` sets)."""
     zone = _checked_zone(zone)
     spark.read.parquet(f"{directory}/calls").createOrReplaceTempView("calls")
-    frames = []
-    for sql, totals in (
-        (period_query(period, zone, by, "spark", since, until), False),
-        (totals_query(period, zone, "spark", since, until), True),
-    ):
-        rows = [tuple(row) for row in spark.sql(sql).collect()]  # one row per period
-        frames.append(pl.DataFrame(rows, schema=_schema(by, totals), orient="row"))
-    return PeriodReport(rows=frames[0], totals=frames[1], zone=zone)
+
+    def rows_of(sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in spark.sql(sql).collect()]  # one row per period
+
+    return _report(rows_of, "spark", period, zone, by, since, until)
 
 
 def dataset_issues(directory: Path) -> pl.DataFrame:

@@ -26,6 +26,8 @@ How the work is split, and why the result equals ``agentcost export`` run by eac
    entry point), shaped by ``dataset.dataset_frames`` and written by ``dataset.write_files``:
    the same files, bytes and names as ``export``. A retried task writes the same bytes under
    the same names, so its output is there once.
+5. The driver writes each input's issues (its discovery problems and its tasks' issues, a
+   few rows) as one file per agent under the key that person's own export uses.
 
 Data moves as Arrow record batches of whole tables (one row per task and table), never as
 Python objects per row.
@@ -66,7 +68,7 @@ TASK_BYTES = 64 * 2**20
 _AGENT_DIRS = {".copilot", ".claude", ".codex", "session-state", "projects", "sessions"}
 _AGENT_DIRS |= {"archived_sessions"}
 #: Stage 1's answer: one row per task and table, the table as Arrow IPC.
-_BLOBS = "task long, user string, host string, kind string, ipc binary"
+_BLOBS = "task long, user string, source string, host string, kind string, ipc binary"
 #: Stage 2's answer: one row per task, what it wrote.
 _WRITTEN = (
     "task long, added long, replaced long, removed long, unchanged long, "
@@ -89,13 +91,14 @@ class Task:
     task: int
     user: str
     paths: tuple[str, ...]
+    source: str  # the input path (one person's logs) the units came from
 
 
 def plan_tasks(
     inputs: Sequence[str], task_bytes: int = TASK_BYTES
 ) -> tuple[list[Task], pl.DataFrame]:
     """The tasks of ``inputs`` (each one person's logs) and the discovery problems of each
-    (dataset issues rows without ``user``/``host``: (user, file, line, severity, message))."""
+    (``source``, the input path, then the ``issues`` columns file, line, severity, message)."""
     tasks: list[Task] = []
     problems = []
     for path in inputs:
@@ -103,21 +106,24 @@ def plan_tasks(
         try:
             found = discover([Path(path)])
         except AgentcostError as error:  # nothing readable there: an issue, not a failure
-            problems.append((user, path, "error", str(error)))
+            problems.append((path, path, "error", str(error)))
             continue
-        problems += [(user, file, "warning", what) for file, what in found.problems]
-        problems += [(user, file, "error", what) for file, what in found.not_logs]
+        problems += [(path, file, "warning", what) for file, what in found.problems]
+        problems += [(path, file, "error", what) for file, what in found.not_logs]
         for paths in _packed(_units(found), task_bytes):
-            tasks.append(Task(len(tasks), user, tuple(paths)))
+            tasks.append(Task(len(tasks), user, tuple(paths), path))
     issues = pl.DataFrame(
         {
-            "user": [p[0] for p in problems],
+            "source": [p[0] for p in problems],
             "file": [p[1] for p in problems],
             "line": [None] * len(problems),
             "severity": [p[2] for p in problems],
             "message": [p[3] for p in problems],
         },
-        schema={name: ISSUES[name] for name in ("user", "file", "line", "severity", "message")},
+        schema={
+            "source": pl.String(),
+            **{name: ISSUES[name] for name in ("file", "line", "severity", "message")},
+        },
     )
     return tasks, issues
 
@@ -215,13 +221,14 @@ def _stage_one(host: str | None) -> Any:
         for batch in batches:
             tasks = pl.DataFrame(pl.from_arrow(batch))
             for row in tasks.iter_rows(named=True):  # one row per task, not per log row
-                task = Task(row["task"], row["user"], tuple(row["paths"]))
+                task = Task(row["task"], row["user"], tuple(row["paths"]), row["source"])
                 tables = analyse_task(task)
                 yield (
                     pl.DataFrame(
                         {
                             "task": [task.task] * len(tables),
                             "user": [task.user] * len(tables),
+                            "source": [task.source] * len(tables),
                             "host": [host] * len(tables),
                             "kind": list(tables),
                             "ipc": [_ipc(frame) for frame in tables.values()],
@@ -229,6 +236,7 @@ def _stage_one(host: str | None) -> Any:
                         schema={
                             "task": pl.Int64(),
                             "user": pl.String(),
+                            "source": pl.String(),
                             "host": pl.String(),
                             "kind": pl.String(),
                             "ipc": pl.Binary(),
@@ -275,25 +283,20 @@ def write_task(
     rates: str,
     quoted: dict[str, bytes],
 ) -> list[int]:
-    """Stage 2 of one task: price its tables with its user's quoted prices, write its
-    files; the counts of ``_WRITTEN``."""
+    """Stage 2 of one task: price its tables with its user's quoted prices and write its
+    calls and sessions (its issues are written by the driver, a file per input, as that
+    person's export writes them); the counts of ``_WRITTEN``."""
     from analytics.costs import price_analysis
     from analytics.rates import load_rates
 
-    issues = tables["issues"]
-    key = run_key(who, [f"spark-task:{task}:{','.join(sorted(issues['file'].unique()))}"])
-    if "calls" in tables:
-        log_prices = _frame(quoted[str(who.user)]) if str(who.user) in quoted else None
-        calls, sessions = price_analysis(
-            tables["calls"], tables["sessions"], load_rates(rates), {}, log_prices
-        )
-        agents = dict(zip(tables["agents"]["file"], tables["agents"]["agent"], strict=True))
-    else:  # the task failed: its issues alone
-        calls, sessions, agents = _empty_priced(rates), None, {}
-    frames = dataset_frames(
-        calls, sessions if sessions is not None else _empty_sessions(rates), issues, who, agents
+    if "calls" not in tables:  # the task failed: its issues alone
+        return [task, 0, 0, 0, 0, 0, 0, 0]
+    log_prices = _frame(quoted[str(who.user)]) if str(who.user) in quoted else None
+    calls, sessions = price_analysis(
+        tables["calls"], tables["sessions"], load_rates(rates), {}, log_prices
     )
-    changes = write_files(output, data_files(frames, key), issues_key=key)
+    frames = dataset_frames(calls, sessions, tables["issues"].clear(), who, {})
+    changes = write_files(output, data_files(frames, ""))
     return [
         task,
         len(changes.added),
@@ -302,16 +305,8 @@ def write_task(
         changes.unchanged,
         frames["calls"].height,
         frames["sessions"].height,
-        frames["issues"].height,
+        0,
     ]
-
-
-def _empty_priced(rates: str) -> pl.DataFrame:
-    return _priced_empty(rates)[0]
-
-
-def _empty_sessions(rates: str) -> pl.DataFrame:
-    return _priced_empty(rates)[1]
 
 
 def _priced_empty(rates: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -381,10 +376,11 @@ def run(
     host = this_host()
     tasks, problems = plan_tasks(inputs, task_bytes)
     written = [0] * 8
+    found: list[tuple[str, tuple[str, pl.DataFrame]]] = []
     if tasks:
         frame = spark.createDataFrame(
-            [(t.task, t.user, list(t.paths)) for t in tasks],
-            "task long, user string, paths array<string>",
+            [(t.task, t.user, list(t.paths), t.source) for t in tasks],
+            "task long, user string, paths array<string>, source string",
         ).repartition(len(tasks), "task")
         blobs = frame.mapInArrow(_stage_one(host), _BLOBS).persist()
         quoted = _quoted(blobs)
@@ -392,16 +388,32 @@ def run(
         counts = blobs.mapInArrow(_stage_two(str(output), rates, quoted), _WRITTEN)
         for row in counts.collect():  # one small row per task
             written = [a + b for a, b in zip(written, row, strict=True)]
+        found = [
+            (row["source"], (row["kind"], _frame(row["ipc"])))
+            for row in blobs.filter("kind IN ('issues', 'agents')")
+            .select("source", "kind", "ipc")
+            .collect()  # a few rows per task: the issues and which agent wrote each file
+        ]
         blobs.unpersist()
-    for user, rows in problems.partition_by("user", as_dict=True).items():
-        who = Who(str(user[0]), host)
-        key = run_key(who, sorted(inputs))
-        frames = dataset_frames(
-            _empty_priced(rates), _empty_sessions(rates), rows.drop("user"), who, {}
+    for source in inputs:  # each input's issues in one file per agent, as its export's
+        found_here = [frame for key, frame in found if key == source]
+        issues = pl.concat(
+            [problems.filter(pl.col("source") == source).drop("source")]
+            + [frame for kind, frame in found_here if kind == "issues"]
         )
+        agents = pl.concat(
+            [frame for kind, frame in found_here if kind == "agents"]
+            or [pl.DataFrame(schema={"file": pl.String(), "agent": pl.String()})]
+        )
+        who = Who(user_of(source), host)
+        key = run_key(who, [str(Path(source).resolve())])
+        calls, sessions = _priced_empty(rates)
+        agent_of = dict(zip(agents["file"], agents["agent"], strict=True))
+        frames = dataset_frames(calls, sessions, issues, who, agent_of)
         changes = write_files(output, data_files(frames, key), issues_key=key)
         written[1] += len(changes.added)
         written[2] += len(changes.replaced)
+        written[3] += len(changes.removed)
         written[4] += changes.unchanged
         written[7] += frames["issues"].height
     return (
