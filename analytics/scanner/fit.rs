@@ -97,6 +97,9 @@ pub struct Facts<'a> {
     pub pre_compaction: Option<i64>,
 }
 
+/// Constraint rows: members (row, call, part) and targets (row, y, sd, at least).
+pub type Rows = (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>);
+
 /// Every constraint row of a session (see `analytics/reconstruct.py`): the members as
 /// (row, call, part) and the targets as (row, y, sd, at least), rows named by what they sum.
 /// `runs`: each sub-agent's `totalTokens` (input + output of all its calls); `stated`: the
@@ -105,7 +108,7 @@ pub fn constraint_rows(
     calls: &[(Regressors<'_>, Facts<'_>)],
     runs: &HashMap<&str, i64>,
     stated: Option<i64>,
-) -> (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>) {
+) -> Rows {
     let mut members = Vec::new();
     let mut targets: Vec<(String, f64, f64, bool)> = Vec::new();
     let mut seen_rows: std::collections::HashSet<String> = std::collections::HashSet::new();
