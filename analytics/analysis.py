@@ -82,6 +82,9 @@ class Analysis:
     #: The result cache and key this whole analysis is stored under (None: not stored, or
     #: restricted by ``only``): what priced it is kept there too (``analytics.priced``).
     stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
+    #: The Claude Code and Codex sessions' EVENTS rows (their context items, folded with
+    #: their calls; see ``_with_agents``): never read again, kept whole, or None.
+    agent_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
     #: The key of the previous stored analysis of the same paths, and the sessions whose
     #: tables are the same in both (their groups' fingerprints are; perhaps none): what
     #: priced that one still prices these (``analytics.priced``), and rows rendered for it
@@ -102,6 +105,8 @@ class Analysis:
         events = self.kept_events
         if events is None:
             events = self.read_events(self.found.logs)
+        if self.agent_events is not None:
+            events = pl.concat([events, self.agent_events], how="vertical")
         return events.filter(pl.col("session_id").is_in(self.sessions["session_id"].implode()))
 
     def only(self, session_ids: pl.Series, events: pl.DataFrame | None = None) -> Analysis:
@@ -118,6 +123,9 @@ class Analysis:
             read_events=self.read_events,
             kept_events=self.kept_events if events is None else events,
             groups=self.groups,
+            agent_events=None
+            if events is not None or self.agent_events is None
+            else self.agent_events.filter(mine),
         )
 
     def session_groups(self) -> Iterator[Analysis]:
@@ -142,6 +150,9 @@ class Analysis:
             if chosen:
                 read = True
                 yield self.read_events(chosen).filter(pl.col("session_id").is_in(ids))
+        if self.agent_events is not None and self.agent_events.height:
+            read = True  # the other agents' sessions: one more group
+            yield self.agent_events.filter(pl.col("session_id").is_in(ids))
         if not read:  # no session: one group, with no events
             yield self.read_events([])
 
@@ -230,30 +241,34 @@ def _with_agents(result: Analysis) -> Analysis:
     """The analysis with every agent's calls and sessions: Copilot's (from the pipeline or
     the result cache) marked ``copilot`` with the agent columns the others carry, and the
     Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
-    never stored in the result cache, whose tables stay Copilot's alone)."""
+    never stored in the result cache, whose tables stay Copilot's alone), with their context
+    items as EVENTS rows (``agent_events``), so attribution and the report read them as
+    they read Copilot's events."""
     from analytics.agents import claude_code, codex
     from analytics.agents.contract import core_tables
     from analytics.sources.discover import CLAUDE_CODE, CODEX
 
     readers = {CLAUDE_CODE: claude_code, CODEX: codex}
-    parts = []
+    parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
     for agent, module in readers.items():
         files = [log.path for name, log in result.found.agent_logs if name == agent]
         if files:
             parts.append(core_tables(module.read(files)))
     source = result.calls_source
     copilot_sessions = _as_copilot_sessions(result.sessions)
-    others = [calls for calls, _, _ in parts]
+    others = [calls for calls, _, _, _ in parts]
 
     def calls() -> pl.DataFrame:
         mine = source if isinstance(source, pl.DataFrame) else source()
         copilot = _as_copilot_calls(mine, copilot_sessions)
         return pl.concat([copilot, *others], how="vertical") if others else copilot
 
-    sessions = pl.concat([copilot_sessions, *(s for _, s, _ in parts)], how="vertical")
-    issues = [result.issues, *(i for _, _, i in parts)]
+    sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
+    issues = [result.issues, *(i for _, _, i, _ in parts)]
+    events = [e for _, _, _, e in parts]
     return dataclasses.replace(
         result,
+        agent_events=pl.concat(events, how="vertical") if events else None,
         calls_source=calls,
         sessions=sessions.sort("start_time", "session_id", nulls_last=True),
         issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),

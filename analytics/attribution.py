@@ -6,7 +6,9 @@ injected skills), until a compaction replaces the items with a summary (which be
 itself). So a 40 kB file read early in a session is paid for again on every later call.
 
 For each call, the fixed part (``fixed_part_tokens``, as the reconstruction fitted it for the
-call's agent; else ``tokens.fixed_part``; capped at the call's input) + the
+call's agent; else as the log states it; else what the agent's first call sent beyond the
+items before it, which is how Claude Code and Codex sessions get theirs, their logs stating
+every call's input; else ``tokens.fixed_part``; capped at the call's input) + the
 items carried from before the previous call + the items new since it = the call's
 ``input_tokens`` exactly: the conversation tokens are split over the items in context in
 proportion to their ``content_bytes`` (largest remainder, ``apportion.py``). Each call's input
@@ -31,7 +33,12 @@ import polars as pl
 from analytics.apportion import apportion
 from analytics.periods import known_sum
 from analytics.schema import MONEY
-from analytics.tokens import BYTES_PER_TOKEN, DEFAULT_TOOL_DEFINITIONS_TOKENS, fixed_part
+from analytics.tokens import (
+    BYTES_PER_TOKEN,
+    DEFAULT_TOOL_DEFINITIONS_TOKENS,
+    fixed_part,
+    stated_fixed_part,
+)
 
 _ITEM_EVENTS = {
     "user.message": "user message",
@@ -291,7 +298,7 @@ def _calls_with_context(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.
     # else (frames without it) the session's stated or estimated one.
     has_fit = "fixed_part_tokens" in priced_calls.columns
     fitted = pl.col("_fit_fixed") if has_fit else pl.lit(None, pl.Int64)
-    return (
+    calls = (
         priced_calls.filter(pl.col("input_tokens").is_not_null())
         .with_columns(_agent_of_call())
         .sort("session_id", "event_seq")
@@ -309,12 +316,44 @@ def _calls_with_context(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.
             .alias("call_cost_usd"),
             *([pl.col("fixed_part_tokens").alias("_fit_fixed")] if has_fit else []),
         )
+    )
+    return (
+        calls.join(stated_fixed_part(events), on="session_id", how="left")
+        .join(_first_call_fixed(calls, events), on=["session_id", "agent"], how="left")
         .join(fixed_part(events), on="session_id", how="left")
         .with_columns(
-            pl.coalesce(fitted, pl.col("_fixed"), pl.lit(DEFAULT_TOOL_DEFINITIONS_TOKENS)).alias(
-                "_fixed"
-            )
+            pl.coalesce(
+                fitted,
+                "fixed_tokens",
+                "_first_fixed",
+                "_fixed",
+                pl.lit(DEFAULT_TOOL_DEFINITIONS_TOKENS),
+            ).alias("_fixed")
         )
+        .drop("fixed_tokens", "_first_fixed")
+    )
+
+
+def _first_call_fixed(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Per session and agent: the fixed part its first call implies (``_first_fixed``): that
+    call's input less the items it carried (their bytes in tokens, rounded up), at least 0.
+    The first call sends little beyond the system prompt and tool definitions, so what the
+    log states of its input is a better measure of them than a default."""
+    first = calls.group_by("session_id", "agent").agg(
+        pl.col("call_seq").min().alias("_first_seq"),
+        pl.col("input_tokens").sort_by("call_seq").first().alias("_first_input"),
+    )
+    carried = (
+        first.join(context_items(events), on=["session_id", "agent"])
+        .filter(pl.col("item_seq") < pl.col("_first_seq"))
+        .group_by("session_id", "agent")
+        .agg(pl.col("weight").sum().alias("_bytes"))
+    )
+    tokens = (pl.col("_bytes").fill_null(0) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+    return first.join(carried, on=["session_id", "agent"], how="left").select(
+        "session_id",
+        "agent",
+        (pl.col("_first_input") - tokens).clip(lower_bound=0).alias("_first_fixed"),
     )
 
 

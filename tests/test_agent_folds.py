@@ -22,6 +22,7 @@ from analytics.agents import (
     claude_code,
     codex,
     issue_columns,
+    item_columns,
     session_columns,
 )
 
@@ -107,10 +108,11 @@ def figures(tables: AgentTables) -> dict[str, tuple[int, ...]]:
 
 
 def test_the_native_columns_are_the_contract() -> None:
-    calls, sessions, issues = _scanner.fold_columns()
+    calls, sessions, issues, items = _scanner.fold_columns()
     assert calls == list(call_columns())
     assert sessions == list(session_columns())
     assert issues == list(issue_columns())
+    assert items == list(item_columns())
 
 
 def test_claude_code_tables_have_the_contract_dtypes(tmp_path: Path) -> None:

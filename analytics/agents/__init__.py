@@ -4,7 +4,8 @@ Each agent module (``claude_code``, ``codex``) offers ``homes()`` (the agent's l
 exist; nothing is ever written there), ``discover(paths)`` (the groups of files to fold
 together: a request or running total copied into several files of a group counts once) and
 ``read(paths)`` (the folded :class:`AgentTables`). The tables' columns and dtypes are
-:func:`call_columns`, :func:`session_columns` and :func:`issue_columns`; timestamps are
+:func:`call_columns`, :func:`session_columns`, :func:`issue_columns` and
+:func:`item_columns`; timestamps are
 ``pl.Datetime("ms", "UTC")`` and unknown values are null, never 0.
 
 polars and the native module are imported on first use, so importing this package is cheap.
@@ -25,11 +26,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AgentTables:
-    """What a fold gives: one row per LLM call, per session, and per problem found."""
+    """What a fold gives: one row per LLM call, per session, per problem found, and per
+    item the sessions' context gains (prompts, replies, tool requests and results,
+    compaction summaries; calls and items numbered together in log order, ``event_seq``)."""
 
     calls: pl.DataFrame
     sessions: pl.DataFrame
     issues: pl.DataFrame
+    items: pl.DataFrame
 
 
 def call_columns() -> dict[str, pl.DataType]:
@@ -45,6 +49,7 @@ def call_columns() -> dict[str, pl.DataType]:
         "agent": pl.String(),
         "session_id": pl.String(),
         "call_index": pl.Int64(),
+        "event_seq": pl.Int64(),
         "kind": pl.String(),
         "model": pl.String(),
         "agent_id": pl.String(),
@@ -108,6 +113,31 @@ def issue_columns() -> dict[str, pl.DataType]:
     }
 
 
+def item_columns() -> dict[str, pl.DataType]:
+    """The items table, in the EVENTS vocabulary the attribution reads (``event_type``:
+    ``user.message``, ``assistant.message`` with its tool requests' bytes as
+    ``tool_request_bytes``, ``tool.execution_start`` naming a tool, ``tool.execution_complete``,
+    ``system.message``, ``session.compaction_complete``); ``content_bytes`` is the item's
+    size as the log writes it; ``agent_id`` names a sub-agent's items."""
+    import polars as pl
+
+    return {
+        "source_file": pl.String(),
+        "source_line": pl.Int64(),
+        "agent": pl.String(),
+        "session_id": pl.String(),
+        "event_seq": pl.Int64(),
+        "event_type": pl.String(),
+        "event_id": pl.String(),
+        "timestamp": pl.Datetime("ms", "UTC"),
+        "agent_id": pl.String(),
+        "tool_call_id": pl.String(),
+        "tool_name": pl.String(),
+        "content_bytes": pl.Int64(),
+        "tool_request_bytes": pl.Int64(),
+    }
+
+
 def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     """A native table as a polars frame with exactly ``columns`` (names, order, dtypes)."""
     import polars as pl
@@ -120,14 +150,15 @@ def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
 
 def fold(
     groups: Sequence[Sequence[Path]],
-    native: Callable[[list[list[str]]], tuple[ArrowTable, ArrowTable, ArrowTable]],
+    native: Callable[[list[list[str]]], tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]],
 ) -> AgentTables:
     """Fold ``groups`` with a native fold (groups in parallel) into :class:`AgentTables`."""
-    calls, sessions, issues = native([[str(path) for path in group] for group in groups])
+    calls, sessions, issues, items = native([[str(path) for path in group] for group in groups])
     return AgentTables(
         calls=_frame(calls, call_columns()),
         sessions=_frame(sessions, session_columns()),
         issues=_frame(issues, issue_columns()),
+        items=_frame(items, item_columns()),
     )
 
 

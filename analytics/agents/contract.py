@@ -20,13 +20,18 @@ if TYPE_CHECKING:
 _SUMMED = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
 
 
-def core_tables(tables: AgentTables) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(calls, sessions, issues) of a fold in the core's contracts.
+def core_tables(
+    tables: AgentTables,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(calls, sessions, issues, events) of a fold in the core's contracts.
 
-    Every call is ``observed`` (the log states its usage). Calls are ordered per session by
-    time (its sub-agents' calls among its own) and numbered 1.. in that order. A call without
-    its final usage record counts as interrupted (its output is a lower bound). A session's
-    tokens are its calls' sums; a session without calls sent nothing (0).
+    Every call is ``observed`` (the log states its usage). Calls keep the fold's order and
+    numbers: ``call_index`` 1.. per session by time (its sub-agents' calls among its own),
+    ``event_seq`` their place among the session's context items in log order, so the items
+    a call carried are those numbered before it. A call without its final usage record
+    counts as interrupted (its output is a lower bound). A session's tokens are its calls'
+    sums; a session without calls sent nothing (0). The items are EVENTS rows (process 0; a
+    user message is never an autopilot nudge).
     """
     import polars as pl
 
@@ -35,6 +40,7 @@ def core_tables(tables: AgentTables) -> tuple[pl.DataFrame, pl.DataFrame, pl.Dat
         AGENT_SESSIONS,
         CALL_TOKENS,
         CALLS,
+        EVENTS,
         ISSUES,
         SESSIONS,
         combine,
@@ -42,11 +48,7 @@ def core_tables(tables: AgentTables) -> tuple[pl.DataFrame, pl.DataFrame, pl.Dat
     )
 
     call_contract = combine(CALLS, CALL_TOKENS, AGENT_CALLS)
-    ordered = tables.calls.sort("session_id", "start_time", "source_file", "source_line")
-    calls = ordered.with_columns(
-        pl.int_range(1, pl.len() + 1).over("session_id").cast(pl.Int64).alias("call_index"),
-    ).with_columns(
-        pl.col("call_index").alias("event_seq"),
+    calls = tables.calls.with_columns(
         pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source"),
         pl.lit(0, pl.Int32).alias("process_index"),
         pl.col("final_usage").not_().fill_null(False).alias("interrupted"),
@@ -70,7 +72,13 @@ def core_tables(tables: AgentTables) -> tuple[pl.DataFrame, pl.DataFrame, pl.Dat
     )
     session_contract = combine(SESSIONS, AGENT_SESSIONS)
     sessions = conform(_padded(sessions, session_contract), session_contract)
-    return calls, sessions, conform(tables.issues, ISSUES)
+    events = tables.items.drop("agent").with_columns(
+        pl.lit(0, pl.Int32).alias("process_index"),
+        # these agents send no autopilot nudges: every user message is a person's
+        pl.when(pl.col("event_type") == "user.message").then(False).alias("is_autopilot"),
+    )
+    events = conform(_padded(events, EVENTS), EVENTS)
+    return calls, sessions, conform(tables.issues, ISSUES), events
 
 
 def _padded(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -272,8 +272,60 @@ pub struct Call {
     /// False where the request never got its final usage: its output is a lower bound.
     pub final_usage: bool,
     pub agent_version: Option<String>,
+    /// Where the call stands among its session's items, when not at its own line: the
+    /// (stamp, file, line) of the first line of its reply (a Codex call's usage line follows
+    /// the reply it counts).
+    pub anchor: Option<(Option<i64>, usize, i64)>,
     /// 1-based order within the session (set by [`Folded::finish`]).
     pub index: i64,
+    /// 1-based order among the session's calls and items (set by [`Folded::finish`]).
+    pub seq: i64,
+}
+
+/// One item a session's context gains, in the EVENTS vocabulary the attribution reads:
+/// `user.message` (a prompt), `assistant.message` (a reply, its tool requests included:
+/// `tool_request_bytes`), `tool.execution_start` (a tool request's name, no bytes),
+/// `tool.execution_complete` (a tool result), `system.message` (instructions) and
+/// `session.compaction_complete` (a compaction summary), and `session.task_complete` (the
+/// agent says its task is done; no bytes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Item {
+    pub file: usize,
+    pub line: i64,
+    /// Its place among the items of its line (from 1; a call at the line comes first).
+    pub sub: u32,
+    pub session: String,
+    pub time: Option<i64>,
+    pub event_type: &'static str,
+    /// The log's own id for the line (Claude `uuid`), when it has one.
+    pub event_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    /// The item's size as the log writes it (its JSON), None for a name-only row.
+    pub content_bytes: Option<i64>,
+    pub tool_request_bytes: Option<i64>,
+    /// 1-based order among the session's calls and items (set by [`Folded::finish`]).
+    pub seq: i64,
+}
+
+/// Where a row stands in its session: stamp (unstamped last), file, line, place in the line.
+type Position = (bool, i64, usize, i64, u32);
+
+/// The [`Position`] of a row.
+fn position(time: Option<i64>, file: usize, line: i64, sub: u32) -> Position {
+    (time.is_none(), time.unwrap_or(0), file, line, sub)
+}
+
+/// Items keyed by what makes a copy the same item; of copies, the one seen first (earliest
+/// stamp, then file, line) is kept, so a resumed or copied file adds no item.
+pub fn unique_items(mut keyed: Vec<(String, Item)>) -> Vec<Item> {
+    keyed.sort_by(|(a, x), (b, y)| {
+        (a, position(x.time, x.file, x.line, x.sub))
+            .cmp(&(b, position(y.time, y.file, y.line, y.sub)))
+    });
+    keyed.dedup_by(|(b, _), (a, _)| a == b);
+    keyed.into_iter().map(|(_, item)| item).collect()
 }
 
 /// One session: what its lines say, and its calls counted by [`Folded::finish`].
@@ -390,12 +442,14 @@ pub struct Folded {
     pub calls: Vec<Call>,
     pub sessions: Vec<Session>,
     pub issues: Vec<Issue>,
+    pub items: Vec<Item>,
 }
 
 impl Folded {
     /// Calls ordered by session (in session order), then time, file and line, numbered from
-    /// 1 within their session; each session's call counts and models from its calls; issues
-    /// in file and line order. Sessions without a line are dropped.
+    /// 1 within their session; each session's call counts and models from its calls; calls
+    /// and items numbered together in log order (`seq`); issues in file and line order.
+    /// Sessions without a line are dropped, and so are the items of sessions without one.
     pub fn finish(&mut self) {
         self.issues.sort_by_key(|i| (i.file, i.line));
         self.sessions.retain(|s| s.lines > 0);
@@ -441,6 +495,58 @@ impl Folded {
                 if !session.models.contains(model) {
                     session.models.push(model.clone());
                 }
+            }
+        }
+        self.items.retain(|i| order.contains_key(&i.session));
+        self.number_in_log_order(&order);
+    }
+
+    /// `seq` of every call and item: 1.. per session, in log order (a call before the items
+    /// of the line it stands at); items sorted the same way.
+    fn number_in_log_order(&mut self, order: &BTreeMap<String, usize>) {
+        let at = |call: &Call| {
+            let (time, file, line) = call
+                .anchor
+                .unwrap_or((call.start_time, call.file, call.line));
+            position(time, file, line, 0)
+        };
+        self.items.sort_by(|a, b| {
+            (
+                order.get(&a.session),
+                position(a.time, a.file, a.line, a.sub),
+            )
+                .cmp(&(
+                    order.get(&b.session),
+                    position(b.time, b.file, b.line, b.sub),
+                ))
+        });
+        // (session, position, is an item, index among the calls or the items)
+        let mut rows: Vec<(Option<&usize>, Position, bool, usize)> = self
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (order.get(&c.session), at(c), false, i))
+            .chain(self.items.iter().enumerate().map(|(i, item)| {
+                let place = position(item.time, item.file, item.line, item.sub);
+                (order.get(&item.session), place, true, i)
+            }))
+            .collect();
+        rows.sort_unstable();
+        let mut last = None;
+        let mut seq = 0;
+        for (session, _, is_item, i) in rows {
+            if last != Some(session) {
+                seq = 0;
+                last = Some(session);
+            }
+            seq += 1;
+            let slot = if is_item {
+                self.items.get_mut(i).map(|item| &mut item.seq)
+            } else {
+                self.calls.get_mut(i).map(|call| &mut call.seq)
+            };
+            if let Some(slot) = slot {
+                *slot = seq;
             }
         }
     }
@@ -518,12 +624,13 @@ impl Builder {
 }
 
 /// The CALLS columns of folded groups (their rows one after another).
-pub const CALL_COLUMNS: [&str; 25] = [
+pub const CALL_COLUMNS: [&str; 26] = [
     "source_file",
     "source_line",
     "agent",
     "session_id",
     "call_index",
+    "event_seq",
     "kind",
     "model",
     "agent_id",
@@ -562,6 +669,7 @@ pub fn calls_frame(groups: &[Folded]) -> Frame {
     b.text("agent", each().map(|(g, _)| Some(g.agent)));
     b.text("session_id", each().map(|(_, c)| Some(c.session.as_str())));
     b.int("call_index", each().map(|(_, c)| Some(c.index)));
+    b.int("event_seq", each().map(|(_, c)| Some(c.seq)));
     b.text("kind", each().map(|(_, c)| Some(c.kind)));
     b.text("model", each().map(|(_, c)| c.model.as_deref()));
     b.text("agent_id", each().map(|(_, c)| c.agent_id.as_deref()));
@@ -696,6 +804,56 @@ pub fn sessions_frame(groups: &[Folded]) -> Frame {
         })
         .collect();
     b.int("issues", counts.into_iter());
+    b.frame
+}
+
+/// The item columns of folded groups: EVENTS columns (see [`Item`]).
+pub const ITEM_COLUMNS: [&str; 13] = [
+    "source_file",
+    "source_line",
+    "agent",
+    "session_id",
+    "event_seq",
+    "event_type",
+    "event_id",
+    "timestamp",
+    "agent_id",
+    "tool_call_id",
+    "tool_name",
+    "content_bytes",
+    "tool_request_bytes",
+];
+
+/// The items of folded groups as columns ([`ITEM_COLUMNS`]).
+pub fn items_frame(groups: &[Folded]) -> Frame {
+    let rows: Vec<(&Folded, &Item)> = groups
+        .iter()
+        .flat_map(|g| g.items.iter().map(move |i| (g, i)))
+        .collect();
+    let mut b = Builder::new(rows.len());
+    let each = || rows.iter().copied();
+    b.text(
+        "source_file",
+        each().map(|(g, i)| g.paths.get(i.file).map(String::as_str)),
+    );
+    b.int("source_line", each().map(|(_, i)| Some(i.line)));
+    b.text("agent", each().map(|(g, _)| Some(g.agent)));
+    b.text("session_id", each().map(|(_, i)| Some(i.session.as_str())));
+    b.int("event_seq", each().map(|(_, i)| Some(i.seq)));
+    b.text("event_type", each().map(|(_, i)| Some(i.event_type)));
+    b.text("event_id", each().map(|(_, i)| i.event_id.as_deref()));
+    b.time("timestamp", each().map(|(_, i)| i.time));
+    b.text("agent_id", each().map(|(_, i)| i.agent_id.as_deref()));
+    b.text(
+        "tool_call_id",
+        each().map(|(_, i)| i.tool_call_id.as_deref()),
+    );
+    b.text("tool_name", each().map(|(_, i)| i.tool_name.as_deref()));
+    b.int("content_bytes", each().map(|(_, i)| i.content_bytes));
+    b.int(
+        "tool_request_bytes",
+        each().map(|(_, i)| i.tool_request_bytes),
+    );
     b.frame
 }
 

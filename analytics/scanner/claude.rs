@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::calls::{self, Call, Folded, Line, Session, Usage};
+use crate::calls::{self, Call, Folded, Item, Line, Session, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
 
 /// Line types the fold knows (the others are counted as unknown).
@@ -56,6 +56,8 @@ pub const KNOWN_TYPES: &[&str] = &[
 
 const FIELDS: &[(&str, Shape)] = &[
     ("type", Shape::Scalar),
+    ("uuid", Shape::Scalar),
+    ("isCompactSummary", Shape::Scalar),
     ("sessionId", Shape::Scalar),
     ("timestamp", Shape::Scalar),
     ("version", Shape::Scalar),
@@ -110,6 +112,8 @@ const FIELDS: &[(&str, Shape)] = &[
 #[derive(Clone, Copy)]
 struct Nodes {
     kind: usize,
+    uuid: usize,
+    compact_summary: usize,
     session: usize,
     time: usize,
     version: usize,
@@ -146,6 +150,8 @@ impl Nodes {
         let n = |path: &str| schema.find(path).unwrap_or(0);
         Nodes {
             kind: n("type"),
+            uuid: n("uuid"),
+            compact_summary: n("isCompactSummary"),
             session: n("sessionId"),
             time: n("timestamp"),
             version: n("version"),
@@ -255,7 +261,19 @@ impl Names {
     }
 }
 
-/// The second look at a line's `message.content`, for the few lines that name sub-agents.
+/// One block of a line's `message.content`: its type, ids, the sub-agent type a Task/Agent
+/// tool input names, and its size as written (its JSON).
+#[derive(Default)]
+struct Block {
+    kind: Option<String>,
+    id: Option<String>,
+    name: Option<String>,
+    tool_use_id: Option<String>,
+    subagent_type: Option<String>,
+    bytes: i64,
+}
+
+/// The second look at a user or assistant line: its `message.content`.
 struct Content {
     schema: Schema,
     fields: Fields,
@@ -264,6 +282,7 @@ struct Content {
     item_fields: Fields,
     item_type: usize,
     item_id: usize,
+    name: usize,
     tool_use_id: usize,
     subagent_type: usize,
 }
@@ -274,6 +293,7 @@ impl Content {
         let item = Schema::new(&[
             ("type", Shape::Scalar),
             ("id", Shape::Scalar),
+            ("name", Shape::Scalar),
             ("tool_use_id", Shape::Scalar),
             ("input", Shape::Struct),
             ("input.subagent_type", Shape::Scalar),
@@ -285,6 +305,7 @@ impl Content {
             item_fields: Fields::new(&item),
             item_type: n(&item, "type"),
             item_id: n(&item, "id"),
+            name: n(&item, "name"),
             tool_use_id: n(&item, "tool_use_id"),
             subagent_type: n(&item, "input.subagent_type"),
             schema,
@@ -292,13 +313,21 @@ impl Content {
         }
     }
 
-    /// Each content item of `line` as (type, id, tool_use_id, subagent_type).
-    fn items(&mut self, line: &[u8]) -> Vec<[Option<String>; 4]> {
+    /// The blocks of `line`'s `message.content`; a plain string content is one `text` block.
+    fn blocks(&mut self, line: &[u8]) -> Vec<Block> {
         let mut out = Vec::new();
         if crate::json::parse(line, &self.schema, &mut self.fields).is_err() {
             return out;
         }
         let value = self.fields.get(self.content);
+        if value.kind == Kind::Str {
+            out.push(Block {
+                kind: Some("text".into()),
+                bytes: i64::try_from(value.decoded_len).unwrap_or(i64::MAX),
+                ..Block::default()
+            });
+            return out;
+        }
         for item in calls::array_items(line, value) {
             if !matches!(
                 crate::json::parse(item, &self.item, &mut self.item_fields),
@@ -309,12 +338,14 @@ impl Content {
             let get = |node: usize| {
                 calls::string(item, self.item_fields.get(node)).map(|s| s.into_owned())
             };
-            out.push([
-                get(self.item_type),
-                get(self.item_id),
-                get(self.tool_use_id),
-                get(self.subagent_type),
-            ]);
+            out.push(Block {
+                kind: get(self.item_type),
+                id: get(self.item_id),
+                name: get(self.name),
+                tool_use_id: get(self.tool_use_id),
+                subagent_type: get(self.subagent_type),
+                bytes: i64::try_from(item.len()).unwrap_or(i64::MAX),
+            });
         }
         out
     }
@@ -343,6 +374,8 @@ struct Fold {
     keys: HashMap<(String, Option<String>), usize>,
     names: Names,
     content: Content,
+    /// Context items, each keyed by what a copy of it repeats (see [`Fold::items`]).
+    items: Vec<(String, Item)>,
 }
 
 /// Fold a group of Claude Code files (a project directory's sessions and their sub-agent
@@ -358,6 +391,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         keys: HashMap::new(),
         names: Names::default(),
         content: Content::new(),
+        items: Vec::new(),
     };
     // Files are read in parallel, each into a part of its own; the parts are put together
     // in file order, so the result is the same as reading the files one after another.
@@ -384,6 +418,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
             fold.session(&id).absorb(session);
         }
         fold.out.issues.extend(part.out.issues);
+        fold.items.extend(part.items);
         for request in part.requests {
             fold.add(request);
         }
@@ -486,8 +521,16 @@ impl Fold {
             self.out.issue(state.index, line.number, "warning", message);
         }
         match kind.as_str() {
-            "assistant" => self.assistant(line, state, session, version, time),
-            "user" => self.user(line),
+            "assistant" => {
+                let blocks = self.content.blocks(line.text);
+                self.items(line, state, &session, time, &blocks);
+                self.assistant(line, state, session, version, time, &blocks);
+            }
+            "user" => {
+                let blocks = self.content.blocks(line.text);
+                self.items(line, state, &session, time, &blocks);
+                self.user(line, &blocks);
+            }
             "progress" => {
                 let n = &self.n;
                 if line.str(n.data_type).as_deref() == Some("agent_progress") {
@@ -507,7 +550,7 @@ impl Fold {
 
     /// A user line: the sub-agent a tool result reports (`toolUseResult.agentId`), by type
     /// or by the tool call that started it.
-    fn user(&mut self, line: &Line<'_>) {
+    fn user(&mut self, line: &Line<'_>, blocks: &[Block]) {
         let n = &self.n;
         let Some(agent) = line.str(n.result_agent).map(|s| s.into_owned()) else {
             return;
@@ -516,11 +559,11 @@ impl Fold {
             self.names.by_agent.insert(agent, kind.into_owned());
             return;
         }
-        let tool = self
-            .content
-            .items(line.text)
-            .into_iter()
-            .find_map(|[kind, _, tool, _]| tool.filter(|_| kind.as_deref() == Some("tool_result")));
+        let tool = blocks.iter().find_map(|b| {
+            (b.kind.as_deref() == Some("tool_result"))
+                .then(|| b.tool_use_id.clone())
+                .flatten()
+        });
         if let Some(tool) = tool {
             self.names.tool_of.entry(agent).or_insert(tool);
         }
@@ -533,14 +576,13 @@ impl Fold {
         session: Option<String>,
         version: Option<String>,
         time: Option<i64>,
+        blocks: &[Block],
     ) {
-        if memchr::memmem::find(line.text, b"\"subagent_type\"").is_some() {
-            for [kind, id, _, subagent] in self.content.items(line.text) {
-                if let (Some("tool_use"), Some(id), Some(subagent)) =
-                    (kind.as_deref(), id, subagent)
-                {
-                    self.names.by_tool.insert(id, subagent);
-                }
+        for block in blocks {
+            if let (Some("tool_use"), Some(id), Some(subagent)) =
+                (block.kind.as_deref(), &block.id, &block.subagent_type)
+            {
+                self.names.by_tool.insert(id.clone(), subagent.clone());
             }
         }
         let n = &self.n;
@@ -586,20 +628,7 @@ impl Fold {
         let request = line.str(n.request).map(|s| s.into_owned());
         let owner = (time, state.index, line.number);
         let session = session.unwrap_or_else(|| state.hint.clone());
-        let sidechain = line.get(n.sidechain).kind == Kind::True;
-        let kind = match state.role {
-            Role::Compaction => "compaction",
-            Role::Subagent => "subagent",
-            Role::Main if sidechain => "subagent",
-            Role::Main => "main",
-        };
-        let agent_id = match kind {
-            "main" => None,
-            _ => line
-                .str(n.agent)
-                .map(|s| s.into_owned())
-                .or_else(|| state.agent.clone()),
-        };
+        let (kind, agent_id) = self.agent_of(line, state);
         let call = Call {
             file: state.index,
             line: line.number,
@@ -624,6 +653,111 @@ impl Fold {
             rank,
             any_final: is_final,
         });
+    }
+
+    /// The kind of call a line of this file makes (`main`, `subagent`, `compaction`), and
+    /// its sub-agent's id (None for the main agent).
+    fn agent_of(&self, line: &Line<'_>, state: &FileState) -> (&'static str, Option<String>) {
+        let n = &self.n;
+        let sidechain = line.get(n.sidechain).kind == Kind::True;
+        let kind = match state.role {
+            Role::Compaction => "compaction",
+            Role::Subagent => "subagent",
+            Role::Main if sidechain => "subagent",
+            Role::Main => "main",
+        };
+        let agent_id = match kind {
+            "main" => None,
+            _ => line
+                .str(n.agent)
+                .map(|s| s.into_owned())
+                .or_else(|| state.agent.clone()),
+        };
+        (kind, agent_id)
+    }
+
+    /// The context items of a user or assistant line: a user line's prompt text (its
+    /// non-tool-result blocks, one `user.message`; a compaction summary when the line says
+    /// it is one) and each tool result; an assistant line's text and tool requests (one
+    /// `assistant.message`, thinking left out: the API drops it from later turns) and each
+    /// request's name. A compaction file's lines restate the conversation it summarises, and
+    /// a `<synthetic>` reply never reached a model: neither adds an item. Keyed by the line's
+    /// `uuid` (a resume's copy repeats it), else by the line's text.
+    fn items(
+        &mut self,
+        line: &Line<'_>,
+        state: &FileState,
+        session: &Option<String>,
+        time: Option<i64>,
+        blocks: &[Block],
+    ) {
+        let n = &self.n;
+        if state.role == Role::Compaction || line.str(n.model).as_deref() == Some("<synthetic>") {
+            return;
+        }
+        let user = line.str(n.kind).as_deref() == Some("user");
+        let (_, agent_id) = self.agent_of(line, state);
+        let key = match line.str(n.uuid) {
+            Some(uuid) => format!("u{uuid}"),
+            None => {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                line.text.hash(&mut hasher);
+                format!("h{:x}", hasher.finish())
+            }
+        };
+        let base = Item {
+            file: state.index,
+            line: line.number,
+            session: session.clone().unwrap_or_else(|| state.hint.clone()),
+            time,
+            event_id: line.str(n.uuid).map(|s| s.into_owned()),
+            agent_id,
+            ..Item::default()
+        };
+        let mut found: Vec<Item> = Vec::new();
+        let (mut text, mut requests) = (0i64, 0i64);
+        for block in blocks {
+            match block.kind.as_deref() {
+                Some("tool_result") if user => found.push(Item {
+                    event_type: "tool.execution_complete",
+                    tool_call_id: block.tool_use_id.clone(),
+                    content_bytes: Some(block.bytes),
+                    ..base.clone()
+                }),
+                Some("tool_use") if !user => {
+                    requests += block.bytes;
+                    found.push(Item {
+                        event_type: "tool.execution_start",
+                        tool_call_id: block.id.clone(),
+                        tool_name: block.name.clone(),
+                        ..base.clone()
+                    });
+                }
+                Some("thinking" | "redacted_thinking") => {}
+                _ => text += block.bytes,
+            }
+        }
+        if text + requests > 0 {
+            let event_type = match (user, line.get(n.compact_summary).kind == Kind::True) {
+                (true, true) => "session.compaction_complete",
+                (true, false) => "user.message",
+                (false, _) => "assistant.message",
+            };
+            found.insert(
+                0,
+                Item {
+                    event_type,
+                    content_bytes: Some(text + requests),
+                    tool_request_bytes: (!user).then_some(requests),
+                    ..base.clone()
+                },
+            );
+        }
+        for (at, mut item) in found.into_iter().enumerate() {
+            item.sub = u32::try_from(at + 1).unwrap_or(u32::MAX);
+            self.items.push((format!("{key}#{}", item.sub), item));
+        }
     }
 
     /// Count `request` (one line of it, or what a part of the logs said of it): a new key is
@@ -722,6 +856,7 @@ impl Fold {
             }
             self.out.calls.push(call);
         }
+        self.out.items = calls::unique_items(self.items);
         self.out.finish();
         self.out
     }
@@ -749,6 +884,131 @@ mod tests {
 
     fn lines(lines: &[String]) -> String {
         lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// (seq, type, agent, tool call, tool name, bytes) of each item, and (seq, call index)
+    /// of each call.
+    type Rows<'a> = Vec<(
+        i64,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<i64>,
+    )>;
+
+    fn items(folded: &Folded) -> Rows<'_> {
+        folded
+            .items
+            .iter()
+            .map(|i| {
+                (
+                    i.seq,
+                    i.event_type,
+                    i.agent_id.as_deref(),
+                    i.tool_call_id.as_deref(),
+                    i.tool_name.as_deref(),
+                    i.content_bytes,
+                )
+            })
+            .collect()
+    }
+
+    /// A prompt, a reply streamed as a text line and a tool request line, its tool's result,
+    /// a sub-agent's reply, and the next request.
+    const CONVERSATION: [&str; 5] = [
+        r#"{"type":"user","uuid":"u1","sessionId":"s1","timestamp":"2026-05-01T10:00:00Z","message":{"role":"user","content":"fix it"}}"#,
+        r#"{"type":"assistant","uuid":"a1","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:01Z","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":null,"content":[{"type":"thinking","thinking":"hm"}],"usage":{"input_tokens":9,"output_tokens":1}}}"#,
+        r#"{"type":"assistant","uuid":"a2","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:02Z","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":"tool_use","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.py"}}],"usage":{"input_tokens":9,"output_tokens":5}}}"#,
+        r#"{"type":"user","uuid":"u2","sessionId":"s1","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"print(1)"}]}}"#,
+        r#"{"type":"assistant","uuid":"a3","sessionId":"s1","requestId":"r2","timestamp":"2026-05-01T10:00:05Z","message":{"id":"m2","model":"claude-opus-4-6","stop_reason":"end_turn","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":30,"output_tokens":2}}}"#,
+    ];
+
+    #[test]
+    fn items_are_numbered_with_the_calls_in_log_order() {
+        let sub = [
+            r#"{"type":"user","uuid":"x1","isSidechain":true,"agentId":"abc","sessionId":"s1","timestamp":"2026-05-01T10:00:03.500Z","message":{"role":"user","content":"look"}}"#,
+            r#"{"type":"assistant","uuid":"x2","isSidechain":true,"agentId":"abc","sessionId":"s1","requestId":"r3","timestamp":"2026-05-01T10:00:04Z","message":{"id":"m3","model":"claude-haiku-4-5","stop_reason":"end_turn","content":[{"type":"text","text":"seen"}],"usage":{"input_tokens":4,"output_tokens":1}}}"#,
+        ];
+        let folded = fold_texts(&[
+            ("p/s1.jsonl", lines(&CONVERSATION.map(str::to_owned))),
+            (
+                "p/s1/subagents/agent-abc.jsonl",
+                lines(&sub.map(str::to_owned)),
+            ),
+        ]);
+        let text = |t: &str| i64::try_from(t.len()).expect("small");
+        let tool_use =
+            r#"{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.py"}}"#;
+        let result = r#"{"type":"tool_result","tool_use_id":"t1","content":"print(1)"}"#;
+        assert_eq!(
+            items(&folded),
+            vec![
+                (1, "user.message", None, None, None, Some(6)),
+                // 2: the call of request r1, at its first line (the thinking, no item)
+                (
+                    3,
+                    "assistant.message",
+                    None,
+                    None,
+                    None,
+                    Some(text(r#"{"type":"text","text":"ok"}"#) + text(tool_use))
+                ),
+                (
+                    4,
+                    "tool.execution_start",
+                    None,
+                    Some("t1"),
+                    Some("Read"),
+                    None
+                ),
+                (
+                    5,
+                    "tool.execution_complete",
+                    None,
+                    Some("t1"),
+                    None,
+                    Some(text(result))
+                ),
+                (6, "user.message", Some("abc"), None, None, Some(4)),
+                // 7: the sub-agent's call
+                (
+                    8,
+                    "assistant.message",
+                    Some("abc"),
+                    None,
+                    None,
+                    Some(text(r#"{"type":"text","text":"seen"}"#))
+                ),
+                // 9: the call of request r2
+                (
+                    10,
+                    "assistant.message",
+                    None,
+                    None,
+                    None,
+                    Some(text(r#"{"type":"text","text":"done"}"#))
+                ),
+            ]
+        );
+        let calls: Vec<_> = folded.calls.iter().map(|c| (c.seq, c.index)).collect();
+        assert_eq!(calls, vec![(2, 1), (7, 2), (9, 3)]);
+        assert_eq!(folded.items[1].tool_request_bytes, Some(text(tool_use)));
+    }
+
+    #[test]
+    fn a_resumed_copy_adds_no_item_and_a_summary_resets_the_context() {
+        let alone = fold_texts(&[("p/s1.jsonl", lines(&CONVERSATION.map(str::to_owned)))]);
+        let mut resumed: Vec<String> = CONVERSATION.iter().map(|l| l.replace("s1", "s2")).collect();
+        resumed.push(r#"{"type":"user","uuid":"c1","sessionId":"s2","isCompactSummary":true,"timestamp":"2026-05-01T11:00:00Z","message":{"role":"user","content":"summary of it all"}}"#.to_owned());
+        let folded = fold_texts(&[
+            ("p/s1.jsonl", lines(&CONVERSATION.map(str::to_owned))),
+            ("p/s2.jsonl", lines(&resumed)),
+        ]);
+        let mut expected = items(&alone);
+        expected.push((1, "session.compaction_complete", None, None, None, Some(17)));
+        assert_eq!(items(&folded), expected);
+        assert!(folded.items.iter().take(5).all(|i| i.session == "s1"));
     }
 
     #[test]

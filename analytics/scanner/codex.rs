@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::calls::{self, Call, Folded, Line, Usage};
+use crate::calls::{self, Call, Folded, Item, Line, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
 
 /// How long after a forked session's header its copied history may be stamped (see the
@@ -161,6 +161,12 @@ const FIELDS: &[(&str, Shape)] = &[
     ("record_type", Shape::Scalar),
     ("payload", Shape::Struct),
     ("payload.type", Shape::Scalar),
+    ("payload.role", Shape::Scalar),
+    ("payload.name", Shape::Scalar),
+    ("payload.call_id", Shape::Scalar),
+    ("role", Shape::Scalar),
+    ("name", Shape::Scalar),
+    ("call_id", Shape::Scalar),
     ("payload.id", Shape::Scalar),
     ("payload.timestamp", Shape::Scalar),
     ("payload.cwd", Shape::Scalar),
@@ -215,6 +221,12 @@ struct Nodes {
     bare_id: usize,
     record_type: usize,
     payload_type: usize,
+    payload: usize,
+    /// `role`, `name`, `call_id` of a response item: in its payload, and at the top of a
+    /// pre-envelope line.
+    role: [usize; 2],
+    name: [usize; 2],
+    call_id: [usize; 2],
     id: usize,
     started: usize,
     cwd: usize,
@@ -240,6 +252,10 @@ impl Nodes {
             bare_id: n("id"),
             record_type: n("record_type"),
             payload_type: n("payload.type"),
+            payload: n("payload"),
+            role: [n("payload.role"), n("role")],
+            name: [n("payload.name"), n("name")],
+            call_id: [n("payload.call_id"), n("call_id")],
             id: n("payload.id"),
             started: n("payload.timestamp"),
             cwd: n("payload.cwd"),
@@ -278,6 +294,9 @@ struct Current {
     /// The last total of this session in this file, and whether it was replayed.
     previous: Option<(Totals, bool)>,
     run: u32,
+    /// (stamp, line) of the first reply item since the last input item or call: where the
+    /// next call stands among the items (its usage line comes after its reply).
+    anchor: Option<(Option<i64>, i64)>,
 }
 
 /// One `token_count` whose total moved.
@@ -296,6 +315,7 @@ struct Point {
     kind: &'static str,
     agent_name: Option<String>,
     version: Option<String>,
+    anchor: Option<(Option<i64>, i64)>,
 }
 
 /// The session a file name gives: the uuid that ends a rollout's name, else its stem.
@@ -320,6 +340,9 @@ struct Fold {
     out: Folded,
     index: HashMap<String, usize>,
     points: Vec<Point>,
+    /// Context items, each keyed by its session, stamp and text (a copied line repeats all
+    /// three).
+    items: Vec<(String, Item)>,
 }
 
 /// Fold a group of Codex rollouts (one home's, or any set read together) into calls,
@@ -338,6 +361,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
                 out: Folded::default(),
                 index: HashMap::new(),
                 points: Vec::new(),
+                items: Vec::new(),
             };
             part.read(&schema, file, path);
             part
@@ -355,6 +379,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         },
         index: HashMap::new(),
         points: Vec::new(),
+        items: Vec::new(),
     };
     for part in parts {
         for session in part.out.sessions {
@@ -363,6 +388,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         }
         fold.out.issues.extend(part.out.issues);
         fold.points.extend(part.points);
+        fold.items.extend(part.items);
     }
     fold.finish()
 }
@@ -418,6 +444,7 @@ impl Fold {
             last_time: None,
             previous: None,
             run: 0,
+            anchor: None,
         });
         cur.after_header = false;
         cur.burst &= match (cur.last_time, time) {
@@ -463,8 +490,109 @@ impl Fold {
             "event_msg" if line.str(n.payload_type).as_deref() == Some("token_count") => {
                 self.token_count(line, file, time, cur);
             }
+            "event_msg"
+                if !replaying && line.str(n.payload_type).as_deref() == Some("task_complete") =>
+            {
+                // the agent says its task is done (no context item: no bytes)
+                let key = format!("{}@{time:?}#done{}", cur.id, line.number);
+                self.items.push((
+                    key,
+                    Item {
+                        file,
+                        line: line.number,
+                        sub: 1,
+                        session: cur.id.clone(),
+                        time,
+                        event_type: "session.task_complete",
+                        ..Item::default()
+                    },
+                ));
+            }
+            "event_msg" | "session_meta" => {}
+            _ if !replaying => self.item(line, file, time, &kind, cur),
             _ => {}
         }
+    }
+
+    /// The context item a response item (or a `compacted` line) adds: a user, assistant or
+    /// developer message (`user.message`, `assistant.message`, `system.message`), reasoning
+    /// and tool requests (an `assistant.message`, the request's bytes as
+    /// `tool_request_bytes`, and a `tool.execution_start` naming the tool), a tool output
+    /// (`tool.execution_complete`) or a compaction summary. Sized by its payload's JSON (a
+    /// pre-envelope line's whole JSON). A replayed history adds none (see the caller).
+    fn item(
+        &mut self,
+        line: &Line<'_>,
+        file: usize,
+        time: Option<i64>,
+        kind: &str,
+        cur: &mut Current,
+    ) {
+        let n = &self.n;
+        let enveloped = kind == "response_item" || kind == "compacted";
+        let pick = |nodes: [usize; 2]| {
+            line.str(if enveloped { nodes[0] } else { nodes[1] })
+                .map(|s| s.into_owned())
+        };
+        let item_type = match kind {
+            "response_item" => line.str(n.payload_type).map(|s| s.into_owned()),
+            other => Some(other.to_owned()),
+        };
+        let Some(item_type) = item_type else { return };
+        let payload = line.get(n.payload);
+        let span = if enveloped {
+            payload.end.saturating_sub(payload.start)
+        } else {
+            line.text.len()
+        };
+        let bytes = i64::try_from(span).unwrap_or(i64::MAX);
+        let role = pick(n.role);
+        let (event_type, reply) = match (item_type.as_str(), role.as_deref()) {
+            ("compacted", _) => ("session.compaction_complete", false),
+            ("message", Some("user")) => ("user.message", false),
+            ("message", Some("assistant")) => ("assistant.message", true),
+            ("message", _) => ("system.message", false),
+            ("reasoning", _) => ("assistant.message", true),
+            (t, _) if t.ends_with("_output") => ("tool.execution_complete", false),
+            (t, _) if t.ends_with("_call") => ("assistant.message", true),
+            _ => return,
+        };
+        let request = event_type == "assistant.message" && item_type.ends_with("_call");
+        if reply {
+            cur.anchor.get_or_insert((time, line.number));
+        } else {
+            cur.anchor = None;
+        }
+        let base = Item {
+            file,
+            line: line.number,
+            sub: 1,
+            session: cur.id.clone(),
+            time,
+            event_type,
+            tool_call_id: pick(n.call_id),
+            content_bytes: Some(bytes),
+            tool_request_bytes: request.then_some(bytes),
+            ..Item::default()
+        };
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            line.text.hash(&mut hasher);
+            format!("{}@{time:?}#{:x}", cur.id, hasher.finish())
+        };
+        if request {
+            let start = Item {
+                sub: 2,
+                event_type: "tool.execution_start",
+                tool_name: pick(n.name).or(Some(item_type)),
+                content_bytes: None,
+                tool_request_bytes: None,
+                ..base.clone()
+            };
+            self.items.push((format!("{key}.2"), start));
+        }
+        self.items.push((format!("{key}.1"), base));
     }
 
     /// A `session_meta` (or a bare legacy header) naming session `id`.
@@ -536,6 +664,7 @@ impl Fold {
             header_time,
             previous: None,
             run,
+            anchor: None,
         });
     }
 
@@ -572,6 +701,7 @@ impl Fold {
             }
         }
         cur.previous = Some((total, replay));
+        let anchor = cur.anchor.take();
         self.points.push(Point {
             session: cur.id.clone(),
             run: cur.run,
@@ -586,6 +716,7 @@ impl Fold {
             kind: cur.kind,
             agent_name: cur.agent_name.clone(),
             version: cur.version.clone(),
+            anchor,
         });
     }
 
@@ -683,6 +814,7 @@ impl Fold {
                     usage: increment.usage(),
                     final_usage: true,
                     agent_version: p.version.clone(),
+                    anchor: p.anchor.map(|(time, line)| (time, p.file, line)),
                     ..Call::default()
                 });
             }
@@ -691,6 +823,7 @@ impl Fold {
             self.out.issue(file, line, "warning", message.into());
         }
         self.out.calls = calls;
+        self.out.items = calls::unique_items(self.items);
         self.out.finish();
         self.out
     }
@@ -742,6 +875,117 @@ mod tests {
 
     fn fold_texts(files: &[(&str, String)]) -> Folded {
         fold(&group(files))
+    }
+
+    /// A response item of payload `payload` at `t`.
+    fn item(t: &str, payload: &str) -> String {
+        format!(r#"{{"timestamp":"{t}","type":"response_item","payload":{payload}}}"#)
+    }
+
+    const PROMPT: &str =
+        r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}"#;
+    const REASONING: &str = r#"{"type":"reasoning","summary":[],"encrypted_content":"gAAA"}"#;
+    const CALL: &str = r#"{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}"#;
+    const OUTPUT: &str = r#"{"type":"function_call_output","call_id":"c1","output":"a.py"}"#;
+    const REPLY: &str =
+        r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}"#;
+
+    /// A prompt, a request that runs a tool, the tool's output, the reply that ends the task.
+    fn conversation(id: &str) -> Vec<String> {
+        vec![
+            meta(id, "2026-05-01T10:00:00.000Z", ""),
+            turn("gpt-5.5", "2026-05-01T10:00:00.500Z"),
+            item("2026-05-01T10:00:01.000Z", PROMPT),
+            item("2026-05-01T10:00:02.000Z", REASONING),
+            item("2026-05-01T10:00:02.000Z", CALL),
+            count("2026-05-01T10:00:02.000Z", [100, 0, 10, 0], [100, 0, 10, 0]),
+            item("2026-05-01T10:00:03.000Z", OUTPUT),
+            item("2026-05-01T10:00:04.000Z", REPLY),
+            count("2026-05-01T10:00:04.000Z", [250, 90, 20, 0], [150, 90, 10, 0]),
+            r#"{"timestamp":"2026-05-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete"}}"#.to_owned(),
+        ]
+    }
+
+    /// (seq, type, tool call, tool name, bytes) of an item.
+    type Row<'a> = (i64, &'a str, Option<&'a str>, Option<&'a str>, Option<i64>);
+
+    /// The [`Row`] of each item.
+    fn items(folded: &Folded) -> Vec<Row<'_>> {
+        folded
+            .items
+            .iter()
+            .map(|i| {
+                (
+                    i.seq,
+                    i.event_type,
+                    i.tool_call_id.as_deref(),
+                    i.tool_name.as_deref(),
+                    i.content_bytes,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn items_are_numbered_with_the_calls_before_the_reply_they_wrote() {
+        let folded = fold_texts(&[("r.jsonl", text(&conversation("s1")))]);
+        let size = |t: &str| Some(i64::try_from(t.len()).expect("small"));
+        assert_eq!(
+            items(&folded),
+            vec![
+                (1, "user.message", None, None, size(PROMPT)),
+                // 2: the first call, before the reply it wrote
+                (3, "assistant.message", None, None, size(REASONING)),
+                (4, "assistant.message", Some("c1"), None, size(CALL)),
+                (
+                    5,
+                    "tool.execution_start",
+                    Some("c1"),
+                    Some("exec_command"),
+                    None
+                ),
+                (6, "tool.execution_complete", Some("c1"), None, size(OUTPUT)),
+                // 7: the second call
+                (8, "assistant.message", None, None, size(REPLY)),
+                (9, "session.task_complete", None, None, None),
+            ]
+        );
+        let calls: Vec<_> = folded.calls.iter().map(|c| (c.seq, c.index)).collect();
+        assert_eq!(calls, vec![(2, 1), (7, 2)]);
+        assert_eq!(folded.items[2].tool_request_bytes, size(CALL));
+    }
+
+    #[test]
+    fn a_copied_rollout_and_a_forks_replay_add_no_item() {
+        let alone = fold_texts(&[("r.jsonl", text(&conversation("p")))]);
+        let copied = fold_texts(&[
+            ("sessions/r.jsonl", text(&conversation("p"))),
+            ("archived_sessions/r.jsonl", text(&conversation("p"))),
+        ]);
+        assert_eq!(items(&copied), items(&alone));
+        let mut child = vec![meta(
+            "c",
+            "2026-05-01T11:00:00.000Z",
+            r#","forked_from_id":"p""#,
+        )];
+        child.extend(
+            conversation("p")
+                .iter()
+                .map(|l| l.replace("2026-05-01T10:00:0", "2026-05-01T11:00:00.00")),
+        );
+        child.push(item("2026-05-01T11:00:30.000Z", PROMPT));
+        let folded = fold_texts(&[
+            ("r.jsonl", text(&conversation("p"))),
+            ("c.jsonl", text(&child)),
+        ]);
+        let own: Vec<_> = folded
+            .items
+            .iter()
+            .filter(|i| i.session == "c")
+            .map(|i| (i.seq, i.event_type))
+            .collect();
+        assert_eq!(own, vec![(1, "user.message")]);
+        assert_eq!(items(&folded).len(), items(&alone).len() + 1);
     }
 
     #[test]
