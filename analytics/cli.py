@@ -580,8 +580,9 @@ def watch(
     path: Annotated[
         Path | None,
         typer.Argument(
-            help="A session directory or events.jsonl, or a tree to take the most recently "
-            "written log from. Default: $COPILOT_HOME or ~/.copilot.",
+            help="A session directory or log (Copilot events.jsonl, Claude Code session file, "
+            "Codex rollout), or a tree to take the most recently written log from. Default: "
+            "every agent's home.",
             show_default=False,
         ),
     ] = None,
@@ -589,7 +590,7 @@ def watch(
     model_map: ModelMapOpt = None,
 ) -> None:
     """Live view of the active session: calls, context size, cost so far, last call's cost
-    and the growth curve, updated as its events.jsonl grows. q or Ctrl-C quits."""
+    and the growth curve, updated as its log grows. q or Ctrl-C quits."""
     from rich.console import Console
 
     from analytics import watch as live
@@ -603,7 +604,10 @@ def watch(
         log = live.latest_log(paths)
         newest = None if live.names_a_session(path) else (lambda: live.latest_log(paths))
 
-        def analyse(follow: live.Follow) -> live.Figures | None:
+        def analyse(follow: live.Follow | live.AgentFollow) -> live.Figures | None:
+            if isinstance(follow, live.AgentFollow):
+                priced, _ = price_analysis(follow.calls, follow.sessions, table, renames)
+                return live.figures(priced)
             result = analyse_parsed(follow.parsed, follow.found)
             priced, _ = price_analysis(
                 result.calls, result.sessions, table, renames, result.log_prices
@@ -759,13 +763,19 @@ def _today(zone: ZoneInfo) -> date:
     return datetime.now(zone).date()
 
 
-def _active(log: LogFile) -> str | None:
-    """``session 38b50b0c`` when ``log`` was written in the last 10 minutes, else ``None``."""
+def _active(watched: Watched) -> str | None:
+    """``session 38b50b0c`` when the log was written in the last 10 minutes, else ``None``;
+    the session by its own id, whichever agent writes it."""
     import time
 
+    from analytics.sources.discover import COPILOT
+    from analytics.watch import agent_session_id
+
+    log = watched.log
     if log.stat is None or time.time() - log.stat.st_mtime > 600:
         return None
-    return f"session {_session_id(log)[:8]}"
+    named = _session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
+    return f"session {(named or log.session_hint)[:8]}"
 
 
 def _session_id(log: LogFile) -> str:
@@ -976,6 +986,7 @@ if TYPE_CHECKING:
     from analytics.periods import Breakdown, Period
     from analytics.sources.discover import LogFile
     from analytics.text_table import Layout
+    from analytics.watch import Watched
 
 
 class By(StrEnum):

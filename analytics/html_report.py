@@ -31,6 +31,7 @@ from analytics.costs import price_analysis, price_calls
 from analytics.pricing import AGENT_COSTS, unpriced_models
 from analytics.rates import RateTable
 from analytics.schema import CALLS, COSTS, conform
+from analytics.sources.discover import COPILOT
 from analytics.text_table import counted, counted_expr
 from analytics.tokens import add_call_tokens, stated_fixed_part
 
@@ -145,10 +146,17 @@ _SELECTOR_SCRIPT = """<script>
 def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
     """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
 
-    Shown beside observed per-call tokens so the reconstruction's error is visible.
+    Shown beside observed per-call tokens so the reconstruction's error is visible. Only
+    Copilot calls are reconstructed (the other agents' logs state every call's usage, and
+    the reconstruction models Copilot's logs): the others' are null.
     """
+    copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
+    if copilot.is_empty():
+        return analysis.calls.with_columns(
+            pl.lit(None, pl.Int64).alias("reconstructed_input_tokens")
+        )
     rebuilt, _ = add_call_tokens(
-        conform(analysis.calls, CALLS),
+        conform(copilot, CALLS),
         analysis.events,
         analysis.sessions,
         analysis.model_metrics,

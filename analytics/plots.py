@@ -166,7 +166,11 @@ def context_growth_spec(
             }
         )
     observed = frame["token_source"] == "observed"
-    if "reconstructed_input_tokens" in frame.columns and observed.any():
+    if (
+        "reconstructed_input_tokens" in frame.columns
+        and observed.any()
+        and frame["reconstructed_input_tokens"].is_not_null().any()
+    ):
         data.append(
             {
                 "type": "scatter",

@@ -1,7 +1,11 @@
-"""``agentcost watch``: a live view of one session while its ``events.jsonl`` grows.
+"""``agentcost watch``: a live view of one session while its log grows.
 
-The session is the most recently written log under the paths (the Copilot home by default).
-Its events are read once and held (``Follow``); each time the file's size or mtime changes,
+The session is the most recently written log under the paths (every agent's home by
+default): a Copilot ``events.jsonl``, a Claude Code session file (a sub-agent's file stands
+for its parent session's) or a Codex rollout. A Claude Code or Codex log is folded again
+natively whenever it (or a sub-agent file of its session) changes (``AgentFollow``): its
+calls state their usage, so the whole fold of one session is a few milliseconds. A Copilot
+log's events are read once and held (``Follow``); each time the file's size or mtime changes,
 only the bytes written since are read (``read_logs(..., resume=...)``: the scan goes on from
 the state the last read ended at, and a half-written last line waits for its newline), the
 new events are appended, and every later stage runs again on the held events
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.errors import InputError
-from analytics.sources.discover import Found, LogFile, discover
+from analytics.sources.discover import CLAUDE_CODE, CODEX, COPILOT, Found, LogFile, discover
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -44,18 +48,46 @@ SWITCH_SECONDS = 2.0
 _BARS = "▁▂▃▄▅▆▇█"
 
 
-def latest_log(paths: list[Path]) -> LogFile:
-    """The most recently written events log under ``paths`` (the Copilot home when empty).
-    A log the user named (a session directory, a file) was not looked at by discovery's
-    listing: it is looked at here."""
-    logs = [log for log in map(_seen, discover(paths).logs) if log.stat is not None]
+@dataclass(frozen=True)
+class Watched:
+    """A session log to follow, and the agent that writes it."""
+
+    agent: str
+    log: LogFile
+
+
+def latest_log(paths: list[Path]) -> Watched:
+    """The most recently written session log of any agent under ``paths`` (every agent's
+    home when empty). A log the user named (a session directory, a file) was not looked at
+    by discovery's listing: it is looked at here. A Claude Code sub-agent's file stands for
+    its session's file, when that exists (the view is of the whole session)."""
+    found = discover(paths)
+    candidates = [(COPILOT, log) for log in found.logs] + found.agent_logs
+    logs = [
+        Watched(agent, seen) for agent, log in candidates if (seen := _seen(log)).stat is not None
+    ]
     if not logs:
-        where = ", ".join(map(str, paths)) or "the Copilot home"
+        where = ", ".join(map(str, paths)) or "the agents' homes"
         raise InputError(
-            f"no Copilot session log under {where} (watch follows Copilot logs); name a "
-            "session directory or a Copilot home"
+            f"no session log under {where}; name a session directory or log, or an agent's home"
         )
-    return max(logs, key=lambda log: (log.stat.st_mtime_ns if log.stat else 0, str(log.path)))
+    newest = max(
+        logs,
+        key=lambda w: (w.log.stat.st_mtime_ns if w.log.stat else 0, str(w.log.path)),
+    )
+    return _parent_session(newest)
+
+
+def _parent_session(watched: Watched) -> Watched:
+    """A Claude Code ``<session>/subagents/agent-*.jsonl`` as its ``<session>.jsonl`` (when
+    that exists); any other log as it is."""
+    path = watched.log.path
+    if watched.agent != CLAUDE_CODE or path.parent.name != "subagents":
+        return watched
+    session = path.parent.parent.with_suffix(".jsonl")
+    if not session.is_file():
+        return watched
+    return Watched(watched.agent, _seen(LogFile(session, session.stem, str(session.resolve()))))
 
 
 def _seen(log: LogFile) -> LogFile:
@@ -78,6 +110,54 @@ def names_a_session(path: Path | None) -> bool:
     """Whether ``path`` is one session (a log file, or a directory holding ``events.jsonl``),
     which watch keeps to, rather than a home or tree to take the newest session from."""
     return path is not None and (path.is_file() or (path / "events.jsonl").is_file())
+
+
+class AgentFollow:
+    """A Claude Code or Codex session log, folded again whenever it changes: ``update()``
+    says whether it (or a file of its group: a Claude Code session's sub-agent files) did,
+    and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
+
+    def __init__(self, watched: Watched) -> None:
+        from analytics.agents import claude_code, codex
+
+        self.agent = watched.agent
+        self.log = watched.log
+        self._module = {CLAUDE_CODE: claude_code, CODEX: codex}[watched.agent]
+        self._seen: tuple[tuple[str, int, int, int], ...] | None = None
+        self.calls = pl.DataFrame()
+        self.sessions = pl.DataFrame()
+
+    def update(self) -> bool:
+        """Fold the log again if a file of it changed; False when none did (or they are
+        gone for a moment: the last view stays)."""
+        from analytics.agents.contract import core_tables
+
+        files = [file for group in self._module.discover([self.log.path]) for file in group]
+        try:
+            now = tuple(
+                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns) for f in files
+            )
+        except OSError:
+            return False
+        if not files or now == self._seen:
+            return False
+        self._seen = now
+        self.calls, self.sessions, _, _ = core_tables(self._module.read_files(files))
+        return True
+
+
+def follow_of(watched: Watched) -> Follow | AgentFollow:
+    """The follower of a log: incremental for Copilot's, a new fold for the others'."""
+    return Follow(watched.log) if watched.agent == COPILOT else AgentFollow(watched)
+
+
+def agent_session_id(watched: Watched) -> str | None:
+    """The id of the session a Claude Code or Codex log is writing now: of the sessions its
+    fold finds, the one written last (a file can hold several); None when it names none."""
+    follow = AgentFollow(watched)
+    follow.update()
+    sessions = follow.sessions.sort("end_time", "session_id", nulls_last=False)
+    return str(sessions["session_id"][-1]) if sessions.height else None
 
 
 class Follow:
@@ -215,11 +295,11 @@ def _usd(amount: Decimal | None, mark: str, unknown: str = "unpriced") -> str:
 
 
 def run(
-    log: LogFile,
-    analyse: Callable[[Follow], Figures | None],
+    log: Watched,
+    analyse: Callable[[Follow | AgentFollow], Figures | None],
     console: Console,
     *,
-    newest: Callable[[], LogFile] | None = None,
+    newest: Callable[[], Watched] | None = None,
     poll: float = POLL_SECONDS,
     switch: float = SWITCH_SECONDS,
 ) -> None:
@@ -228,15 +308,15 @@ def run(
     the watched paths), a newer log is followed instead once one appears."""
     from rich.live import Live
 
-    follow = Follow(log)
+    follow = follow_of(log)
     looked = time.monotonic()
     with Live(console=console, auto_refresh=False, transient=False) as live, _keys() as key:
         while True:
             if newest is not None and time.monotonic() - looked >= switch:
                 looked = time.monotonic()
                 latest = _newest(newest)
-                if latest is not None and latest.path != follow.log.path:
-                    follow = Follow(latest)
+                if latest is not None and latest.log.path != follow.log.path:
+                    follow = follow_of(latest)
             if follow.update():
                 shown = view(analyse(follow), follow.log.path, console.width)
                 live.update(shown, refresh=True)
@@ -244,7 +324,7 @@ def run(
                 return
 
 
-def _newest(newest: Callable[[], LogFile]) -> LogFile | None:
+def _newest(newest: Callable[[], Watched]) -> Watched | None:
     """The newest log, or None when there is none for a moment."""
     try:
         return newest()

@@ -338,5 +338,5 @@ def test_watch_follows_a_named_session_directory(tmp_path: Path) -> None:
     """A session directory named on the command line (outside any session-state) is the
     log watch follows, not "no session log"."""
     log = write_session(tmp_path, "a", "aaaaaaaa-1111-4000-8000-000000000001")
-    assert latest_log([log.parent]).path == log
-    assert latest_log([log]).path == log
+    assert latest_log([log.parent]).log.path == log
+    assert latest_log([log]).log.path == log

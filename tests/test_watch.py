@@ -72,9 +72,9 @@ def test_latest_log_is_the_most_recently_written(tmp_path: Path) -> None:
     now = time.time()  # copies keep the sample's mtime: set both
     os.utime(home / "session-state" / SESSION / "events.jsonl", (now - 3600, now - 3600))
     os.utime(other / "events.jsonl", (now, now))
-    log = latest_log([home])
-    assert log.path == other / "events.jsonl"
-    assert session_target(log) == other
+    watched = latest_log([home])
+    assert (watched.agent, watched.log.path) == ("copilot", other / "events.jsonl")
+    assert session_target(watched.log) == other
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_follow_reads_only_new_bytes_and_equals_a_fresh_analysis(tmp_path: Path)
     home = copy_of_a_session(tmp_path)
     session = home / "session-state" / SESSION
     log = session / "events.jsonl"
-    follow = Follow(latest_log([home]))
+    follow = Follow(latest_log([home]).log)
     assert follow.update() and not follow.update()  # unchanged: nothing to do
     assert shown_by(follow) == fresh(session)
     calls = analyze([session], keep_events=False).calls.height
