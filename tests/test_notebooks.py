@@ -17,7 +17,12 @@ CELL_TIMEOUT_S = 120
 
 
 def test_the_four_notebooks_are_there() -> None:
-    assert [nb.stem for nb in NOTEBOOKS] == ["cost_curves", "provider_comparison", "team_month", "what_if"]
+    assert [nb.stem for nb in NOTEBOOKS] == [
+        "cost_curves",
+        "provider_comparison",
+        "team_month",
+        "what_if",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
