@@ -157,3 +157,19 @@ def test_spark_sql_reports_equal_duckdb(
         got = spark_report(spark, str(output), period=period, zone=zone, by=by)
         assert_frame_equal(got.rows, expected.rows)
         assert_frame_equal(got.totals, expected.totals)
+
+
+def test_a_retried_task_writes_its_files_once(tmp_path: Path) -> None:
+    """Stage 2 of a task run twice (an executor died, Spark ran it again) writes the same
+    bytes under the same names: the second run changes no file."""
+    from analytics.dataset import Who
+    from analytics.spark import _ipc, analyse_task, plan_tasks, write_task
+
+    (task,), _ = plan_tasks([str(SAMPLE_LOGS)])
+    tables = analyse_task(task)
+    quoted = {task.user: _ipc(tables["log_prices"])}
+    who = Who(task.user, "host-1")
+    first = write_task(tmp_path, task.task, who, tables, "github-copilot", quoted)
+    again = write_task(tmp_path, task.task, who, tables, "github-copilot", quoted)
+    assert first[1] == again[4] > 0  # what was added the first time is unchanged the second
+    assert again[1:4] == [0, 0, 0]
