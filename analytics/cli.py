@@ -1136,6 +1136,11 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
     ) -> None:
         try:
             if dataset is not None:
+                if paths or agent or model_map or rates != "github-copilot":
+                    raise UsageError(
+                        "--dataset reads a dataset priced when it was written: "
+                        "name no PATH, --agent, --rates or --model-map with it"
+                    )
                 _dataset_period(period, dataset, by, since, until, timezone, output_format, output)
                 return
             replays = _Replays.of(ctx, period, paths, output_format, output, timezone, locals())

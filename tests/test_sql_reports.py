@@ -87,3 +87,11 @@ def test_queries_name_their_dialects_functions() -> None:
     assert "timezone('UTC', start_time)" in period_query("week", "UTC", "user", "duckdb")
     with pytest.raises(Exception, match="Nowhere"):
         duckdb_report(Path("."), period="day", zone="Nowhere/Land")
+
+
+def test_dataset_refuses_the_options_of_logs(tmp_path: Path) -> None:
+    target = _exported(SAMPLE_LOGS, tmp_path / "d")
+    mixed = CliRunner().invoke(app, ["daily", str(SAMPLE_LOGS), "--dataset", str(target)])
+    assert mixed.exit_code == 2 and "name no PATH" in mixed.output
+    missing = CliRunner().invoke(app, ["daily", "--dataset", str(tmp_path)])
+    assert missing.exit_code == 2 and "no agentcost dataset" in missing.output
