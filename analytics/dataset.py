@@ -5,6 +5,11 @@ This module is the one place the dataset's tables, columns and types are written
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
+The columns are written out here, not derived from ``analytics.schema``: the dataset is read by
+other people's tools, so it changes only with ``VERSION``. ``dataset_frames`` selects exactly
+these columns, so an internal contract that loses one fails the tests (and the README check)
+rather than changing the dataset silently; one that gains a column does not reach it.
+
 Layout, under ``DIR``::
 
     dataset.json                                  the contract below, as JSON
