@@ -30,12 +30,17 @@ $(VENV)/.built: $(VENV)/.installed $(SCANNER)
 run: setup
 	$(BIN)/agentcost analyze $(LOGS)
 
-## lint, type-check and the whole test suite (notebooks included)
-test: setup rust-check
+# Chromium, tmux, a JDK and the spark extra: what the whole suite needs beyond the package.
+$(VENV)/.test-deps: $(VENV)/.installed .ci/install-test-deps
+	bash .ci/install-test-deps $(VENV)
+	touch $@
+
+## lint, type-check and the whole test suite (notebooks, browser, terminal and Spark included)
+test: setup $(VENV)/.test-deps rust-check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	PYSPARK_PYTHON=$(abspath $(PY)) $(BIN)/pytest
 
 ## the scanner's own checks: format, clippy (warnings are errors), unit tests, a fuzz run
 rust-check:

@@ -1,6 +1,6 @@
 """Issue 21, item 3: the HTML report reads on a phone (390 px) as on a desk (1400 px).
 
-Headless Chromium (``/usr/bin/chromium``, installed by ``.ci/install-browser``) opens the
+Headless Chromium (``/usr/bin/chromium``, installed by ``make test``: ``.ci/install-test-deps``) opens the
 report with a checking script added at its end, at each width. After the charts are drawn,
 the script measures the page: no element reaches past the viewport, no HTML text overflows a
 box that hides it, no chart text (titles, tick labels, bar labels) lies outside its
@@ -107,8 +107,8 @@ class Browser:
     def __init__(self, tmp_path: Path) -> None:
         if not CHROMIUM.exists():
             if os.environ.get("CI"):
-                pytest.fail(f"{CHROMIUM} is missing in CI; run .ci/install-browser")
-            pytest.skip(f"{CHROMIUM} is not installed (run .ci/install-browser); CI is not set")
+                pytest.fail(f"{CHROMIUM} is missing in CI; make test installs it: .ci/install-test-deps")
+            pytest.skip(f"{CHROMIUM} is not installed (make test installs it: .ci/install-test-deps); CI is not set")
         to_chromium, self._to = os.pipe()
         self._from, from_chromium = os.pipe()
         self._profile = tmp_path / "chromium-profile"
