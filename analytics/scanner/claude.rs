@@ -1285,5 +1285,22 @@ mod tests {
             let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&session_lines(&longer)))]));
             prop_assert_eq!(&got, &expected);
         }
+
+        #[test]
+        fn copies_add_no_item(twice in any::<usize>(), cut in any::<usize>(), first in any::<bool>()) {
+            let base: Vec<String> = CONVERSATION.map(str::to_owned).to_vec();
+            let alone = fold_texts(&[("p/s1.jsonl", lines(&base))]);
+            let expected = items(&alone).len();
+            let mut doubled = base.clone();
+            let at = twice % doubled.len();
+            doubled.insert(at, doubled[at].clone());
+            let folded = fold_texts(&[("p/s1.jsonl", lines(&doubled))]);
+            prop_assert_eq!(items(&folded).len(), expected);
+            let copied = base[..=cut % base.len()].to_vec();
+            let files = [("p/s1.jsonl", lines(&base)), ("p/s2.jsonl", lines(&copied))];
+            let files = if first { files } else { [files[1].clone(), files[0].clone()] };
+            let folded = fold_texts(&files);
+            prop_assert_eq!(items(&folded), items(&alone));
+        }
     }
 }

@@ -318,6 +318,15 @@ struct Point {
     anchor: Option<(Option<i64>, i64)>,
 }
 
+/// What makes two lines of a session the same line: its stamp and text (a copy repeats
+/// both), the key of the items it adds.
+fn line_key(session: &str, time: Option<i64>, text: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    format!("{session}@{time:?}#{:x}", hasher.finish())
+}
+
 /// The session a file name gives: the uuid that ends a rollout's name, else its stem.
 fn hint_of(path: &Path) -> String {
     let stem = path
@@ -494,9 +503,8 @@ impl Fold {
                 if !replaying && line.str(n.payload_type).as_deref() == Some("task_complete") =>
             {
                 // the agent says its task is done (no context item: no bytes)
-                let key = format!("{}@{time:?}#done{}", cur.id, line.number);
                 self.items.push((
-                    key,
+                    line_key(&cur.id, time, line.text),
                     Item {
                         file,
                         line: line.number,
@@ -575,12 +583,7 @@ impl Fold {
             tool_request_bytes: request.then_some(bytes),
             ..Item::default()
         };
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            line.text.hash(&mut hasher);
-            format!("{}@{time:?}#{:x}", cur.id, hasher.finish())
-        };
+        let key = line_key(&cur.id, time, line.text);
         if request {
             let start = Item {
                 sub: 2,
@@ -953,6 +956,23 @@ mod tests {
         let calls: Vec<_> = folded.calls.iter().map(|c| (c.seq, c.index)).collect();
         assert_eq!(calls, vec![(2, 1), (7, 2)]);
         assert_eq!(folded.items[2].tool_request_bytes, size(CALL));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
+
+        #[test]
+        fn a_line_written_twice_adds_no_item(twice in proptest::prelude::any::<usize>()) {
+            let base = conversation("s1");
+            let expected = fold_texts(&[("r.jsonl", text(&base))]);
+            let mut doubled = base.clone();
+            let at = twice % doubled.len();
+            doubled.insert(at, doubled[at].clone());
+            let folded = fold_texts(&[("r.jsonl", text(&doubled))]);
+            proptest::prop_assert_eq!(items(&folded), items(&expected));
+            let calls = |f: &Folded| f.calls.iter().map(|c| c.seq).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(calls(&folded), calls(&expected));
+        }
     }
 
     #[test]
