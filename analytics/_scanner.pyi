@@ -109,3 +109,8 @@ def calibrate_calls(calls: object) -> ArrowTable:
     """Calibrate the calls' tokens (an Arrow stream capsule of the columns
     ``tokens._calibrate`` reads, in session and event order): input, cache read, cache write,
     reasoning and output tokens and ``_source``, aligned with the rows."""
+
+def regressors_of(calls: object, items: object) -> ArrowTable:
+    """The reconstruction's regressors (Arrow stream capsules of the calls and of the events
+    that add to or restart a conversation, both in session and event order), aligned with the
+    calls."""

@@ -95,99 +95,35 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     (``x_*``), the same for the prefix the next call can read from cache (``p_*``: without the
     newest user messages), ``_offset`` (tokens stated by a compaction), ``_prev_seq`` (the
     previous call of its agent and model, if its cache is still warm) and ``_prev_part``
-    (``prefix``, or ``fixed`` after a compaction: what of that call is still cached)."""
-    agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
+    (``prefix``, or ``fixed`` after a compaction: what of that call is still cached).
+
+    The native engine computes them per session (``analytics/scanner/fit.rs``,
+    ``regressors``) from the calls and the events that add to a conversation (messages, tool
+    results, skills) or restart it (compactions), handed over as Arrow.
+    """
     request = (
-        pl.col("tool_request_bytes").fill_null(0)
+        pl.col("tool_request_bytes")
         if "tool_request_bytes" in events.columns
-        else pl.lit(0, pl.Int64)
+        else pl.lit(None, pl.Int64).alias("tool_request_bytes")
     )
-    size = pl.col("content_bytes").fill_null(0)
-    kind = pl.col("event_type")
-    items = (
-        events.filter(kind.is_in([*_ITEMS, "session.compaction_complete"]))
-        .select(
-            "session_id",
-            "event_seq",
-            agent,
-            (kind == "session.compaction_complete").alias("_reset"),
-            pl.when(kind == "tool.execution_complete").then(size).otherwise(0).alias("x_tool"),
-            pl.when(kind.is_in(["user.message", "assistant.message", "skill.invoked"]))
-            .then(size - pl.when(kind == "assistant.message").then(request).otherwise(0))
-            .otherwise(0)
-            .alias("x_prose"),
-            pl.when(kind == "assistant.message").then(request).otherwise(0).alias("x_json"),
-            kind.is_in(list(_ITEMS)).cast(pl.Int64).alias("x_item"),
-            pl.when(kind == "user.message").then(size).otherwise(0).alias("_user_bytes"),
-            (kind == "user.message").cast(pl.Int64).alias("_user_items"),
-            pl.col("post_compaction_tokens"),
-        )
-        .sort("session_id", "event_seq")
-        .with_columns(pl.col("_reset").cum_sum().over("session_id", "_agent").alias("_epoch"))
+    items = events.filter(
+        pl.col("event_type").is_in([*_ITEMS, "session.compaction_complete"])
+    ).select(
+        "session_id",
+        "event_seq",
+        "event_type",
+        pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent"),
+        "content_bytes",
+        request,
+        "post_compaction_tokens",
     )
-    sums = ["x_tool", "x_prose", "x_json", "x_item", "_user_bytes", "_user_items"]
-    items = items.with_columns(
-        *(pl.col(c).cum_sum().over("session_id", "_agent", "_epoch") for c in sums),
-        pl.col("post_compaction_tokens")
-        .forward_fill()
-        .over("session_id", "_agent", "_epoch")
-        .fill_null(0)
-        .alias("_offset"),
+    ordered = calls.sort("session_id", "event_seq")
+    keys = ["session_id", "event_seq", "kind", "agent_id", "agent_name", "model"]
+    figures = _scanner.regressors_of(
+        ordered.select(*keys, "start_time", "end_time").rechunk().__arrow_c_stream__(),
+        items.sort("session_id", "event_seq").rechunk().__arrow_c_stream__(),
     )
-    keyed = calls.with_columns(
-        pl.when(pl.col("kind") == "subagent")
-        .then(pl.col("agent_id"))
-        .otherwise(pl.lit("main"))
-        .alias("_agent"),
-    ).sort("session_id", "event_seq")
-    placed = keyed.join_asof(
-        items.drop("_reset", "post_compaction_tokens"),
-        on="event_seq",
-        by=["session_id", "_agent"],
-        strategy="backward",
-        allow_exact_matches=False,
-        check_sortedness=False,
-    ).with_columns(
-        *(pl.col(c).fill_null(0) for c in [*sums, "_offset", "_epoch"]),
-    )
-    chain = ["session_id", "_agent", "model"]
-    ended = pl.coalesce("end_time", "start_time").shift(1).over(chain)
-    gap = (pl.col("start_time") - ended).dt.total_milliseconds()
-    newest_bytes = pl.col("_user_bytes") - pl.col("_user_bytes").shift(1).over(chain).fill_null(0)
-    newest_items = pl.col("_user_items") - pl.col("_user_items").shift(1).over(chain).fill_null(0)
-    same_epoch = pl.col("_epoch") == pl.col("_epoch").shift(1).over(chain)
-    return placed.with_columns(
-        pl.format(
-            "fixed:{}|{}",
-            pl.when(pl.col("_agent") == "main")
-            .then(pl.lit("main"))
-            .otherwise(pl.coalesce("agent_name", pl.lit("subagent"))),
-            pl.col("model").fill_null("?"),
-        ).alias("_fkey"),
-        (pl.col("_epoch") == 0).cast(pl.Int64).alias("_c_fixed"),
-        pl.col("x_tool").alias("p_tool"),
-        (pl.col("x_prose") - newest_bytes.clip(lower_bound=0)).alias("p_prose"),
-        pl.col("x_json").alias("p_json"),
-        (pl.col("x_item") - newest_items.clip(lower_bound=0)).alias("p_item"),
-        pl.lit(0, pl.Int64).alias("x_task"),
-        pl.when(
-            (pl.col("_agent") != "main")
-            & (pl.col("event_seq") == pl.col("event_seq").min().over("session_id", "_agent"))
-            & (pl.col("_user_items") == 0)
-        )
-        .then(-1)
-        .otherwise(0)
-        .alias("p_task"),
-        pl.when((gap <= CACHE_TTL_MS).fill_null(False))
-        .then(pl.col("event_seq").shift(1).over(chain))
-        .alias("_prev_seq"),
-        # What of the previous prompt is still cached: after a compaction in between, only
-        # its fixed part (the summary replaced the conversation after it).
-        pl.when(same_epoch.fill_null(True))
-        .then(pl.lit("prefix"))
-        .otherwise(pl.lit("fixed"))
-        .alias("_prev_part"),
-    ).drop("_user_bytes", "_user_items", "_epoch")
+    return ordered.with_columns(_frame(figures))
 
 
 def fit(

@@ -1,8 +1,8 @@
 """The native engine's Copilot fold equals the polars stages, table for table.
 
 The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
-``summarize_sessions`` -> ``session_issues``; the reconstruction's ``constraints`` and
-``fit``; the calibration)
+``summarize_sessions`` -> ``session_issues``; the reconstruction's ``regressors``,
+``constraints`` and ``fit``; the calibration)
 are the oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``;
 ``fit.rs``; ``calibrate.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
 issues and session issues, the same per-call estimates and per-session fit figures, and the
@@ -46,6 +46,16 @@ REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 OTHER_AGENTS = {"claude-code", "codex"}
 EXAMPLES = int(os.environ.get("AGENTCOST_DIFFERENTIAL_EXAMPLES", "200"))
 NAMES = ("calls", "sessions", "call issues", "session issues")
+#: The columns the regressors add to the calls.
+REGRESSORS = [
+    "_agent",
+    "_fkey",
+    "_c_fixed",
+    *(f"{part}_{kind}" for part in "xp" for kind in ("tool", "prose", "json", "item", "task")),
+    "_offset",
+    "_prev_seq",
+    "_prev_part",
+]
 #: The columns calibration fills.
 CALIBRATED = [
     "input_tokens",
@@ -74,12 +84,13 @@ def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame
 
 
 def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
-    """What the token stage hands the native fit (regressors, events, priors) and
+    """What the token stage hands the native regressors (calls, events), fit (regressors,
+    events, priors) and
     the calibration (the calls with their totals and estimates), by stage name; a stage with
     nothing to do is absent."""
     calls, sessions, *_ = engine.fold(events, metrics)
     seen: dict[str, tuple[Any, ...]] = {}
-    natives = {name: getattr(tokens, name) for name in ("fit", "_calibrate")}
+    natives = {name: getattr(tokens, name) for name in ("regressors", "fit", "_calibrate")}
 
     def spy(name: str) -> Any:
         def run(*frames: Any) -> Any:
@@ -104,6 +115,20 @@ def assert_same(paths: list[Path]) -> None:
     metrics = place_model_metrics(parsed.model_metrics, events)
     pairs = list(zip(NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True))
     inputs = stage_inputs(events, metrics)
+    if "regressors" in inputs:
+        keys = ["session_id", "event_seq"]
+        pairs.append(
+            (
+                "regressors",
+                *(
+                    x.select(*keys, *REGRESSORS).cast({"p_task": pl.Int64}).sort(keys)
+                    for x in (
+                        reference_fit.regressors(*inputs["regressors"]),
+                        tokens.regressors(*inputs["regressors"]),
+                    )
+                ),
+            )
+        )
     if "fit" in inputs:
         x, events_in, priors = inputs["fit"]
         members, targets = reference_fit.constraints(x, events_in)

@@ -252,6 +252,10 @@ pub struct Fitted<'a> {
     pub constraints: i64,
     /// None without any constraint.
     pub residual_pct: Option<f64>,
+    /// Each unknown's posterior standard error (the square root of the diagonal of
+    /// (XᵀWX + P)⁻¹, priors and links included), in the order of `parameters`: what an
+    /// estimated call's interval is built from (`analytics/reconstruct.py`).
+    pub standard_errors: Vec<f64>,
 }
 
 /// `value` rounded to `places` decimals, half to even (polars' `round`).
@@ -418,6 +422,21 @@ pub fn fit_session<'a, 'r>(
         })
         .collect();
     parameters.sort_by(|x, y| x.0.cmp(y.0));
+    let standard_errors = parameters
+        .iter()
+        .map(|(name, _, _)| {
+            let var = index
+                .get(name)
+                .and_then(|&i| variance.get(i))
+                .copied()
+                .unwrap_or(f64::NAN);
+            if var < 0.0 {
+                0.0
+            } else {
+                var.sqrt()
+            }
+        })
+        .collect();
     let residual_pct = (!rows.is_empty()).then(|| {
         let squares: f64 = rows
             .iter()
@@ -433,6 +452,7 @@ pub fn fit_session<'a, 'r>(
         parameters,
         constraints: i64::try_from(rows.len()).unwrap_or(i64::MAX),
         residual_pct,
+        standard_errors,
     }
 }
 
@@ -510,4 +530,172 @@ mod tests {
         assert_eq!(fitted.constraints, 1);
         assert!(fitted.parameters.iter().all(|p| p.2));
     }
+}
+
+/// Prompt cache lifetime for the previous call's prefix to count as read (ms).
+pub const CACHE_TTL_MS: i64 = 5 * 60 * 1000;
+
+/// One call as the regressors read it (a session's calls in event order).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallIn<'a> {
+    pub seq: i64,
+    pub kind: &'a str,
+    pub agent_id: Option<&'a str>,
+    pub agent_name: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+}
+
+/// One event that adds to an agent's conversation (a message, a tool result, a skill) or
+/// restarts it (a compaction), in event order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Item<'a> {
+    pub seq: i64,
+    pub kind: &'a str,
+    /// Its agent id, else its parent tool call, else `main`.
+    pub agent: &'a str,
+    pub content_bytes: i64,
+    pub tool_request_bytes: i64,
+    pub post_compaction_tokens: Option<i64>,
+}
+
+/// A call's regressors and its cache link (see `Regressors`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XRow<'a> {
+    /// `main`, or the sub-agent's id (None: a sub-agent call without one).
+    pub agent: Option<&'a str>,
+    pub fixed_key: String,
+    pub c_fixed: i64,
+    /// tool, prose, json, item (bytes and items so far); task is 0.
+    pub x: [i64; 4],
+    /// tool, prose, json, item, task of the prefix the next call can read.
+    pub p: [i64; 5],
+    pub offset: i64,
+    pub prev_seq: Option<i64>,
+    /// `prefix`, or `fixed` after a compaction in between.
+    pub prev_part: &'static str,
+}
+
+/// What an agent's conversation holds after an item: bytes and items per kind, user bytes
+/// and items, the compaction epoch and the size a compaction stated.
+#[derive(Clone, Copy, Debug, Default)]
+struct Held {
+    sums: [i64; 6],
+    epoch: i64,
+    offset: Option<i64>,
+}
+
+/// The regressors of one session's calls (in `calls` order, which is event order).
+pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>> {
+    // Each agent's conversation after each of its items, in event order.
+    let mut held: HashMap<&'a str, Vec<(i64, Held)>> = HashMap::new();
+    for item in items {
+        let history = held.entry(item.agent).or_default();
+        let last = history.last().map(|(_, h)| *h).unwrap_or_default();
+        let reset = item.kind == "session.compaction_complete";
+        let mut now = if reset {
+            Held {
+                sums: [0; 6],
+                epoch: last.epoch + 1,
+                offset: None,
+            }
+        } else {
+            last
+        };
+        let size = item.content_bytes;
+        let request = item.tool_request_bytes;
+        let add: [i64; 6] = match item.kind {
+            "tool.execution_complete" => [size, 0, 0, 1, 0, 0],
+            "user.message" => [0, size, 0, 1, size, 1],
+            "skill.invoked" => [0, size, 0, 1, 0, 0],
+            "assistant.message" => [0, size.saturating_sub(request), request, 1, 0, 0],
+            _ => [0; 6],
+        };
+        for (sum, value) in now.sums.iter_mut().zip(add) {
+            *sum = sum.saturating_add(value);
+        }
+        now.offset = item.post_compaction_tokens.or(now.offset);
+        history.push((item.seq, now));
+    }
+    let mut first_of_agent: HashMap<&'a str, i64> = HashMap::new();
+    let agents: Vec<Option<&'a str>> = calls
+        .iter()
+        .map(|c| {
+            if c.kind == "subagent" {
+                c.agent_id
+            } else {
+                Some("main")
+            }
+        })
+        .collect();
+    for (call, agent) in calls.iter().zip(&agents) {
+        if let Some(agent) = agent {
+            let first = first_of_agent.entry(agent).or_insert(call.seq);
+            *first = (*first).min(call.seq);
+        }
+    }
+    // The previous call of each chain (agent, model): its end, user sums and epoch.
+    let mut chains: HashMap<(Option<&'a str>, Option<&'a str>), (i64, Option<i64>, [i64; 2], i64)> =
+        HashMap::new();
+    calls
+        .iter()
+        .zip(agents)
+        .map(|(call, agent)| {
+            let state = agent
+                .and_then(|a| held.get(a))
+                .and_then(|history| {
+                    let at = history.partition_point(|(seq, _)| *seq < call.seq);
+                    at.checked_sub(1)
+                        .and_then(|i| history.get(i))
+                        .map(|(_, h)| *h)
+                })
+                .unwrap_or_default();
+            let [tool, prose, json, item, user_bytes, user_items] = state.sums;
+            let previous = chains.insert(
+                (agent, call.model),
+                (
+                    call.seq,
+                    call.end_time.or(call.start_time),
+                    [user_bytes, user_items],
+                    state.epoch,
+                ),
+            );
+            let (prev_user, prev_epoch) = previous.map_or(([0, 0], None), |p| (p.2, Some(p.3)));
+            let newest_bytes = user_bytes.saturating_sub(prev_user[0]).max(0);
+            let newest_items = user_items.saturating_sub(prev_user[1]).max(0);
+            let warm = previous.and_then(|(seq, ended, _, _)| {
+                let gap = call.start_time?.checked_sub(ended?)?;
+                (gap <= CACHE_TTL_MS).then_some(seq)
+            });
+            let task = agent.is_some_and(|a| {
+                a != "main" && first_of_agent.get(a) == Some(&call.seq) && user_items == 0
+            });
+            let who = if agent == Some("main") {
+                "main"
+            } else {
+                call.agent_name.unwrap_or("subagent")
+            };
+            XRow {
+                agent,
+                fixed_key: format!("fixed:{who}|{}", call.model.unwrap_or("?")),
+                c_fixed: i64::from(state.epoch == 0),
+                x: [tool, prose, json, item],
+                p: [
+                    tool,
+                    prose.saturating_sub(newest_bytes),
+                    json,
+                    item.saturating_sub(newest_items),
+                    if task { -1 } else { 0 },
+                ],
+                offset: state.offset.unwrap_or(0),
+                prev_seq: warm,
+                prev_part: if prev_epoch.is_none_or(|e| e == state.epoch) {
+                    "prefix"
+                } else {
+                    "fixed"
+                },
+            }
+        })
+        .collect()
 }

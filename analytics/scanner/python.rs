@@ -560,6 +560,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(fit_sessions, module)?)?;
     module.add_function(wrap_pyfunction!(calibrate_calls, module)?)?;
+    module.add_function(wrap_pyfunction!(regressors_of, module)?)?;
     Ok(())
 }
 
@@ -1187,7 +1188,7 @@ fn float_at(array: &dyn Array, i: usize) -> Option<f64> {
 /// `preCompactionTokens` (session_id, source_file, source_line, pre_compaction_tokens); the
 /// priors (session_id, param, mean, sd). Each a polars frame of one chunk (an Arrow stream
 /// capsule). Returns the calls' estimates (session_id, event_seq, _estimate,
-/// _prefix_estimate, _fixed), the unknowns (session_id, param, value, determined) and the
+/// _prefix_estimate, _fixed), the unknowns (session_id, param, value, determined, sd: the posterior standard error) and the
 /// fits (session_id, fit_constraints, fit_residual_pct).
 #[pyfunction]
 fn fit_sessions(
@@ -1375,6 +1376,15 @@ fn fit_sessions(
                     ),
                 ),
                 ("determined", bool_array(each().map(|(_, p)| Some(p.2)))),
+                (
+                    "sd",
+                    Arc::new(
+                        fitted
+                            .iter()
+                            .flat_map(|(_, f)| f.standard_errors.iter().copied().map(Some))
+                            .collect::<arrow_array::Float64Array>(),
+                    ),
+                ),
             ],
             params.len(),
         );
@@ -1472,5 +1482,122 @@ fn calibrate_calls(py: Python<'_>, calls: Bound<'_, PyCapsule>) -> PyResult<Arro
             .collect();
         columns.push(("_source", text_array(out.iter().map(|c| c.source))));
         Ok(table(columns, out.len()))
+    })
+}
+
+/// The reconstruction's regressors (`fit::regressors`): the calls (session_id, event_seq,
+/// kind, agent_id, agent_name, model, start_time, end_time; in session and event order) and
+/// the items (session_id, event_seq, event_type, _agent, content_bytes, tool_request_bytes,
+/// post_compaction_tokens; in session and event order), each a polars frame of one chunk (an
+/// Arrow stream capsule). Returns, aligned with the calls, `_agent`, `_fkey`, `_c_fixed`,
+/// `x_*`, `p_*`, `_offset`, `_prev_seq` and `_prev_part`.
+#[pyfunction]
+fn regressors_of(
+    py: Python<'_>,
+    calls: Bound<'_, PyCapsule>,
+    items: Bound<'_, PyCapsule>,
+) -> PyResult<ArrowTable> {
+    use crate::fit::{regressors, CallIn, Item, XRow};
+    use std::collections::HashMap;
+    let (calls, items) = (read_frame(&calls)?, read_frame(&items)?);
+    py.detach(|| {
+        let (c, it) = (&calls, &items);
+        let call_ids = Strs::of(column(c, "session_id"));
+        let item_ids = Strs::of(column(it, "session_id"));
+        let item_rows: HashMap<&str, Vec<usize>> =
+            by_session(&item_ids, it.num_rows()).into_iter().collect();
+        let (seq, start, end) = (
+            Ints::of(column(c, "event_seq")),
+            Ints::of(column(c, "start_time")),
+            Ints::of(column(c, "end_time")),
+        );
+        let (kind, agent_id, agent_name, model) = (
+            Strs::of(column(c, "kind")),
+            Strs::of(column(c, "agent_id")),
+            Strs::of(column(c, "agent_name")),
+            Strs::of(column(c, "model")),
+        );
+        let (i_seq, i_kind, i_agent) = (
+            Ints::of(column(it, "event_seq")),
+            Strs::of(column(it, "event_type")),
+            Strs::of(column(it, "_agent")),
+        );
+        let (i_size, i_request, i_post) = (
+            Ints::of(column(it, "content_bytes")),
+            Ints::of(column(it, "tool_request_bytes")),
+            Ints::of(column(it, "post_compaction_tokens")),
+        );
+        let sessions = by_session(&call_ids, c.num_rows());
+        let empty = Vec::new();
+        let parts: Vec<(Vec<usize>, Vec<XRow>)> = sessions
+            .par_iter()
+            .map(|(id, rows)| {
+                let session_calls: Vec<CallIn> = rows
+                    .iter()
+                    .map(|&i| CallIn {
+                        seq: seq.get(i).unwrap_or(0),
+                        kind: kind.get(i).unwrap_or(""),
+                        agent_id: agent_id.get(i),
+                        agent_name: agent_name.get(i),
+                        model: model.get(i),
+                        start_time: start.get(i),
+                        end_time: end.get(i),
+                    })
+                    .collect();
+                let session_items: Vec<Item> = item_rows
+                    .get(id)
+                    .unwrap_or(&empty)
+                    .iter()
+                    .map(|&i| Item {
+                        seq: i_seq.get(i).unwrap_or(0),
+                        kind: i_kind.get(i).unwrap_or(""),
+                        agent: i_agent.get(i).unwrap_or("main"),
+                        content_bytes: i_size.get(i).unwrap_or(0),
+                        tool_request_bytes: i_request.get(i).unwrap_or(0),
+                        post_compaction_tokens: i_post.get(i),
+                    })
+                    .collect();
+                let x = catch_unwind(AssertUnwindSafe(|| {
+                    regressors(&session_calls, &session_items)
+                }))
+                .unwrap_or_else(|_| vec![XRow::default(); session_calls.len()]);
+                (rows.clone(), x)
+            })
+            .collect();
+        let mut out: Vec<XRow> = vec![XRow::default(); c.num_rows()];
+        for (rows, xs) in parts {
+            for (i, x) in rows.into_iter().zip(xs) {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = x;
+                }
+            }
+        }
+        let each = || out.iter();
+        let x = |k: usize| int_array(each().map(move |r| r.x.get(k).copied()));
+        let p = |k: usize| int_array(each().map(move |r| r.p.get(k).copied()));
+        Ok(table(
+            vec![
+                ("_agent", text_array(each().map(|r| r.agent))),
+                (
+                    "_fkey",
+                    text_array(each().map(|r| Some(r.fixed_key.as_str()))),
+                ),
+                ("_c_fixed", int_array(each().map(|r| Some(r.c_fixed)))),
+                ("x_tool", x(0)),
+                ("x_prose", x(1)),
+                ("x_json", x(2)),
+                ("x_item", x(3)),
+                ("x_task", int_array(each().map(|_| Some(0)))),
+                ("p_tool", p(0)),
+                ("p_prose", p(1)),
+                ("p_json", p(2)),
+                ("p_item", p(3)),
+                ("p_task", p(4)),
+                ("_offset", int_array(each().map(|r| Some(r.offset)))),
+                ("_prev_seq", int_array(each().map(|r| r.prev_seq))),
+                ("_prev_part", text_array(each().map(|r| Some(r.prev_part)))),
+            ],
+            out.len(),
+        ))
     })
 }
