@@ -586,6 +586,11 @@ struct Held {
     offset: Option<i64>,
 }
 
+/// A chain of calls whose cache one reads from the previous: agent and model.
+type Chain<'a> = (Option<&'a str>, Option<&'a str>);
+/// A chain's last call: its seq, when it ended, its user bytes and items so far, its epoch.
+type Link = (i64, Option<i64>, [i64; 2], i64);
+
 /// The regressors of one session's calls (in `calls` order, which is event order).
 pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>> {
     // Each agent's conversation after each of its items, in event order.
@@ -636,8 +641,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
         }
     }
     // The previous call of each chain (agent, model): its end, user sums and epoch.
-    let mut chains: HashMap<(Option<&'a str>, Option<&'a str>), (i64, Option<i64>, [i64; 2], i64)> =
-        HashMap::new();
+    let mut chains: HashMap<Chain<'a>, Link> = HashMap::new();
     calls
         .iter()
         .zip(agents)
