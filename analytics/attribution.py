@@ -72,7 +72,8 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
     """One row per item an agent's context gains: who, when, what kind, how big, a label.
 
     ``weight`` is what the item's share of a call's conversation tokens is proportional to:
-    its bytes, or for a compaction summary its stated post-compaction tokens in bytes.
+    its bytes, or for a compaction summary its stated post-compaction tokens in bytes (its
+    own bytes where the log states none, as Claude Code's and Codex's do not).
     """
     kind = pl.col("event_type")
     starts = events.filter(kind == "tool.execution_start").select(
@@ -92,8 +93,9 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
             .then(pl.coalesce("_started_tool", "tool_name", pl.lit("?")))
             .alias("tool"),
             pl.when(kind == "session.compaction_complete")
-            .then(pl.col("post_compaction_tokens").fill_null(0) * BYTES_PER_TOKEN)
-            .otherwise(pl.col("content_bytes").fill_null(0))
+            .then(pl.col("post_compaction_tokens") * BYTES_PER_TOKEN)
+            .fill_null(pl.col("content_bytes"))
+            .fill_null(0)
             .alias("weight"),
         )
     )
@@ -101,6 +103,8 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
     label = (
         pl.when(kind == "tool.execution_complete")
         .then(pl.format("tool result: {} ({})", "tool", size))
+        .when((kind == "session.compaction_complete") & pl.col("post_compaction_tokens").is_null())
+        .then(pl.format("compaction summary ({})", size))
         .when(kind == "session.compaction_complete")
         .then(pl.format("compaction summary (~{} tokens)", pl.col("post_compaction_tokens")))
         .when((kind == "user.message") & pl.col("is_autopilot"))
