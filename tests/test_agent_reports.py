@@ -156,6 +156,22 @@ def test_top_attributes_each_agents_items(logs: Path) -> None:
     assert "tool result: Read" in shown.output and "tool result: exec_command" in shown.output
 
 
+def test_a_compaction_summary_starts_the_context_again(tmp_path: Path) -> None:
+    summary = {"type": "user", "uuid": "c1", "sessionId": "cc-1", "isCompactSummary": True,
+               "timestamp": "2026-05-01T10:01:00Z",
+               "message": {"role": "user", "content": "the story so far " * 100}}  # fmt: skip
+    after = {**CLAUDE[-1], "uuid": "a9", "requestId": "r9", "timestamp": "2026-05-01T10:01:05Z"}
+    after["message"] = {**CLAUDE[-1]["message"], "id": "m9"}  # type: ignore[dict-item]
+    write(tmp_path / "p" / "cc-1.jsonl", [*CLAUDE, summary, after])
+    items = no_item_costs_more_than_its_session(analyze([tmp_path / "p"]))
+    last = items.filter(pl.col("item_kind") == "compaction summary").row(0, named=True)
+    assert last["label"] == "compaction summary (1.7 kB)"
+    assert last["sends"] == 1 and last["tokens_added"] > 0
+    # the items before the summary are not sent after it: the prompt went with 2 calls only
+    prompt = items.filter(pl.col("item_kind") == "user message").row(0, named=True)
+    assert prompt["sends"] == 2
+
+
 def report_of(logs: Path, tmp_path: Path) -> str:
     out = tmp_path / "report.html"
     shown = CliRunner().invoke(app, ["--no-cache", "report", str(logs), "--html", str(out)])
