@@ -8,6 +8,9 @@
 //! The Claude Code and Codex folds get the same treatment (damaged agent lines, spread over
 //! two files of a group, as sub-agent files too): no panic, no hang, and every line either
 //! read into a session or an error.
+//! The Copilot fold, the reconstruction's regressors and its fit get generated sessions (any
+//! event order, extreme numbers, NaN and infinite figures): no panic, no hang, calls numbered
+//! and counted, one estimate per call.
 //! proptest drives the inputs; the run prints how many files and bytes it scanned.
 
 use std::io::Write;
@@ -460,7 +463,9 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
 
 #[test]
 fn reconstruction_fit_survives_any_numbers_for_a_stated_time() {
-    use _scanner::fit::{fit_session, Member, Part, Prior, Regressors, Target};
+    use _scanner::fit::{
+        fit_session, regressors, CallIn, Item, Member, Part, Prior, Regressors, Target,
+    };
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -534,8 +539,41 @@ fn reconstruction_fit_survives_any_numbers_for_a_stated_time() {
         let fitted = std::panic::catch_unwind(|| fit_session(&calls, &members, &targets, &priors))
             .unwrap_or_else(|_| panic!("the fit panicked on {c:?} {m:?} {t:?} {p:?}"));
         assert_eq!(fitted.estimates.len(), calls.len());
+        let kinds = ["main", "subagent", "compaction"];
+        let events = [
+            "user.message",
+            "assistant.message",
+            "tool.execution_complete",
+            "session.compaction_complete",
+        ];
+        let call_ins: Vec<CallIn> = c
+            .iter()
+            .map(|&(seq, key, _, time)| CallIn {
+                seq,
+                kind: kinds.get(key).copied().unwrap_or("main"),
+                agent_id: keys.get(key).copied(),
+                model: keys.get(key + 1).copied(),
+                start_time: Some(time),
+                end_time: Some(time.wrapping_add(seq)),
+                ..CallIn::default()
+            })
+            .collect();
+        let items: Vec<Item> = c
+            .iter()
+            .map(|&(seq, key, _, size)| Item {
+                seq,
+                kind: events.get(key).copied().unwrap_or("user.message"),
+                agent: keys.get(key).copied().unwrap_or("main"),
+                content_bytes: size,
+                tool_request_bytes: size.wrapping_neg(),
+                post_compaction_tokens: Some(size),
+            })
+            .collect();
+        let rows = std::panic::catch_unwind(|| regressors(&call_ins, &items))
+            .unwrap_or_else(|_| panic!("the regressors panicked on {c:?}"));
+        assert_eq!(rows.len(), call_ins.len());
         fits += 1;
     }
-    println!("fit fuzz: {fits} sessions, no panic");
+    println!("fit and regressors fuzz: {fits} sessions, no panic");
     assert!(fits > 0);
 }
