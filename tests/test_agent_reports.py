@@ -16,6 +16,7 @@ import re
 import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -33,7 +34,7 @@ from analytics.schema import EVENTS
 from analytics.watch import AgentFollow, agent_session_id, figures, latest_log
 from tests.conftest import REAL_LOGS
 
-CLAUDE = [
+CLAUDE: list[dict[str, Any]] = [
     {"type": "user", "uuid": "u1", "sessionId": "cc-1", "timestamp": "2026-05-01T10:00:00Z",
      "message": {"role": "user", "content": "fix the parser"}},
     {"type": "assistant", "uuid": "a1", "sessionId": "cc-1", "requestId": "r1",
@@ -65,7 +66,7 @@ def _usage(total: tuple[int, int, int], last: tuple[int, int, int]) -> dict[str,
                                             "last_token_usage": record(last)}}  # fmt: skip
 
 
-CODEX = [
+CODEX: list[dict[str, Any]] = [
     {"timestamp": "2026-05-01T11:00:00.000Z", "type": "session_meta",
      "payload": {"id": "cx-1", "timestamp": "2026-05-01T11:00:00.000Z", "cwd": "/w",
                  "cli_version": "0.130.0"}},
@@ -89,7 +90,7 @@ CODEX = [
 ]  # fmt: skip
 
 
-def write(path: Path, lines: list[dict[str, object]]) -> Path:
+def write(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
@@ -157,11 +158,13 @@ def test_top_attributes_each_agents_items(logs: Path) -> None:
 
 
 def test_a_compaction_summary_starts_the_context_again(tmp_path: Path) -> None:
-    summary = {"type": "user", "uuid": "c1", "sessionId": "cc-1", "isCompactSummary": True,
-               "timestamp": "2026-05-01T10:01:00Z",
-               "message": {"role": "user", "content": "the story so far " * 100}}  # fmt: skip
+    summary: dict[str, Any] = {
+        "type": "user", "uuid": "c1", "sessionId": "cc-1", "isCompactSummary": True,
+        "timestamp": "2026-05-01T10:01:00Z",
+        "message": {"role": "user", "content": "the story so far " * 100},
+    }  # fmt: skip
     after = {**CLAUDE[-1], "uuid": "a9", "requestId": "r9", "timestamp": "2026-05-01T10:01:05Z"}
-    after["message"] = {**CLAUDE[-1]["message"], "id": "m9"}  # type: ignore[dict-item]
+    after["message"] = {**CLAUDE[-1]["message"], "id": "m9"}
     write(tmp_path / "p" / "cc-1.jsonl", [*CLAUDE, summary, after])
     items = no_item_costs_more_than_its_session(analyze([tmp_path / "p"]))
     last = items.filter(pl.col("item_kind") == "compaction summary").row(0, named=True)
@@ -216,7 +219,7 @@ def test_watch_follows_the_newest_log_of_any_agent_and_refolds_it(logs: Path) ->
     shown = figures(price_analysis(follow.calls, follow.sessions, table)[0])
     assert shown is not None and (shown.session_id, shown.calls) == ("cc-1", 2)
     more = {**CLAUDE[-1], "uuid": "a3", "requestId": "r3", "timestamp": "2026-05-01T10:00:09Z"}
-    more["message"] = {**CLAUDE[-1]["message"], "id": "m3"}  # type: ignore[dict-item]
+    more["message"] = {**CLAUDE[-1]["message"], "id": "m3"}
     with session.open("a") as out:
         out.write(json.dumps(more) + "\n")
     assert follow.update()
