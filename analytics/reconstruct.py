@@ -38,6 +38,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
+from analytics.intervals import estimate_sd
 from analytics.schema import SESSIONS
 
 #: Content kinds and the item count: the unknowns shared by every agent of a session, with
@@ -190,7 +191,10 @@ def fit(
         )
     )
     fitted = flags.join(_frame(summary), on="session_id", how="left")
-    return _frame(estimates), fitted.select("session_id", *FIT)
+    # each call's standard error, for its 80% interval (``intervals.py``)
+    spread = estimate_sd(x, _frame(parameters))
+    calls = _frame(estimates).join(spread, on=["session_id", "event_seq"], how="left")
+    return calls, fitted.select("session_id", *FIT)
 
 
 def subagent_runs(events: pl.DataFrame) -> pl.DataFrame:
