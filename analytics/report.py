@@ -389,6 +389,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         .then(pl.format("~{}", cost))
         .otherwise(cost)
         .alias("_cost"),
+        _interval_cell(calls),
     )
     columns = [
         Column("SESSION", "_id", right=False),
@@ -399,6 +400,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         Column(f"START ({zone})", "_start", right=False, drop=7),
         Column("SECONDS", "_seconds", drop=8),
         Column("INPUT TOK", "input_tokens"),
+        Column("±%", "_spread", drop=5),
         Column("CACHE READ", "cache_read_tokens", drop=5),
         Column("CACHE WRITE", "cache_write_tokens", drop=6),
         Column("OUTPUT TOK", "output_tokens", drop=2),
@@ -420,6 +422,16 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
     }
     estimated = (calls["token_source"] == "estimated").any()
     return _table(local, columns, totals, layout, [*_legend(estimated), *api_equivalent(calls)])
+
+
+def _interval_cell(calls: pl.DataFrame) -> pl.Expr:
+    """``±N%``: half an estimated call's 80% interval (``input_tokens_low``,
+    ``input_tokens_high``) over its input; empty where the log pins the figure."""
+    if "input_tokens_low" not in calls.columns:
+        return pl.lit("").alias("_spread")
+    half = (pl.col("input_tokens_high") - pl.col("input_tokens_low")) / 2
+    share = (half / pl.col("input_tokens").clip(lower_bound=1) * 100).round(0).cast(pl.Int64)
+    return pl.format("±{}%", share).fill_null("").alias("_spread")
 
 
 def comparison_table(

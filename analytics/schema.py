@@ -249,6 +249,11 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     # the agent's fixed part (system prompt + tool definitions) within input_tokens, as the
     # reconstruction fitted it (capped at the call's input); the rest is conversation
     "fixed_part_tokens": pl.Int64(),
+    # an ``estimated`` call's 80% interval for input_tokens, from the fit's standard errors
+    # and the priors (``intervals.py``); null where the log pins the figure (observed,
+    # calibrated) or where there is no estimate
+    "input_tokens_low": pl.Int64(),
+    "input_tokens_high": pl.Int64(),
 }
 
 #: Exact per-call usage read from a persisted per-call record (session-store.db rows,

@@ -25,6 +25,7 @@ import polars as pl
 
 from analytics import _scanner
 from analytics.events import EVENT_KEYS, MAIN_AGENT
+from analytics.intervals import bounds
 from analytics.model_counts import assign_models
 from analytics.reconstruct import (
     FIT,
@@ -123,6 +124,7 @@ def call_tokens_and_fit(
         pl.when(pl.col("token_source") == "estimated")
         .then(_estimate_reason())
         .alias("estimate_reason"),
+        *bounds("_estimate", "_estimate_sd", "input_tokens", pl.col("token_source") == "estimated"),
     )
     tokens = conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS))
     return tokens, pl.concat([issues, model_issues]), fitted
