@@ -44,6 +44,8 @@ def _compared(observed: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
                 "session_id",
                 "call_index",
                 pl.col("input_tokens").alias("reconstructed"),
+                pl.col("input_tokens_low").alias("low"),
+                pl.col("input_tokens_high").alias("high"),
                 pl.col("token_source").alias("method"),
             ),
             on=["session_id", "call_index"],
@@ -60,10 +62,7 @@ def error_summary(errors: pl.DataFrame) -> pl.DataFrame:
     """Per session, then overall by kind of call (``ALL main``, ``ALL subagent``, ...) and for
     every call (``ALL``): calls, median, p90 and max error."""
     stats = [
-        pl.len().alias("calls"),
-        pl.col("abs_error_pct").median().round(2).alias("median_abs_error_pct"),
-        pl.col("abs_error_pct").quantile(0.9, "nearest").round(2).alias("p90_abs_error_pct"),
-        pl.col("abs_error_pct").max().round(2).alias("max_abs_error_pct"),
+        *error_stats(),
         pl.col("observed").sum().alias("observed_input_tokens"),
         pl.col("reconstructed").sum().alias("reconstructed_input_tokens"),
         pl.col("method").unique().sort().str.join(",").alias("methods"),
@@ -76,3 +75,21 @@ def error_summary(errors: pl.DataFrame) -> pl.DataFrame:
     )
     overall = errors.select(pl.lit("ALL").alias("session_id"), *stats)
     return pl.concat([per_session, per_kind, overall], how="vertical_relaxed")
+
+
+def error_stats() -> list[pl.Expr]:
+    """Calls, median, p90 and max absolute error of a group of compared calls, and how many
+    carry an 80% interval (``low``, ``high``: the estimated ones) with the share of those
+    whose true input falls inside it (an honest interval holds about 80%)."""
+    with_interval = pl.col("low").is_not_null()
+    inside = (pl.col("observed") >= pl.col("low")) & (pl.col("observed") <= pl.col("high"))
+    return [
+        pl.len().alias("calls"),
+        pl.col("abs_error_pct").median().round(2).alias("median_abs_error_pct"),
+        pl.col("abs_error_pct").quantile(0.9, "nearest").round(2).alias("p90_abs_error_pct"),
+        pl.col("abs_error_pct").max().round(2).alias("max_abs_error_pct"),
+        with_interval.sum().alias("with_interval"),
+        pl.when(with_interval.any())
+        .then((inside.filter(with_interval).mean() * 100).round(1))
+        .alias("inside_interval_pct"),
+    ]
