@@ -54,6 +54,7 @@ lint: setup
 ## benchmarks against ccusage (see benchmarks/README.md)
 bench: setup
 	$(PY) -m benchmarks.run --profile
+	$(PY) -m benchmarks.agents
 
 ## a wheel of agentcost with the scanner in it, alone in dist/ (see the README); maturin's
 ## own target/wheels/ also keeps the editable stub of `make setup`, which pip cannot install

@@ -142,9 +142,18 @@ def floor_command(tree: Path) -> list[str]:
     return [sys.executable, "-m", "benchmarks.floor", str(tree)]
 
 
-def measure(tool: str, size: int, command: list[str], tree: Path, cache: Path) -> tuple[Run, bytes]:
-    """Run one child; its wall time, CPU time and peak RSS (from ``os.wait4``); its stdout."""
+def measure(
+    tool: str,
+    size: int,
+    command: list[str],
+    tree: Path,
+    cache: Path,
+    extra_env: dict[str, Path] | None = None,
+) -> tuple[Run, bytes]:
+    """Run one child; its wall time, CPU time and peak RSS (from ``os.wait4``); its stdout.
+    ``extra_env``: more variables for the child (another agent's home, say)."""
     env = {**os.environ, "COPILOT_HOME": str(tree), "AGENTCOST_CACHE_DIR": str(cache)}
+    env |= {name: str(value) for name, value in (extra_env or {}).items()}
     out_path = RESULTS / "stdout.tmp"
     with out_path.open("wb") as out:
         began = time.perf_counter()
