@@ -34,7 +34,7 @@ from analytics.html_report import MAX_SELECTABLE
 from analytics.rates import load_rate_table
 from analytics.schema import EVENTS
 from analytics.watch import AgentFollow, agent_session_id, figures, latest_log
-from tests.conftest import REAL_LOGS
+from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 AGENTCOST = Path(sys.executable).with_name("agentcost")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
@@ -312,3 +312,14 @@ def test_watch_in_a_pty_shows_a_claude_code_call_appended(logs: Path, tmp_path: 
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(fd)
+
+
+def test_event_groups_hold_every_agents_items_once(logs: Path) -> None:
+    kept = analyze([SAMPLE_LOGS, logs])
+    grouped = analyze([SAMPLE_LOGS, logs], keep_events=False, group_bytes=1)
+    groups = list(grouped.event_groups())
+    assert len(groups) > 2  # Copilot's sessions a group at a time, then the other agents'
+    together = pl.concat(groups).sort("session_id", "event_seq")
+    assert together.equals(kept.events.sort("session_id", "event_seq"))
+    for session in ("cc-1", "cx-1"):
+        assert sum(session in group["session_id"] for group in groups) == 1
