@@ -146,25 +146,29 @@ class _Walk:
             return
         self._directory(target, real, depth=0)
 
-    def _directory(self, target: Path, real: Path, depth: int) -> None:
-        """Add the logs of a directory tree (``real`` is ``target`` resolved)."""
+    def _directory(self, target: Path | str, real: Path | str, depth: int) -> None:
+        """Add the logs of a directory tree (``real`` is ``target`` resolved). Strings, not
+        Paths, inside: a tree of thousands of directories (a Claude Code home) would spend
+        more on pathlib than on the system calls."""
         if depth >= _MAX_DEPTH:
             return
-        if (target / "session-state").is_dir():
-            self._token_records(target)
-            self._directory(target / "session-state", real / "session-state", depth + 1)
+        here, resolved = str(target), str(real)
+        state = os.path.join(here, "session-state")
+        if os.path.isdir(state):
+            self._token_records(here)
+            self._directory(state, os.path.join(resolved, "session-state"), depth + 1)
             return
         try:
-            with os.scandir(target) as listing:
+            with os.scandir(here) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
-            self.found.problems.append((str(target), f"cannot list directory: {exc.strerror}"))
+            self.found.problems.append((here, f"cannot list directory: {exc.strerror}"))
             return
+        in_state = os.path.basename(here) == "session-state"
         sessions_here = False
         for entry in entries:
-            # Strings, not Paths, per entry: pathlib costs more than the syscalls here.
             linked = entry.is_symlink()
-            real_child = os.path.realpath(entry.path) if linked else f"{real}/{entry.name}"
+            real_child = os.path.realpath(entry.path) if linked else f"{resolved}/{entry.name}"
             if entry.is_file():
                 if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
                     child = Path(entry.path)
@@ -178,7 +182,7 @@ class _Walk:
                         self._home_of(real_child)
                     sessions_here = True
                     continue
-                if target.name == "session-state":
+                if in_state:
                     # A session directory's log is its events.jsonl alone: what lies deeper
                     # (files/, checkpoints/, snapshots) is the session's work, and can hold
                     # .jsonl files of the user's own.
@@ -186,11 +190,11 @@ class _Walk:
                         (entry.path, "session directory has no events.jsonl")
                     )
                     continue
-                self._directory(Path(entry.path), Path(real_child), depth + 1)
+                self._directory(entry.path, real_child, depth + 1)
         if sessions_here:
-            self._home_of(real / "session")
-        if (target / "session-store.db").is_file() and target.name != "session-state":
-            self._token_records(target)
+            self._home_of(os.path.join(resolved, "session"))
+        if not in_state and os.path.isfile(os.path.join(here, "session-store.db")):
+            self._token_records(here)
 
     def _log(
         self, path: Path, hint: str, real: Path | str, seen: os.stat_result | None = None
@@ -312,28 +316,36 @@ def agent_of(path: Path) -> str | None:
 
     try:
         with open(path, "rb") as file:
-            lines = [file.readline(_FIRST_LINE_BYTES) for _ in range(_LINES_TRIED)]
+            for _ in range(_LINES_TRIED):  # read no further than the line that decides
+                raw = file.readline(_FIRST_LINE_BYTES)
+                if not raw:
+                    break
+                value = _object(raw)
+                if value is None:
+                    continue
+                kind = value.get("type")
+                if isinstance(kind, str) and "." in kind:
+                    return COPILOT
+                if claude_code.recognizes(value):
+                    return CLAUDE_CODE
+                if codex.recognizes(value):
+                    return CODEX
+                return COPILOT if "data" in value else None
     except OSError:
         return COPILOT
-    for raw in lines:
-        line = raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x00")
-        if not line.startswith(b"{"):
-            continue
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(value, dict):
-            continue
-        kind = value.get("type")
-        if isinstance(kind, str) and "." in kind:
-            return COPILOT
-        if claude_code.recognizes(value):
-            return CLAUDE_CODE
-        if codex.recognizes(value):
-            return CODEX
-        return COPILOT if "data" in value else None
     return COPILOT
+
+
+def _object(raw: bytes) -> dict[str, object] | None:
+    """A log line decoded, if it is a JSON object (a byte order mark and NULs read past)."""
+    line = raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x00")
+    if not line.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 #: What ``agent_of`` reads: the first lines of a file, each up to this many bytes.
