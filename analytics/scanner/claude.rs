@@ -24,6 +24,14 @@
 //! - Every line names its session (`sessionId`); a file may hold several, one after another.
 //!   A line without one (snapshots, summaries) belongs to the file's session at that point.
 //! - Line types outside [`KNOWN_TYPES`] are counted, with one warning per file.
+//!
+//! **Context items** (what `agentcost top` and the report attribute input cost to): a user
+//! line's prompt (its blocks other than tool results; a `isCompactSummary` line is a
+//! compaction summary instead) and each tool result; an assistant line's text and tool
+//! requests (thinking left out: the API drops it from later turns) and each request's name.
+//! Keyed by the line's `uuid` (a resume's copy repeats it; else the line's text), the copy
+//! seen first kept, like a request's owner; a compaction file's lines and `<synthetic>`
+//! replies add none. A call stands among them at its request's first line.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;

@@ -52,6 +52,12 @@
 //!    prompt or a model reply.
 //!
 //! So each session's figures are its own increments, and a fork adds only what the child did.
+//!
+//! **Context items**: each response item outside a replay (user, assistant and developer
+//! messages, reasoning, tool calls with their names, tool outputs) and each `compacted`
+//! line, keyed by session, stamp and text (a copied rollout or a line written twice adds
+//! none); a `task_complete` is noted too. A call's `token_count` follows the reply it
+//! counts, so the call stands before that reply's first item.
 #![forbid(unsafe_code)]
 
 use std::collections::{HashMap, HashSet};
