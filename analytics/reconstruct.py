@@ -6,7 +6,8 @@ definitions, one unknown per kind of agent and model: ``fixed:main|<model>``,
 call, converted at an unknown tokens-per-byte ratio per kind of content (``tool``: tool
 results, i.e. code and command output; ``prose``: user, assistant and skill text; ``json``:
 tool-call arguments) and an unknown number of tokens per item (``item``: the framing of each
-message). After a compaction the agent restarts from the stated post-compaction size.
+message). After a compaction the agent restarts from the stated post-compaction size; where
+the compaction states none (Claude Code, Codex), from its fixed part and the summary (prose).
 
 Every call's prompt is linear in those unknowns, and so is every figure the log states about
 them (schema doc §0b.10), so the unknowns are solved per session by weighted least squares
@@ -92,11 +93,11 @@ FIT: dict[str, pl.DataType] = {k: v for k, v in SESSIONS.items() if k.startswith
 
 def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Per call, what its prompt is made of: ``_agent``, ``_fkey`` (its fixed part's unknown),
-    ``_c_fixed`` (1, or 0 after a compaction), bytes and items so far per content kind
-    (``x_*``), the same for the prefix the next call can read from cache (``p_*``: without the
-    newest user messages), ``_offset`` (tokens stated by a compaction), ``_prev_seq`` (the
-    previous call of its agent and model, if its cache is still warm) and ``_prev_part``
-    (``prefix``, or ``fixed`` after a compaction: what of that call is still cached).
+    ``_c_fixed`` (1, or 0 after a compaction that states its size), bytes and items so far per
+    content kind (``x_*``), the same for the prefix the next call can read from cache (``p_*``:
+    without the newest user messages), ``_offset`` (tokens stated by a compaction),
+    ``_prev_seq`` (the previous call of its agent and model, if its cache is still warm) and
+    ``_prev_part`` (``prefix``, or ``fixed`` after a compaction: what of that call is still cached).
 
     The native engine computes them per session (``analytics/scanner/fit.rs``,
     ``regressors``) from the calls and the events that add to a conversation (messages, tool

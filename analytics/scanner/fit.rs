@@ -615,6 +615,12 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
             "user.message" => [0, size, 0, 1, size, 1],
             "skill.invoked" => [0, size, 0, 1, 0, 0],
             "assistant.message" => [0, size.saturating_sub(request), request, 1, 0, 0],
+            // A compaction that states no size (Claude Code, Codex): the agent goes on from
+            // its fixed part and the summary, which counts as prose (real Claude Code logs:
+            // the call after one sends the fixed part again, not a prompt of nothing).
+            "session.compaction_complete" if item.post_compaction_tokens.is_none() => {
+                [0, size, 0, 1, 0, 0]
+            }
             _ => [0; 6],
         };
         for (sum, value) in now.sums.iter_mut().zip(add) {
@@ -683,7 +689,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
             XRow {
                 agent,
                 fixed_key: format!("fixed:{who}|{}", call.model.unwrap_or("?")),
-                c_fixed: i64::from(state.epoch == 0),
+                c_fixed: i64::from(state.epoch == 0 || state.offset.is_none()),
                 x: [tool, prose, json, item],
                 p: [
                     tool,

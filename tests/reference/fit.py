@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
+from analytics.intervals import estimate_sd
 from analytics.reconstruct import (
     _ITEMS,
     CACHE_TTL_MS,
@@ -28,11 +29,12 @@ _P = [f"p_{p}" for p in RATES]
 
 def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Per call, what its prompt is made of: ``_agent``, ``_fkey`` (its fixed part's unknown),
-    ``_c_fixed`` (1, or 0 after a compaction), bytes and items so far per content kind
-    (``x_*``), the same for the prefix the next call can read from cache (``p_*``: without the
-    newest user messages), ``_offset`` (tokens stated by a compaction), ``_prev_seq`` (the
-    previous call of its agent and model, if its cache is still warm) and ``_prev_part``
-    (``prefix``, or ``fixed`` after a compaction: what of that call is still cached)."""
+    ``_c_fixed`` (1, or 0 after a compaction that states its size), bytes and items so far per
+    content kind (``x_*``), the same for the prefix the next call can read from cache (``p_*``:
+    without the newest user messages), ``_offset`` (tokens stated by a compaction),
+    ``_prev_seq`` (the previous call of its agent and model, if its cache is still warm) and
+    ``_prev_part`` (``prefix``, or ``fixed`` after a compaction: what of that call is still
+    cached)."""
     agent = pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent")
     request = (
         pl.col("tool_request_bytes").fill_null(0)
@@ -41,6 +43,9 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
     size = pl.col("content_bytes").fill_null(0)
     kind = pl.col("event_type")
+    # a compaction that states no size: the agent goes on from its fixed part and the
+    # summary (prose)
+    unsized = (kind == "session.compaction_complete") & pl.col("post_compaction_tokens").is_null()
     items = (
         events.filter(kind.is_in([*_ITEMS, "session.compaction_complete"]))
         .select(
@@ -49,12 +54,12 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             agent,
             (kind == "session.compaction_complete").alias("_reset"),
             pl.when(kind == "tool.execution_complete").then(size).otherwise(0).alias("x_tool"),
-            pl.when(kind.is_in(["user.message", "assistant.message", "skill.invoked"]))
+            pl.when(kind.is_in(["user.message", "assistant.message", "skill.invoked"]) | unsized)
             .then(size - pl.when(kind == "assistant.message").then(request).otherwise(0))
             .otherwise(0)
             .alias("x_prose"),
             pl.when(kind == "assistant.message").then(request).otherwise(0).alias("x_json"),
-            kind.is_in(list(_ITEMS)).cast(pl.Int64).alias("x_item"),
+            (kind.is_in(list(_ITEMS)) | unsized).cast(pl.Int64).alias("x_item"),
             pl.when(kind == "user.message").then(size).otherwise(0).alias("_user_bytes"),
             (kind == "user.message").cast(pl.Int64).alias("_user_items"),
             pl.col("post_compaction_tokens"),
@@ -70,6 +75,10 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         .over("session_id", "_agent", "_epoch")
         .fill_null(0)
         .alias("_offset"),
+        pl.col("post_compaction_tokens")
+        .forward_fill()
+        .over("session_id", "_agent", "_epoch")
+        .alias("_stated"),
     )
     keyed = calls.with_columns(
         pl.when(pl.col("kind") == "subagent")
@@ -101,7 +110,7 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.coalesce("agent_name", pl.lit("subagent"))),
             pl.col("model").fill_null("?"),
         ).alias("_fkey"),
-        (pl.col("_epoch") == 0).cast(pl.Int64).alias("_c_fixed"),
+        ((pl.col("_epoch") == 0) | pl.col("_stated").is_null()).cast(pl.Int64).alias("_c_fixed"),
         pl.col("x_tool").alias("p_tool"),
         (pl.col("x_prose") - newest_bytes.clip(lower_bound=0)).alias("p_prose"),
         pl.col("x_json").alias("p_json"),
@@ -124,7 +133,7 @@ def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("prefix"))
         .otherwise(pl.lit("fixed"))
         .alias("_prev_part"),
-    ).drop("_user_bytes", "_user_items", "_epoch")
+    ).drop("_user_bytes", "_user_items", "_epoch", "_stated")
 
 
 def _coefficients(x: pl.DataFrame) -> pl.DataFrame:
@@ -207,7 +216,8 @@ def fit(
         if not slack.height:
             break
         rows = rows.join(slack.select("session_id", "row"), on=["session_id", "row"], how="anti")
-    estimate = _apply(coef, theta, offsets)
+    spread = estimate_sd(x, solved.select("session_id", "param", pl.col("se").alias("sd")))
+    estimate = _apply(coef, theta, offsets).join(spread, on=["session_id", "event_seq"], how="left")
     summary = (
         rows.join(predicted, on=["session_id", "row"], how="left")
         .group_by("session_id")
@@ -372,6 +382,7 @@ def _solve(priors: pl.DataFrame, gram: pl.DataFrame, rhs: pl.DataFrame) -> pl.Da
             pl.Series(variance, dtype=pl.Float64).clip(lower_bound=0.0).sqrt()
             < DETERMINED * pl.col("sd")
         ).alias("determined"),
+        pl.Series("se", variance, dtype=pl.Float64).clip(lower_bound=0.0).sqrt(),
     )
 
 
