@@ -82,8 +82,9 @@ class Analysis:
     #: The result cache and key this whole analysis is stored under (None: not stored, or
     #: restricted by ``only``): what priced it is kept there too (``analytics.priced``).
     stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
-    #: The Claude Code and Codex sessions' EVENTS rows (their context items, folded with
-    #: their calls; see ``_with_agents``): never read again, kept whole, or None.
+    #: The Claude Code and Codex sessions' context items, folded with their calls (see
+    #: ``_with_agents``; ``agents.contract.as_events`` makes them EVENTS rows when events are
+    #: read): never read again, kept whole, or None.
     agent_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
     #: The key of the previous stored analysis of the same paths, and the sessions whose
     #: tables are the same in both (their groups' fingerprints are; perhaps none): what
@@ -106,7 +107,9 @@ class Analysis:
         if events is None:
             events = self.read_events(self.found.logs)
         if self.agent_events is not None:
-            events = pl.concat([events, self.agent_events], how="vertical")
+            from analytics.agents.contract import as_events
+
+            events = pl.concat([events, as_events(self.agent_events)], how="vertical")
         return events.filter(pl.col("session_id").is_in(self.sessions["session_id"].implode()))
 
     def only(self, session_ids: pl.Series, events: pl.DataFrame | None = None) -> Analysis:
@@ -151,8 +154,10 @@ class Analysis:
                 read = True
                 yield self.read_events(chosen).filter(pl.col("session_id").is_in(ids))
         if self.agent_events is not None and self.agent_events.height:
+            from analytics.agents.contract import as_events
+
             read = True  # the other agents' sessions: one more group
-            yield self.agent_events.filter(pl.col("session_id").is_in(ids))
+            yield as_events(self.agent_events.filter(pl.col("session_id").is_in(ids)))
         if not read:  # no session: one group, with no events
             yield self.read_events([])
 
@@ -242,8 +247,8 @@ def _with_agents(result: Analysis) -> Analysis:
     the result cache) marked ``copilot`` with the agent columns the others carry, and the
     Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
     never stored in the result cache, whose tables stay Copilot's alone), with their context
-    items as EVENTS rows (``agent_events``), so attribution and the report read them as
-    they read Copilot's events."""
+    items (``agent_events``), which ``events`` gives as EVENTS rows, so attribution and the
+    report read them as they read Copilot's events."""
     from analytics.agents import claude_code, codex
     from analytics.agents.contract import core_tables
     from analytics.sources.discover import CLAUDE_CODE, CODEX

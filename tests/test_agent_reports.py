@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analytics.agents import claude_code, codex
-from analytics.agents.contract import core_tables
+from analytics.agents.contract import as_events, core_tables
 from analytics.analysis import Analysis, analyze
 from analytics.attribution import attribute_context
 from analytics.cli import _active, app
@@ -127,7 +127,8 @@ def no_item_costs_more_than_its_session(result: Analysis) -> pl.DataFrame:
 
 
 def test_the_items_are_events_numbered_with_the_calls(logs: Path) -> None:
-    calls, _, _, events = core_tables(claude_code.read([logs / "claude" / "projects"]))
+    calls, _, _, items = core_tables(claude_code.read([logs / "claude" / "projects"]))
+    events = as_events(items)
     assert events.schema == pl.Schema(EVENTS)
     assert events["event_type"].to_list() == [
         "user.message",

@@ -23,15 +23,15 @@ _SUMMED = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 def core_tables(
     tables: AgentTables,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(calls, sessions, issues, events) of a fold in the core's contracts.
+    """(calls, sessions, issues, items) of a fold: the first three in the core's contracts,
+    the items as the fold gives them (``as_events`` makes them EVENTS rows where needed).
 
     Every call is ``observed`` (the log states its usage). Calls keep the fold's order and
     numbers: ``call_index`` 1.. per session by time (its sub-agents' calls among its own),
     ``event_seq`` their place among the session's context items in log order, so the items
     a call carried are those numbered before it. A call without its final usage record
     counts as interrupted (its output is a lower bound). A session's tokens are its calls'
-    sums; a session without calls sent nothing (0). The items are EVENTS rows (process 0; a
-    user message is never an autopilot nudge).
+    sums; a session without calls sent nothing (0).
     """
     import polars as pl
 
@@ -40,7 +40,6 @@ def core_tables(
         AGENT_SESSIONS,
         CALL_TOKENS,
         CALLS,
-        EVENTS,
         ISSUES,
         SESSIONS,
         combine,
@@ -72,13 +71,24 @@ def core_tables(
     )
     session_contract = combine(SESSIONS, AGENT_SESSIONS)
     sessions = conform(_padded(sessions, session_contract), session_contract)
-    events = tables.items.drop("agent").with_columns(
+    return calls, sessions, conform(tables.issues, ISSUES), tables.items
+
+
+def as_events(items: pl.DataFrame) -> pl.DataFrame:
+    """A fold's items (``analytics.agents.item_columns``) as EVENTS rows: process 0, a user
+    message never an autopilot nudge, the columns only Copilot logs fill null. Made only
+    where events are read: EVENTS is wide, and its null columns would take memory for every
+    item of a large tree."""
+    import polars as pl
+
+    from analytics.schema import EVENTS, conform
+
+    events = items.drop("agent").with_columns(
         pl.lit(0, pl.Int32).alias("process_index"),
         # these agents send no autopilot nudges: every user message is a person's
         pl.when(pl.col("event_type") == "user.message").then(False).alias("is_autopilot"),
     )
-    events = conform(_padded(events, EVENTS), EVENTS)
-    return calls, sessions, conform(tables.issues, ISSUES), events
+    return conform(_padded(events, EVENTS), EVENTS)
 
 
 def _padded(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
