@@ -806,20 +806,19 @@ def validate(
 ) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
     from analytics import report
-    from analytics.validate import error_summary, reconstruction_errors
+    from analytics.validate import validation_summary
 
     try:
         with _captures_as_logs(paths) as logs:
             result = _load(ctx, logs, keep_events=False)
-            errors = reconstruction_errors(result)
-        summary = error_summary(errors)
+            summary, compared = validation_summary(result)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
         _emit(
             output_format,
             output,
             summary,
             lambda: report.render_json("sessions", summary, result.issues),
-            lambda layout: report.plain_table(summary, layout) if errors.height else nothing,
+            lambda layout: report.plain_table(summary, layout) if compared else nothing,
             wide=wide,
         )
     except AgentcostError as error:

@@ -28,7 +28,6 @@ import polars as pl
 from analytics.agents import AgentTables
 from analytics.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
 from analytics.tokens import add_call_tokens
-from analytics.validate import error_stats
 
 #: Sessions with fewer calls say little about how a conversation grows; issue 19 measures
 #: sessions with at least this many.
@@ -46,20 +45,23 @@ def read_claude_code(paths: Sequence[Path]) -> AgentTables:
 
 
 def corpus_errors(
-    tables: AgentTables, *, with_totals: bool, min_calls: int = MIN_CALLS
+    calls: pl.DataFrame, items: pl.DataFrame, *, with_totals: bool, min_calls: int = MIN_CALLS
 ) -> pl.DataFrame:
     """One row per call of every session with at least ``min_calls`` calls whose true input
-    is known: its ``agent_kind`` (``main``, ``subagent:<name>``, ``compaction``), the true
-    (``observed``) and ``reconstructed`` input, the interval (``low``, ``high``; null where
-    calibration pins the call), ``method`` (the reconstruction's ``token_source``) and the
-    absolute error in percent."""
-    known = tables.calls.filter(pl.col("input_tokens").is_not_null())
+    is known, as ``validate.reconstruction_errors`` gives them: its ``kind`` (``main``,
+    ``subagent:<name>``, ``compaction``), the true (``observed``) and ``reconstructed``
+    input, the interval (``low``, ``high``; null where calibration pins the call),
+    ``method`` (the reconstruction's ``token_source``) and the absolute error in percent.
+
+    ``calls`` and ``items`` are a Claude Code fold's (``AgentTables``, or an analysis's
+    calls and events of those sessions)."""
+    known = calls.filter(pl.col("input_tokens").is_not_null())
     counts = known.group_by("session_id").agg(pl.len().alias("_n"))
     kept = counts.filter(pl.col("_n") >= min_calls).select("session_id")
     calls = known.join(kept, on="session_id", how="semi").sort("session_id", "event_seq")
     if calls.is_empty():
         return _compared(calls, calls)
-    items = tables.items.join(kept, on="session_id", how="semi")
+    items = items.join(kept, on="session_id", how="semi")
     blind, _ = add_call_tokens(
         _as_calls(calls),
         _as_events(items, calls, with_totals=with_totals),
@@ -182,7 +184,7 @@ def _compared(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     schema = {
         "session_id": pl.String(),
         "call_index": pl.Int64(),
-        "agent_kind": pl.String(),
+        "kind": pl.String(),
         "model": pl.String(),
         "observed": pl.Int64(),
         "reconstructed": pl.Int64(),
@@ -196,7 +198,7 @@ def _compared(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     joined = truth.select(
         "session_id",
         "call_index",
-        _agent_kind().alias("agent_kind"),
+        _agent_kind().alias("kind"),
         "model",
         pl.col("input_tokens").alias("observed"),
     ).join(
@@ -214,12 +216,3 @@ def _compared(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(
         pl.when(pl.col("observed") > 0).then(error.round(2)).alias("abs_error_pct")
     ).select(pl.col(name).cast(dtype) for name, dtype in schema.items())
-
-
-def by_agent_kind(errors: pl.DataFrame) -> pl.DataFrame:
-    """Per agent kind, then for every call (``ALL``): calls, sessions and the error figures
-    of ``validate.error_stats`` (median, p90, max, the share inside the 80% interval)."""
-    stats = [*error_stats(), pl.col("session_id").n_unique().alias("sessions")]
-    per_kind = errors.group_by("agent_kind").agg(stats).sort("agent_kind")
-    overall = errors.select(pl.lit("ALL").alias("agent_kind"), *stats)
-    return pl.concat([per_kind, overall], how="vertical_relaxed")
