@@ -963,6 +963,23 @@ pub mod testing {
             .collect()
     }
 
+    /// Whether each session's calls and items are numbered 1..n between them, each once.
+    pub fn numbered(folded: &Folded) -> bool {
+        let mut seqs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+        for call in &folded.calls {
+            seqs.entry(&call.session).or_default().push(call.seq);
+        }
+        for item in &folded.items {
+            seqs.entry(&item.session).or_default().push(item.seq);
+        }
+        seqs.into_values().all(|mut s| {
+            s.sort_unstable();
+            s.iter()
+                .copied()
+                .eq(1..=i64::try_from(s.len()).unwrap_or(0))
+        })
+    }
+
     /// Per session: calls, input, cache read, cache write, 1-hour writes, output, reasoning
     /// (unknown counted as 0), and calls without final usage.
     pub fn figures(folded: &Folded) -> BTreeMap<String, [i64; 8]> {

@@ -873,7 +873,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::testing::{figures, group};
+    use crate::calls::testing::{figures, group, numbered};
     use proptest::prelude::*;
 
     /// An assistant line of session `s`, request (`id`, `req`), `stop` reason, `out` output
@@ -1308,6 +1308,7 @@ mod tests {
             let files = [("p/s1.jsonl", lines(&base)), ("p/s2.jsonl", lines(&copied))];
             let files = if first { files } else { [files[1].clone(), files[0].clone()] };
             let folded = fold_texts(&files);
+            prop_assert!(numbered(&folded));
             prop_assert_eq!(items(&folded), items(&alone));
         }
     }

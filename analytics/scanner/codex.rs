@@ -975,6 +975,7 @@ mod tests {
             let at = twice % doubled.len();
             doubled.insert(at, doubled[at].clone());
             let folded = fold_texts(&[("r.jsonl", text(&doubled))]);
+            proptest::prop_assert!(crate::calls::testing::numbered(&folded));
             proptest::prop_assert_eq!(items(&folded), items(&expected));
             let calls = |f: &Folded| f.calls.iter().map(|c| c.seq).collect::<Vec<_>>();
             proptest::prop_assert_eq!(calls(&folded), calls(&expected));
