@@ -37,6 +37,18 @@ _TOTALS_LINE = 0
 _TRUTH = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"]
 
 
+def without_shutdowns(tree: Path, out: Path) -> Path:
+    """Copy a Copilot tree's ``events.jsonl`` files into ``out`` with every
+    ``session.shutdown`` line dropped: the same sessions with no totals at all, where every
+    call is estimated (how honest the intervals are is measured there). Returns ``out``."""
+    for source in sorted(tree.rglob("events.jsonl")):
+        target = out / source.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with source.open("rb") as lines, target.open("wb") as kept:
+            kept.writelines(line for line in lines if b'"session.shutdown"' not in line)
+    return out
+
+
 def read_claude_code(paths: Sequence[Path]) -> AgentTables:
     """The Claude Code logs under ``paths``, each session with its sub-agent files."""
     from analytics.agents import claude_code
