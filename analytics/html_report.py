@@ -27,11 +27,12 @@ import polars as pl
 from analytics.analysis import Analysis
 from analytics.attribution import attribute_context
 from analytics.compare import table_totals
+from analytics.corpus import corpus_errors
 from analytics.costs import price_analysis, price_calls
 from analytics.pricing import AGENT_COSTS, unpriced_models
 from analytics.rates import RateTable
 from analytics.schema import CALLS, COSTS, conform
-from analytics.sources.discover import COPILOT
+from analytics.sources.discover import CLAUDE_CODE, COPILOT
 from analytics.text_table import counted, counted_expr
 from analytics.tokens import add_call_tokens, stated_fixed_part
 
@@ -146,28 +147,36 @@ _SELECTOR_SCRIPT = """<script>
 def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
     """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
 
-    Shown beside observed per-call tokens so the reconstruction's error is visible. Only
-    Copilot calls are reconstructed (the other agents' logs state every call's usage, and
-    the reconstruction models Copilot's logs): the others' are null.
+    Shown beside observed per-call tokens so the reconstruction's error is visible. Copilot
+    calls are reconstructed from their log (calibrated to its shutdown); Claude Code calls
+    from their content with only the session's per-model totals (``corpus.py``), since the
+    log holds both; Codex calls are not (null).
     """
+    rebuilt = []
     copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
-    if copilot.is_empty():
+    if not copilot.is_empty():
+        calls, _ = add_call_tokens(
+            conform(copilot, CALLS),
+            analysis.events,
+            analysis.sessions,
+            analysis.model_metrics,
+            use_observed=False,
+        )
+        rebuilt.append(calls.select("session_id", "call_index", "input_tokens"))
+    claude = analysis.calls.filter(pl.col("agent") == CLAUDE_CODE)
+    if not claude.is_empty():
+        compared = corpus_errors(claude, analysis.events, with_totals=True, min_calls=1)
+        rebuilt.append(
+            compared.select(
+                "session_id", "call_index", pl.col("reconstructed").alias("input_tokens")
+            )
+        )
+    if not rebuilt:
         return analysis.calls.with_columns(
             pl.lit(None, pl.Int64).alias("reconstructed_input_tokens")
         )
-    rebuilt, _ = add_call_tokens(
-        conform(copilot, CALLS),
-        analysis.events,
-        analysis.sessions,
-        analysis.model_metrics,
-        use_observed=False,
-    )
     return analysis.calls.join(
-        rebuilt.select(
-            "session_id",
-            "call_index",
-            pl.col("input_tokens").alias("reconstructed_input_tokens"),
-        ),
+        pl.concat(rebuilt).rename({"input_tokens": "reconstructed_input_tokens"}),
         on=["session_id", "call_index"],
         how="left",
     )

@@ -88,8 +88,8 @@ def context_growth(
     main agent's fixed part. ``fixed_tokens`` is the main agent's fixed part as the log states
     it; otherwise each call's ``fixed_part_tokens`` (the reconstruction's fit) is drawn. An
     optional ``reconstructed_input_tokens`` column (the same calls reconstructed from the log
-    alone) is drawn as a dotted line where observed tokens exist, to show the reconstruction's
-    error.
+    alone) is drawn as a dotted line beside each agent's observed calls, wherever both exist,
+    to show the reconstruction's error.
     """
     return _styled(context_growth_spec(calls, fixed_tokens=fixed_tokens, title=title))
 
@@ -165,23 +165,8 @@ def context_growth_spec(
                 "hovertemplate": _CALL_HOVER + "<extra></extra>",
             }
         )
-    observed = frame["token_source"] == "observed"
-    if (
-        "reconstructed_input_tokens" in frame.columns
-        and observed.any()
-        and frame["reconstructed_input_tokens"].is_not_null().any()
-    ):
-        data.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": frame["reconstructed_input_tokens"].to_list(),
-                "name": "reconstructed from the log alone",
-                "mode": "markers",
-                "marker": {"symbol": "circle-open", "color": "rgba(60, 60, 60, 0.8)"},
-                "hovertemplate": "call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
-            }
-        )
+    if "reconstructed_input_tokens" in frame.columns:
+        data += _reconstructed_line(frame, agents)
     data.append(
         {
             "type": "scatter",
@@ -217,6 +202,36 @@ def context_growth_spec(
         "height": _HEIGHT,
     }
     return {"data": data, "layout": layout}
+
+
+def _reconstructed_line(frame: pl.DataFrame, agents: list[str]) -> list[dict[str, Any]]:
+    """The reconstruction beside the observed calls, one dotted line per kind of agent (each
+    beside its observed line, a gap between agents), where both figures exist; none else."""
+    both = frame.filter(
+        (pl.col("token_source") == "observed") & pl.col("reconstructed_input_tokens").is_not_null()
+    )
+    if both.is_empty():
+        return []
+    x: list[int | None] = []
+    y: list[int | None] = []
+    for agent in agents:
+        own = both.filter(pl.col("agent") == agent)
+        if own.height:
+            x += [*own["call_index"].to_list(), None]
+            y += [*own["reconstructed_input_tokens"].to_list(), None]
+    return [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": y,
+            "name": "reconstructed from the log alone",
+            "mode": "lines+markers",
+            "connectgaps": False,
+            "line": {"color": "rgba(60, 60, 60, 0.8)", "dash": "dot", "width": 1.5},
+            "marker": {"symbol": "circle-open", "color": "rgba(60, 60, 60, 0.8)"},
+            "hovertemplate": "call %{x}: %{y:,} input tokens reconstructed<extra></extra>",
+        }
+    ]
 
 
 def cost_per_call(calls: pl.DataFrame, *, title: str = "") -> go.Figure:

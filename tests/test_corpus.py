@@ -129,3 +129,19 @@ def test_the_real_corpus_by_kind_of_call(real_logs: Path) -> None:
     llm = errors.filter(pl.col("kind") != "compaction")
     sums = llm.group_by("session_id").agg(pl.col("observed").sum(), pl.col("reconstructed").sum())
     assert (sums["observed"] == sums["reconstructed"]).all()
+
+
+def test_the_growth_chart_draws_a_claude_code_sessions_reconstruction(tmp_path: Path) -> None:
+    """Issue 19: observed and reconstructed lines together wherever both exist."""
+    from analytics.analysis import analyze
+    from analytics.html_report import with_reconstruction
+    from analytics.plots import context_growth_spec
+
+    _write(tmp_path / "p" / "cc-1.jsonl", SESSION)
+    calls = with_reconstruction(analyze([tmp_path / "p"]))
+    assert calls["reconstructed_input_tokens"].null_count() == 0
+    assert calls["reconstructed_input_tokens"].sum() == calls["input_tokens"].sum()
+    traces = context_growth_spec(calls)["data"]
+    line = next(t for t in traces if t["name"] == "reconstructed from the log alone")
+    assert line["mode"] == "lines+markers"
+    assert line["x"] == [1, 2, 3, 4, None]
