@@ -56,7 +56,7 @@ import polars as pl
 from analytics.schema import MONEY, TIMESTAMP
 
 #: The contract's version: bumped whenever a table's columns or their meaning change.
-VERSION = "1"
+VERSION = "2"  # 2: calls gained input_tokens_low and input_tokens_high
 #: Where the version and the table's name sit in each file's Parquet metadata.
 VERSION_KEY, TABLE_KEY = "agentcost.dataset.version", "agentcost.dataset.table"
 #: The Hive partition keys, in path order: stored in directory names, not in the files.
@@ -97,6 +97,8 @@ CALLS: dict[str, pl.DataType] = {
     "billed_nano_aiu": pl.String(),
     "is_byok": pl.Boolean(),
     "fixed_part_tokens": pl.Int64(),
+    "input_tokens_low": pl.Int64(),
+    "input_tokens_high": pl.Int64(),
     "agent_version": pl.String(),
     "cache_write_1h_tokens": pl.Int64(),
     "web_search_requests": pl.Int64(),
