@@ -145,3 +145,19 @@ def test_the_growth_chart_draws_a_claude_code_sessions_reconstruction(tmp_path: 
     line = next(t for t in traces if t["name"] == "reconstructed from the log alone")
     assert line["mode"] == "lines+markers"
     assert line["x"] == [1, 2, 3, 4, None]
+
+
+def test_the_real_corpus_without_totals_is_inside_its_intervals_about_80_percent(
+    real_logs: Path,
+) -> None:
+    """Issue 19: treated as totals-free, 75-90% of the corpus's estimated calls fall inside
+    their 80% interval (a narrower interval is a defect)."""
+    tables = read_claude_code([real_logs / "claude-code"])
+    errors = corpus_errors(tables.calls, tables.items, with_totals=False)
+    if errors.is_empty():
+        import pytest
+
+        pytest.skip("no Claude Code session of 3 calls or more")
+    overall = error_summary(errors, per_session=False).filter(pl.col("session_id") == "ALL")
+    assert set(errors["method"]) == {"estimated"}
+    assert 75 <= overall["inside_interval_pct"][0] <= 90
