@@ -131,8 +131,8 @@ def chromium_dom(page: str, tmp_path: Path) -> str:
     """The DOM of ``page`` (a file URL, with any ``#fragment``) after its scripts ran."""
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing in CI; make test installs it: .ci/install-test-deps")
-        pytest.skip(f"{CHROMIUM} is not installed (make test installs it: .ci/install-test-deps); CI is not set")
+            pytest.fail(f"{CHROMIUM} is missing in CI; make test installs it")
+        pytest.skip(f"{CHROMIUM} is not installed (make test installs it); CI is not set")
     profile = tmp_path / "chromium-profile"
     command = [
         str(CHROMIUM),

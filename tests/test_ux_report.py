@@ -107,8 +107,8 @@ class Browser:
     def __init__(self, tmp_path: Path) -> None:
         if not CHROMIUM.exists():
             if os.environ.get("CI"):
-                pytest.fail(f"{CHROMIUM} is missing in CI; make test installs it: .ci/install-test-deps")
-            pytest.skip(f"{CHROMIUM} is not installed (make test installs it: .ci/install-test-deps); CI is not set")
+                pytest.fail(f"{CHROMIUM} is missing in CI; make test installs it")
+            pytest.skip(f"{CHROMIUM} is not installed (make test installs it); CI is not set")
         to_chromium, self._to = os.pipe()
         self._from, from_chromium = os.pipe()
         self._profile = tmp_path / "chromium-profile"
