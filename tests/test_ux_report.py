@@ -1,6 +1,6 @@
 """Issue 21, item 3: the HTML report reads on a phone (390 px) as on a desk (1400 px).
 
-Headless Chromium (``/usr/bin/chromium``, installed by ``make test``: ``.ci/install-test-deps``) opens the
+Headless Chromium (``/usr/bin/chromium``, which ``make test`` installs) opens the
 report with a checking script added at its end, at each width. After the charts are drawn,
 the script measures the page: no element reaches past the viewport, no HTML text overflows a
 box that hides it, no chart text (titles, tick labels, bar labels) lies outside its
