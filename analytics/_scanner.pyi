@@ -78,16 +78,18 @@ def solve_systems(
     unknowns each) by Gauss-Jordan with partial pivoting: solutions and inverse diagonals."""
 
 def fold_claude_code(
-    groups: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[str]], with_items: bool = True
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
     """Fold Claude Code logs, each group (a project directory's files) together, groups in
-    parallel: the calls, sessions, issues and items tables (see ``analytics.agents``)."""
+    parallel: the calls, sessions, issues and items tables (see ``analytics.agents``; the
+    items empty unless ``with_items``)."""
 
 def fold_codex(
-    groups: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[str]], with_items: bool = True
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
     """Fold Codex CLI rollouts, each group (a home's rollouts) together, groups in parallel:
-    the calls, sessions, issues and items tables (see ``analytics.agents``)."""
+    the calls, sessions, issues and items tables (see ``analytics.agents``; the items empty
+    unless ``with_items``)."""
 
 def fold_columns() -> tuple[list[str], list[str], list[str], list[str]]:
     """The column names of the folds' calls, sessions, issues and items tables."""

@@ -186,8 +186,13 @@ def analyze(
     keep_events: bool = True,
     group_bytes: int = GROUP_BYTES,
     found: Found | None = None,
+    agent_items: bool = True,
 ) -> Analysis:
     """Analyse the logs under ``paths`` (the Copilot home when empty).
+
+    ``agent_items=False`` leaves out the Claude Code and Codex sessions' context items
+    (their ``events``), which only attribution and the report read: a report of calls and
+    money over a large tree then holds no row per prompt, reply and tool result.
 
     ``use_cache`` keeps results in ``analytics.cache_dir.cache_dir()``: an unchanged set of
     inputs is loaded, not analysed; otherwise only the groups of sessions whose inputs changed
@@ -238,17 +243,19 @@ def analyze(
             stored_as=(results, key) if results and key else None,
             previous=None,  # loaded, not analysed anew
         )
-    result = _with_agents(result)
+    result = _with_agents(result, agent_items)
     return _within(result, window) if window and window.narrows() else result
 
 
-def _with_agents(result: Analysis) -> Analysis:
+def _with_agents(result: Analysis, items: bool) -> Analysis:
     """The analysis with every agent's calls and sessions: Copilot's (from the pipeline or
     the result cache) marked ``copilot`` with the agent columns the others carry, and the
     Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
     never stored in the result cache, whose tables stay Copilot's alone), with their context
     items (``agent_events``), which ``events`` gives as EVENTS rows, so attribution and the
-    report read them as they read Copilot's events."""
+    report read them as they read Copilot's events (unless ``items`` is false: then the calls
+    are numbered among themselves, and what priced them is stored under a key of its own,
+    apart from the analysis whose calls stand among their items)."""
     from analytics.agents import claude_code, codex
     from analytics.agents.contract import core_tables
     from analytics.sources.discover import CLAUDE_CODE, CODEX
@@ -258,7 +265,8 @@ def _with_agents(result: Analysis) -> Analysis:
     for agent, module in readers.items():
         files = [log.path for name, log in result.found.agent_logs if name == agent]
         if files:
-            parts.append(core_tables(module.read(files)))
+            # discovery already found every file (a session's sub-agents too), once each
+            parts.append(core_tables(module.read_files(files, items=items)))
     source = result.calls_source
     copilot_sessions = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]
@@ -270,9 +278,13 @@ def _with_agents(result: Analysis) -> Analysis:
 
     sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
     issues = [result.issues, *(i for _, _, i, _ in parts)]
-    events = [e for _, _, _, e in parts]
+    events = [e for _, _, _, e in parts if items]
+    stored = result.stored_as
+    if stored is not None and parts and not items:
+        stored = (stored[0], f"{stored[1]}-no-items")
     return dataclasses.replace(
         result,
+        stored_as=stored,
         agent_events=pl.concat(events, how="vertical") if events else None,
         calls_source=calls,
         sessions=sessions.sort("start_time", "session_id", nulls_last=True),

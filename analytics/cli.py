@@ -250,11 +250,13 @@ def _load(
     *,
     keep_events: bool = True,
     found: Found | None = None,
+    agent_items: bool = False,
 ) -> Analysis:
     """Run the analysis with the caches (unless ``agentcost --no-cache``) and a progress bar
     on a terminal. Commands that never read ``events`` pass ``keep_events=False``: a large
     tree is then analysed in groups, with flat memory. ``found``: what discovery already
-    found under ``paths``."""
+    found under ``paths``. Only commands that attribute context (``top``, the report) read
+    the Claude Code and Codex sessions' items: ``agent_items``."""
     from analytics.analysis import analyze as run
     from analytics.progress import progress_bar
 
@@ -269,6 +271,7 @@ def _load(
             progress=bar,
             keep_events=keep_events,
             found=found,
+            agent_items=agent_items,
         )
 
 
@@ -958,7 +961,7 @@ def report(
 
     try:
         window = _window(since, until, timezone, agent)
-        result = _load(ctx, paths, window, keep_events=False)
+        result = _load(ctx, paths, window, keep_events=False, agent_items=True)
         tables = [load_rates(name) for name in bundled_rate_tables()]
         page = render_report(
             result, load_rates(rates), tables, str(window.zone), _model_map(model_map)
@@ -1014,14 +1017,18 @@ def _priced(
     keep_events: bool = True,
     found: Found | None = None,
     window: Window | None = None,
+    agent_items: bool = False,
 ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
     """Analyse ``paths`` (the sessions in ``window``) and price them: (analysis, priced
-    calls, sessions with costs). ``found``: what discovery already found under ``paths``."""
+    calls, sessions with costs). ``found``: what discovery already found under ``paths``;
+    ``agent_items`` as for ``_load``."""
     from analytics.priced import priced
     from analytics.rates import load_rates
 
     table = load_rates(rates)
-    result = _load(ctx, paths, window, keep_events=keep_events, found=found)
+    result = _load(
+        ctx, paths, window, keep_events=keep_events, found=found, agent_items=agent_items
+    )
     tables = priced(result, table, _model_map(model_map))
     return result, tables["calls"], tables["sessions"]
 
@@ -1283,7 +1290,14 @@ def top(
         window = _window(since, until, timezone, agent)
         zone = str(window.zone)
         result, priced_calls, _ = _priced(
-            ctx, paths, rates, model_map, keep_events=False, found=replays.found, window=window
+            ctx,
+            paths,
+            rates,
+            model_map,
+            keep_events=False,
+            found=replays.found,
+            window=window,
+            agent_items=True,
         )
         items, compactions, loops = [], [], []
         for group in result.session_groups():  # a group of sessions at a time: flat memory

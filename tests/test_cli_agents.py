@@ -116,3 +116,23 @@ def test_a_bad_token_limit_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--no-cache", "blocks", str(tmp_path), "--token-limit", "x"])
     assert result.exit_code == 2
     assert "--token-limit 'x': expected a number of tokens or max" in result.output
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_fold_without_items_gives_the_same_calls(agent: str) -> None:
+    """Reports of calls and money fold without the context items (less memory on a large
+    tree): every call and session figure is the same, only the items are left out."""
+    from analytics.agents import claude_code, codex
+    from tests.conftest import REAL_LOGS
+
+    root = REAL_LOGS / agent
+    if not root.is_dir():
+        pytest.skip(f"{root} is absent (the shared real logs)")
+    module = claude_code if agent == "claude-code" else codex
+    files = sorted(root.rglob("*.jsonl"))
+    full, lean = module.read_files(files), module.read_files(files, items=False)
+    assert full.items.height > 0 and lean.items.height == 0
+    keys = ["session_id", "source_file", "source_line"]
+    figures = [*keys, "model", "input_tokens", "cache_read_tokens", "output_tokens", "kind"]
+    assert lean.calls.select(figures).sort(keys).equals(full.calls.select(figures).sort(keys))
+    assert lean.sessions.drop("issues").equals(full.sessions.drop("issues"))

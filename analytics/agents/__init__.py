@@ -150,15 +150,20 @@ def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
 
 def fold(
     groups: Sequence[Sequence[Path]],
-    native: Callable[[list[list[str]]], tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]],
+    native: Callable[
+        [list[list[str]], bool], tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]
+    ],
+    items: bool = True,
 ) -> AgentTables:
-    """Fold ``groups`` with a native fold (groups in parallel) into :class:`AgentTables`."""
-    calls, sessions, issues, items = native([[str(path) for path in group] for group in groups])
+    """Fold ``groups`` with a native fold (groups in parallel) into :class:`AgentTables`;
+    without ``items`` the items table is empty (and nothing is spent gathering it)."""
+    named = [[str(path) for path in group] for group in groups]
+    calls, sessions, issues, items_table = native(named, items)
     return AgentTables(
         calls=_frame(calls, call_columns()),
         sessions=_frame(sessions, session_columns()),
         issues=_frame(issues, issue_columns()),
-        items=_frame(items, item_columns()),
+        items=_frame(items_table, item_columns()),
     )
 
 

@@ -79,19 +79,20 @@ def discover(paths: Sequence[Path]) -> list[list[Path]]:
     return list(groups.values())
 
 
-def read(paths: Sequence[Path] | None = None) -> AgentTables:
-    """The calls, sessions and issues of the logs under ``paths`` (default: every home).
+def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues of the logs under ``paths`` (default: every home), and
+    their context items unless ``items`` is false.
 
     Every discovered file is folded in one group (the fold reads files in parallel, so
     nothing is lost by it): a request found in two projects (a session file copied or moved
     between project directories) counts once too; its ids are the API's own."""
     groups = discover(homes() if paths is None else paths)
-    return read_files([file for group in groups for file in group])
+    return read_files([file for group in groups for file in group], items=items)
 
 
-def read_files(files: Sequence[Path]) -> AgentTables:
-    """The calls, sessions and issues of exactly ``files``, folded as one group (as one
-    project directory's files are), with no discovery."""
+def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues (and items) of exactly ``files``, folded as one group
+    (as one project directory's files are), with no discovery."""
     from analytics import _scanner
 
-    return fold([list(files)], _scanner.fold_claude_code)
+    return fold([list(files)], _scanner.fold_claude_code, items)

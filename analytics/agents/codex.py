@@ -50,16 +50,17 @@ def discover(paths: Sequence[Path]) -> list[list[Path]]:
     return [group] if group else []
 
 
-def read(paths: Sequence[Path] | None = None) -> AgentTables:
-    """The calls, sessions and issues of the rollouts under ``paths`` (default: the home)."""
+def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues of the rollouts under ``paths`` (default: the home),
+    and their context items unless ``items`` is false."""
     from analytics import _scanner
 
-    return fold(discover(homes() if paths is None else paths), _scanner.fold_codex)
+    return fold(discover(homes() if paths is None else paths), _scanner.fold_codex, items)
 
 
-def read_files(files: Sequence[Path]) -> AgentTables:
-    """The calls, sessions and issues of exactly ``files``, folded as one group (as one
-    home's files are), with no discovery."""
+def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues (and items) of exactly ``files``, folded as one group
+    (as one home's files are), with no discovery."""
     from analytics import _scanner
 
-    return fold([list(files)], _scanner.fold_codex)
+    return fold([list(files)], _scanner.fold_codex, items)

@@ -384,11 +384,19 @@ struct Fold {
     content: Content,
     /// Context items, each keyed by what a copy of it repeats (see [`Fold::items`]).
     items: Vec<(String, Item)>,
+    /// Whether to gather the context items at all (reports of calls and money need none).
+    with_items: bool,
 }
 
 /// Fold a group of Claude Code files (a project directory's sessions and their sub-agent
-/// files) into calls, sessions and issues.
+/// files) into calls, sessions, issues and context items.
 pub fn fold(paths: &[PathBuf]) -> Folded {
+    fold_with(paths, true)
+}
+
+/// [`fold`], gathering the context items only `with_items`: a report of calls and money
+/// over a large tree then holds no row per prompt, reply and tool result.
+pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(FIELDS);
     let n = Nodes::new(&schema);
     let empty = |out: Folded| Fold {
@@ -400,6 +408,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         names: Names::default(),
         content: Content::new(),
         items: Vec::new(),
+        with_items,
     };
     // Files are read in parallel, each into a part of its own; the parts are put together
     // in file order, so the result is the same as reading the files one after another.
@@ -531,12 +540,16 @@ impl Fold {
         match kind.as_str() {
             "assistant" => {
                 let blocks = self.content.blocks(line.text);
-                self.items(line, state, &session, time, &blocks);
+                if self.with_items {
+                    self.items(line, state, &session, time, &blocks);
+                }
                 self.assistant(line, state, session, version, time, &blocks);
             }
             "user" => {
                 let blocks = self.content.blocks(line.text);
-                self.items(line, state, &session, time, &blocks);
+                if self.with_items {
+                    self.items(line, state, &session, time, &blocks);
+                }
                 self.user(line, &blocks);
             }
             "progress" => {

@@ -358,11 +358,19 @@ struct Fold {
     /// Context items, each keyed by its session, stamp and text (a copied line repeats all
     /// three).
     items: Vec<(String, Item)>,
+    /// Whether to gather the context items at all (reports of calls and money need none).
+    with_items: bool,
 }
 
 /// Fold a group of Codex rollouts (one home's, or any set read together) into calls,
-/// sessions and issues.
+/// sessions, issues and context items.
 pub fn fold(paths: &[PathBuf]) -> Folded {
+    fold_with(paths, true)
+}
+
+/// [`fold`], gathering the context items only `with_items`: a report of calls and money
+/// over a large tree then holds no row per message and tool output.
+pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(FIELDS);
     let n = Nodes::new(&schema);
     // Files are read in parallel, each into a part of its own; the parts are put together
@@ -377,6 +385,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
                 index: HashMap::new(),
                 points: Vec::new(),
                 items: Vec::new(),
+                with_items,
             };
             part.read(&schema, file, path);
             part
@@ -395,6 +404,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
         index: HashMap::new(),
         points: Vec::new(),
         items: Vec::new(),
+        with_items,
     };
     for part in parts {
         for session in part.out.sessions {
@@ -506,7 +516,9 @@ impl Fold {
                 self.token_count(line, file, time, cur);
             }
             "event_msg"
-                if !replaying && line.str(n.payload_type).as_deref() == Some("task_complete") =>
+                if self.with_items
+                    && !replaying
+                    && line.str(n.payload_type).as_deref() == Some("task_complete") =>
             {
                 // the agent says its task is done (no context item: no bytes)
                 self.items.push((
@@ -576,6 +588,9 @@ impl Fold {
             cur.anchor.get_or_insert((time, line.number));
         } else {
             cur.anchor = None;
+        }
+        if !self.with_items {
+            return;
         }
         let base = Item {
             file,

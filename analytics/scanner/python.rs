@@ -467,27 +467,30 @@ fn fold_groups(
     py: Python<'_>,
     groups: Vec<Vec<PathBuf>>,
     agent: &'static str,
-    fold: fn(&[PathBuf]) -> Folded,
+    fold: fn(&[PathBuf], bool) -> Folded,
+    with_items: bool,
 ) -> PyResult<FoldedTables> {
     let folded: Vec<Folded> = py.detach(|| {
         groups
             .par_iter()
             .map(|paths| {
-                catch_unwind(AssertUnwindSafe(|| fold(paths))).unwrap_or_else(|_| Folded {
-                    agent,
-                    paths: paths
-                        .iter()
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .collect(),
-                    issues: (0..paths.len())
-                        .map(|file| Issue {
-                            file,
-                            line: None,
-                            severity: "error",
-                            message: "internal error in the log fold; file skipped".into(),
-                        })
-                        .collect(),
-                    ..Folded::default()
+                catch_unwind(AssertUnwindSafe(|| fold(paths, with_items))).unwrap_or_else(|_| {
+                    Folded {
+                        agent,
+                        paths: paths
+                            .iter()
+                            .map(|p| p.to_string_lossy().into_owned())
+                            .collect(),
+                        issues: (0..paths.len())
+                            .map(|file| Issue {
+                                file,
+                                line: None,
+                                severity: "error",
+                                message: "internal error in the log fold; file skipped".into(),
+                            })
+                            .collect(),
+                        ..Folded::default()
+                    }
                 })
             })
             .collect()
@@ -502,18 +505,34 @@ fn fold_groups(
 
 /// Fold Claude Code logs: each group (a project directory's session and sub-agent files) is
 /// folded together, so a request copied into several of its files counts once. Returns the
-/// calls, sessions, issues and items tables.
+/// calls, sessions, issues and items tables (the items empty unless `with_items`).
 #[pyfunction]
-fn fold_claude_code(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
-    fold_groups(py, groups, "claude-code", crate::claude::fold)
+#[pyo3(signature = (groups, with_items = true))]
+fn fold_claude_code(
+    py: Python<'_>,
+    groups: Vec<Vec<PathBuf>>,
+    with_items: bool,
+) -> PyResult<FoldedTables> {
+    fold_groups(
+        py,
+        groups,
+        "claude-code",
+        crate::claude::fold_with,
+        with_items,
+    )
 }
 
 /// Fold Codex CLI rollouts: each group (a home's rollouts) is folded together, so a
 /// session's totals in several files count once and a fork finds its parent. Returns the
-/// calls, sessions, issues and items tables.
+/// calls, sessions, issues and items tables (the items empty unless `with_items`).
 #[pyfunction]
-fn fold_codex(py: Python<'_>, groups: Vec<Vec<PathBuf>>) -> PyResult<FoldedTables> {
-    fold_groups(py, groups, "codex", crate::codex::fold)
+#[pyo3(signature = (groups, with_items = true))]
+fn fold_codex(
+    py: Python<'_>,
+    groups: Vec<Vec<PathBuf>>,
+    with_items: bool,
+) -> PyResult<FoldedTables> {
+    fold_groups(py, groups, "codex", crate::codex::fold_with, with_items)
 }
 
 /// The column names of the folds' calls, sessions, issues and items tables.
