@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from analytics.cli import app
 from analytics.simulate import SimulationParams, simulate
-from tests.conftest import SAMPLE_LOGS
+from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 COLUMNS = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
 
@@ -52,6 +52,13 @@ def assert_totals_agree(path: Path) -> None:
 
 def test_sample_logs_agree() -> None:
     assert_totals_agree(SAMPLE_LOGS)
+
+
+def test_every_real_log_agrees() -> None:
+    """Every real log of all three agents, read as one tree."""
+    if not REAL_LOGS.is_dir():
+        pytest.skip(f"{REAL_LOGS} is absent (the shared real logs)")
+    assert_totals_agree(REAL_LOGS)
 
 
 def test_a_compaction_call_is_in_the_session_s_tokens() -> None:
