@@ -131,19 +131,24 @@ def test_sub_agent_calls_take_the_model_their_count_fills(tmp_path: Path) -> Non
     assert sessions["unpriced_calls"].item() == 0
 
 
+def models_by_kind(priced: pl.DataFrame) -> dict[str, str]:
+    """The model each kind of sub-agent's calls got (one per kind)."""
+    kinds = (
+        priced.filter(pl.col("kind") == "subagent")
+        .group_by("agent_name")
+        .agg(pl.col("model").unique())
+    )
+    assert (kinds["model"].list.len() == 1).all()
+    return {name: models[0] for name, models in kinds.iter_rows()}
+
+
 def test_two_kinds_of_sub_agent_each_take_the_model_the_remaining_count_fits(
     tmp_path: Path,
 ) -> None:
     # explore (3 calls) can only be haiku: general-purpose (1) then fills sonnet's 4 with main
     log = fleet(explore=3, general=1).shutdown({SONNET: 4, HAIKU: 3})
     result, priced, sessions = run(log, tmp_path / "s")
-    by_name = dict(
-        priced.filter(pl.col("kind") == "subagent")
-        .group_by("agent_name")
-        .agg(pl.col("model").unique().first())
-        .iter_rows()
-    )
-    assert by_name == {"explore": HAIKU, "general-purpose": SONNET}
+    assert models_by_kind(priced) == {"explore": HAIKU, "general-purpose": SONNET}
     assert sessions["cost_usd"].item() == shutdown_price(result)
 
 
@@ -152,13 +157,7 @@ def test_a_tie_goes_to_each_kind_s_default_model(tmp_path: Path) -> None:
     # counts; explore's default is the fast model, general-purpose's the main agent's.
     log = fleet(explore=2, general=2).shutdown({SONNET: 5, HAIKU: 2})
     _, priced, _ = run(log, tmp_path / "s")
-    by_name = dict(
-        priced.filter(pl.col("kind") == "subagent")
-        .group_by("agent_name")
-        .agg(pl.col("model").unique().first())
-        .iter_rows()
-    )
-    assert by_name == {"explore": HAIKU, "general-purpose": SONNET}
+    assert models_by_kind(priced) == {"explore": HAIKU, "general-purpose": SONNET}
 
 
 def test_no_assignment_fits_names_the_conflict(tmp_path: Path) -> None:
