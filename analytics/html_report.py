@@ -183,7 +183,7 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
 
 
 def _by_groups(
-    analysis: Analysis, table: RateTable, model_map: Mapping[str, str]
+    analysis: Analysis, table: RateTable, model_map: Mapping[str, str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(priced calls with their reconstruction, carried items, stated fixed parts), built a
     group of sessions at a time (``Analysis.session_groups``) so memory follows a group."""

@@ -184,7 +184,7 @@ def analyse_task(task: Task) -> dict[str, pl.DataFrame]:
     paths = [Path(path) for path in task.paths]
     try:
         found = replace(discover(paths), problems=[], not_logs=[])
-        result = analyze(paths, keep_events=False, found=found)
+        result = analyze(paths, keep_events=False, found=found, agent_items=False)
         return {
             "calls": result.calls,
             "sessions": result.sessions,
