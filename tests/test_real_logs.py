@@ -261,7 +261,12 @@ def readme_rows(real_logs: Path) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.parametrize("relative", [_relative(f) for f in FILES] or ["<none>"])
+#: The Copilot logs: the README's file-by-file table is theirs (the other agents' files are
+#: checked against their own facts tables: test_claude_code_facts, test_codex_facts).
+COPILOT_FILES = [f for f in FILES if _relative(f).split("/")[0] not in ("claude-code", "codex")]
+
+
+@pytest.mark.parametrize("relative", [_relative(f) for f in COPILOT_FILES] or ["<none>"])
 def test_the_readme_table_tells_the_truth(real_logs: Path, relative: str) -> None:
     """Each README row is what ``agentcost analyze FILE`` prints now (files present here)."""
     written = readme_rows(real_logs).get(relative)
