@@ -44,6 +44,7 @@ def core_tables(
         SESSIONS,
         combine,
         conform,
+        padded,
     )
 
     call_contract = combine(CALLS, CALL_TOKENS, AGENT_CALLS)
@@ -53,7 +54,7 @@ def core_tables(
         pl.col("final_usage").not_().fill_null(False).alias("interrupted"),
         pl.lit(False).alias("is_byok"),
     )
-    calls = conform(_padded(calls, call_contract), call_contract)
+    calls = padded(calls, call_contract)
     sums = calls.group_by("session_id").agg(
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
         for c in [*_SUMMED, "reasoning_tokens"]
@@ -70,7 +71,7 @@ def core_tables(
         *(pl.when(nothing_sent).then(0).otherwise(pl.col(c)).alias(c) for c in _SUMMED),
     )
     session_contract = combine(SESSIONS, AGENT_SESSIONS)
-    sessions = conform(_padded(sessions, session_contract), session_contract)
+    sessions = padded(sessions, session_contract)
     return calls, sessions, conform(tables.issues, ISSUES), tables.items
 
 
@@ -81,18 +82,11 @@ def as_events(items: pl.DataFrame) -> pl.DataFrame:
     item of a large tree."""
     import polars as pl
 
-    from analytics.schema import EVENTS, conform
+    from analytics.schema import EVENTS, padded
 
     events = items.drop("agent").with_columns(
         pl.lit(0, pl.Int32).alias("process_index"),
         # these agents send no autopilot nudges: every user message is a person's
         pl.when(pl.col("event_type") == "user.message").then(False).alias("is_autopilot"),
     )
-    return conform(_padded(events, EVENTS), EVENTS)
-
-
-def _padded(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
-    """``frame`` with the contract's columns it lacks added as nulls."""
-    from analytics.schema import with_nulls
-
-    return with_nulls(frame, {c: t for c, t in contract.items() if c not in frame.columns})
+    return padded(events, EVENTS)

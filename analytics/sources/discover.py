@@ -77,8 +77,8 @@ def discover(paths: Sequence[Path]) -> Found:
     for target in targets:
         if not target.exists():
             raise InputError(
-                f"{target}: no such file or directory; name a session directory, an "
-                "events.jsonl file, a session-state directory or a Copilot home"
+                f"{target}: no such file or directory; name a session directory or log file, "
+                "or an agent's home (Copilot, Claude Code or Codex)"
             )
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
