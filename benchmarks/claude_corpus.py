@@ -3,7 +3,7 @@
 ``python -m benchmarks.claude_corpus [--claude DIR] [--seed 7 --sessions 100]`` prints, by
 kind of call, the per-call input error of every Claude Code session with at least 3 calls
 under ``DIR`` (default ``../shared/real_logs/claude-code``), reconstructed from content with
-only each session's per-model totals known and with none (``analytics/corpus.py``), and the
+only each session's per-model totals known and with none (``analytics/engine/corpus.py``), and the
 share of estimated calls inside their 80% interval; then the same coverage on an
 ``agentcost simulate`` tree with its shutdown lines removed (every call estimated, compared
 with the tree's ``session-store.db``). The README's accuracy table quotes these figures.
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import polars as pl
 
-from analytics.analysis import analyze
-from analytics.corpus import corpus_errors, read_claude_code, without_shutdowns
-from analytics.simulate import SimulationParams, simulate
-from analytics.validate import error_summary, reconstruction_errors
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.engine.analyze import analyze
+from analytics.engine.corpus import corpus_errors, read_claude_code, without_shutdowns
+from analytics.engine.validate import error_summary, reconstruction_errors
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 _SHOWN = [

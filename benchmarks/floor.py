@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.floor TREE`` starts the interpreter, tunes the allocators and imports
 polars as the command does, discovers the logs under ``TREE``, and has the native scanner read
-every log, in the pipeline's groups, two groups at a time (``analytics/pipeline.py``). It then
+every log, in the pipeline's groups, two groups at a time (``analytics/engine/stages.py``). It then
 drops what the scanner returned and exits: no events frame, no calls, sessions, tokens,
 prices or report. ``benchmarks.run`` times it as a child process beside the real command, so
 the gap between the two is what the stages after the scan cost, and the floor against
@@ -15,16 +15,16 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from analytics import allocators
+from analytics.engine import allocators
 
 allocators.tune()
 
 import polars  # noqa: E402, F401  (the command imports it before reading)
 
 from analytics import _scanner  # noqa: E402
-from analytics.pipeline import GROUP_BYTES, WORKERS, _groups  # noqa: E402
-from analytics.sources.copilot_events import BATCH_BYTES, BLOCK_BYTES, scan_inputs  # noqa: E402
-from analytics.sources.discover import LogFile, discover  # noqa: E402
+from analytics.agents.copilot.events import BATCH_BYTES, BLOCK_BYTES, scan_inputs  # noqa: E402
+from analytics.agents.discover import LogFile, discover  # noqa: E402
+from analytics.engine.stages import GROUP_BYTES, WORKERS, _groups  # noqa: E402
 
 
 def scan(logs: list[LogFile]) -> int:

@@ -1,6 +1,6 @@
 """Where the time and memory of one ``analyze`` go, per stage, cold (empty cache) and warm.
 
-Stage functions are wrapped in place (``analytics.analysis`` names; the reader, and within
+Stage functions are wrapped in place (``analytics.engine.analyze`` names; the reader, and within
 it the native scanner's call, which runs on both cores). Per stage: wall seconds and CPU
 seconds of the thread that ran it (``time.thread_time``; the scanner's and polars' own threads
 are not counted, so the scan's CPU shows as its wall), summed over calls (two groups run at
@@ -24,20 +24,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analytics import (
-    _scanner,
-    analysis,
-    engine,
-    events,
-    pipeline,
-    priced,
-    rates,
-    rendered_rows,
-    report,
-    result_cache,
-    tokens,
-)
-from analytics.sources import copilot_events
+from analytics import _scanner
+from analytics.agents.copilot import events as copilot_events
+from analytics.cache import rendered_rows
+from analytics.cache import repriced as priced
+from analytics.cache import results as result_cache
+from analytics.core.pricing import rates
+from analytics.engine import analyze as analysis
+from analytics.engine import events, tokens
+from analytics.engine import native as engine
+from analytics.engine import stages as pipeline
+from analytics.render import report
+
+#: The command line's module, whose import time the profile reports.
+_CLI = "analytics.cli.commands"
 
 _STAGES: list[tuple[Any, str]] = [
     (analysis, "discover"),
@@ -128,13 +128,13 @@ def stages(tree: Path, cache_root: Path) -> str:
             "polars' own threads are not counted). Runs: cold (empty caches), warm (nothing "
             "changed: the result cache answers, as for an option not run before on the tree; "
             "a command run before replays its stored output instead, without any of these "
-            "stages, `analytics/output_cache.py`), and one file touched (its mtime changed, as "
+            "stages, `analytics/cache/output.py`), and one file touched (its mtime changed, as "
             "a live session's log does: the result cache misses for that log's group, which "
             "is brought up to date by analysing that log's session again, and the other "
             "groups' rows come from the previous result, read beside it). Later runs share "
             "the process with earlier ones, so their RSS includes what those left allocated. "
             "This process also loaded polars before agentcost's allocator options could apply "
-            "(`analytics/allocators.py`), so its RSS is higher than the command's: the table "
+            "(`engine/allocators.py`), so its RSS is higher than the command's: the table "
             "above has the peak of fresh processes.",
             "",
             "| stage | "
@@ -177,9 +177,9 @@ def _rss_mb() -> float:
 
 
 def _startup() -> list[str]:
-    """Import time of ``analytics.cli`` (``-X importtime``) and wall time of ``--help``."""
+    """Import time of ``analytics.cli.commands`` (``-X importtime``) and wall time of ``--help``."""
     trace = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import analytics.cli"],
+        [sys.executable, "-X", "importtime", "-c", f"import {_CLI}"],
         capture_output=True,
         text=True,
         check=True,
@@ -200,7 +200,7 @@ def _startup() -> list[str]:
     )
     help_s = time.perf_counter() - began
     return [
-        f"- `import analytics.cli`: {cumulative.get('analytics.cli', 0) / 1e6:.2f} s "
+        f"- `import {_CLI}`: {cumulative.get(_CLI, 0) / 1e6:.2f} s "
         f"(top-level packages: {', '.join(f'{n} {us / 1e6:.2f} s' for n, us in heavy)}); "
         f"plotly imported: {'plotly' in cumulative}",
         f"- `agentcost --help`: {help_s:.2f} s wall",

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analytics.output_cache import OutputCache
+from analytics.cache.output import OutputCache
 from benchmarks import profile
 
 HERE = Path(__file__).resolve().parent
@@ -262,25 +262,25 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "becomes an event or an issue), builds one row per event (~50 columns) and per LLM "
             "call, reconstructs "
             "per-call tokens and prices them, a group of sessions (~64 MB of logs) at a time, "
-            "two groups at once (`analytics/pipeline.py`). The scan floor "
+            "two groups at once (`analytics/engine/stages.py`). The scan floor "
             "(`benchmarks/floor.py`) is the part of a cold run no stage after the scan can "
             "remove: start-up with polars imported, discovery, and the native scan of every "
             "log in the same groups, two at a time, its results dropped. "
             "Cold = empty caches. Warm = nothing changed since the cold run: the output "
-            "cache (`analytics/output_cache.py`, keyed "
+            "cache (`analytics/cache/output.py`, keyed "
             "by every input's path, size, mtime, ctime and inode, the options and the code) "
             "replays what the same command printed, and the time is start-up, discovery and "
             "one read, without importing polars. Warm without a stored output = the same, "
             "with the output cache emptied first (a command or option not run before on this "
-            "tree): the result cache (`analytics/result_cache.py`, keyed the same way) "
+            "tree): the result cache (`analytics/cache/results.py`, keyed the same way) "
             "answers, and the time is start-up, discovery, loading the stored tables and the "
-            "priced sessions kept beside them (`analytics/priced.py`), and JSON. "
+            "priced sessions kept beside them (`analytics/cache/repriced.py`), and JSON. "
             "Touched = one log's mtime changed (what a live session does): the result cache "
             "misses for that log's "
             "group of sessions, whose stored result is brought up to date by analysing that "
-            "log's session again (`analytics/incremental.py`); the other groups' rows come "
+            "log's session again (`analytics/cache/incremental.py`); the other groups' rows come "
             "from the previous whole result, and only that group's sessions are priced again "
-            "(`pipeline.Previous`, `analytics/priced.py`). The profile at the end shows where "
+            "(`pipeline.Previous`, `cache/repriced.py`). The profile at the end shows where "
             "the time and the memory go, stage by stage.",
             "",
             "## Do the tools agree?",

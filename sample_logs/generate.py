@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analytics.simulate import SimulationParams, simulate
+from analytics.agents.copilot.simulate import SimulationParams, simulate
 
 HERE = Path(__file__).resolve().parent
 MAX_BYTES = 60_000

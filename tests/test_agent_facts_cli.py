@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
+from analytics.cli.commands import app
 from tests.readme_facts import empty, number, params
 from tests.test_claude_code_facts import _USAGE, expected_models
 from tests.test_codex_facts import FINAL

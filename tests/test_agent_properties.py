@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from analytics.agents import claude_code, codex
 from analytics.agents.contract import core_tables
-from analytics.costs import price_analysis
-from analytics.periods import period_report
-from analytics.rates import load_rates
+from analytics.core.periods import period_report
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rates
 from tests.test_agent_folds import claude_session, figures, meta, requests, token_count, write
 
 increments = st.lists(st.tuples(st.integers(1, 999), st.integers(0, 99)), min_size=1, max_size=6)

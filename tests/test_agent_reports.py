@@ -26,14 +26,14 @@ from typer.testing import CliRunner
 
 from analytics.agents import claude_code, codex
 from analytics.agents.contract import as_events, core_tables
-from analytics.analysis import Analysis, analyze
-from analytics.attribution import attribute_context
-from analytics.cli import _active, app
-from analytics.costs import price_analysis
-from analytics.html_report import MAX_SELECTABLE
-from analytics.rates import load_rate_table
-from analytics.schema import EVENTS
-from analytics.watch import AgentFollow, agent_session_id, figures, latest_log
+from analytics.cli.commands import _active, app
+from analytics.core.attribution import attribute_context
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table
+from analytics.core.schema import EVENTS
+from analytics.engine.analyze import Analysis, analyze
+from analytics.engine.watch import AgentFollow, agent_session_id, figures, latest_log
+from analytics.render.html_report import MAX_SELECTABLE
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 AGENTCOST = Path(sys.executable).with_name("agentcost")

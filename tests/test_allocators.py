@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from analytics import allocators
+from analytics.engine import allocators
 
 _PROBE = (
     "import os, sys\n"
-    "from analytics.allocators import tune\n"
+    "from analytics.engine.allocators import tune\n"
     "tune()\n"
     "import polars as pl\n"
     "assert pl.DataFrame({'a': [1, 2]})['a'].sum() == 3\n"
@@ -57,7 +57,7 @@ def test_the_console_script_tunes_before_any_command() -> None:
     """``agentcost`` runs ``tune`` first: its polars then starts with one arena."""
     script = (
         "import os, sys\n"
-        "from analytics import cli\n"
+        "from analytics.cli import commands as cli\n"
         "sys.argv = ['agentcost', '--help']\n"
         "cli.app = lambda: print(os.environ.get('_RJEM_MALLOC_CONF'), 'polars' in sys.modules)\n"
         "cli.main()\n"

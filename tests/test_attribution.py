@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.attribution import attribute_context, by_tool, context_items, top_items
-from analytics.cli import app
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
+from analytics.cli.commands import app
+from analytics.core.attribution import attribute_context, by_tool, context_items, top_items
+from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
 from tests.conftest import SAMPLE_LOGS
 
 PRICED = combine(CALLS, CALL_TOKENS, COSTS)
@@ -202,9 +202,9 @@ def test_cli_top_shows_items_compactions_and_behaviour() -> None:
 
 def test_attribution_a_session_at_a_time_equals_all_at_once(real_logs: Any) -> None:
     """Chunking by sessions (for memory) changes nothing: sample logs and real logs."""
-    from analytics.analysis import analyze
-    from analytics.costs import price_analysis
-    from analytics.rates import load_rates
+    from analytics.core.pricing.price import price_analysis
+    from analytics.core.pricing.rates import load_rates
+    from analytics.engine.analyze import analyze
 
     for paths in ([SAMPLE_LOGS], [real_logs]):
         result = analyze(paths)

@@ -7,8 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from analytics.behaviour import compaction_savings, loop_behaviour
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
+from analytics.core.behaviour import compaction_savings, loop_behaviour
+from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
 
 
 def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:

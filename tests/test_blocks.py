@@ -10,8 +10,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics.blocks import BLOCK, burn, usage_blocks
-from analytics.schema import MONEY, TIMESTAMP
+from analytics.core.blocks import BLOCK, burn, usage_blocks
+from analytics.core.schema import MONEY, TIMESTAMP
 
 T0 = datetime(2026, 8, 3, 9, 40, tzinfo=UTC)
 

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analytics.budget import (
+from analytics.cli.commands import app
+from analytics.core.budget import (
     Budget,
     BudgetStatus,
     budget_month,
@@ -19,10 +20,9 @@ from analytics.budget import (
     load_budget,
     parse_budget,
 )
-from analytics.budget_text import budget_lines, statusline
-from analytics.cli import app
-from analytics.errors import ConfigError
-from analytics.schema import MONEY
+from analytics.core.errors import ConfigError
+from analytics.core.schema import MONEY
+from analytics.render.budget_text import budget_lines, statusline
 from tests.conftest import SAMPLE_LOGS
 from tests.test_cli_analyze import write_session
 
@@ -279,7 +279,7 @@ def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     Sample spend under github-copilot (UTC): 08-03 $0.1231, 08-04 $0.0721, 08-05 $0.0161,
     08-06 $0.1176 + 1 unpriced call, 08-07 $0.1271 (after today)."""
-    monkeypatch.setattr("analytics.cli._today", lambda zone: date(2026, 8, 6))
+    monkeypatch.setattr("analytics.cli.commands._today", lambda zone: date(2026, 8, 6))
     (tmp_path / "empty-home" / "session-state").mkdir(parents=True)
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "empty-home"))
     monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))

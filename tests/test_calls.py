@@ -14,8 +14,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics.events import order_events
-from analytics.schema import CALLS, EVENTS, ISSUES, padded
+from analytics.core.schema import CALLS, EVENTS, ISSUES, padded
+from analytics.engine.events import order_events
 from tests.reference.calls import build_calls
 
 Row = tuple[str, dict[str, Any]]

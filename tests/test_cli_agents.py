@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
+from analytics.cli.commands import app
 from tests.conftest import SAMPLE_LOGS
 
 

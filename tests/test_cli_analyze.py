@@ -19,7 +19,7 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from analytics.cli import app
+from analytics.cli.commands import app
 
 RUNNER = CliRunner()
 
@@ -237,7 +237,7 @@ def test_every_command_has_help() -> None:
 
 
 def test_cli_import_does_not_import_plotly() -> None:
-    code = "import sys, analytics.cli; print('plotly' in sys.modules)"
+    code = "import sys, analytics.cli.commands; print('plotly' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
 
@@ -297,8 +297,8 @@ def test_a_table_on_stderr_fits_the_terminal_of_stderr(monkeypatch: pytest.Monke
     import struct
     import termios
 
-    from analytics import cli
-    from analytics.text_table import Layout
+    from analytics.cli import commands as cli
+    from analytics.render.text_table import Layout
 
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)

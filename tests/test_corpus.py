@@ -1,4 +1,4 @@
-"""The reconstruction measured on Claude Code logs (``analytics/corpus.py``): literal lines
+"""The reconstruction measured on Claude Code logs (``analytics/engine/corpus.py``): literal lines
 whose true usage is known, and the real corpus where ``../shared/real_logs`` is present."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from analytics.corpus import corpus_errors, read_claude_code, without_shutdowns
-from analytics.validate import error_summary
+from analytics.engine.corpus import corpus_errors, read_claude_code, without_shutdowns
+from analytics.engine.validate import error_summary
 
 
 def _call(n: int, seconds: int, input_tokens: int, content: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,9 +133,9 @@ def test_the_real_corpus_by_kind_of_call(real_logs: Path) -> None:
 
 def test_the_growth_chart_draws_a_claude_code_sessions_reconstruction(tmp_path: Path) -> None:
     """Issue 19: observed and reconstructed lines together wherever both exist."""
-    from analytics.analysis import analyze
-    from analytics.html_report import with_reconstruction
-    from analytics.plots import context_growth_spec
+    from analytics.engine.analyze import analyze
+    from analytics.render.html_report import with_reconstruction
+    from analytics.render.plots import context_growth_spec
 
     _write(tmp_path / "p" / "cc-1.jsonl", SESSION)
     calls = with_reconstruction(analyze([tmp_path / "p"]))

@@ -1,4 +1,4 @@
-"""The team dataset (analytics.dataset, ``agentcost export``): the contract, one file per
+"""The team dataset (analytics.core.dataset, ``agentcost export``): the contract, one file per
 session, idempotent and incremental writes, two exports at once, and who wrote the rows."""
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from analytics import dataset
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.costs import price_analysis
-from analytics.dataset import PARTITIONS, TABLES, Who, read_table, resolve_user
-from analytics.errors import UsageError
-from analytics.export import export_analysis
-from analytics.rates import load_rate_table
+from analytics.cli.commands import app
+from analytics.core import dataset
+from analytics.core.dataset import PARTITIONS, TABLES, Who, read_table, resolve_user
+from analytics.core.errors import UsageError
+from analytics.core.export import export_analysis
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table
+from analytics.engine.analyze import analyze
 from tests.conftest import REPO, SAMPLE_LOGS
 
 AGENTCOST = [str(Path(sys.executable).with_name("agentcost"))]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analytics.errors import InputError
-from analytics.sources.discover import Found, copilot_home, discover
+from analytics.agents.discover import Found, copilot_home, discover
+from analytics.core.errors import InputError
 
 LOG = '{"type":"session.start","data":{},"timestamp":"2026-05-01T10:00:00.000Z"}\n'
 

@@ -3,14 +3,14 @@
 The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
 ``summarize_sessions`` -> ``session_issues``; the reconstruction's ``regressors``,
 ``constraints`` and ``fit``; the calibration)
-are the oracle; the engine (``analytics.engine.fold``, ``analytics/scanner/copilot_fold.rs``;
+are the oracle; the engine (``analytics.engine.native.fold``, ``analytics/scanner/copilot_fold.rs``;
 ``fit.rs``; ``calibrate.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
 issues and session issues, the same per-call estimates and per-session fit figures, and the
 same calibrated tokens and token sources: same
 columns, dtypes, rows and row order (issues as sets: ``analysis`` sorts them; the fit's rows by
 session, which joins place). Compared on ``sample_logs/`` (whole and
 one file at a time), every real Copilot log one file at a time, simulated sessions
-(``analytics.simulate``: resumes, crashes, compactions, sub-agents, autopilot) with and
+(``agents.copilot.simulate``: resumes, crashes, compactions, sub-agents, autopilot) with and
 without damage (lines dropped, repeated, swapped, torn), and generated event sequences over
 the event types the rules name, with odd values. ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the
 number of generated cases (200 by default).
@@ -30,11 +30,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics import engine, tokens
-from analytics.events import drop_repeats, order_events, place_model_metrics
-from analytics.simulate import SimulationParams, simulate
-from analytics.sources.copilot_events import read_logs
-from analytics.sources.discover import LogFile
+from analytics.agents.copilot.events import read_logs
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.agents.discover import LogFile
+from analytics.engine import native as engine
+from analytics.engine import tokens
+from analytics.engine.events import drop_repeats, order_events, place_model_metrics
 from tests.conftest import SAMPLE_LOGS
 from tests.reference import calibrate as reference_calibrate
 from tests.reference import fit as reference_fit

@@ -1,4 +1,4 @@
-"""The digests both caches key on (``analytics/fingerprints.py``): agentcost's code, the
+"""The digests both caches key on (``analytics/cache/fingerprints.py``): agentcost's code, the
 installed polars, and inputs by identity, all found without importing polars."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analytics import fingerprints
+from analytics.cache import fingerprints
 from tests.conftest import REPO
 
 
@@ -46,7 +46,7 @@ def test_an_input_counts_by_identity_and_absence(tmp_path: Path) -> None:
 def test_fingerprints_never_import_polars_or_rich() -> None:
     script = (
         "import sys\n"
-        "from analytics import fingerprints\n"
+        "from analytics.cache import fingerprints\n"
         "fingerprints.digest('tree', [], '')\n"
         "print('polars' in sys.modules or 'rich' in sys.modules)\n"
     )

@@ -15,11 +15,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from typer.testing import CliRunner
 
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.costs import price_analysis
-from analytics.home import home_screen
-from analytics.rates import load_rate_table
+from analytics.cli.commands import app
+from analytics.core.home import home_screen
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table
+from analytics.engine.analyze import analyze
 from tests.conftest import SAMPLE_LOGS
 from tests.test_cli_analyze import write_session
 

@@ -15,14 +15,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analytics.analysis import analyze
-from analytics.attribution import attribute_context
-from analytics.cli import app
-from analytics.compare import table_totals
-from analytics.costs import price_calls
-from analytics.html_report import carried_context
-from analytics.rates import load_rate_table, parse_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
+from analytics.cli.commands import app
+from analytics.core.attribution import attribute_context
+from analytics.core.pricing.compare import table_totals
+from analytics.core.pricing.price import price_calls
+from analytics.core.pricing.rates import load_rate_table, parse_rate_table
+from analytics.core.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
+from analytics.engine.analyze import analyze
+from analytics.render.html_report import carried_context
 from tests.conftest import SAMPLE_LOGS
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from analytics import pipeline
-from analytics.analysis import Analysis, analyze
-from analytics.result_cache import TABLES
+from analytics.cache.results import TABLES
+from analytics.engine import stages as pipeline
+from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import SAMPLE_LOGS
 
 LIVE = "38b50b0c-0ec0-4319-8c2a-e9a293fc3517"

@@ -1,4 +1,4 @@
-"""An estimated call's 80% interval (``analytics/intervals.py``): built from the fit's
+"""An estimated call's 80% interval (``analytics/engine/intervals.py``): built from the fit's
 standard errors, empty where the log pins the figure, and honest on simulated sessions."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.analysis import analyze
-from analytics.corpus import without_shutdowns
-from analytics.intervals import MODEL_SD, Z80, bounds, estimate_sd
-from analytics.simulate import SimulationParams, simulate
-from analytics.validate import error_summary, reconstruction_errors
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.engine.analyze import analyze
+from analytics.engine.corpus import without_shutdowns
+from analytics.engine.intervals import MODEL_SD, Z80, bounds, estimate_sd
+from analytics.engine.validate import error_summary, reconstruction_errors
 from tests.conftest import SAMPLE_LOGS
 
 

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.analysis import Analysis, analyze
-from analytics.events import drop_repeats, order_events
-from analytics.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
-from analytics.sources.copilot_events import read_events
-from analytics.tokens import add_call_tokens
+from analytics.agents.copilot.events import read_events
+from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
+from analytics.engine.analyze import Analysis, analyze
+from analytics.engine.events import drop_repeats, order_events
+from analytics.engine.tokens import add_call_tokens
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.reference.calls import build_calls
 from tests.reference.sessions import summarize_sessions

@@ -18,13 +18,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.costs import price_analysis
-from analytics.errors import AgentcostError
-from analytics.log_rates import learned_prices, learned_rate_table, learned_toml, log_prices
-from analytics.rates import load_rate_table, load_rates, parse_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded
+from analytics.agents.copilot.log_prices import (
+    learned_prices,
+    learned_rate_table,
+    learned_toml,
+    log_prices,
+)
+from analytics.cli.commands import app
+from analytics.core.errors import AgentcostError
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table, load_rates, parse_rate_table
+from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded
+from analytics.engine.analyze import analyze
 
 SONNET_55 = [  # the usage_record of modelog-1.0.94-usage-record, verbatim prices
     ("input", 4, 200_000_000_000),

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.analysis import Analysis, analyze
-from analytics.costs import price_analysis
-from analytics.pricing import price_totals
-from analytics.rates import RateTable, load_rate_table
+from analytics.core.pricing.call_costs import price_totals
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import RateTable, load_rate_table
+from analytics.engine.analyze import Analysis, analyze
 
 FIXED_RATES = Path(__file__).parent / "fixtures" / "fixed-rates.toml"
 T0 = datetime(2026, 3, 9, 11, 0, tzinfo=UTC)

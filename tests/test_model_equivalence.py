@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.compare import SELLERS, load_seller
-from analytics.model_equivalence import VENDOR, equivalences, lookup, seller_names
-from analytics.rates import bundled_rate_tables, load_rate_table
+from analytics.cli.commands import app
+from analytics.core.pricing.compare import SELLERS, load_seller
+from analytics.core.pricing.equivalence import VENDOR, equivalences, lookup, seller_names
+from analytics.core.pricing.rates import bundled_rate_tables, load_rate_table
 from tests.conftest import SAMPLE_LOGS
 
 

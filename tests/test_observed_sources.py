@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.errors import InputError
-from analytics.schema import ISSUES
-from analytics.sources import copilot_store
-from analytics.sources.copilot_store import OBSERVED, exact_decimal, read_session_store
-from analytics.sources.otel import read_otel_export
+from analytics.agents.copilot import store as copilot_store
+from analytics.agents.copilot.otel import read_otel_export
+from analytics.agents.copilot.store import OBSERVED, exact_decimal, read_session_store
+from analytics.core.errors import InputError
+from analytics.core.schema import ISSUES
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 USAGE_SQL = Path("aiusage-core-session-store-1.0.80") / "usage.sql"

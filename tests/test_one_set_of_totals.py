@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.simulate import SimulationParams, simulate
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.cli.commands import app
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 COLUMNS = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]

@@ -1,4 +1,4 @@
-"""The output cache (``analytics/output_cache.py``): a stored output round-trips exactly, is
+"""The output cache (``analytics/cache/output.py``): a stored output round-trips exactly, is
 keyed on everything that shapes it, and a warm ``agentcost analyze`` replays exactly what a
 fresh run prints (stdout, stderr, exit status) without importing polars."""
 
@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from analytics import output_cache
-from analytics.cli import app
-from analytics.output_cache import KEEP, Output, OutputCache, file_options
-from analytics.sources.discover import discover
+from analytics.agents.discover import discover
+from analytics.cache import output as output_cache
+from analytics.cache.output import KEEP, Output, OutputCache, file_options
+from analytics.cli.commands import app
 from tests.conftest import REPO, SAMPLE_LOGS
 from tests.test_cli_analyze import write_session
 
@@ -278,7 +278,7 @@ def test_a_replay_never_imports_polars(tmp_path: Path) -> None:
     leaves polars unimported."""
     script = (
         "import sys\n"
-        "from analytics.cli import app\n"
+        "from analytics.cli.commands import app\n"
         "try:\n"
         f"    app(['analyze', {str(SAMPLE_LOGS)!r}, '-f', 'json'])\n"
         "except SystemExit:\n"

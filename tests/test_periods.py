@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.costs import price_analysis
-from analytics.errors import UsageError
-from analytics.periods import Period, period_report
-from analytics.schema import CALL_TOKENS, CALLS, combine, padded
-from analytics.timezones import resolve_zone
+from analytics.cli.commands import app
+from analytics.core.errors import UsageError
+from analytics.core.periods import Period, period_report
+from analytics.core.pricing.price import price_analysis
+from analytics.core.schema import CALL_TOKENS, CALLS, combine, padded
+from analytics.core.timezones import resolve_zone
 from tests.conftest import SAMPLE_LOGS
 from tests.test_pricing import TEST_TABLE as TABLE
 

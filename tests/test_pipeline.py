@@ -1,4 +1,4 @@
-"""Analysing in groups of sessions (``analytics/pipeline.py``) never changes a result, and
+"""Analysing in groups of sessions (``analytics/engine/stages.py``) never changes a result, and
 with a result cache only the groups whose inputs changed are analysed again.
 
 ``run_stages`` with ``group_bytes=1`` puts every session in a group of its own; each table
@@ -19,10 +19,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics import pipeline
-from analytics.pipeline import Tables, run_stages
-from analytics.result_cache import ResultCache
-from analytics.sources.discover import Found, LogFile, discover
+from analytics.agents.discover import Found, LogFile, discover
+from analytics.cache.results import ResultCache
+from analytics.engine import stages as pipeline
+from analytics.engine.stages import Tables, run_stages
 from tests.conftest import SAMPLE_LOGS
 
 TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
@@ -173,7 +173,7 @@ def test_a_store_rows_problems_are_reported_for_its_analysed_session_only(copied
 def test_event_groups_hold_each_session_whole(group_bytes: int, real_logs: Path) -> None:
     """Reading events a group of sessions at a time gives the same rows as reading them all,
     each session in exactly one group; with no session there is one empty group."""
-    from analytics.analysis import analyze
+    from analytics.engine.analyze import analyze
 
     for paths in ([SAMPLE_LOGS], [real_logs]):
         lazy = analyze(paths, keep_events=False, group_bytes=group_bytes)
@@ -185,7 +185,7 @@ def test_event_groups_hold_each_session_whole(group_bytes: int, real_logs: Path)
 
 
 def test_event_groups_of_no_session(tmp_path: Path) -> None:
-    from analytics.analysis import analyze
+    from analytics.engine.analyze import analyze
 
     (tmp_path / "session-state" / "abc").mkdir(parents=True)
     groups = list(analyze([tmp_path], keep_events=False).event_groups())
@@ -193,8 +193,8 @@ def test_event_groups_of_no_session(tmp_path: Path) -> None:
 
 
 def test_validation_in_groups_equals_validation_at_once(real_logs: Path) -> None:
-    from analytics.analysis import analyze
-    from analytics.validate import reconstruction_errors
+    from analytics.engine.analyze import analyze
+    from analytics.engine.validate import reconstruction_errors
 
     for paths in ([SAMPLE_LOGS], [real_logs]):
         at_once = reconstruction_errors(analyze(paths))

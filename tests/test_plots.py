@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics import plots
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, MONEY, combine, padded
+from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, MONEY, combine, padded
+from analytics.render import plots
 
 PRICED = combine(CALLS, CALL_TOKENS, COSTS)
 
@@ -222,7 +222,7 @@ def test_running_total_is_the_sum_of_the_calls(inputs: list[int]) -> None:
 
 def test_plotly_is_imported_only_by_plots() -> None:
     code = (
-        "import sys, analytics, analytics.cli, analytics.html_report; "
+        "import sys, analytics, analytics.cli.commands, analytics.render.html_report; "
         "assert 'plotly' not in sys.modules, 'plotly imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,5 +1,5 @@
 """A changed tree takes its unchanged groups from the previous result of the same paths
-(``pipeline.Previous``), and prices only the sessions that changed (``analytics.priced``).
+(``pipeline.Previous``), and prices only the sessions that changed (``analytics.cache.repriced``).
 
 Each test analyses a copy of ``sample_logs`` (five sessions, a session store) in groups of
 about one byte (three groups here) with the result cache, changes it as a live session
@@ -18,12 +18,13 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics import pipeline, priced
-from analytics.analysis import Analysis, analyze
-from analytics.costs import price_analysis
-from analytics.pipeline import GROUP_ISSUES, Previous
-from analytics.rates import load_rates
-from analytics.result_cache import SUFFIX, TABLES, ResultCache, flush
+from analytics.cache import repriced as priced
+from analytics.cache.results import SUFFIX, TABLES, ResultCache, flush
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rates
+from analytics.engine import stages as pipeline
+from analytics.engine.analyze import Analysis, analyze
+from analytics.engine.stages import GROUP_ISSUES, Previous
 from tests.conftest import SAMPLE_LOGS
 
 #: A sample session alone in its group; another group holds the sample's two issues.

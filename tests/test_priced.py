@@ -1,4 +1,4 @@
-"""``analytics.priced``: an analysis's priced tables are kept beside its stored result and
+"""``analytics.cache.repriced``: an analysis's priced tables are kept beside its stored result and
 loaded while the analysis and the prices are unchanged; anything else prices afresh."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analytics import result_cache
-from analytics.analysis import Analysis, Window, analyze
-from analytics.costs import price_analysis
-from analytics.priced import PRICED, priced, prices_digest
-from analytics.rates import load_rates
+from analytics.cache import results as result_cache
+from analytics.cache.repriced import PRICED, priced, prices_digest
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rates
+from analytics.engine.analyze import Analysis, Window, analyze
 
 
 def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.DataFrame]:
@@ -47,7 +47,8 @@ def test_a_stored_analysis_keeps_its_priced_tables_and_loads_them(
     second = analyze([logs], use_cache=True, keep_events=False)
     calls: list[int] = []
     monkeypatch.setattr(
-        "analytics.priced.price_analysis", lambda *a, **k: calls.append(1) or price_analysis(*a)
+        "analytics.cache.repriced.price_analysis",
+        lambda *a, **k: calls.append(1) or price_analysis(*a),
     )
     assert_equal(priced(second, table, {}, ["sessions"]), {"sessions": fresh(first)["sessions"]})
     assert_equal(priced(second, table, {}), fresh(first))
@@ -116,8 +117,8 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
     session, are the sessions table's costs, BYOK and log-priced calls included. The Copilot
     table prices every model these logs quote, so it is also tried without those models, which
     the log's own prices then price."""
-    from analytics.costs import price_calls
-    from analytics.html_report import _by_groups
+    from analytics.core.pricing.price import price_calls
+    from analytics.render.html_report import _by_groups
 
     copilot = load_rates("github-copilot")
     seen: set[str] = set()

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.pricing import (
+from analytics.core.pricing.call_costs import (
     UNPRICED_HINT,
     nano_aiu_to_usd,
     nano_aiu_usd,
@@ -24,8 +24,8 @@ from analytics.pricing import (
     price_totals,
     unpriced_models,
 )
-from analytics.rates import PriceSet, RateTable, load_rate_table, parse_rate_table
-from analytics.schema import COSTS, MONEY, TIMESTAMP
+from analytics.core.pricing.rates import PriceSet, RateTable, load_rate_table, parse_rate_table
+from analytics.core.schema import COSTS, MONEY, TIMESTAMP
 
 CALL_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String(),

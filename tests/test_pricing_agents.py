@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics.costs import price_analysis, price_calls
-from analytics.pricing import AGENT_COSTS, AGENT_USAGE, price_by_table
-from analytics.rates import load_rate_table
-from analytics.schema import CALL_TOKENS, CALLS, COSTS, SESSIONS, TIMESTAMP, combine, padded
+from analytics.core.pricing.call_costs import AGENT_COSTS, AGENT_USAGE, price_by_table
+from analytics.core.pricing.price import price_analysis, price_calls
+from analytics.core.pricing.rates import load_rate_table
+from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, SESSIONS, TIMESTAMP, combine, padded
 
 ANTHROPIC = load_rate_table("anthropic")
 OPENAI = load_rate_table("openai")

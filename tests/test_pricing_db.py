@@ -1,6 +1,7 @@
-"""The vendor tables against the price database they are made from (``analytics.price_db``):
-they are current, every model the real Claude Code and Codex logs name resolves to the
-database's model, and any such call costs exactly what the database computes for it."""
+"""The vendor tables against the price database they are made from
+(``analytics.core.pricing.vendor_tables``): they are current, every model the real Claude
+Code and Codex logs name resolves to the database's model, and any such call costs exactly
+what the database computes for it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics.price_db import ConversionError, _regex_glob, stale_tables
-from analytics.pricing import AGENT_USAGE, price_by_table
-from analytics.rates import load_rate_table
-from analytics.schema import TIMESTAMP
+from analytics.core.pricing.call_costs import AGENT_USAGE, price_by_table
+from analytics.core.pricing.rates import load_rate_table
+from analytics.core.pricing.vendor_tables import ConversionError, _regex_glob, stale_tables
+from analytics.core.schema import TIMESTAMP
 
 genai_prices = pytest.importorskip(
     "genai_prices", reason="genai-prices (a dev dependency: pip install -e '.[dev]') is absent"

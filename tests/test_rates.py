@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.errors import RateTableError
-from analytics.rates import (
+from analytics.core.errors import RateTableError
+from analytics.core.pricing.rates import (
     ModelRate,
     PricePeriod,
     PriceSet,

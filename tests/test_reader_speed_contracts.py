@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from analytics.progress import Bar, progress_bar
-from analytics.sources import copilot_events
-from analytics.sources.copilot_events import read_logs
-from analytics.sources.discover import discover
+from analytics.agents.copilot import events as copilot_events
+from analytics.agents.copilot.events import read_logs
+from analytics.agents.discover import discover
+from analytics.render.progress import Bar, progress_bar
 from tests.conftest import SAMPLE_LOGS
 
 
@@ -47,7 +47,7 @@ def test_torn_line_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_analyze_does_not_import_plotly() -> None:
     code = (
-        "import sys; from pathlib import Path; from analytics.analysis import analyze; "
+        "import sys; from pathlib import Path; from analytics.engine.analyze import analyze; "
         f"analyze([Path({str(SAMPLE_LOGS)!r})]); "
         "assert not [m for m in sys.modules if m.startswith('plotly')]"
     )

@@ -27,9 +27,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analytics.analysis import Analysis, analyze
-from analytics.cli import app
-from analytics.schema import SESSIONS
+from analytics.cli.commands import app
+from analytics.core.schema import SESSIONS
+from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import REAL_LOGS
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

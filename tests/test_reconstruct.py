@@ -27,9 +27,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analytics import _scanner
-from analytics.events import order_events
-from analytics.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
-from analytics.tokens import call_tokens_and_fit
+from analytics.core.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
+from analytics.engine.events import order_events
+from analytics.engine.tokens import call_tokens_and_fit
 from tests.reference.calls import build_calls
 from tests.reference.sessions import summarize_sessions
 

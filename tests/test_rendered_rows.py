@@ -1,4 +1,4 @@
-"""``analytics.rendered_rows``: the JSON lines of a shown table are kept beside its stored
+"""``analytics.cache.rendered_rows``: the JSON lines of a shown table are kept beside its stored
 analysis and reused for rows that hash the same; the text is always what a full rendering
 gives."""
 
@@ -11,12 +11,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analytics import rendered_rows, result_cache
-from analytics.analysis import Window, analyze
-from analytics.priced import priced
-from analytics.rates import load_rates
-from analytics.rendered_rows import json_lines
-from analytics.report import json_rows
+from analytics.cache import rendered_rows
+from analytics.cache import results as result_cache
+from analytics.cache.rendered_rows import json_lines
+from analytics.cache.repriced import priced
+from analytics.core.pricing.rates import load_rates
+from analytics.engine.analyze import Window, analyze
+from analytics.render.report import json_rows
 
 
 @pytest.fixture

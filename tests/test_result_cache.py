@@ -1,4 +1,4 @@
-"""The result cache (``analytics/result_cache.py``): a stored analysis is reused only while
+"""The result cache (``analytics/cache/results.py``): a stored analysis is reused only while
 every input is unchanged, and then equals a fresh analysis table for table.
 
 Each test analyses a copy of ``sample_logs`` (or a one-file log) with ``use_cache=True`` and
@@ -16,10 +16,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics import analysis, result_cache
-from analytics.analysis import Analysis, analyze
-from analytics.result_cache import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
-from analytics.sources.discover import discover
+from analytics.agents.discover import discover
+from analytics.cache import results as result_cache
+from analytics.cache.results import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
+from analytics.engine import analyze as analysis
+from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import SAMPLE_LOGS
 
 SESSION_LINE = (
@@ -107,7 +108,7 @@ def test_a_damaged_result_is_recomputed(logs: Path, tmp_path: Path) -> None:
 def test_a_window_applies_to_a_loaded_result(logs: Path) -> None:
     from datetime import date
 
-    from analytics.analysis import Window
+    from analytics.engine.analyze import Window
 
     run([logs])
     window = Window(since=date(2030, 1, 1))
@@ -144,7 +145,7 @@ def test_a_run_reads_the_result_it_is_still_writing(
     for that write, so a second run in the same process is served by the first's result."""
     import threading
 
-    from analytics import result_cache
+    from analytics.cache import results as result_cache
 
     original = result_cache.ResultCache.save
     release = threading.Event()

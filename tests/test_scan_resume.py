@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics.sources.copilot_events import ParsedLog, ScanState, read_logs
-from analytics.sources.discover import LogFile
+from analytics.agents.copilot.events import ParsedLog, ScanState, read_logs
+from analytics.agents.discover import LogFile
 
 
 def line(kind: str, event_id: str, second: int, **data: Any) -> bytes:

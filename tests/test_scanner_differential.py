@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics import _scanner
-from analytics.sources.copilot_events import batch_frame
+from analytics.agents.copilot.events import batch_frame
 from tests.conftest import SAMPLE_LOGS
 from tests.reference_reader import Reader
 

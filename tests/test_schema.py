@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analytics.schema import ISSUES, conform, padded, with_nulls
+from analytics.core.schema import ISSUES, conform, padded, with_nulls
 
 
 def test_conform_names_a_missing_column_instead_of_inventing_it() -> None:

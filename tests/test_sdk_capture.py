@@ -21,14 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.costs import price_calls
-from analytics.pricing import price_totals
-from analytics.rates import load_rate_table
-from analytics.simulate import write_capture_tree
-from analytics.sources.sdk_capture import convert, read_capture
-from analytics.validate import error_summary, reconstruction_errors
+from analytics.agents.copilot.sdk_capture import convert, read_capture
+from analytics.agents.copilot.simulate import write_capture_tree
+from analytics.cli.commands import app
+from analytics.core.pricing.call_costs import price_totals
+from analytics.core.pricing.price import price_calls
+from analytics.core.pricing.rates import load_rate_table
+from analytics.engine.analyze import analyze
+from analytics.engine.validate import error_summary, reconstruction_errors
 
 CAPTURES = "darthmolen-sdk-captures"
 TABLE = load_rate_table("github-copilot")

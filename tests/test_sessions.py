@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from analytics.analysis import analyze
+from analytics.engine.analyze import analyze
 
 T0 = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)
 SESSION = "6f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.errors import UsageError
-from analytics.simulate import MB, SimulationParams, simulate, text_tokens
+from analytics.agents.copilot.simulate import MB, SimulationParams, simulate, text_tokens
+from analytics.cli.commands import app
+from analytics.core.errors import UsageError
 from tests.conftest import SAMPLE_LOGS
 
 #: Every feature at a high rate, so a few dozen sessions exercise them all.

@@ -14,10 +14,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analytics.analysis import analyze
-from analytics.costs import price_analysis
-from analytics.rates import load_rate_table
-from analytics.simulate import SimulationParams, simulate
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table
+from analytics.engine.analyze import analyze
 
 COUNTS = [
     "llm_calls",

@@ -1,4 +1,4 @@
-"""The engine inside Spark (``analytics.spark``, local[2]): the same dataset as each person's
+"""The engine inside Spark (``analytics.core.spark``, local[2]): the same dataset as each person's
 ``agentcost export``, row for row and byte for byte; bad input as ``issues`` rows, never a
 failed job; Spark SQL period reports equal DuckDB's.
 
@@ -20,9 +20,9 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.dataset import read_table
-from analytics.reports_sql import duckdb_report, spark_report
+from analytics.cli.commands import app
+from analytics.core.dataset import read_table
+from analytics.core.reports_sql import duckdb_report, spark_report
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def datasets(
     spark: SparkSession, team: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path, str]:
     """(each person's export into one directory, the Spark job's dataset, its summary)."""
-    from analytics.spark import run
+    from analytics.core.spark import run
 
     exported = tmp_path_factory.mktemp("exported")
     for home in sorted(team.iterdir()):
@@ -162,8 +162,8 @@ def test_spark_sql_reports_equal_duckdb(
 def test_a_retried_task_writes_its_files_once(tmp_path: Path) -> None:
     """Stage 2 of a task run twice (an executor died, Spark ran it again) writes the same
     bytes under the same names: the second run changes no file."""
-    from analytics.dataset import Who
-    from analytics.spark import _ipc, analyse_task, plan_tasks, write_task
+    from analytics.core.dataset import Who
+    from analytics.core.spark import _ipc, analyse_task, plan_tasks, write_task
 
     (task,), _ = plan_tasks([str(SAMPLE_LOGS)])
     tables = analyse_task(task)

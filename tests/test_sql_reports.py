@@ -11,12 +11,12 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.costs import price_analysis
-from analytics.periods import period_report
-from analytics.rates import load_rate_table
-from analytics.reports_sql import duckdb_report, period_query
+from analytics.cli.commands import app
+from analytics.core.periods import period_report
+from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.rates import load_rate_table
+from analytics.core.reports_sql import duckdb_report, period_query
+from analytics.engine.analyze import analyze
 from tests.conftest import SAMPLE_LOGS
 
 PERIODS = ("day", "week", "month")

@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.text_table import Column, Layout, render_table
+from analytics.cli.commands import app
+from analytics.render.text_table import Column, Layout, render_table
 from tests.conftest import REPO, SAMPLE_LOGS
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -114,7 +114,7 @@ def test_no_colour_when_not_a_terminal_or_no_color() -> None:
 def test_colour_follows_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from analytics import cli
+    from analytics.cli import commands as cli
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.delenv("NO_COLOR", raising=False)
@@ -139,7 +139,7 @@ def test_a_long_table_is_drawn_as_rich_draws_it(
     width: int | None, with_totals: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Above LONG_TABLE rows polars pads the rows; the text is the one rich makes itself."""
-    from analytics import text_table
+    from analytics.render import text_table
 
     rows = text_table.LONG_TABLE + 50
     frame = pl.DataFrame(

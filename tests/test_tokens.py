@@ -20,11 +20,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from analytics.analysis import Analysis, analyze
-from analytics.costs import price_calls
-from analytics.rates import parse_rate_table
-from analytics.simulate import SimulationParams, simulate
-from analytics.validate import error_summary, reconstruction_errors
+from analytics.agents.copilot.simulate import SimulationParams, simulate
+from analytics.core.pricing.price import price_calls
+from analytics.core.pricing.rates import parse_rate_table
+from analytics.engine.analyze import Analysis, analyze
+from analytics.engine.validate import error_summary, reconstruction_errors
 from tests.conftest import SAMPLE_LOGS
 
 TOKENS = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"]

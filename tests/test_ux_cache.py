@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
+from analytics.cli.commands import app
 from tests.conftest import SAMPLE_LOGS
 
 

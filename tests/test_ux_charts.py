@@ -14,11 +14,11 @@ from typing import Any
 import polars as pl
 from typer.testing import CliRunner
 
-from analytics import plots
-from analytics.analysis import analyze
-from analytics.cli import app
-from analytics.priced import priced
-from analytics.rates import load_rates
+from analytics.cache.repriced import priced
+from analytics.cli.commands import app
+from analytics.core.pricing.rates import load_rates
+from analytics.engine.analyze import analyze
+from analytics.render import plots
 from tests.conftest import SAMPLE_LOGS
 
 #: A /fleet session in miniature: main calls over a 19.6k fixed part, sub-agent calls of

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
-from analytics.sources.discover import sniff
+from analytics.agents.discover import sniff
+from analytics.cli.commands import app
 
 RUNNER = CliRunner()
 NAME_A_LOG = "name an events.jsonl file, a session directory or a Copilot home"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from analytics.cli import app
+from analytics.cli.commands import app
 from tests.conftest import REPO, SAMPLE_LOGS
 
 CHROMIUM = Path("/usr/bin/chromium")

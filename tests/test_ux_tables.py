@@ -17,11 +17,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-from analytics.analysis import issue_summary
-from analytics.cli import app, folded_toml
-from analytics.schema import ISSUES, conform
-from analytics.text_table import Column, Layout, render_table
-from analytics.watch import latest_log
+from analytics.cli.commands import app, folded_toml
+from analytics.core.schema import ISSUES, conform
+from analytics.engine.analyze import issue_summary
+from analytics.engine.watch import latest_log
+from analytics.render.text_table import Column, Layout, render_table
 from tests.conftest import REPO, SAMPLE_LOGS
 
 RUNNER = CliRunner()

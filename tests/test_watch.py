@@ -22,11 +22,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analytics.analysis import analyze
-from analytics.costs import price_analysis, price_calls
-from analytics.pipeline import analyse_parsed
-from analytics.rates import load_rate_table
-from analytics.watch import (
+from analytics.core.pricing.price import price_analysis, price_calls
+from analytics.core.pricing.rates import load_rate_table
+from analytics.engine.analyze import analyze
+from analytics.engine.stages import analyse_parsed
+from analytics.engine.watch import (
     Figures,
     Follow,
     figures,

@@ -101,7 +101,7 @@ def session_columns() -> dict[str, pl.DataType]:
 
 
 def issue_columns() -> dict[str, pl.DataType]:
-    """The issues table (as ``analytics.schema.ISSUES``): ``error`` lost data, ``warning``
+    """The issues table (as ``analytics.core.schema.ISSUES``): ``error`` lost data, ``warning``
     kept it but it looks wrong."""
     import polars as pl
 

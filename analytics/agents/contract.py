@@ -1,4 +1,4 @@
-"""The agents' folded tables in the core's contracts (``analytics.schema``).
+"""The agents' folded tables in the core's contracts (``analytics.core.schema``).
 
 A fold (``analytics.agents.fold``) gives each agent's calls, sessions and issues in the
 agent's own terms; the core prices and reports any agent's calls alike, so here they become
@@ -35,7 +35,7 @@ def core_tables(
     """
     import polars as pl
 
-    from analytics.schema import (
+    from analytics.core.schema import (
         AGENT_CALLS,
         AGENT_SESSIONS,
         CALL_TOKENS,
@@ -82,7 +82,7 @@ def as_events(items: pl.DataFrame) -> pl.DataFrame:
     item of a large tree."""
     import polars as pl
 
-    from analytics.schema import EVENTS, padded
+    from analytics.core.schema import EVENTS, padded
 
     events = items.drop("agent").with_columns(
         pl.lit(0, pl.Int32).alias("process_index"),

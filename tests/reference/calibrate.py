@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.apportion import apportion
-from analytics.tokens import _GROUP, AUTO_CACHE_BLOCK
+from analytics.core.apportion import apportion
+from analytics.engine.tokens import _GROUP, AUTO_CACHE_BLOCK
 
 
 def calibrate(frame: pl.DataFrame) -> pl.DataFrame:

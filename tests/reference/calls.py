@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.schema import CALLS, ISSUES, conform
-from analytics.tokens import USAGE_RECORDS
+from analytics.core.schema import CALLS, ISSUES, conform
+from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
+from analytics.engine.tokens import USAGE_RECORDS
 
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.
 _USED = [

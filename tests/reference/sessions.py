@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.events import EVENT_KEYS, MAIN_AGENT
-from analytics.schema import ISSUES, SESSIONS, conform, with_nulls
-from analytics.tokens import models_by_calls
+from analytics.core.schema import ISSUES, SESSIONS, conform, with_nulls
+from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
+from analytics.engine.tokens import models_by_calls
 from tests.reference.calls import failed_calls
 
 _CUMULATIVE_SINCE = (1, 0, 66)

@@ -1,0 +1,281 @@
+"""Read Copilot CLI ``events.jsonl`` files (or legacy ``<sessionId>.jsonl``) into tables.
+
+One stage: files in; the EVENTS, MODEL_METRICS and ISSUES tables of ``schema.py`` out. The work
+is done by the native scanner (``analytics._scanner``, Rust, in ``analytics/scanner/``): it
+reads each file once, checks every line (every line becomes an event or an issue with its file
+and line), extracts only the fields EVENTS needs with a streaming JSON tokenizer on all cores,
+and hands the columns to polars through the Arrow C data interface, without a Python object
+per row. What is left here is small: the per-model totals of the few shutdown lines (keyed by
+model name, decoded with ``json`` as exact decimals), one warning per file and unknown event
+type, and the messages of files that could not be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analytics import _scanner
+from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
+from analytics.agents.discover import LogFile
+from analytics.core.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
+
+#: Bytes of files scanned together on one thread (many small files share a batch). A batch
+#: has columns and string buffers of its own, so fewer batches hold less: with the pipeline's
+#: groups of 64 MB, analysed two at a time (both cores scan), 64 MB batches took the cold
+#: peak on the 1 GB benchmark tree from 285-289 MB (16 MB batches) to 257 MB, in the same time.
+BATCH_BYTES = 64 * 2**20
+#: Bytes read from a file at once (a line may be longer: it is read whole all the same).
+BLOCK_BYTES = 4 * 2**20
+
+Progress = Callable[[int, int], None]
+"""Called with (bytes read so far, bytes to read)."""
+
+
+ScanState = _scanner.ScanState
+"""Where the scan of one log stopped (``ParsedLog.ends``): pass it back in ``read_logs``'s
+``resume`` to read only the lines written since."""
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    """What log files yield: their events, their shutdown per-model totals, their problems;
+    with ``read_logs(..., resume=...)``, where each log's scan stopped (aligned with the logs;
+    empty otherwise)."""
+
+    events: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    ends: list[ScanState] = field(default_factory=list)
+
+
+def read_events(path: Path, session_hint: str) -> ParsedLog:
+    """Parse one Copilot events file.
+
+    ``session_hint`` names the session when the file has no ``session.start`` (a crash before
+    the first line was flushed, or an excerpt): the session directory name or the file stem.
+    An unreadable file yields one error issue and no events.
+    """
+    return read_logs([LogFile(path, session_hint)])
+
+
+def read_logs(
+    logs: Sequence[LogFile],
+    progress: Progress | None = None,
+    *,
+    resume: Sequence[ScanState | None] | None = None,
+) -> ParsedLog:
+    """Parse many events files into one set of tables, in file and line order.
+
+    Each file is read up to the size discovery saw (bytes written since are read next time).
+    A file holds one session or several one after another: each line belongs to the latest
+    ``session.start`` before it (earlier lines to the first one), a file without any to its
+    hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
+
+    ``resume`` (aligned with ``logs``) reads each log from a state a previous read ended at
+    (``ParsedLog.ends``; None: from its start), for a log that grows: the lines, offsets,
+    process indexes and sessions of the new lines are those a read of the whole file gives
+    them, and a last line without its newline (being written) is left for the next read. Two
+    differences, by design: rows already read are never renamed (lines of a session read before
+    its ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``),
+    and the "unknown event type" warning counts the lines of this read.
+    """
+    names, hints, sizes = scan_inputs(logs)
+    ends: list[ScanState] = []
+    if resume is None:
+        tables, issue_columns, totals, failures = _scanner.scan_copilot(
+            names, hints, sizes, BATCH_BYTES, BLOCK_BYTES
+        )
+    else:
+        if len(resume) != len(logs):
+            raise ValueError("resume must hold one state (or None) per log")
+        scanned, ends = _scanner.scan_copilot_from(
+            names, hints, sizes, list(resume), BATCH_BYTES, BLOCK_BYTES
+        )
+        tables, issue_columns, totals, failures = scanned
+    if tables:
+        events = pl.concat([batch_frame(table) for table in tables], rechunk=False)
+    else:
+        events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
+    events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
+    files, lines, severities, messages = issue_columns
+    metrics, metric_issues = _model_metrics(totals, names)
+    issues = _issues(
+        [*zip([names[f] for f in files], lines, severities, messages, strict=True), *metric_issues]
+    )
+    failed = [
+        (names[f], None, "error", _failure(names[f], errno, text)) for f, errno, text in failures
+    ]
+    if failed:
+        lost = pl.Series([name for name, *_ in failed], dtype=pl.String).implode()
+        events = events.filter(~pl.col("source_file").is_in(lost))
+        metrics = metrics.filter(~pl.col("source_file").is_in(lost))
+        issues = issues.filter(~pl.col("file").is_in(lost))
+    issues = pl.concat([issues, _unknown_types(events), _issues(failed)])
+    if progress:
+        total = sum(size or 0 for size in sizes)
+        progress(total, total)
+    return ParsedLog(
+        events,
+        metrics,
+        issues.sort("file", "line", nulls_last=False, maintain_order=True),
+        ends,
+    )
+
+
+def scan_inputs(logs: Sequence[LogFile]) -> tuple[list[str], list[str], list[int | None]]:
+    """What the scanner is given for ``logs``: paths, session hints, and the size discovery
+    saw of each (the scan stops there)."""
+    return (
+        [str(log.path) for log in logs],
+        [log.session_hint for log in logs],
+        [log.stat.st_size if log.stat else None for log in logs],
+    )
+
+
+def batch_frame(table: _scanner.ArrowTable) -> pl.DataFrame:
+    """One batch's columns as a frame; polars adopts each column's buffers (no copy)."""
+    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
+
+
+def _failure(name: str, errno: int | None, text: str) -> str:
+    """A file's read error as Python words it (``[Errno 13] Permission denied: '...'``)."""
+    return str(OSError(errno, os.strerror(errno), name)) if errno is not None else text
+
+
+Totals = tuple[int, int, str, int, str]  # (file, line, session, process, modelMetrics JSON)
+IssueRow = tuple[str, int | None, str, str]
+
+
+def _model_metrics(
+    totals: Sequence[Totals], names: Sequence[str]
+) -> tuple[pl.DataFrame, list[IssueRow]]:
+    """Per-model totals of every ``session.shutdown`` with ``modelMetrics``.
+
+    ``modelMetrics`` is keyed by model name, which no fixed table of fields can describe, so
+    the few shutdown lines' values are decoded here with ``json`` (one per process, never a
+    hot loop), numbers as exact decimals.
+    """
+    rows: list[dict[str, Any]] = []
+    issues: list[IssueRow] = []
+    for file, line, session, process, text in totals:
+        where = names[file]
+        try:
+            per_model = json.loads(text, parse_float=Decimal)
+        except ValueError:
+            per_model = None
+        if not isinstance(per_model, dict):
+            issues.append(
+                (where, line, "warning", "shutdown modelMetrics is not an object; ignored")
+            )
+            continue
+        if not per_model:  # ``{}``: no model was billed in this process (0 requests)
+            rows.append(
+                {
+                    "source_file": where,
+                    "source_line": line,
+                    "session_id": session,
+                    "process_index": process,
+                    "model": None,
+                    **dict.fromkeys(_ZERO_WHEN_EMPTY, 0),
+                }
+            )
+        for model, values in per_model.items():
+            if not isinstance(values, dict):
+                issues.append((where, line, "warning", f"modelMetrics[{model!r}] is not an object"))
+                continue
+            requests = _object(values.get("requests"))
+            usage = _object(values.get("usage"))
+            rows.append(
+                {
+                    "source_file": where,
+                    "source_line": line,
+                    "session_id": session,
+                    "process_index": process,
+                    "model": model,
+                    "requests_count": _whole(requests.get("count")),
+                    "requests_cost": _text(requests.get("cost")),
+                    "input_tokens": _whole(usage.get("inputTokens")),
+                    "output_tokens": _whole(usage.get("outputTokens")),
+                    "cache_read_tokens": _whole(usage.get("cacheReadTokens")),
+                    "cache_write_tokens": _whole(usage.get("cacheWriteTokens")),
+                    "reasoning_tokens": _whole(usage.get("reasoningTokens")),
+                    "total_nano_aiu": _text(values.get("totalNanoAiu")),
+                }
+            )
+    if not rows:
+        return empty(MODEL_METRICS), issues
+    return pl.DataFrame(rows, schema=MODEL_METRICS), issues
+
+
+#: The counters of an empty ``modelMetrics`` (``{}``): zero, not unknown.
+_ZERO_WHEN_EMPTY = (
+    "requests_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+
+
+def _object(value: object) -> dict[str, Any]:
+    """A JSON object, or an empty one when the value is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _whole(value: object) -> int | None:
+    """A JSON number as an int, or None when absent or not a whole number."""
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        return None
+    return int(value) if value == int(value) else None
+
+
+def _text(value: object) -> str | None:
+    """A JSON number as its exact decimal text (``305426000.0`` -> ``"305426000"``), or None.
+
+    Numbers arrive as ``int`` or ``Decimal`` (never float), so no digit is lost.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        return None
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return str(int(value))
+    return str(value)
+
+
+def _unknown_types(events: pl.DataFrame) -> pl.DataFrame:
+    """One warning per file and unknown event type, at its first line, with its count."""
+    unknown = (
+        events.filter(~pl.col("event_type").is_in(list(KNOWN_EVENT_TYPES)))
+        .group_by("source_file", "event_type")
+        .agg(pl.col("source_line").min(), pl.len())
+        .sort("source_file", "source_line")
+    )
+    return _issues(
+        [
+            (
+                file,
+                first,
+                "warning",
+                f"unknown event type {kind!r} ({count} lines) kept, not analysed",
+            )
+            for file, kind, first, count in unknown.iter_rows()
+        ]
+    )
+
+
+def _issues(rows: Sequence[IssueRow]) -> pl.DataFrame:
+    """ISSUES table from (file, line, severity, message) tuples."""
+    if not rows:
+        return empty(ISSUES)
+    files, lines, severities, messages = zip(*rows, strict=True)
+    return pl.DataFrame(
+        {"file": files, "line": lines, "severity": severities, "message": messages},
+        schema=ISSUES,
+    )

@@ -1,0 +1,391 @@
+"""Find Copilot session logs under the paths a user names.
+
+Accepted: a session directory (``<id>/events.jsonl``), an events file, a legacy flat
+``<sessionId>.jsonl``, a ``session-state`` directory, a Copilot home (a directory holding
+``session-state/``), or any directory tree of those. Inside a ``session-state`` directory each
+sub-directory is one session, whose log is its ``events.jsonl`` alone. With no path, the
+Copilot home is ``$COPILOT_HOME`` or ``~/.copilot``. A Copilot home also yields its per-call
+token records: ``session-store.db`` and OpenTelemetry exports under ``otel/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analytics.core.errors import InputError
+
+_EVENTS = "events.jsonl"
+_MAX_DEPTH = 12
+_NOTHING_HERE = (
+    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no Claude Code or "
+    "Codex .jsonl); name a session directory or file, or an agent's home"
+)
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """One events file and the session id to use if the file does not name its session.
+
+    ``real_path`` is the file's resolved path and ``stat`` what discovery saw of it (both set
+    by ``discover``): one file reached by two spellings is one log, and caches key on both.
+    """
+
+    path: Path
+    session_hint: str
+    real_path: str = ""
+    stat: os.stat_result | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """Everything discovered: event logs, session stores, OTel exports, and problems."""
+
+    logs: list[LogFile] = field(default_factory=list)
+    stores: list[Path] = field(default_factory=list)
+    otel: list[Path] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    #: Files set aside because they are not session logs (``sniff``): (path, what it is).
+    not_logs: list[tuple[str, str]] = field(default_factory=list)
+    #: Logs of the other agents (``agent_of``): Claude Code and Codex files, read by
+    #: ``analytics.agents`` rather than the Copilot pipeline. (agent, log) pairs.
+    agent_logs: list[tuple[str, LogFile]] = field(default_factory=list)
+
+
+def copilot_home() -> Path:
+    """``$COPILOT_HOME`` or ``~/.copilot``."""
+    configured = os.environ.get("COPILOT_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".copilot"
+
+
+def discover(paths: Sequence[Path]) -> Found:
+    """Resolve user paths to log files. A path that does not exist raises ``InputError``.
+
+    A named path that holds no log at all is a problem (reported, not fatal), so a mistyped
+    directory never reads as "0 sessions" without a word. A file that is not a log at all
+    (``sniff``) is set aside in ``not_logs``; when nothing else was found, that is an
+    ``InputError`` naming what the file looks like. Directories are listed with
+    ``os.scandir`` and only named paths and symlinks are resolved (other entries extend their
+    resolved parent), so a tree of thousands of sessions costs about one syscall per session.
+    """
+    walk = _Walk()
+    targets = list(paths) or default_targets()
+    for target in targets:
+        if not target.exists():
+            raise InputError(
+                f"{target}: no such file or directory; name a session directory or log file, "
+                "or an agent's home (Copilot, Claude Code or Codex)"
+            )
+        if not os.access(target, os.R_OK):
+            raise InputError(f"{target}: permission denied; agentcost needs read access")
+        found = walk.found
+        before = (len(found.logs), len(found.agent_logs), len(found.problems), len(found.not_logs))
+        walk.named(target)
+        after = (len(found.logs), len(found.agent_logs), len(found.problems), len(found.not_logs))
+        if after == before:
+            found.problems.append((str(target), _NOTHING_HERE))
+    if walk.found.not_logs and not walk.found.logs and not walk.found.agent_logs:
+        path, what = walk.found.not_logs[0]
+        more = len(walk.found.not_logs) - 1
+        also = f" (and {more} more {_plural(more, 'file')} like it)" if more else ""
+        raise InputError(f"{path}: {what}{also}")
+    unique = {log.real_path: log for log in walk.found.logs}
+    walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
+    others = {log.real_path: (agent, log) for agent, log in walk.found.agent_logs}
+    walk.found.agent_logs[:] = sorted(others.values(), key=lambda pair: str(pair[1].path))
+    return walk.found
+
+
+def default_targets() -> list[Path]:
+    """Every agent home that exists: the Copilot home, each Claude Code ``projects``
+    directory, and a Codex home's ``sessions`` and ``archived_sessions`` (not the home
+    itself, whose ``history.jsonl`` is prompts, not calls)."""
+    from analytics.agents import claude_code, codex
+
+    home = copilot_home()
+    targets = [home] if home.is_dir() else []
+    targets += claude_code.homes()
+    targets += [h / d for h in codex.homes() for d in codex.ROLLOUT_DIRS if (h / d).is_dir()]
+    if not targets:
+        raise InputError(
+            f"no agent home found (Copilot: {home}; Claude Code: ~/.claude/projects, "
+            "~/.config/claude/projects or CLAUDE_CONFIG_DIR; Codex: CODEX_HOME or ~/.codex); "
+            "set COPILOT_HOME, CLAUDE_CONFIG_DIR or CODEX_HOME, or name a path (try: agentcost "
+            "analyze sample_logs)"
+        )
+    return targets
+
+
+class _Walk:
+    """One discovery: what was found so far, and the Copilot homes already looked at."""
+
+    def __init__(self) -> None:
+        self.found = Found()
+        self._homes: set[str] = set()
+
+    def named(self, target: Path) -> None:
+        """Add the logs under a path the user named (a file or a directory)."""
+        real = Path(os.path.realpath(target))
+        if target.is_file():
+            session = target.name == _EVENTS
+            hint = target.parent.name if session else target.stem
+            self._log(target, hint, real)
+            self._home_of(real.parent if session else real)
+            # A Claude Code session file's sub-agents live beside it, in <session>/subagents/
+            subagents = target.with_suffix("") / "subagents"
+            if not session and subagents.is_dir():
+                self._directory(subagents, real.with_suffix("") / "subagents", depth=0)
+            return
+        if (target / _EVENTS).is_file():
+            self._log(target / _EVENTS, target.name, real / _EVENTS)
+            self._home_of(real)
+            return
+        self._directory(target, real, depth=0)
+
+    def _directory(self, target: Path | str, real: Path | str, depth: int) -> None:
+        """Add the logs of a directory tree (``real`` is ``target`` resolved). Strings, not
+        Paths, inside: a tree of thousands of directories (a Claude Code home) would spend
+        more on pathlib than on the system calls."""
+        if depth >= _MAX_DEPTH:
+            return
+        here, resolved = str(target), str(real)
+        state = os.path.join(here, "session-state")
+        if os.path.isdir(state):
+            self._token_records(here)
+            self._directory(state, os.path.join(resolved, "session-state"), depth + 1)
+            return
+        try:
+            with os.scandir(here) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            self.found.problems.append((here, f"cannot list directory: {exc.strerror}"))
+            return
+        in_state = os.path.basename(here) == "session-state"
+        sessions_here = False
+        for entry in entries:
+            linked = entry.is_symlink()
+            real_child = os.path.realpath(entry.path) if linked else f"{resolved}/{entry.name}"
+            if entry.is_file():
+                if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
+                    child = Path(entry.path)
+                    self._log(child, child.stem, real_child, entry.stat())
+            elif entry.is_dir() and entry.name != "otel":
+                events = os.path.join(entry.path, _EVENTS)
+                seen = _regular_file(events)
+                if seen is not None:
+                    self._log(Path(events), entry.name, f"{real_child}/{_EVENTS}", seen)
+                    if linked:
+                        self._home_of(real_child)
+                    sessions_here = True
+                    continue
+                if in_state:
+                    # A session directory's log is its events.jsonl alone: what lies deeper
+                    # (files/, checkpoints/, snapshots) is the session's work, and can hold
+                    # .jsonl files of the user's own.
+                    self.found.problems.append(
+                        (entry.path, "session directory has no events.jsonl")
+                    )
+                    continue
+                self._directory(entry.path, real_child, depth + 1)
+        if sessions_here:
+            self._home_of(os.path.join(resolved, "session"))
+        if not in_state and os.path.isfile(os.path.join(here, "session-store.db")):
+            self._token_records(here)
+
+    def _log(
+        self, path: Path, hint: str, real: Path | str, seen: os.stat_result | None = None
+    ) -> None:
+        what = sniff(path)
+        if what is EMPTY:
+            self.found.problems.append((str(path), EMPTY))
+        elif what is not None:
+            self.found.not_logs.append((str(path), what))
+            return
+        log = LogFile(path, hint, str(real), seen)
+        agent = agent_of(path) if what is None else COPILOT
+        if agent == COPILOT:
+            self.found.logs.append(log)
+        elif agent is None:
+            self.found.not_logs.append((str(path), _NO_AGENT))
+        else:
+            self.found.agent_logs.append((agent, log))
+
+    def _home_of(self, session: Path | str) -> None:
+        """A session inside a Copilot home gets that home's token records (``session`` is
+        resolved)."""
+        state = os.path.dirname(session)
+        if os.path.basename(state) == "session-state":
+            self._token_records(os.path.dirname(state))
+
+    def _token_records(self, where: Path | str) -> None:
+        """Per-call token records kept beside the session logs in a Copilot home (once)."""
+        if str(where) in self._homes:
+            return
+        self._homes.add(str(where))
+        home, found = Path(where), self.found
+        store = home / "session-store.db"
+        if store.is_file() and not _listed(store, found.stores):
+            found.stores.append(store)
+        otel = home / "otel"
+        if otel.is_dir():
+            found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
+
+
+def _regular_file(path: str) -> os.stat_result | None:
+    """The stat of ``path`` if it is a regular file (symlinks followed), else None."""
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return None
+    return seen if stat.S_ISREG(seen.st_mode) else None
+
+
+def _listed(path: Path, paths: list[Path]) -> bool:
+    """Whether ``path`` is already in ``paths`` (however either was spelled)."""
+    return any(path.resolve() == known.resolve() for known in paths)
+
+
+#: Bytes ``sniff`` reads from the start of a file: enough for a line or several.
+SNIFF_BYTES = 4096
+#: The largest file ``sniff`` reads whole to tell a JSON document (an SDK capture) apart.
+_DOCUMENT_BYTES = 256 * 2**20
+#: ``sniff``'s word for a file of 0 bytes (a problem, not a reason to set the file aside).
+EMPTY = "the log is empty (0 bytes): no events in it yet"
+_NAME_A_LOG = "name an events.jsonl file, a session directory or a Copilot home"
+
+
+def sniff(path: Path) -> str | None:
+    """What a file is when it is not a session log, from its first bytes; None for a log.
+
+    A log is JSON lines: one event object per line. Its first ``SNIFF_BYTES`` are read (a
+    byte order mark, NUL bytes left by a crash and blank lines are read past, as the scanner
+    does): a line that opens a JSON object (``{"``) makes it a log, whatever else is damaged,
+    so the scanner reports its lines; a ``.json`` file is looked at further, as it may be an
+    SDK capture written on one line. Otherwise the file is one JSON document (an SDK
+    capture, which ``capture-to-log`` converts, or another), binary data, or text; the
+    answer says so and what to run instead. A file of 0 bytes is ``EMPTY``. A file that
+    cannot be read is left to the scanner, which reports why. Costs one read of a few kB
+    per log (about 20 µs)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    if not head:
+        return EMPTY
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n\x00")
+    if text.startswith(b'{"'):
+        if path.suffix != ".json":
+            return None
+        first, *rest = text.split(b"\n", 1)
+        return _capture_line(first) if rest or len(head) < SNIFF_BYTES else _document(path)
+    lines = text.split(b"\n")
+    if not text or any(line.lstrip(b" \t\r\x00").startswith(b'{"') for line in lines):
+        return None  # blank lines only, or a damaged first line: the scanner reports them
+    if text[:1] in (b"{", b"["):
+        return _document(path)
+    try:
+        head.decode("utf-8")
+        binary = b"\x00" in head
+    except UnicodeDecodeError as error:
+        binary = error.start < len(head) - 3  # not only a character cut by the read's end
+    if binary:
+        return f"binary data, not a session log (JSON lines); {_NAME_A_LOG}"
+    return f"text, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
+
+
+#: The agents whose logs agentcost reads, as the ``agent`` column names them.
+COPILOT, CLAUDE_CODE, CODEX = "copilot", "claude-code", "codex"
+_NO_AGENT = (
+    "JSON lines, but not the session log of an agent agentcost reads (Copilot CLI, Claude "
+    f"Code, Codex CLI); {_NAME_A_LOG}"
+)
+
+
+def agent_of(path: Path) -> str | None:
+    """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
+    (an event with a dotted ``type``), Claude Code or Codex (each agent module's
+    ``recognizes``), else None. A file none of whose first lines decodes is left to the
+    Copilot scanner, which reports each line (a damaged log is a log). A line is read whole
+    up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta`` carries the whole system prompt)."""
+    from analytics.agents import claude_code, codex
+
+    try:
+        with open(path, "rb") as file:
+            for _ in range(_LINES_TRIED):  # read no further than the line that decides
+                raw = file.readline(_FIRST_LINE_BYTES)
+                if not raw:
+                    break
+                value = _object(raw)
+                if value is None:
+                    continue
+                kind = value.get("type")
+                if isinstance(kind, str) and "." in kind:
+                    return COPILOT
+                if claude_code.recognizes(value):
+                    return CLAUDE_CODE
+                if codex.recognizes(value):
+                    return CODEX
+                return COPILOT if "data" in value else None
+    except OSError:
+        return COPILOT
+    return COPILOT
+
+
+def _object(raw: bytes) -> dict[str, object] | None:
+    """A log line decoded, if it is a JSON object (a byte order mark and NULs read past)."""
+    line = raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x00")
+    if not line.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+#: What ``agent_of`` reads: the first lines of a file, each up to this many bytes.
+_LINES_TRIED = 8
+_FIRST_LINE_BYTES = 4 * 2**20
+
+
+def _capture_line(line: bytes) -> str | None:
+    """A whole first line: an SDK capture written on one line, or a log's event (None)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return _what_document(value)
+
+
+def _document(path: Path) -> str | None:
+    """A file whose text opens a JSON value without being JSON lines: what the value is, or
+    None when the file is no JSON document (a damaged log, left to the scanner)."""
+    try:
+        if path.stat().st_size > _DOCUMENT_BYTES:
+            return None
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return _what_document(value) or (
+        f"one JSON document, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
+    )
+
+
+def _what_document(value: object) -> str | None:
+    """An SDK capture (an object with an ``events`` array and no event ``type``), or None."""
+    if isinstance(value, dict) and "type" not in value and isinstance(value.get("events"), list):
+        return (
+            "an SDK capture, not a session log; convert it with agentcost capture-to-log "
+            "FILE OUT, or measure it with agentcost validate FILE"
+        )
+    return None
+
+
+def _plural(count: int, noun: str) -> str:
+    """``noun`` for ``count`` of it (``1 file``, ``2 files``)."""
+    return noun if count == 1 else f"{noun}s"

@@ -1,0 +1,112 @@
+"""What decides a stored result, as one digest: agentcost's code, the libraries that shape
+its tables and text (polars, rich), and each input by its identity on disk.
+
+Both caches key on these digests: the result cache (``result_cache.py``: whole analyses and
+groups of sessions) and the output cache (``output_cache.py``: a command's printed output).
+Nothing here imports polars or rich, so a warm command can find its stored output before
+paying polars' import (about 0.2 s, more than the rest of a warm run).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+from analytics import __version__
+from analytics.agents.discover import Found
+
+#: An input: its path, and what discovery saw of it (None: stat it now).
+Input = tuple[str, os.stat_result | None]
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+#: What in the package decides a result: its Python, the native scanner, the bundled tables.
+_CODE = frozenset({".py", ".so", ".pyd", ".toml"})
+
+
+def tree_key(found: Found) -> str | None:
+    """The digest of everything an analysis of ``found`` reads: each log file (by resolved
+    path), session store (with its ``-wal``) and OTel export, and the problems discovery
+    reported (files set aside as not logs included); None when an input cannot be
+    inspected. A command's output key and the result cache's key both start from it, so it
+    is worked out once per discovery (the last one's is kept: ``found`` is not changed once
+    discovered)."""
+    if _LAST and _LAST[0][0] is found:
+        return _LAST[0][1]
+    logs = [*found.logs, *(log for _, log in found.agent_logs)]
+    inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in logs]
+    for store in found.stores:
+        inputs += [(str(store), None), (f"{store}-wal", None)]
+    inputs += [(str(export), None) for export in found.otel]
+    key = digest("tree", inputs, json.dumps([found.problems, found.not_logs]))
+    _LAST[:] = [(found, key)]
+    return key
+
+
+#: The last discovery ``tree_key`` worked on, and its key.
+_LAST: list[tuple[Found, str | None]] = []
+
+
+def digest(kind: str, inputs: list[Input], extra: str) -> str | None:
+    """SHA-256 over agentcost's code, ``LIBRARIES``, ``inputs`` and ``extra``; None when an input
+    cannot be inspected. An input is identified by size, ``mtime_ns``, ``ctime_ns`` and
+    inode: ``ctime`` changes on every write and cannot be set back, so a file rewritten with
+    its old size and mtime still changes the digest. An absent input counts as absent."""
+    lines = [f"{kind} {__version__} {_libraries()}\n", *_code()]
+    for path, seen in inputs:
+        try:
+            stat = seen or os.stat(path)
+        except FileNotFoundError:
+            lines.append(f"absent {path}\n")
+            continue
+        except OSError:
+            return None
+        lines.append(
+            f"input {path} {stat.st_size} {stat.st_mtime_ns} {stat.st_ctime_ns} {stat.st_ino}\n"
+        )
+    lines.append(extra)
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+@functools.cache
+def _code() -> tuple[str, ...]:
+    """One line per file of the ``analytics`` package that decides a result (``_CODE``): its
+    size and mtime."""
+    lines = []
+    for code in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _CODE):
+        stat = code.stat()
+        lines.append(f"code {code.relative_to(_PACKAGE)} {stat.st_size} {stat.st_mtime_ns}\n")
+    return tuple(lines)
+
+
+#: The installed libraries whose code shapes what agentcost stores or prints: polars (every
+#: table) and rich (the text tables).
+LIBRARIES = ("polars", "rich")
+
+
+@functools.cache
+def _libraries() -> str:
+    """The installed ``LIBRARIES``, without importing them: the name and mtime of each entry
+    of their installation folders that belongs to one (the package, polars' native runtime,
+    their ``*.dist-info``, whose names carry the versions). Installing another version, or
+    the same one again, changes it."""
+    entries = []
+    folders = {folder for library in LIBRARIES if (folder := _folder(library))}
+    for folder in sorted(folders):
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                name = entry.name.lstrip("_").lower()
+                if name.startswith(LIBRARIES):
+                    entries.append(f"{entry.name}@{entry.stat().st_mtime_ns}")
+    return "libraries " + " ".join(sorted(entries))
+
+
+def _folder(library: str) -> str | None:
+    """The folder ``library`` is installed in (found without importing it), or None."""
+    spec = importlib.util.find_spec(library)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)

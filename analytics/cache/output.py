@@ -1,0 +1,147 @@
+"""A command's whole output, replayed when nothing it depends on has changed.
+
+A warm ``agentcost analyze`` of an unchanged tree would load the stored analysis, price it and
+render it again, to print the same text as last time. Stored here, that text is found in
+start-up, discovery and one read: polars is never imported (its import alone takes about
+0.2 s, more than the rest of a warm run).
+
+An output is stored under a digest (``fingerprints.digest``) of agentcost's code, the
+installed polars and rich, the key of its inputs (``fingerprints.tree_key``, the result
+cache's key: each log, session store and OTel export by identity on disk, and the problems
+discovery reported), and every option that shapes the output: the command's own, the
+timezone the output is shown in (named, or the machine's), the width and colour of a
+terminal a table is drawn for, and the identity of any rate-table file named. A stored
+output is what the command printed, on stdout (or into ``--output``) and stderr, and how it
+exited; only a run that got that far is stored, so a replay is exactly what running the
+command again would print.
+
+The report commands use it (``analyze``, ``daily``/``weekly``/``monthly``, ``top``,
+``compare``, ``issues``, and the first screen, whose key holds today's date); ``watch``,
+``statusline`` and ``budget`` do not, since the clock and a live session decide what they
+show; nor ``export`` and ``report``, which write files.
+
+Each output is one file: a JSON line (stderr lines, exit status, whether there is a report),
+then the report's text. Writes go aside and are renamed into place; anything unreadable is a
+miss, a cache that cannot be written is skipped, and the ``KEEP`` most recently used are
+kept, within ``BUDGET_BYTES``. ``agentcost --no-cache`` uses none of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from analytics.agents.discover import Found
+from analytics.cache import fingerprints
+from analytics.cache.location import cache_dir
+
+#: Bump when the stored file changes shape.
+FORMAT = 1
+#: Outputs kept, and the bytes they may take together; the least recently used go first.
+KEEP = 32
+BUDGET_BYTES = 512 * 1024 * 1024
+#: Larger reports are not stored (a ``--calls`` of years of logs): disk, not time, decides.
+LIMIT_BYTES = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one run of a command printed: ``report`` (stdout, or the ``--output`` file; None
+    when it wrote none), the lines it wrote on stderr, and its exit status."""
+
+    report: str | None
+    notes: tuple[str, ...] = ()
+    status: int = 0
+
+
+class OutputCache:
+    """Stored outputs under ``root`` (default: ``cache_dir()``), one file per key."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or cache_dir()) / f"outputs-v{FORMAT}"
+
+    def key(self, command: str, found: Found, options: Mapping[str, object]) -> str | None:
+        """The key of ``command`` run with ``options`` on ``found``; None when an input
+        cannot be inspected. ``options`` must hold everything besides the inputs that shapes
+        the output (a value JSON cannot encode counts by its ``str``)."""
+        tree = fingerprints.tree_key(found)
+        if tree is None:
+            return None
+        extra = json.dumps([command, options], sort_keys=True, default=str)
+        return fingerprints.digest("output", [], f"{tree} {extra}")
+
+    def load(self, key: str) -> Output | None:
+        """The output stored under ``key``, or None (missing or unreadable)."""
+        path = self.root / key
+        try:
+            data = path.read_bytes()
+            head, _, body = data.partition(b"\n")
+            meta = json.loads(head)
+            notes, status, has_report = meta["notes"], meta["status"], meta["report"]
+            report = body.decode("utf-8") if has_report else None
+            os.utime(path)  # most recently used: kept longest
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+            return None
+        if not isinstance(status, int) or isinstance(status, bool):
+            return None
+        return Output(report, tuple(notes), status)
+
+    def save(self, key: str, output: Output) -> None:
+        """Store ``output`` under ``key`` (best effort); drop the least recently used."""
+        body = (output.report or "").encode("utf-8")
+        if len(body) > LIMIT_BYTES:
+            return
+        meta = {"notes": list(output.notes), "status": output.status}
+        head = json.dumps(meta | {"report": output.report is not None}).encode()
+        temporary = self.root / f".{key}.{uuid.uuid4().hex}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with temporary.open("wb") as stored:  # no copy of a report of MBs to join them
+                stored.write(head + b"\n")
+                stored.write(body)
+            temporary.replace(self.root / key)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            return
+        self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        """Keep the ``KEEP`` most recently used outputs, within ``BUDGET_BYTES``."""
+        with contextlib.suppress(OSError):
+            stored = [
+                (entry.path, entry.stat())
+                for entry in os.scandir(self.root)
+                if not entry.name.startswith(".")
+            ]
+            stored.sort(key=lambda kept: kept[1].st_mtime_ns, reverse=True)
+            total = 0
+            for rank, (path, stat) in enumerate(stored):
+                total += stat.st_size
+                if rank >= KEEP or (rank and total > BUDGET_BYTES):
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+
+
+def file_options(spec: str) -> list[object]:
+    """The identity of each file an option naming files (``--rates A+B``, ``--rates A,B``)
+    may refer to, for a key: its path and stat, or that it is not a file. The files' text
+    decides the output as much as the option does."""
+    seen: list[object] = []
+    for part in [spec, *re.split(r"[+,]", spec), *(p.strip() for p in spec.split(","))]:
+        path = os.path.abspath(part)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            seen.append([path, None])
+            continue
+        seen.append([path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino])
+    return seen

@@ -1,0 +1,2 @@
+"""Pricing: rate tables, the vendor tables, model names across sellers, and dollars for calls
+and sessions."""

@@ -1,0 +1,285 @@
+"""CALLS with tokens -> PRICED calls and sessions, beside the bill the log itself records.
+
+Pricing has one entry point: :func:`price_calls` prices each call, and :func:`price_analysis`
+prices the calls the same way and sums them per session, exactly, beside the log's own charge
+(``totalNanoAiu``: USD = nano-AIU / 1e11). The CLI, the HTML report and the notebooks all go
+through them, so a call costs the same in every view. ``pricing.price_by_table`` is the engine
+underneath: one table's prices, nothing else. Under the
+``github-copilot`` table (alone or extended, ``github-copilot+FILE``) two more sources of
+prices apply, each named in the call's ``cost_source``:
+
+* ``log_rates``: a Copilot-billed model the table lacks is priced from the prices the logs
+  themselves quote (``log_rates.py``), from whichever session quoted them (``price_from``
+  names the line);
+* ``byok_provider``: a bring-your-own-key call (``is_byok``) is not billed by Copilot (its
+  ``billed_usd`` is 0); what the user pays is its provider's list price, from the first bundled
+  vendor table that knows the model (``BYOK_TABLES``), else it is unpriced, never $0;
+* ``vendor_api``: a call of another agent (``agent`` "claude-code", "codex") is not billed by
+  Copilot either; it is priced the same way, at its vendor's API list price: what the calls
+  would cost on the API (a subscription user pays no per-token bill: an API-equivalent cost).
+
+A session with an unpriced call says so (``unpriced_calls``, ``unpriced_models``) and its
+``cost_usd`` covers only the priced calls; ``cost_source`` tells which figure a reader should
+use: ``rates`` (every call priced by the table), ``log_rates`` / ``byok_provider`` /
+``vendor_api`` (every call priced, some that way), ``billed`` (some Copilot-billed calls
+unpriced, but the log's bill covers the session), ``partial`` (a lower bound) or ``unpriced``
+(no call priced, no bill to use).
+``cost_minus_billed_usd`` compares what Copilot charges (BYOK calls: 0) with the bill. Sessions
+also get the sums of their calls' tokens (``calls_input_tokens``, ``calls_output_tokens``) and how
+many calls' tokens were observed, calibrated or estimated (``token_sources``), so an estimate is
+never shown as a fact.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+import polars as pl
+
+from analytics.agents.copilot.log_prices import learned_rate_table
+from analytics.core.pricing.call_costs import AGENT_COSTS, nano_aiu_usd, price_by_table
+from analytics.core.pricing.rates import (
+    RateTable,
+    add_missing_models,
+    load_rate_table,
+    merge_rate_tables,
+)
+from analytics.core.schema import COSTS, MONEY
+
+#: The table whose prices are Copilot's own: the log's prices and BYOK apply under it.
+COPILOT_TABLE = "github-copilot"
+#: The ``agent`` of Copilot's own calls; other agents' calls are priced at vendor list prices.
+COPILOT_AGENT = "copilot"
+#: Vendor tables a BYOK call's model is looked up in, first match wins.
+BYOK_TABLES = ("anthropic", "openai", "google", "openrouter", "deepseek")
+
+_PARTS = [
+    "input_cost_usd",
+    "cache_read_cost_usd",
+    "cache_write_cost_usd",
+    "output_cost_usd",
+    "request_cost_usd",
+]
+_SOURCES = ("observed", "calibrated", "estimated")
+_CALL = "__call"
+
+
+def price_analysis(
+    calls: pl.DataFrame,
+    sessions: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(priced calls, sessions with costs) under ``table``.
+
+    ``calls`` are CALLS + CALL_TOKENS (``is_byok`` included); ``log_prices`` the prices the
+    logs quote (``schema.LOG_PRICES``), used for Copilot-billed models ``table`` lacks when
+    ``table`` is ``github-copilot``.
+    """
+    priced = price_calls(calls, table, model_map=model_map, log_prices=log_prices)
+    return priced, _sessions(priced, sessions, is_copilot_table(table))
+
+
+def price_calls(
+    calls: pl.DataFrame,
+    table: RateTable,
+    *,
+    model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``calls`` with the ``schema.COSTS`` columns and ``billed_usd``, each call priced by the
+    prices that apply to it (see the module docstring): the one way to price calls.
+
+    ``calls`` are CALLS + CALL_TOKENS, or any frame with the columns
+    ``pricing.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
+    calls are then Copilot-billed, with no bill); Claude Code and Codex calls' usage columns
+    add ``pricing.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
+    quote, used under ``github-copilot`` for models it lacks.
+
+    >>> from analytics.core.pricing.rates import load_rate_table
+    >>> calls = pl.DataFrame({"model": ["claude-sonnet-4-5"], "input_tokens": [4000],
+    ...     "cache_read_tokens": [0], "cache_write_tokens": [3000], "output_tokens": [100],
+    ...     "reasoning_tokens": [0], "start_time": [None], "user_initiated": [True],
+    ...     "cache_write_1h_tokens": [2000]})
+    >>> price_calls(calls, load_rate_table("anthropic"))["cache_write_cost_usd"].item()
+    Decimal('0.015750000000000000')
+    """
+    return _price_each(calls, table, model_map or {}, log_prices)
+
+
+def is_copilot_table(table: RateTable) -> bool:
+    """Whether ``table`` is the bundled ``github-copilot`` table, alone or extended."""
+    return table.name.split("+")[0] == COPILOT_TABLE
+
+
+@functools.cache
+def _byok_tables() -> tuple[RateTable, dict[str, str]]:
+    """(the ``BYOK_TABLES`` as one table in dollars, an earlier table winning a shared name;
+    the vendor table of each of its model ids)."""
+    tables = [load_rate_table(name) for name in BYOK_TABLES]
+    merged = tables[-1]
+    vendor = {m.id: tables[-1].name for m in merged.models}
+    for earlier in reversed(tables[:-1]):
+        merged = merge_rate_tables(merged, earlier)
+        vendor |= {m.id: earlier.name for m in earlier.models}
+    return merged, vendor
+
+
+def _price_each(
+    calls: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str],
+    log_prices: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """Every call priced by the prices that apply to it (see the module docstring)."""
+    if not is_copilot_table(table):
+        return _billed(price_by_table(calls, table, model_map=model_map))
+    learned = learned_rate_table(log_prices) if log_prices is not None else None
+    copilot = table if learned is None else add_missing_models(table, learned)
+    own = {m.id for m in table.models}
+    from_log = {m.id: m.source for m in copilot.models if m.id not in own}
+    byok = _not_billed_by_copilot(calls)
+    indexed = calls.with_row_index(_CALL)
+    own_key = indexed.filter(byok)
+    together = _relabel(
+        price_by_table(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
+    )
+    if own_key.height:  # most logs have no BYOK call: no second pricing, no re-sort
+        provider, vendor = _byok_tables()
+        by_provider = price_by_table(own_key, provider, model_map=model_map)
+        source = pl.when(_other_agent(by_provider)).then(pl.lit("vendor_api"))
+        by_provider = _relabel(by_provider, vendor, source.otherwise(pl.lit("byok_provider")))
+        together = pl.concat([together, by_provider])
+        together = together.sort(_CALL)
+    together = together.drop(_CALL)
+    return _billed(
+        together.with_columns(
+            pl.lit(table.name).alias("rates"),
+            pl.when(pl.col("cost_source") == "rates")
+            .then(pl.lit(table.name))
+            .otherwise(pl.col("price_from"))
+            .alias("price_from"),
+        )
+    )
+
+
+def _relabel(
+    priced: pl.DataFrame, origins: Mapping[str, str | None], source: str | pl.Expr
+) -> pl.DataFrame:
+    """Calls priced by a model of ``origins`` (model id -> where its price is from) get
+    ``cost_source`` ``source`` and that ``price_from``; the others keep theirs."""
+    matched = pl.col("priced_model").is_in(list(origins)) & pl.col("cost_usd").is_not_null()
+    return priced.with_columns(
+        pl.when(matched)
+        .then(pl.lit(source) if isinstance(source, str) else source)
+        .otherwise(pl.col("cost_source"))
+        .alias("cost_source"),
+        pl.when(matched)
+        .then(
+            pl.col("priced_model").replace_strict(origins, default=None, return_dtype=pl.String())
+        )
+        .otherwise(pl.col("price_from"))
+        .alias("price_from"),
+    )
+
+
+def _billed(priced: pl.DataFrame) -> pl.DataFrame:
+    """``billed_usd``: the log's bill of each call (null without one); 0 for a BYOK call, which
+    Copilot never bills."""
+    nano = "billed_nano_aiu"
+    bill = nano_aiu_usd(pl.col(nano)) if nano in priced.columns else pl.lit(None, dtype=MONEY)
+    bill = pl.when(_is_byok(priced)).then(bill.fill_null(0)).otherwise(bill)
+    added = [*COSTS, *(c for c in AGENT_COSTS if c in priced.columns)]
+    return priced.with_columns(bill.cast(MONEY).alias("billed_usd")).select(
+        *(c for c in priced.columns if c not in added), *added, "billed_usd"
+    )
+
+
+def _other_agent(calls: pl.DataFrame) -> pl.Expr:
+    """Whether each call is another agent's than Copilot's (``agent``); calls of a frame without
+    that column are Copilot's."""
+    if "agent" not in calls.columns:
+        return pl.lit(False)
+    return (pl.col("agent") != COPILOT_AGENT).fill_null(False)
+
+
+def _not_billed_by_copilot(calls: pl.DataFrame) -> pl.Expr:
+    """Calls Copilot does not bill: bring-your-own-key calls and other agents' calls."""
+    return _is_byok(calls) | _other_agent(calls)
+
+
+def _is_byok(calls: pl.DataFrame) -> pl.Expr:
+    """Whether each call is bring-your-own-key (``is_byok``); calls of a frame without that
+    column are Copilot-billed."""
+    return pl.col("is_byok").fill_null(False) if "is_byok" in calls.columns else pl.lit(False)
+
+
+def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl.DataFrame:
+    """Each session's calls summed exactly and set beside its bill."""
+    unpriced = pl.col("cost_usd").is_null()
+    any_priced = pl.col("cost_usd").is_not_null().any()
+    byok = _not_billed_by_copilot(priced) if copilot else pl.lit(False)
+    # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls and other
+    # agents' calls nothing.
+    charged = pl.col("cost_usd").filter(~byok)
+    per_session = priced.group_by("session_id").agg(
+        pl.col("rates").first(),
+        *(pl.when(any_priced).then(pl.col(part).sum()).alias(part) for part in _PARTS),
+        pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
+        unpriced.sum().alias("unpriced_calls"),
+        (unpriced & byok).sum().alias("_unpriced_byok"),
+        pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
+        *(
+            (pl.col("cost_source") == source).any().alias(f"_{source}")
+            for source in ("log_rates", "byok_provider", "vendor_api")
+        ),
+        # Only models the table has no price for: a priced model whose tokens are unknown
+        # leaves its call without a cost too, but it is not unpriced.
+        pl.col("model")
+        .filter(pl.col("priced_model").is_null())
+        .drop_nulls()
+        .unique()
+        .sort()
+        .alias("unpriced_models"),
+        *(
+            pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
+            for c in ("input_tokens", "output_tokens")
+        ),
+        pl.struct(*((pl.col("token_source") == s).sum().alias(s) for s in _SOURCES)).alias(
+            "token_sources"
+        ),
+    )
+    # A session without calls (say, one whose only call failed) cost nothing: an exact 0.
+    no_calls = pl.col("unpriced_calls").is_null()
+    joined = sessions.join(per_session, on="session_id", how="left").with_columns(
+        nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
+        *(
+            pl.when(no_calls).then(pl.lit(0, dtype=MONEY)).otherwise(pl.col(c)).alias(c)
+            for c in (*_PARTS, "cost_usd", "_charged")
+        ),
+    )
+    complete = pl.col("unpriced_calls").fill_null(0) == 0
+    billed = pl.col("billed_usd").is_not_null()
+    source = (
+        pl.when(complete & pl.col("_byok_provider").fill_null(False))
+        .then(pl.lit("byok_provider"))
+        .when(complete & pl.col("_vendor_api").fill_null(False))
+        .then(pl.lit("vendor_api"))
+        .when(complete & pl.col("_log_rates").fill_null(False))
+        .then(pl.lit("log_rates"))
+        .when(complete)
+        .then(pl.lit("rates"))
+        .when(billed & pl.lit(copilot) & (pl.col("_unpriced_byok") == 0))
+        .then(pl.lit("billed"))
+        .when(pl.col("cost_usd").is_not_null())
+        .then(pl.lit("partial"))
+        .otherwise(pl.lit("unpriced"))
+    )
+    return joined.with_columns(
+        source.alias("cost_source"),
+        pl.when(billed & pl.col("_charged").is_not_null())
+        .then((pl.col("_charged") - pl.col("billed_usd")).cast(MONEY))
+        .alias("cost_minus_billed_usd"),
+    ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider", "_vendor_api")

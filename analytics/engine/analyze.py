@@ -1,0 +1,422 @@
+"""The whole pipeline in one call: find logs, read them, count calls, summarise sessions.
+
+This is the library entry point the CLI and the notebooks use::
+
+    from analytics.engine.analyze import analyze
+    result = analyze([Path("sample_logs")])
+    result.sessions  # one row per session (schema.SESSIONS)
+    result.calls     # one row per LLM call (schema.CALLS)
+
+The stages themselves run in ``analytics.engine.stages`` (in groups of sessions when the events
+need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
+(``analytics.cache.results``), and of a changed one only the groups of sessions whose inputs
+changed are read and analysed again. Each stored analysis is noted as the latest of its inputs
+(the paths asked for), with each group's fingerprint and sessions: the next analysis of those
+paths takes its unchanged groups' rows from it (``pipeline.Previous``), and what priced it
+still prices their sessions (``Analysis.previous``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from analytics.agents.discover import COPILOT, Found, LogFile, discover
+from analytics.cache.results import TABLES, ResultCache
+from analytics.core.schema import (
+    AGENT_CALLS,
+    AGENT_SESSIONS,
+    CALL_TOKENS,
+    CALLS,
+    ISSUES,
+    SESSIONS,
+    combine,
+    conform,
+    with_nulls,
+)
+from analytics.engine.stages import (
+    GROUP_BYTES,
+    GROUP_ISSUES,
+    Previous,
+    Tables,
+    ordered_events,
+    run_stages,
+)
+
+if TYPE_CHECKING:
+    from analytics.agents.copilot.events import Progress
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Every table of one run. ``issues`` lists each problem with its file and line.
+
+    ``events`` is computed on first use: a result loaded from the result cache, or analysed
+    with ``keep_events=False``, reads its events again (``read_events``) only for the
+    commands that need them; ``event_groups`` reads them a group of sessions at a time, in
+    the pipeline's own groups (``groups``: the paths of each group's logs), for per-session
+    work with flat memory.
+    """
+
+    #: CALLS, or what gives them on first use (``calls``): a stored result's are decoded only
+    #: for the commands that read them (``analyze`` shows the priced sessions kept beside).
+    calls_source: pl.DataFrame | Callable[[], pl.DataFrame] = field(repr=False, compare=False)
+    sessions: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    log_prices: pl.DataFrame  # every price the logs quote (schema.LOG_PRICES): all sessions'
+    found: Found
+    read_events: Callable[[Sequence[LogFile]], pl.DataFrame] = field(repr=False, compare=False)
+    kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+    groups: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
+    #: The result cache and key this whole analysis is stored under (None: not stored, or
+    #: restricted by ``only``): what priced it is kept there too (``analytics.cache.repriced``).
+    stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
+    #: The Claude Code and Codex sessions' context items, folded with their calls (see
+    #: ``_with_agents``; ``agents.contract.as_events`` makes them EVENTS rows when events are
+    #: read): never read again, kept whole, or None.
+    agent_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+    #: The key of the previous stored analysis of the same paths, and the sessions whose
+    #: tables are the same in both (their groups' fingerprints are; perhaps none): what
+    #: priced that one still prices these (``analytics.cache.repriced``), and rows rendered for it
+    #: may serve again (``analytics.cache.rendered_rows``). None when this one was not analysed
+    #: anew, or there is no previous one.
+    previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per LLM call (schema.CALLS with tokens)."""
+        source = self.calls_source
+        return source if isinstance(source, pl.DataFrame) else source()
+
+    @cached_property
+    def events(self) -> pl.DataFrame:
+        """One row per usable log line (schema.EVENTS) of the sessions analysed, in each
+        session's order."""
+        events = self.kept_events
+        if events is None:
+            events = self.read_events(self.found.logs)
+        if self.agent_events is not None:
+            from analytics.agents.contract import as_events
+
+            events = pl.concat([events, as_events(self.agent_events)], how="vertical")
+        return events.filter(pl.col("session_id").is_in(self.sessions["session_id"].implode()))
+
+    def only(self, session_ids: pl.Series, events: pl.DataFrame | None = None) -> Analysis:
+        """This analysis restricted to the sessions ``session_ids`` (``events``: theirs, when
+        already read; else they are read, or filtered, on first use)."""
+        mine = pl.col("session_id").is_in(session_ids.implode())
+        return Analysis(
+            calls_source=self.calls.filter(mine),
+            sessions=self.sessions.filter(mine),
+            model_metrics=self.model_metrics.filter(mine),
+            issues=self.issues,
+            log_prices=self.log_prices,
+            found=self.found,
+            read_events=self.read_events,
+            kept_events=self.kept_events if events is None else events,
+            groups=self.groups,
+            agent_events=None
+            if events is not None or self.agent_events is None
+            else self.agent_events.filter(mine),
+        )
+
+    def session_groups(self) -> Iterator[Analysis]:
+        """This analysis a group of whole sessions at a time, each with its events read: for
+        per-session work on a large tree with flat memory."""
+        for events in self.event_groups():
+            yield self.only(events["session_id"].unique(), events)
+
+    def event_groups(self) -> Iterator[pl.DataFrame]:
+        """``events``, a group of whole sessions at a time (the groups the pipeline analysed);
+        at least one group. Of each group, the logs of this analysis's sessions are read
+        together, so a session's events are the same as in ``events``."""
+        if self.kept_events is not None or "events" in self.__dict__ or not self.groups:
+            yield self.events
+            return
+        logs = {str(log.path): log for log in self.found.logs}
+        wanted = set(self.sessions["source_files"].explode().drop_nulls().to_list())
+        ids = self.sessions["session_id"].implode()
+        read = False
+        for group in self.groups:
+            chosen = [logs[path] for path in group if path in wanted and path in logs]
+            if chosen:
+                read = True
+                yield self.read_events(chosen).filter(pl.col("session_id").is_in(ids))
+        if self.agent_events is not None and self.agent_events.height:
+            from analytics.agents.contract import as_events
+
+            read = True  # the other agents' sessions: one more group
+            yield as_events(self.agent_events.filter(pl.col("session_id").is_in(ids)))
+        if not read:  # no session: one group, with no events
+            yield self.read_events([])
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which sessions to keep: those starting on ``since``..``until`` (inclusive) in ``zone``,
+    written by one of ``agents`` (all when empty)."""
+
+    since: date | None = None
+    until: date | None = None
+    zone: ZoneInfo | None = None
+    agents: tuple[str, ...] = ()
+
+    def narrows(self) -> bool:
+        """Whether the window leaves any session out."""
+        return bool(self.since or self.until or self.agents)
+
+
+def analyze(
+    paths: Sequence[Path],
+    window: Window | None = None,
+    *,
+    use_cache: bool = False,
+    progress: Progress | None = None,
+    keep_events: bool = True,
+    group_bytes: int = GROUP_BYTES,
+    found: Found | None = None,
+    agent_items: bool = True,
+) -> Analysis:
+    """Analyse the logs under ``paths`` (the Copilot home when empty).
+
+    ``agent_items=False`` leaves out the Claude Code and Codex sessions' context items
+    (their ``events``), which only attribution and the report read: a report of calls and
+    money over a large tree then holds no row per prompt, reply and tool result.
+
+    ``use_cache`` keeps results in ``analytics.cache.location.cache_dir()``: an unchanged set of
+    inputs is loaded, not analysed; otherwise only the groups of sessions whose inputs changed
+    are analysed again. ``progress`` is called with
+    (bytes parsed, bytes to parse) while files are read. ``keep_events=False`` analyses a
+    large tree in groups of sessions (about ``group_bytes`` of logs each), so memory stays
+    flat; ``events`` are then read again if asked for, group by group. ``found``: what
+    ``discover(paths)`` gives, when the caller already has it.
+    """
+    found = found or discover(paths)
+    results = ResultCache() if use_cache else None
+    key = results.key(found) if results else None
+    stored = results.load_lazily(key, ["calls"]) if results and key else None
+    if stored is None:
+        slot, previous = None, None
+        if results and key:
+            slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
+            before = results.recall(slot)
+            previous = Previous.of(before, results.note(before)) if before else None
+        result, ran = _run(found, results, progress, keep_events, group_bytes, previous)
+        if results and key:
+            note = {
+                "groups": [list(group) for group in result.groups],
+                "fingerprints": list(ran.fingerprints),
+                "members": [list(ids) for ids in ran.members],
+            }
+            tables = {name: getattr(result, name) for name in TABLES}
+            if ran.group_issues is not None:
+                tables[GROUP_ISSUES] = ran.group_issues
+            results.save_later(key, tables, note, slot)
+            result = dataclasses.replace(
+                result, stored_as=(results, key), previous=_unchanged(previous, ran)
+            )
+    else:
+        tables, readers, note = stored
+        groups = note.get("groups")
+        result = Analysis(
+            calls_source=functools.partial(
+                _decoded, readers["calls"], found, keep_events, group_bytes
+            ),
+            sessions=tables["sessions"],
+            model_metrics=tables["model_metrics"],
+            issues=tables["issues"],
+            log_prices=tables["log_prices"],
+            found=found,
+            read_events=ordered_events,
+            groups=tuple(tuple(group) for group in groups) if isinstance(groups, list) else (),
+            stored_as=(results, key) if results and key else None,
+            previous=None,  # loaded, not analysed anew
+        )
+    result = _with_agents(result, agent_items)
+    return _within(result, window) if window and window.narrows() else result
+
+
+def _with_agents(result: Analysis, items: bool) -> Analysis:
+    """The analysis with every agent's calls and sessions: Copilot's (from the pipeline or
+    the result cache) marked ``copilot`` with the agent columns the others carry, and the
+    Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
+    never stored in the result cache, whose tables stay Copilot's alone), with their context
+    items (``agent_events``), which ``events`` gives as EVENTS rows, so attribution and the
+    report read them as they read Copilot's events (unless ``items`` is false: then the calls
+    are numbered among themselves, and what priced them is stored under a key of its own,
+    apart from the analysis whose calls stand among their items)."""
+    from analytics.agents import claude_code, codex
+    from analytics.agents.contract import core_tables
+    from analytics.agents.discover import CLAUDE_CODE, CODEX
+
+    readers = {CLAUDE_CODE: claude_code, CODEX: codex}
+    parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
+    for agent, module in readers.items():
+        files = [log.path for name, log in result.found.agent_logs if name == agent]
+        if files:
+            # discovery already found every file (a session's sub-agents too), once each
+            parts.append(core_tables(module.read_files(files, items=items)))
+    source = result.calls_source
+    copilot_sessions = _as_copilot_sessions(result.sessions)
+    others = [calls for calls, _, _, _ in parts]
+
+    def calls() -> pl.DataFrame:
+        mine = source if isinstance(source, pl.DataFrame) else source()
+        copilot = _as_copilot_calls(mine, copilot_sessions)
+        return pl.concat([copilot, *others], how="vertical") if others else copilot
+
+    sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
+    issues = [result.issues, *(i for _, _, i, _ in parts)]
+    events = [e for _, _, _, e in parts if items]
+    stored = result.stored_as
+    if stored is not None and parts and not items:
+        stored = (stored[0], f"{stored[1]}-no-items")
+    return dataclasses.replace(
+        result,
+        stored_as=stored,
+        agent_events=pl.concat(events, how="vertical") if events else None,
+        calls_source=calls,
+        sessions=sessions.sort("start_time", "session_id", nulls_last=True),
+        issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
+    )
+
+
+def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
+    """Copilot SESSIONS with the AGENT_SESSIONS columns (its version is ``copilot_version``)."""
+    return conform(
+        sessions.with_columns(
+            pl.lit(COPILOT).alias("agent"),
+            pl.col("copilot_version").alias("agent_version"),
+            pl.lit(None, pl.String).alias("parent_session_id"),
+            pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
+        ),
+        combine(SESSIONS, AGENT_SESSIONS),
+    )
+
+
+def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Copilot calls with the AGENT_CALLS columns: the agent and its version; the usage
+    fields only the other agents' logs state are null."""
+    versions = sessions.select("session_id", "agent_version")
+    return conform(
+        with_nulls(
+            calls.join(versions, on="session_id", how="left").with_columns(
+                pl.lit(COPILOT).alias("agent")
+            ),
+            {c: t for c, t in AGENT_CALLS.items() if c not in ("agent", "agent_version")},
+        ),
+        combine(CALLS, CALL_TOKENS, AGENT_CALLS),
+    )
+
+
+def _decoded(
+    read: Callable[[], pl.DataFrame], found: Found, keep_events: bool, group_bytes: int
+) -> pl.DataFrame:
+    """A stored result's calls (``read``); if the stored table turns out damaged, those of
+    the logs analysed again, without the cache (the same inputs give the same calls)."""
+    try:
+        return read()
+    except (OSError, pl.exceptions.PolarsError):  # polars raises OSError for a bad LZ4 block
+        return _run(found, None, None, keep_events, group_bytes, None)[0].calls
+
+
+def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
+    """``Analysis.previous``: the previous result's key and the sessions of the groups whose
+    fingerprint it lists (none, when every group changed: its rendered rows may still
+    serve, ``analytics.cache.rendered_rows``)."""
+    if previous is None:
+        return None
+    known = {fingerprint for fingerprint in previous.fingerprints if fingerprint}
+    same = frozenset(
+        session
+        for fingerprint, sessions in zip(ran.fingerprints, ran.members, strict=True)
+        if fingerprint in known
+        for session in sessions
+    )
+    return previous.key, same
+
+
+def _run(
+    found: Found,
+    results: ResultCache | None,
+    progress: Progress | None,
+    keep_events: bool,
+    group_bytes: int,
+    previous: Previous | None,
+) -> tuple[Analysis, Tables]:
+    """Every stage, from the logs to per-call tokens; the discovery problems as issues (files
+    that are not logs as errors). With the pipeline's tables, for what they say of their
+    groups."""
+    tables = run_stages(
+        found,
+        progress,
+        keep_events=keep_events,
+        group_bytes=group_bytes,
+        cache=results,
+        previous=previous,
+    )
+    noted = [(path, "warning", what) for path, what in found.problems]
+    noted += [(path, "error", what) for path, what in found.not_logs]  # unreadable as logs
+    problems = conform(
+        pl.DataFrame(
+            {
+                "file": [path for path, _, _ in noted],
+                "line": [None] * len(noted),
+                "severity": [severity for _, severity, _ in noted],
+                "message": [message for _, _, message in noted],
+            },
+            schema_overrides={"line": pl.Int64},
+        ),
+        ISSUES,
+    )
+    issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
+    analysis = Analysis(
+        calls_source=tables.calls,
+        sessions=tables.sessions,
+        model_metrics=tables.model_metrics,
+        issues=issues.sort("file", "line", "severity", "message", nulls_last=False),
+        log_prices=tables.log_prices,
+        found=found,
+        read_events=ordered_events,
+        kept_events=tables.events,
+        groups=tables.groups,
+    )
+    return analysis, tables
+
+
+def _within(result: Analysis, window: Window) -> Analysis:
+    """Keep the sessions that start inside the window (and are of its agents), and their
+    calls and events."""
+    zone = str(window.zone) if window.zone else "UTC"
+    day = pl.col("start_time").dt.convert_time_zone(zone).dt.date()
+    keep = pl.lit(True)
+    if window.since:
+        keep = keep & (day >= window.since)
+    if window.until:
+        keep = keep & (day <= window.until)
+    if window.agents:
+        keep = keep & pl.col("agent").is_in(list(window.agents))
+    return result.only(result.sessions.filter(keep)["session_id"])
+
+
+def issue_summary(issues: pl.DataFrame) -> str:
+    """One line for stderr: how many issues, how many lost data."""
+    errors = issues.filter(pl.col("severity") == "error").height
+    from analytics.render.text_table import counted
+
+    warnings = issues.height - errors
+    return (
+        f"{counted(issues.height, 'issue')} ({counted(errors, 'error')}, "
+        f"{counted(warnings, 'warning')})"
+    )

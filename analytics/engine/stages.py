@@ -1,0 +1,612 @@
+"""Run every stage, from log files to per-call tokens, in groups of sessions.
+
+Sessions are independent: a session's calls, totals and tokens depend on its own events (and
+its own per-call records) only. So a large tree is analysed a group of files at a time
+(about ``GROUP_BYTES`` of logs each): the group's events are built, turned into calls,
+sessions and tokens, and dropped before the next group is read. Peak memory then follows the
+group size and the result tables, not the size of the tree. Callers that need the events
+themselves (context attribution, the HTML report, exports) ask for one group holding
+everything (``keep_events``).
+
+Files are put in groups by a hash of their session hint (directory name or file stem), so a
+session's files share a group and a group keeps its files from run to run: with a result
+cache, an unchanged group is loaded instead of analysed (``ResultCache.group_key``), and a
+live session costs the re-reading and re-analysis of its own group only. A session whose files
+name it differently (a file with no ``session.start`` beside one that has it) can still land in two
+groups; such groups are merged and analysed again, so grouping never changes a result.
+
+Groups are analysed two at a time (``WORKERS``). The stages after reading are bound by the
+count of polars operations more than by the data: each costs a fixed ~0.1-0.3 ms, part of it
+Python building expressions under the GIL, and the operation itself runs with the GIL
+released. Two groups in flight fill the second core with one group's operations while the
+other builds its next ones: on the 1 GB benchmark tree, cold, in alternating runs, 6.6-7.4 s
+against 8.7-9.2 s with one worker. Results are collected in group order, so the output never
+depends on which group finished first.
+
+With a result cache, the previous whole result of the same paths (``Previous``) also
+serves: a group whose fingerprint (key and records digest) it lists has the same tables, so
+its rows are taken from that one result, read while the changed groups are analysed, instead
+of from a stored result per group.
+
+The stages are imported where they run: a result loaded from the result cache needs none of
+them, and importing them is a tenth of such a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import threading
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from analytics.agents.discover import Found, LogFile
+from analytics.cache.incremental import identities, patch, session_digests
+from analytics.cache.results import TABLES, ResultCache, records_digest
+from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
+
+if TYPE_CHECKING:
+    from analytics.agents.copilot.events import ParsedLog, Progress
+
+#: Log bytes analysed together when events need not be kept. Smaller groups hold less at
+#: once and the stages' joins and windows cost less than linearly more per group; on the
+#: 1 GB benchmark tree 64 MB gave the lowest peak (about 290 MB against 345 MB at 192 MB)
+#: and no slower a run.
+GROUP_BYTES = 64 * 2**20
+#: Groups analysed at once (see the module docstring); each holds its own events meanwhile.
+WORKERS = 2
+#: The table of each group's issues kept beside a whole result (``Tables.group_issues``).
+GROUP_ISSUES = "group_issues"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tables:
+    """What the stages produce; ``events`` is None unless they were asked to be kept.
+    ``groups``: the groups of sessions analysed, as the paths of their logs (``run_stages``
+    sets it), which ``Analysis.event_groups`` reads events back in."""
+
+    calls: pl.DataFrame
+    sessions: pl.DataFrame
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    log_prices: pl.DataFrame
+    events: pl.DataFrame | None
+    groups: tuple[tuple[str, ...], ...] = ()
+    #: Per group (as ``groups``): what decides its tables, its key and the digest of its
+    #: sessions' per-call records (``fingerprint``; None without a result cache), and the
+    #: ids of its sessions. Two runs' groups with one fingerprint have the same tables.
+    fingerprints: tuple[str | None, ...] = ()
+    members: tuple[tuple[str, ...], ...] = ()
+    #: Each group's own issues (ISSUES and ``_group``, its index in ``groups``): the ones a
+    #: later run takes with the group's rows (``Previous``). None with a single group.
+    group_issues: pl.DataFrame | None = None
+
+    @classmethod
+    def of(cls, frames: Mapping[str, pl.DataFrame]) -> Tables:
+        """Tables from stored frames (``result_cache.TABLES``), without events."""
+        return cls(
+            calls=frames["calls"],
+            sessions=frames["sessions"],
+            model_metrics=frames["model_metrics"],
+            issues=frames["issues"],
+            log_prices=frames["log_prices"],
+            events=None,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Previous:
+    """The previous whole result of the same inputs, stored under ``key``, as its note lists
+    its groups: each one's fingerprint (``Tables.fingerprints``) and session ids.
+
+    A group of this run with one of those fingerprints has the tables it had then, so its
+    rows are taken from that result: one read of the whole result, instead of one of each
+    stored group, when a live session changed one group of many.
+    """
+
+    key: str
+    fingerprints: tuple[str | None, ...]
+    members: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, key: str | None, note: Mapping[str, Any] | None) -> Previous | None:
+        """From a result's key and note; None when either is missing or malformed."""
+        fingerprints = note.get("fingerprints") if note else None
+        members = note.get("members") if note else None
+        if not (key and isinstance(fingerprints, list) and isinstance(members, list)):
+            return None
+        if len(fingerprints) != len(members) or not all(
+            isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in members
+        ):
+            return None
+        return cls(
+            key,
+            tuple(f if isinstance(f, str) else None for f in fingerprints),
+            tuple(tuple(ids) for ids in members),
+        )
+
+
+def run_stages(
+    found: Found,
+    progress: Progress | None,
+    *,
+    keep_events: bool,
+    group_bytes: int = GROUP_BYTES,
+    cache: ResultCache | None = None,
+    previous: Previous | None = None,
+) -> Tables:
+    """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
+    ``group_bytes``, each taken from ``previous`` or loaded from ``cache`` when unchanged."""
+    slotted: list[tuple[str | None, list[LogFile]]] = (
+        [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
+    )
+    groups = [logs for _, logs in slotted]
+    observed = _Observed(found, whole=len(groups) > 1)
+    tally = _Tally(progress, sum(_size(log) for log in found.logs))
+
+    def key_of(logs: list[LogFile]) -> str | None:
+        return cache.group_key(logs) if cache and not keep_events else None
+
+    def run(logs: list[LogFile], slot: str | None, key: str | None) -> tuple[Tables, str | None]:
+        stored = _stored(cache, key, observed) if cache and key else None
+        if stored is not None:
+            tally.read(id(logs), sum(_size(log) for log in logs))
+            return stored
+        step = tally.step(id(logs)) if progress else None
+
+        def analyse(chosen: list[LogFile]) -> Tables:
+            tables = _analyse(chosen, step, observed, keep_events)
+            return tables if keep_events else _detached(tables)
+
+        # A patched group is its stored tables (read from disk) and its fresh sessions'
+        # (detached by ``analyse``): nothing in it still points into the scanner's buffers.
+        tables = _patched(cache, slot, logs, analyse, observed) if cache and slot else None
+        if tables is None:
+            tables = analyse(logs)
+        if not (cache and key):
+            return tables, None
+        ids = tables.sessions["session_id"].to_list()
+        records = observed.of(ids)
+        digest = records_digest(records)
+        note = {
+            "sessions": ids,
+            "records": digest,
+            "files": identities(logs),
+            "session_records": session_digests(records),
+        }
+        cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
+        return tables, _fingerprint(key, digest)
+
+    keys = [key_of(logs) for logs in groups]
+    # A lone group is loaded or analysed as before: it reads only its own sessions' records.
+    usable = previous if cache and len(groups) > 1 else None
+    taken = _same_groups(usable, keys, observed) if usable else {}
+    for i in taken:
+        tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
+    todo = [i for i in range(len(slotted)) if i not in taken]
+    # The previous result is read while the changed groups are analysed.
+    with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
+        reading = reader.submit(_Reused.read, cache, usable) if cache and usable and taken else None
+        ran = _run_groups(run, slotted, keys, todo, cache)
+        reused = reading.result() if reading else None
+    if reused is None and taken:  # it could not be read: those groups are loaded after all
+        ran |= {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in taken}
+        taken = {}
+    entries = [
+        reused.entry(groups[i], taken[i])
+        if reused and i in taken
+        else _Entry(groups[i], ran[i][0], ran[i][1], _ids_of(ran[i][0]))
+        for i in range(len(groups))
+    ]
+    merges = _split_sessions([entry.logs for entry in entries], [e.members for e in entries])
+    if merges:
+        gone = set().union(*(indexes for _, indexes in merges))
+        entries = [entry for index, entry in enumerate(entries) if index not in gone]
+        for logs, _ in merges:
+            tables, fingerprint = run(logs, None, key_of(logs))
+            entries.append(_Entry(logs, tables, fingerprint, _ids_of(tables)))
+    parts, group_issues = [], []
+    for entry in entries:
+        if entry.tables is not None:
+            parts.append(entry.tables)
+            group_issues.append(entry.tables.issues)
+        elif reused and entry.previous is not None:
+            group_issues.append(reused.issues_of(entry.previous))
+    kept = {entry.previous for entry in entries if entry.previous is not None}
+    if reused and kept:
+        parts.insert(0, reused.rows(kept))
+    members = tuple(entry.members for entry in entries)
+    combined = _combine(parts, observed.issues([s for ids in members for s in ids]))
+    return dataclasses.replace(
+        combined,
+        groups=tuple(tuple(str(log.path) for log in entry.logs) for entry in entries),
+        fingerprints=tuple(entry.fingerprint for entry in entries),
+        members=members,
+        group_issues=_numbered(group_issues) if len(entries) > 1 else None,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """One group of a run: its logs, its tables (None when taken from the previous result,
+    at index ``previous`` there), its fingerprint and its session ids."""
+
+    logs: list[LogFile]
+    tables: Tables | None
+    fingerprint: str | None
+    members: tuple[str, ...]
+    previous: int | None = None
+
+
+def _run_groups(
+    run: Callable[[list[LogFile], str | None, str | None], tuple[Tables, str | None]],
+    slotted: list[tuple[str | None, list[LogFile]]],
+    keys: list[str | None],
+    todo: list[int],
+    cache: ResultCache | None,
+) -> dict[int, tuple[Tables, str | None]]:
+    """``run`` on the groups ``todo`` (indexes into ``slotted``), ``WORKERS`` at a time."""
+    if min(WORKERS, len(todo)) <= 1:  # one group (a session, a small tree): no thread
+        return {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in todo}
+    # Groups to analyse start first, so their analysis overlaps the loading of the stored
+    # ones (a live session's group would otherwise wait for its turn).
+    held = {i: bool(cache and (key := keys[i]) and cache.holds(key)) for i in todo}
+    with ThreadPoolExecutor(WORKERS) as workers:
+        started = {
+            i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i])
+            for i in sorted(todo, key=held.__getitem__)
+        }
+        return {i: started[i].result() for i in todo}
+
+
+def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
+    """The logs' events in each session's order, for a result that was analysed without them."""
+    from analytics.agents.copilot.events import read_logs
+    from analytics.engine.events import drop_repeats, order_events
+
+    events, _ = drop_repeats(order_events(read_logs(logs).events))
+    return events
+
+
+def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, str | None] | None:
+    """A group's stored tables and fingerprint, if the per-call records of its sessions are
+    unchanged."""
+    stored = cache.load(key)
+    if stored is None:
+        return None
+    tables, note = stored
+    ids, digest = note.get("sessions"), note.get("records")
+    if not isinstance(ids, list) or digest != records_digest(observed.of(ids)):
+        return None
+    return Tables.of(tables), _fingerprint(key, digest)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reused:
+    """The previous result's tables and group issues (``Previous``)."""
+
+    tables: Tables
+    group_issues: pl.DataFrame
+    previous: Previous
+
+    def entry(self, logs: list[LogFile], index: int) -> _Entry:
+        """This run's group ``logs``, taken from the previous result's group ``index``."""
+        previous = self.previous
+        return _Entry(logs, None, previous.fingerprints[index], previous.members[index], index)
+
+    def rows(self, indexes: set[int]) -> Tables:
+        """The previous result's rows of its groups ``indexes``, as one group's tables."""
+        ids = [s for index in sorted(indexes) for s in self.previous.members[index]]
+        mine = pl.col("session_id").is_in(_ids(ids))
+        return Tables(
+            calls=self.tables.calls.filter(mine),
+            sessions=self.tables.sessions.filter(mine),
+            model_metrics=self.tables.model_metrics.filter(mine),
+            issues=self.group_issues.filter(pl.col("_group").is_in(sorted(indexes))).drop("_group"),
+            log_prices=self.tables.log_prices.filter(mine),
+            events=None,
+        )
+
+    def issues_of(self, index: int) -> pl.DataFrame:
+        return self.group_issues.filter(pl.col("_group") == index).drop("_group")
+
+    @classmethod
+    def read(cls, cache: ResultCache, previous: Previous) -> _Reused | None:
+        """``previous``'s tables and group issues (not its note: ``Previous`` was read from
+        it); None when they cannot be read."""
+        read = {name: cache.load_table(previous.key, name) for name in (*TABLES, GROUP_ISSUES)}
+        tables = {name: table for name, table in read.items() if table is not None}
+        if len(tables) < len(read) or "_group" not in tables[GROUP_ISSUES].columns:
+            return None
+        return cls(Tables.of(tables), tables[GROUP_ISSUES], previous)
+
+
+def _same_groups(previous: Previous, keys: list[str | None], observed: _Observed) -> dict[int, int]:
+    """The groups of this run (by ``keys``) that ``previous`` holds with the same
+    fingerprint (the same key, and per-call records that digest the same now): this run's
+    index -> its index there."""
+    where = {f.split(" ")[0]: i for i, f in enumerate(previous.fingerprints) if f}
+    pairs = {}
+    for i, key in enumerate(keys):
+        j = where.get(key) if key else None
+        if key and j is not None:
+            digest = records_digest(observed.of(list(previous.members[j])))
+            if previous.fingerprints[j] == _fingerprint(key, digest):
+                pairs[i] = j
+    return pairs
+
+
+def _ids_of(tables: Tables) -> tuple[str, ...]:
+    return tuple(tables.sessions["session_id"].to_list())
+
+
+def _numbered(issues: list[pl.DataFrame]) -> pl.DataFrame:
+    """Each group's issues with its index (``_group``), in one table."""
+    return pl.concat(
+        [
+            conform(frame, ISSUES).with_columns(pl.lit(index, pl.Int64).alias("_group"))
+            for index, frame in enumerate(issues)
+        ]
+    )
+
+
+def _fingerprint(key: str, records: str) -> str:
+    """What decides a group's tables: its key (code, files) and its records' digest."""
+    return f"{key} {records}"
+
+
+def _patched(
+    cache: ResultCache,
+    slot: str,
+    logs: list[LogFile],
+    analyse: Callable[[list[LogFile]], Tables],
+    observed: _Observed,
+) -> Tables | None:
+    """The slot's previous result brought up to date by analysing only the sessions whose
+    files changed (``incremental.patch``); None when there is none or it does not apply."""
+    previous = cache.recall(slot)
+    stored = cache.load(previous) if previous else None
+    if stored is None:
+        return None
+
+    def tables_of(chosen: list[LogFile]) -> dict[str, pl.DataFrame]:
+        fresh = analyse(chosen)
+        return {name: getattr(fresh, name) for name in TABLES}
+
+    patched = patch(*stored, logs, tables_of, lambda ids: session_digests(observed.of(ids)))
+    return Tables.of(patched) if patched is not None else None
+
+
+def analyse_parsed(parsed: ParsedLog, found: Found) -> Tables:
+    """The tables ``run_stages`` gives for ``found`` (one group), from its logs already read.
+
+    For ``agentcost watch``, which holds a growing log's events and reads only the lines
+    written since (``read_logs(..., resume=...)``): every stage after reading runs again on
+    them, so the result is a fresh analysis of the file.
+    """
+    observed = _Observed(found, whole=False)
+    tables = _stages(parsed, observed, keep_events=False)
+    return _combine([tables], observed.issues(tables.sessions["session_id"].to_list()))
+
+
+def _analyse(
+    logs: Sequence[LogFile],
+    progress: Progress | None,
+    observed: _Observed,
+    keep_events: bool,
+) -> Tables:
+    """Every stage on one group of logs."""
+    from analytics.agents.copilot.events import read_logs
+
+    return _stages(read_logs(logs, progress), observed, keep_events)
+
+
+def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables:
+    """Every stage after reading."""
+    from analytics.agents.copilot.log_prices import log_prices
+    from analytics.engine.events import drop_repeats, order_events, place_model_metrics
+    from analytics.engine.native import fold
+    from analytics.engine.tokens import call_tokens_and_fit, with_call_totals
+
+    events, repeat_issues = drop_repeats(order_events(parsed.events))
+    metrics = place_model_metrics(parsed.model_metrics, events)
+    read_issues = _stack([parsed.issues, repeat_issues], ISSUES)
+    del parsed
+    calls, sessions, orphans, session_issues = fold(events, metrics)
+    call_issues = _stack([orphans, session_issues], ISSUES)
+    records = observed.of(sessions["session_id"].to_list())
+    calls, token_issues, fitted = call_tokens_and_fit(calls, events, sessions, metrics, records)
+    sessions = with_call_totals(sessions, calls, fitted)
+    issues = _stack([read_issues, call_issues, token_issues], ISSUES)
+    prices = log_prices(events, records)
+    return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)
+
+
+class _Tally:
+    """Bytes read so far across the groups in flight, for ``progress`` (which may be called
+    from any worker, one call at a time)."""
+
+    def __init__(self, progress: Progress | None, todo: int) -> None:
+        self._progress = progress
+        self._todo = todo
+        self._read: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def read(self, group: int, now: int) -> None:
+        with self._lock:
+            self._read[group] = now
+            if self._progress:
+                self._progress(min(sum(self._read.values()), self._todo), self._todo)
+
+    def step(self, group: int) -> Progress:
+        return lambda now, _: self.read(group, now)
+
+
+class _Observed:
+    """Per-call token records kept beside the logs (session-store.db rows, OTel spans).
+
+    With several groups they are read once, whole, on first use, and handed to each group for
+    its sessions. With one group (a session, a small tree) only its sessions' store rows are
+    read, as a store may hold years of other sessions. Either way a record's problems are
+    reported only for the sessions analysed (``issues``), so grouping never changes them.
+    """
+
+    def __init__(self, found: Found, *, whole: bool) -> None:
+        self._found = found
+        self._whole = whole
+        self._read_for: dict[tuple[str, ...] | None, tuple[pl.DataFrame, pl.DataFrame]] = {}
+        self._lock = threading.Lock()  # groups in flight share the records read
+
+    def of(self, session_ids: list[str]) -> pl.DataFrame:
+        rows, _ = self._records(session_ids)
+        if not rows.height:  # most trees have no records: no filter to run per group
+            return rows
+        return rows.filter(pl.col("session_id").is_in(_ids(session_ids)))
+
+    def issues(self, session_ids: list[str]) -> pl.DataFrame:
+        """Problems of the records: whole files', and those of the sessions' own rows."""
+        rows, issues = self._records(session_ids)
+        theirs = rows.filter(pl.col("session_id").is_in(_ids(session_ids))).select(
+            pl.col("source_file").alias("file"), pl.col("source_line").alias("line")
+        )
+        return pl.concat(
+            [
+                issues.filter(pl.col("line").is_null()),
+                issues.join(theirs, on=["file", "line"], how="semi"),
+            ]
+        )
+
+    def _records(self, session_ids: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        wanted = None if self._whole else tuple(sorted(session_ids))
+        with self._lock:
+            if wanted not in self._read_for:
+                self._read_for[wanted] = self._read(wanted)
+            return self._read_for[wanted]
+
+    def _read(self, session_ids: tuple[str, ...] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        from analytics.agents.copilot.otel import read_otel_export
+        from analytics.agents.copilot.store import read_session_store
+
+        read = [read_session_store(store, session_ids) for store in self._found.stores]
+        read += [read_otel_export(export) for export in self._found.otel]
+        return (
+            _stack([rows for rows, _ in read], OBSERVED_USAGE),
+            _stack([issues for _, issues in read], ISSUES),
+        )
+
+
+def _detached(tables: Tables) -> Tables:
+    """The group's result tables in memory of their own.
+
+    A string polars takes from the events (a session id, a model, a path) stays a view into
+    the scanner's buffer it came from, and keeps that whole buffer alive. The results of
+    each group are kept while the next groups are analysed, so without this copy (through
+    Arrow IPC in memory: results are a few MB a group) the events of every group stay
+    resident, and peak memory grows with the tree instead of the group (measured on 1 GB:
+    +17 MB a 64 MB group).
+    """
+    return Tables.of({name: _copied(getattr(tables, name)) for name in TABLES})
+
+
+def _copied(frame: pl.DataFrame) -> pl.DataFrame:
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer, compression="uncompressed")
+    buffer.seek(0)
+    return pl.read_ipc(buffer)
+
+
+def _ids(session_ids: list[str]) -> pl.Expr:
+    return pl.lit(pl.Series(session_ids, dtype=pl.String).implode())
+
+
+def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[tuple[str | None, list[LogFile]]]:
+    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint, each
+    with its slot (``count/index``: which group it is, whatever its files are now).
+
+    The number of groups is a power of two (at most the number of logs, rounded up), so it
+    changes only when the tree doubles or halves, and a log stays in its group as other logs
+    grow. No logs at all are one empty group, analysed like any other (to empty tables).
+    """
+    buckets = log_buckets(logs, group_bytes)
+    count = max(buckets.values(), default=0) + 1
+    groups: list[list[LogFile]] = [[] for _ in range(count)]
+    for log in logs:
+        groups[buckets[str(log.path)]].append(log)
+    slotted: list[tuple[str | None, list[LogFile]]] = [
+        (f"{count}/{index}", group) for index, group in enumerate(groups) if group
+    ]
+    return slotted or [(None, [])]
+
+
+def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
+    """Each log's group (by its path): a hash of its session hint, over a power-of-two count."""
+    total = sum(_size(log) for log in logs)
+    count = 1
+    while count * group_bytes < total and count < len(logs):
+        count *= 2
+    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
+
+
+def _size(log: LogFile) -> int:
+    return log.stat.st_size if log.stat else 0
+
+
+def _split_sessions(
+    groups: list[list[LogFile]], members: list[tuple[str, ...]]
+) -> list[tuple[list[LogFile], set[int]]]:
+    """Groups that share a session (``members``: each group's session ids), merged: (their
+    logs together, the group indexes)."""
+    where: dict[str, int] = {}
+    parent = list(range(len(groups)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for index, ids in enumerate(members):
+        for session in ids:
+            if session in where and root(where[session]) != root(index):
+                parent[root(index)] = root(where[session])
+            where.setdefault(session, index)
+    merged: dict[int, set[int]] = {}
+    for index in range(len(groups)):
+        merged.setdefault(root(index), set()).add(index)
+    return [
+        ([log for i in sorted(indexes) for log in groups[i]], indexes)
+        for indexes in merged.values()
+        if len(indexes) > 1
+    ]
+
+
+def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
+    """One set of tables from the groups', in one order whatever the grouping; with the
+    issues of the log's prices, which compare the prices of every group."""
+    from analytics.agents.copilot.log_prices import learned_prices
+
+    prices = _stack([r.log_prices for r in results], LOG_PRICES).sort(
+        "source_file", "source_line", maintain_order=True
+    )
+    price_issues = learned_prices(prices)[1]
+    return Tables(
+        calls=pl.concat([r.calls for r in results]).sort("session_id", "event_seq"),
+        sessions=pl.concat([r.sessions for r in results]).sort(
+            "start_time", "session_id", nulls_last=False
+        ),
+        model_metrics=pl.concat([r.model_metrics for r in results]).sort(
+            "source_file", "source_line", maintain_order=True
+        ),
+        issues=_stack([*(r.issues for r in results), observed_issues, price_issues], ISSUES),
+        log_prices=prices,
+        events=results[0].events if len(results) == 1 else None,
+    )
+
+
+def _stack(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """Concatenate frames of one contract (an empty frame when there are none)."""
+    present = [frame for frame in frames if frame.height]
+    return pl.concat(present) if present else empty(contract)

@@ -1,0 +1,138 @@
+"""Measure the per-call token reconstruction against per-call truth.
+
+Wherever a session has observed per-call tokens (session-store rows, OTel spans, SDK
+``assistant.usage``), the calls are reconstructed again as if those records did not exist
+(``tokens.add_call_tokens(..., use_observed=False)``: calibrated to the shutdown totals where
+the log has them) and compared call by call. The result is the reconstruction's measured
+error, per session and overall; the README quotes it.
+
+Claude Code sessions hold every call's true usage and its content, so they are measured too
+(``corpus.py``): reconstructed from content with only each session's per-model totals known,
+and from content alone (every call estimated, with its 80% interval).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analytics.engine.analyze import Analysis
+from analytics.engine.corpus import corpus_errors
+from analytics.engine.tokens import add_call_tokens
+
+_AGENT = "claude-code"
+
+
+def reconstruction_errors(result: Analysis) -> pl.DataFrame:
+    """One row per observed Copilot call: observed vs reconstructed input tokens and the
+    error.
+
+    Sessions are independent, so they are reconstructed a group at a time
+    (``Analysis.session_groups``): memory follows a group, not the tree.
+    """
+    parts = [_errors(group) for group in result.session_groups()]
+    return pl.concat(parts).sort("session_id", "call_index")
+
+
+def claude_code_errors(result: Analysis, *, with_totals: bool) -> pl.DataFrame:
+    """``corpus.corpus_errors`` of the Claude Code sessions in ``result`` (a group of
+    sessions at a time): with only their per-model totals known, or none."""
+    parts = [
+        corpus_errors(
+            group.calls.filter(pl.col("agent") == _AGENT), group.events, with_totals=with_totals
+        )
+        for group in result.session_groups()
+    ]
+    return pl.concat(parts).sort("session_id", "call_index")
+
+
+def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
+    """(``error_summary`` of the Copilot calls with observed records, then of the Claude Code
+    sessions with their per-model totals (``CLAUDE CODE totals``) and without
+    (``CLAUDE CODE no totals``), by kind of call; the number of calls compared)."""
+    errors = reconstruction_errors(result)
+    corpus = {
+        f"CLAUDE CODE {name}": claude_code_errors(result, with_totals=with_totals)
+        for name, with_totals in (("totals", True), ("no totals", False))
+    }
+    parts = [error_summary(errors)] + [
+        error_summary(found, label, per_session=False)
+        for label, found in corpus.items()
+        if found.height
+    ]
+    compared = errors.height + sum(found.height for found in corpus.values())
+    return pl.concat(parts, how="vertical_relaxed"), compared
+
+
+def _errors(result: Analysis) -> pl.DataFrame:
+    """``reconstruction_errors`` of whole sessions whose events are at hand."""
+    copilot = result.calls.filter(pl.col("agent") != _AGENT)
+    blind, _ = add_call_tokens(
+        copilot, result.events, result.sessions, result.model_metrics, use_observed=False
+    )
+    return _compared(copilot.filter(pl.col("token_source") == "observed"), blind)
+
+
+def _compared(observed: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
+    """Observed calls beside their blind reconstruction, with the absolute error in percent."""
+    return (
+        observed.select(
+            "session_id", "call_index", "kind", "model", pl.col("input_tokens").alias("observed")
+        )
+        .join(
+            blind.select(
+                "session_id",
+                "call_index",
+                pl.col("input_tokens").alias("reconstructed"),
+                pl.col("input_tokens_low").alias("low"),
+                pl.col("input_tokens_high").alias("high"),
+                pl.col("token_source").alias("method"),
+            ),
+            on=["session_id", "call_index"],
+        )
+        .with_columns(
+            ((pl.col("reconstructed") - pl.col("observed")).abs() / pl.col("observed") * 100)
+            .round(2)
+            .alias("abs_error_pct")
+        )
+    )
+
+
+def error_summary(
+    errors: pl.DataFrame, label: str = "ALL", *, per_session: bool = True
+) -> pl.DataFrame:
+    """Per session (unless ``per_session`` is false), then overall by kind of call
+    (``ALL main``, ``ALL subagent``, ...) and for every call (``ALL``; ``label`` names these
+    rows): calls, median, p90 and max error, the share inside the 80% interval."""
+    stats = [
+        *error_stats(),
+        pl.col("observed").sum().alias("observed_input_tokens"),
+        pl.col("reconstructed").sum().alias("reconstructed_input_tokens"),
+        pl.col("method").unique().sort().str.join(",").alias("methods"),
+    ]
+    sessions = errors.group_by("session_id").agg(stats).sort("session_id")
+    per_kind = (
+        errors.group_by(pl.format(f"{label} {{}}", "kind").alias("session_id"))
+        .agg(stats)
+        .sort("session_id")
+    )
+    overall = errors.select(pl.lit(label).alias("session_id"), *stats)
+    parts = [sessions, per_kind, overall] if per_session else [per_kind, overall]
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def error_stats() -> list[pl.Expr]:
+    """Calls, median, p90 and max absolute error of a group of compared calls, and how many
+    carry an 80% interval (``low``, ``high``: the estimated ones) with the share of those
+    whose true input falls inside it (an honest interval holds about 80%)."""
+    with_interval = pl.col("low").is_not_null()
+    inside = (pl.col("observed") >= pl.col("low")) & (pl.col("observed") <= pl.col("high"))
+    return [
+        pl.len().alias("calls"),
+        pl.col("abs_error_pct").median().round(2).alias("median_abs_error_pct"),
+        pl.col("abs_error_pct").quantile(0.9, "nearest").round(2).alias("p90_abs_error_pct"),
+        pl.col("abs_error_pct").max().round(2).alias("max_abs_error_pct"),
+        with_interval.sum().alias("with_interval"),
+        pl.when(with_interval.any())
+        .then((inside.filter(with_interval).mean() * 100).round(1))
+        .alias("inside_interval_pct"),
+    ]

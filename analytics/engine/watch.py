@@ -1,0 +1,361 @@
+"""``agentcost watch``: a live view of one session while its log grows.
+
+The session is the most recently written log under the paths (every agent's home by
+default): a Copilot ``events.jsonl``, a Claude Code session file (a sub-agent's file stands
+for its parent session's) or a Codex rollout. A Claude Code or Codex log is folded again
+natively whenever it (or a sub-agent file of its session) changes (``AgentFollow``): its
+calls state their usage, so the whole fold of one session is a few milliseconds. A Copilot
+log's events are read once and held (``Follow``); each time the file's size or mtime changes,
+only the bytes written since are read (``read_logs(..., resume=...)``: the scan goes on from
+the state the last read ended at, and a half-written last line waits for its newline), the
+new events are appended, and every later stage runs again on the held events
+(``pipeline.analyse_parsed``), so the view is a fresh analysis of the file at the cost of the
+new lines' scan. A file that shrank or was replaced (another inode) is read again from its
+start. Unless the paths name one session (its directory or log), the paths are looked at
+again every ``SWITCH_SECONDS`` and a newer session log, once one is written, is followed
+instead. The screen is redrawn with rich's Live display: calls so far, the current context
+size, cost so far, the last call's cost and a sparkline of input tokens per call. Nothing is
+written inside the session directory. ``q`` (on a terminal) or Ctrl-C quits.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from analytics.agents.discover import CLAUDE_CODE, CODEX, COPILOT, Found, LogFile, discover
+from analytics.core.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from analytics.agents.copilot.events import ParsedLog, ScanState
+
+#: Seconds between looks at the file (and at the keyboard).
+POLL_SECONDS = 0.25
+#: Seconds between looks for a newer session log (when no session was named).
+SWITCH_SECONDS = 2.0
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A session log to follow, and the agent that writes it."""
+
+    agent: str
+    log: LogFile
+
+
+def latest_log(paths: list[Path]) -> Watched:
+    """The most recently written session log of any agent under ``paths`` (every agent's
+    home when empty). A log the user named (a session directory, a file) was not looked at
+    by discovery's listing: it is looked at here. A Claude Code sub-agent's file stands for
+    its session's file, when that exists (the view is of the whole session)."""
+    found = discover(paths)
+    candidates = [(COPILOT, log) for log in found.logs] + found.agent_logs
+    logs = [
+        Watched(agent, seen) for agent, log in candidates if (seen := _seen(log)).stat is not None
+    ]
+    if not logs:
+        where = ", ".join(map(str, paths)) or "the agents' homes"
+        raise InputError(
+            f"no session log under {where}; name a session directory or log, or an agent's home"
+        )
+    newest = max(
+        logs,
+        key=lambda w: (w.log.stat.st_mtime_ns if w.log.stat else 0, str(w.log.path)),
+    )
+    return _parent_session(newest)
+
+
+def _parent_session(watched: Watched) -> Watched:
+    """A Claude Code ``<session>/subagents/agent-*.jsonl`` as its ``<session>.jsonl`` (when
+    that exists); any other log as it is."""
+    path = watched.log.path
+    if watched.agent != CLAUDE_CODE or path.parent.name != "subagents":
+        return watched
+    session = path.parent.parent.with_suffix(".jsonl")
+    if not session.is_file():
+        return watched
+    return Watched(watched.agent, _seen(LogFile(session, session.stem, str(session.resolve()))))
+
+
+def _seen(log: LogFile) -> LogFile:
+    """``log`` with its ``stat`` (None when the file went away meanwhile)."""
+    if log.stat is not None:
+        return log
+    try:
+        return replace(log, stat=os.stat(log.path))
+    except OSError:
+        return log
+
+
+def session_target(log: LogFile) -> Path:
+    """What to analyse for ``log``: its session directory (so the home's session store and
+    OTel exports are read with it), or the file itself when it is a legacy flat log."""
+    return log.path.parent if log.path.name == "events.jsonl" else log.path
+
+
+def names_a_session(path: Path | None) -> bool:
+    """Whether ``path`` is one session (a log file, or a directory holding ``events.jsonl``),
+    which watch keeps to, rather than a home or tree to take the newest session from."""
+    return path is not None and (path.is_file() or (path / "events.jsonl").is_file())
+
+
+class AgentFollow:
+    """A Claude Code or Codex session log, folded again whenever it changes: ``update()``
+    says whether it (or a file of its group: a Claude Code session's sub-agent files) did,
+    and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
+
+    def __init__(self, watched: Watched) -> None:
+        from analytics.agents import claude_code, codex
+
+        self.agent = watched.agent
+        self.log = watched.log
+        self._module = {CLAUDE_CODE: claude_code, CODEX: codex}[watched.agent]
+        self._seen: tuple[tuple[str, int, int, int], ...] | None = None
+        self.calls = pl.DataFrame()
+        self.sessions = pl.DataFrame()
+
+    def update(self) -> bool:
+        """Fold the log again if a file of it changed; False when none did (or they are
+        gone for a moment: the last view stays)."""
+        from analytics.agents.contract import core_tables
+
+        files = [file for group in self._module.discover([self.log.path]) for file in group]
+        try:
+            now = tuple(
+                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns) for f in files
+            )
+        except OSError:
+            return False
+        if not files or now == self._seen:
+            return False
+        self._seen = now
+        self.calls, self.sessions, _, _ = core_tables(self._module.read_files(files))
+        return True
+
+
+def follow_of(watched: Watched) -> Follow | AgentFollow:
+    """The follower of a log: incremental for Copilot's, a new fold for the others'."""
+    return Follow(watched.log) if watched.agent == COPILOT else AgentFollow(watched)
+
+
+def agent_session_id(watched: Watched) -> str | None:
+    """The id of the session a Claude Code or Codex log is writing now: of the sessions its
+    fold finds, the one written last (a file can hold several); None when it names none."""
+    follow = AgentFollow(watched)
+    follow.update()
+    sessions = follow.sessions.sort("end_time", "session_id", nulls_last=False)
+    return str(sessions["session_id"][-1]) if sessions.height else None
+
+
+class Follow:
+    """One session log read as it grows: its events so far, and where the read stopped.
+
+    ``update()`` reads the lines written since the last one (all of them the first time, or
+    when the file shrank or was replaced) and says whether the log changed; ``parsed`` is
+    everything read so far, ``found`` the discovery of the session (its per-call records).
+    """
+
+    def __init__(self, log: LogFile) -> None:
+        self.log = log
+        self.found: Found = discover([session_target(log)])
+        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime)
+        self._state: ScanState | None = None
+        self._parts: list[ParsedLog] = []
+
+    def update(self) -> bool:
+        """Read what the log gained; False when it did not change (or is gone for a moment:
+        rotated, rewritten; the last view stays)."""
+        from analytics.agents.copilot.events import read_logs
+
+        try:
+            stat = self.log.path.stat()
+        except OSError:
+            return False
+        now = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if now == self._seen:
+            return False
+        if self._seen is not None and (
+            stat.st_ino != self._seen[0]
+            or (self._state is not None and stat.st_size < self._state.offset)
+        ):
+            self._state, self._parts = None, []  # shrank or replaced: read it again
+        self._seen = now
+        log = LogFile(self.log.path, self.log.session_hint, self.log.real_path, stat)
+        read = read_logs([log], resume=[self._state])
+        self._state = read.ends[0]
+        if read.events.height or read.issues.height or not self._parts:
+            self._parts.append(read)
+        return True
+
+    @property
+    def parsed(self) -> ParsedLog:
+        """Every event, per-model total and issue read so far, in line order."""
+        from analytics.agents.copilot.events import ParsedLog
+
+        if len(self._parts) > 1:
+            self._parts = [
+                ParsedLog(
+                    pl.concat([p.events for p in self._parts]),
+                    pl.concat([p.model_metrics for p in self._parts]),
+                    pl.concat([p.issues for p in self._parts]),
+                )
+            ]
+        return self._parts[0]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the live view shows of one session (money as exact decimals; ``None`` unknown)."""
+
+    session_id: str
+    calls: int
+    context_tokens: int | None  # input tokens of the last call: the context it re-sent
+    cost_usd: Decimal | None  # the priced calls' sum
+    unpriced_calls: int
+    last_cost_usd: Decimal | None
+    estimated: bool  # some tokens are estimates: the costs are too
+    growth: list[int]  # input tokens per call, in order (unknown as 0)
+
+
+def figures(priced_calls: pl.DataFrame) -> Figures | None:
+    """The live view's figures from one log's priced calls (``costs.price_calls``): of its
+    session with the latest call (a file may hold several sessions); ``None`` before any."""
+    if not priced_calls.height:
+        return None
+    latest = priced_calls.sort("start_time", nulls_last=False)["session_id"][-1]
+    calls = priced_calls.filter(pl.col("session_id") == latest).sort("call_index")
+    costs, known = calls["cost_usd"], calls["input_tokens"].drop_nulls()
+    return Figures(
+        session_id=str(latest),
+        calls=calls.height,
+        context_tokens=int(known[-1]) if known.len() else None,
+        cost_usd=Decimal(costs.sum()) if costs.count() else None,
+        unpriced_calls=costs.null_count(),
+        last_cost_usd=costs[-1],
+        estimated=bool((calls["token_source"] == "estimated").any()),
+        growth=calls["input_tokens"].fill_null(0).to_list(),
+    )
+
+
+def sparkline(values: list[int], width: int) -> str:
+    """The last ``width`` values as bars from the smallest (``▁``) to the largest (``█``), so
+    the growth on top of the fixed part shows; all equal is a flat ``▁`` line.
+
+    >>> sparkline([10_000, 10_500, 11_000, 12_000], 10)
+    '▁▃▅█'
+    """
+    tail = pl.Series(values[-width:] if width > 0 else [], dtype=pl.Int64)
+    low, high = tail.min(), tail.max()
+    if not isinstance(low, int) or not isinstance(high, int) or high == low:
+        return _BARS[0] * tail.len()
+    levels = ((tail - low) * (len(_BARS) - 1) / (high - low)).round().cast(pl.Int64)
+    return "".join(_BARS[level] for level in levels.to_list())
+
+
+def view(shown: Figures | None, log: Path, width: int) -> RenderableType:
+    """The screen: a small table of figures under the session id."""
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("watching", str(log))
+    if shown is None:
+        table.add_row("", "waiting for the first call…")
+    else:
+        mark = "~" if shown.estimated else ""
+        unpriced = f" (+{shown.unpriced_calls} without a cost)" if shown.unpriced_calls else ""
+        table.add_row("session", shown.session_id)
+        table.add_row("calls so far", f"{shown.calls:,}")
+        context = "-" if shown.context_tokens is None else f"{mark}{shown.context_tokens:,}"
+        table.add_row("context now", f"{context} input tokens")
+        table.add_row("cost so far", f"{_usd(shown.cost_usd, mark)}{unpriced}")
+        table.add_row("last call", _usd(shown.last_cost_usd, mark, unknown="no cost"))
+        span = f"  {shown.growth[0]:,} → {shown.growth[-1]:,}" if shown.growth else ""
+        table.add_row("growth", sparkline(shown.growth, max(width - 40, 1)) + span)
+    table.add_row("", "q or Ctrl-C quits")
+    return table
+
+
+def _usd(amount: Decimal | None, mark: str, unknown: str = "unpriced") -> str:
+    return unknown if amount is None else f"{mark}${amount:,.4f}"
+
+
+def run(
+    log: Watched,
+    analyse: Callable[[Follow | AgentFollow], Figures | None],
+    console: Console,
+    *,
+    newest: Callable[[], Watched] | None = None,
+    poll: float = POLL_SECONDS,
+    switch: float = SWITCH_SECONDS,
+) -> None:
+    """Show ``analyse(follow)`` live, again whenever ``log`` grows, until ``q`` (or Ctrl-C,
+    which raises ``KeyboardInterrupt`` to the caller). With ``newest`` (the newest log under
+    the watched paths), a newer log is followed instead once one appears."""
+    from rich.live import Live
+
+    follow = follow_of(log)
+    looked = time.monotonic()
+    with Live(console=console, auto_refresh=False, transient=False) as live, _keys() as key:
+        while True:
+            if newest is not None and time.monotonic() - looked >= switch:
+                looked = time.monotonic()
+                latest = _newest(newest)
+                if latest is not None and latest.log.path != follow.log.path:
+                    follow = follow_of(latest)
+            if follow.update():
+                shown = view(analyse(follow), follow.log.path, console.width)
+                live.update(shown, refresh=True)
+            if key(poll) in ("q", "Q"):
+                return
+
+
+def _newest(newest: Callable[[], Watched]) -> Watched | None:
+    """The newest log, or None when there is none for a moment."""
+    try:
+        return newest()
+    except InputError:
+        return None
+
+
+@contextmanager
+def _keys() -> Iterator[Callable[[float], str]]:
+    """A function that waits up to a timeout for one key of stdin (``""`` if none); on a
+    terminal, keys arrive unbuffered and the terminal is restored on exit."""
+    if not sys.stdin.isatty():
+
+        def wait(timeout: float) -> str:
+            time.sleep(timeout)
+            return ""
+
+        yield wait
+        return
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+
+    def read(timeout: float) -> str:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return os.read(fd, 1).decode(errors="replace") if ready else ""
+
+    try:
+        yield read
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)

@@ -1,1 +1,0 @@
-"""Readers for vendor log formats. The only code that knows a vendor's on-disk layout."""
