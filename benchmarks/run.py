@@ -280,7 +280,7 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "group of sessions, whose stored result is brought up to date by analysing that "
             "log's session again (`analytics/cache/incremental.py`); the other groups' rows come "
             "from the previous whole result, and only that group's sessions are priced again "
-            "(`pipeline.Previous`, `cache/repriced.py`). The profile at the end shows where "
+            "(`stages.Previous`, `cache/repriced.py`). The profile at the end shows where "
             "the time and the memory go, stage by stage.",
             "",
             "## Do the tools agree?",

@@ -134,7 +134,7 @@ def test_the_real_corpus_by_kind_of_call(real_logs: Path) -> None:
 def test_the_growth_chart_draws_a_claude_code_sessions_reconstruction(tmp_path: Path) -> None:
     """Issue 19: observed and reconstructed lines together wherever both exist."""
     from analytics.engine.analyze import analyze
-    from analytics.render.html_report import with_reconstruction
+    from analytics.engine.validate import with_reconstruction
     from analytics.render.plots import context_growth_spec
 
     _write(tmp_path / "p" / "cc-1.jsonl", SESSION)

@@ -3,7 +3,7 @@ whose files changed are analysed again, and the result equals a fresh analysis.
 
 Each test analyses a copy of ``sample_logs`` (five sessions, one group; its session store
 left out unless said) with the result cache, changes it as a live session would, and
-analyses it again. Which logs the stages read is observed by wrapping ``pipeline._analyse``.
+analyses it again. Which logs the stages read is observed by wrapping ``stages._analyse``.
 """
 
 from __future__ import annotations

@@ -18,14 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from analytics.agents.copilot.log_prices import (
-    learned_prices,
-    learned_rate_table,
-    learned_toml,
-    log_prices,
-)
+from analytics.agents.copilot.log_prices import log_prices
 from analytics.cli.commands import app
 from analytics.core.errors import AgentcostError
+from analytics.core.pricing.learned import learned_prices, learned_rate_table, learned_toml
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table, load_rates, parse_rate_table
 from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded

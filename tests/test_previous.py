@@ -1,5 +1,5 @@
 """A changed tree takes its unchanged groups from the previous result of the same paths
-(``pipeline.Previous``), and prices only the sessions that changed (``analytics.cache.repriced``).
+(``stages.Previous``), and prices only the sessions that changed (``analytics.cache.repriced``).
 
 Each test analyses a copy of ``sample_logs`` (five sessions, a session store) in groups of
 about one byte (three groups here) with the result cache, changes it as a live session

@@ -113,7 +113,7 @@ ONE_ENTRY_LOGS = (
 
 def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) -> None:
     """Pricing has one entry point: the per-call costs that the HTML report's charts and the
-    notebooks show (``costs.price_calls``, and the report's own per-group pricing), summed per
+    notebooks show (``price.price_calls``, and the report's own per-group pricing), summed per
     session, are the sessions table's costs, BYOK and log-priced calls included. The Copilot
     table prices every model these logs quote, so it is also tried without those models, which
     the log's own prices then price."""

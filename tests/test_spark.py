@@ -1,4 +1,4 @@
-"""The engine inside Spark (``analytics.core.spark``, local[2]): the same dataset as each person's
+"""The engine inside Spark (``analytics.engine.spark``, local[2]): the same dataset as each person's
 ``agentcost export``, row for row and byte for byte; bad input as ``issues`` rows, never a
 failed job; Spark SQL period reports equal DuckDB's.
 
@@ -91,7 +91,7 @@ def datasets(
     spark: SparkSession, team: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Path, str]:
     """(each person's export into one directory, the Spark job's dataset, its summary)."""
-    from analytics.core.spark import run
+    from analytics.engine.spark import run
 
     exported = tmp_path_factory.mktemp("exported")
     for home in sorted(team.iterdir()):
@@ -163,7 +163,7 @@ def test_a_retried_task_writes_its_files_once(tmp_path: Path) -> None:
     """Stage 2 of a task run twice (an executor died, Spark ran it again) writes the same
     bytes under the same names: the second run changes no file."""
     from analytics.core.dataset import Who
-    from analytics.core.spark import _ipc, analyse_task, plan_tasks, write_task
+    from analytics.engine.spark import _ipc, analyse_task, plan_tasks, write_task
 
     (task,), _ = plan_tasks([str(SAMPLE_LOGS)])
     tables = analyse_task(task)

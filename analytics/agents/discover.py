@@ -55,6 +55,14 @@ class Found:
     #: ``analytics.agents`` rather than the Copilot pipeline. (agent, log) pairs.
     agent_logs: list[tuple[str, LogFile]] = field(default_factory=list)
 
+    def agent_of_file(self) -> dict[str, str]:
+        """The agent of each file read (logs, session stores, OTel exports), by path: what
+        the team dataset files an issue of that file under."""
+        agents = {str(log.path): COPILOT for log in self.logs}
+        agents.update({str(path): COPILOT for path in (*self.stores, *self.otel)})
+        agents.update({str(log.path): agent for agent, log in self.agent_logs})
+        return agents
+
 
 def copilot_home() -> Path:
     """``$COPILOT_HOME`` or ``~/.copilot``."""

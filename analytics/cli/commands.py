@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
@@ -23,9 +22,9 @@ from analytics.core.errors import AgentcostError, InputError, StrictModeError, U
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
-    from analytics.agents.discover import Found
     from analytics.cache.output import OutputCache
     from analytics.engine.analyze import Analysis, Window
+    from analytics.engine.inputs import Found
 
 app = typer.Typer(
     name="agentcost",
@@ -309,8 +308,8 @@ def _report_issues(
 def _issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
     """What ``_report_issues`` prints on stderr: first a line for each file that is not a
     log or is empty (what was read is not what the reader meant), then the count."""
-    from analytics.agents.discover import EMPTY
     from analytics.engine.analyze import issue_summary
+    from analytics.engine.inputs import EMPTY
 
     if not result.issues.height:
         return []
@@ -429,9 +428,9 @@ class _Replays(NamedTuple):
         without a word, except those keyed here in their own way: the format, the zone
         (named or the machine's), the output file (only its effect on a table's colour),
         the logs' spellings, the terminal a table is drawn for, and rate-table files."""
-        from analytics.agents.discover import discover
         from analytics.cache.output import OutputCache, file_options
         from analytics.core.timezones import local_zone
+        from analytics.engine.inputs import discover
 
         shapes = {name: value for name, value in options.items() if name not in _KEYED_APART}
 
@@ -771,29 +770,12 @@ def _active(watched: Watched) -> str | None:
     the session by its own id, whichever agent writes it."""
     import time
 
-    from analytics.agents.discover import COPILOT
-    from analytics.engine.watch import agent_session_id
+    from analytics.engine.watch import session_name
 
     log = watched.log
     if log.stat is None or time.time() - log.stat.st_mtime > 600:
         return None
-    named = _session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
-    return f"session {(named or log.session_hint)[:8]}"
-
-
-def _session_id(log: LogFile) -> str:
-    """The ``sessionId`` the log's ``session.start`` (its first line) names, else the
-    session hint (its directory or file name): a copied or renamed session directory is
-    still named as Copilot names it."""
-    import json
-
-    try:
-        with open(log.path, "rb") as file:
-            first = json.loads(file.readline(1 << 20))
-        named = first["data"]["sessionId"] if first.get("type") == "session.start" else None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        named = None
-    return named if isinstance(named, str) and named else log.session_hint
+    return f"session {session_name(watched)[:8]}"
 
 
 # --- commands: validate ---
@@ -808,11 +790,12 @@ def validate(
     wide: WideOpt = False,
 ) -> None:
     """Measure the per-call token reconstruction against observed per-call records."""
+    from analytics.engine.inputs import captures_as_logs
     from analytics.engine.validate import validation_summary
     from analytics.render import report
 
     try:
-        with _captures_as_logs(paths) as logs:
+        with captures_as_logs(paths) as logs:
             result = _load(ctx, logs, keep_events=False)
             summary, compared = validation_summary(result)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
@@ -826,112 +809,6 @@ def validate(
         )
     except AgentcostError as error:
         _fail(error)
-
-
-@contextmanager
-def _captures_as_logs(paths: list[Path] | None) -> Iterator[list[Path] | None]:
-    """``paths`` with each SDK capture (a ``.json`` document) converted, in a temporary
-    directory, into the log and ``session-store.db`` the CLI would have written."""
-    from analytics.agents.copilot.sdk_capture import is_capture, read_capture
-
-    if not paths or not any(is_capture(p) for p in paths):
-        yield paths
-        return
-    import tempfile
-
-    from analytics.agents.copilot.simulate import write_capture_tree
-
-    with tempfile.TemporaryDirectory(prefix="agentcost-capture-") as tmp:
-        logs = []
-        for n, path in enumerate(paths):
-            home = Path(tmp) / str(n)
-            if is_capture(path):
-                write_capture_tree(home, read_capture(path))
-            logs.append(home if is_capture(path) else path)
-        yield logs
-
-
-@app.command("capture-to-log")
-def capture_to_log(
-    capture: Annotated[Path, typer.Argument(help="An SDK capture: JSON with an 'events' array.")],
-    out: Annotated[Path, typer.Argument(help="Directory to write the Copilot home into.")],
-) -> None:
-    """Write an SDK capture as the events.jsonl the CLI would have written (ephemeral events
-    dropped, the shutdown added) and a session-store.db with each call's true usage."""
-    from analytics.agents.copilot.sdk_capture import read_capture
-    from analytics.agents.copilot.simulate import write_capture_tree
-
-    try:
-        written = write_capture_tree(out, read_capture(capture))
-        _say(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
-    except AgentcostError as error:
-        _fail(error)
-
-
-# --- commands: simulate ---
-
-
-@app.command()
-def simulate(
-    out: Annotated[Path, typer.Argument(help="Directory to write session-state/ and truth into.")],
-    seed: Annotated[int, typer.Option(help="Random seed: same seed, identical files.")] = 0,
-    sessions: Annotated[
-        int | None, typer.Option(help="Number of sessions. Default: 10 unless --size-mb.")
-    ] = None,
-    size_mb: Annotated[
-        float | None,
-        typer.Option("--size-mb", help="Generate sessions until session-state/ has this many MB."),
-    ] = None,
-    store: Annotated[
-        bool, typer.Option("--store/--no-store", help="Also write session-store.db (call rows).")
-    ] = False,
-    calls: Annotated[str, typer.Option(help="Main LLM calls per session, LOW-HIGH.")] = "4-40",
-    model: Annotated[
-        list[str] | None,
-        typer.Option(help="Main model and its share, NAME=SHARE (repeatable). Default: a mix."),
-    ] = None,
-    subagent_probability: Annotated[
-        float, typer.Option(help="Chance that a tool-using main call spawns a sub-agent.")
-    ] = 0.08,
-    resume_probability: Annotated[
-        float, typer.Option(help="Chance that a later prompt starts a new process (a resume).")
-    ] = 0.1,
-    crash_probability: Annotated[
-        float, typer.Option(help="Chance that a session's last process crashes mid-call.")
-    ] = 0.05,
-    compaction_threshold: Annotated[
-        int, typer.Option(help="Prompt tokens at which the context is compacted.")
-    ] = 120_000,
-    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")] = "2026-08-03",
-    timezone: Annotated[str, typer.Option(help="IANA timezone of the simulated user.")] = "UTC",
-) -> None:
-    """Write simulated Copilot CLI session logs with exact per-call ground truth."""
-    from analytics.agents.copilot import simulate as sim
-    from analytics.render.text_table import counted
-
-    try:
-        params = sim.SimulationParams(
-            seed=seed,
-            sessions=sessions if sessions is not None or size_mb is not None else 10,
-            target_size_mb=size_mb,
-            calls_per_session=sim.parse_range(calls, "--calls"),
-            models=sim.parse_model_shares(model) if model else sim.SimulationParams.models,
-            subagent_probability=subagent_probability,
-            resume_probability=resume_probability,
-            crash_probability=crash_probability,
-            compaction_threshold=compaction_threshold,
-            start=start,
-            timezone=timezone,
-        )
-        summary = sim.simulate(out, params, store=store)
-    except AgentcostError as error:
-        _fail(error)
-    megabytes = summary.bytes_written / 1e6
-    _say(
-        f"wrote {counted(summary.sessions, 'session')}, {counted(summary.llm_calls, 'LLM call')}, "
-        f"{megabytes:.1f} MB "
-        f"to {out} in {summary.seconds:.1f} s ({megabytes / max(summary.seconds, 1e-9):.0f} MB/s)"
-    )
 
 
 # --- commands: reports ---
@@ -979,11 +856,10 @@ def report(
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Mapping
 
     import polars as pl
 
-    from analytics.agents.discover import LogFile
     from analytics.core.blocks import Burn
     from analytics.core.budget import Budget, BudgetStatus
     from analytics.core.periods import Breakdown, Period
@@ -1491,9 +1367,9 @@ def export(
 ) -> None:
     """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
     UTC day): idempotent, one file per session, safe beside other people's exports."""
-    from analytics.agents.discover import default_targets
     from analytics.core.dataset import Who, check_target, resolve_user, this_host
     from analytics.core.export import export_analysis
+    from analytics.engine.inputs import default_targets
 
     try:
         check_target(directory)
@@ -1539,7 +1415,7 @@ def spark(
 ) -> None:
     """Run the engine inside Spark over many people's logs and write the team dataset
     (needs the spark extra: pip install 'agentcost[spark]')."""
-    from analytics.core.spark import run
+    from analytics.engine.spark import run
 
     try:
         changes = run([str(path) for path in paths], output, rates=rates, master=master)
@@ -1562,7 +1438,7 @@ def rates_learn(
     show_issues: ShowIssuesOpt = False,
 ) -> None:
     """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
-    from analytics.agents.copilot.log_prices import learned_toml
+    from analytics.core.pricing.learned import learned_toml
 
     try:
         result = _load(ctx, paths, keep_events=False)

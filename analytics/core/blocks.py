@@ -61,7 +61,7 @@ class Burn:
 
 
 def usage_blocks(priced_calls: pl.DataFrame, now: datetime) -> pl.DataFrame:
-    """One row per 5-hour block of ``priced_calls`` (``costs.price_calls`` output), oldest
+    """One row per 5-hour block of ``priced_calls`` (``price.price_calls`` output), oldest
     first; ``active`` marks the block ``now`` falls in (see the module docstring)."""
     calls = priced_calls.filter(pl.col("start_time").is_not_null()).sort("start_time")
     if not calls.height:

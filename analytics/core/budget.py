@@ -174,7 +174,7 @@ def budget_status(
     zone: ZoneInfo,
     today: date,
 ) -> BudgetStatus:
-    """``budget`` against the calls of its month up to ``today`` (``costs.price_analysis``
+    """``budget`` against the calls of its month up to ``today`` (``price.price_analysis``
     output), days in ``zone``."""
     start, end = budget_month(today, budget.start_day if budget else 1)
 

@@ -16,19 +16,10 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analytics.agents.discover import COPILOT, Found
 from analytics.core.dataset import Changes, Who, data_files, dataset_frames, run_key, write_files
 
 if TYPE_CHECKING:
     from analytics.engine.analyze import Analysis
-
-
-def agent_of_file(found: Found) -> dict[str, str]:
-    """The agent of each file discovery read (logs, session stores, OTel exports)."""
-    agents = {str(log.path): COPILOT for log in found.logs}
-    agents.update({str(path): COPILOT for path in (*found.stores, *found.otel)})
-    agents.update({str(log.path): agent for agent, log in found.agent_logs})
-    return agents
 
 
 def export_analysis(
@@ -44,7 +35,7 @@ def export_analysis(
     """Write (or, with ``plan``, plan) the dataset files of one priced analysis of
     ``inputs`` (the paths it read) under ``directory``."""
     frames = dataset_frames(
-        priced_calls, priced_sessions, result.issues, who, agent_of_file(result.found)
+        priced_calls, priced_sessions, result.issues, who, result.found.agent_of_file()
     )
     key = run_key(who, inputs)
     return write_files(directory, data_files(frames, key), plan=plan, issues_key=key)

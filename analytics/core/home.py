@@ -40,7 +40,7 @@ def home_screen(
 ) -> HomeScreen:
     """The first screen's figures for ``today`` in ``zone`` (up to its end; all time: every call).
 
-    ``priced_calls``/``priced_sessions`` are ``costs.price_analysis`` output.
+    ``priced_calls``/``priced_sessions`` are ``price.price_analysis`` output.
     """
     starts = [
         ("today", today, "agentcost daily"),

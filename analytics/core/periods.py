@@ -65,7 +65,7 @@ def period_report(
 ) -> PeriodReport:
     """Totals per ``period`` of ``zone`` (and per ``by``), over calls starting ``since``..``until``.
 
-    ``priced_calls`` are ``costs.price_analysis`` calls; ``sessions`` needs ``session_id``,
+    ``priced_calls`` are ``price.price_analysis`` calls; ``sessions`` needs ``session_id``,
     ``repository``, ``cwd`` and ``billed_nano_aiu``. A call without a start time has no
     period (null) and is kept unless a window is given.
     """

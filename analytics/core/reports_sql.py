@@ -270,7 +270,7 @@ def spark_report(
     until: date | None = None,
 ) -> PeriodReport:
     """The period report of the dataset at ``directory`` (any path Spark reads), computed by
-    Spark SQL (the session's time zone must be UTC, as ``analytics.core.spark.session`` sets)."""
+    Spark SQL (the session's time zone must be UTC, as ``analytics.engine.spark.session`` sets)."""
     zone = _checked_zone(zone)
     spark.read.parquet(f"{directory}/calls").createOrReplaceTempView("calls")
 

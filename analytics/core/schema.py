@@ -280,7 +280,7 @@ OBSERVED_USAGE: dict[str, pl.DataType] = {
 #: (``session.usage_record``, compaction usage; ``token_details_json`` of store rows) that has
 #: ``costPerBatch`` and ``batchSize``. ``cost_per_batch`` is nano-AIU per ``batch_size`` tokens,
 #: as exact decimal text; ``token_type`` is input | cache_read | cache_write | output. Copilot
-#: bills ``totalNanoAiu = sum(tokenCount x costPerBatch / batchSize)`` (see ``log_rates.py``).
+#: bills ``totalNanoAiu = sum(tokenCount x costPerBatch / batchSize)`` (``pricing.learned``).
 LOG_PRICES: dict[str, pl.DataType] = {
     **PROVENANCE,
     "session_id": pl.String(),
@@ -291,7 +291,7 @@ LOG_PRICES: dict[str, pl.DataType] = {
     "batch_size": pl.Int64(),
 }
 
-#: Cost columns added by ``pricing.py`` (exact decimals; null when the model is unpriced).
+#: Cost columns added by ``call_costs.py`` (exact decimals; null when the model is unpriced).
 #: ``cost_source`` says which prices gave the cost: ``rates`` (the table), ``log_rates`` (the
 #: log's own Copilot prices, for a model the table lacks) or ``byok_provider`` (a bring-your-own-
 #: key call at its provider's list price); null when unpriced. ``price_from`` names them: the

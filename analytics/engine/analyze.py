@@ -12,7 +12,7 @@ need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed
 (``analytics.cache.results``), and of a changed one only the groups of sessions whose inputs
 changed are read and analysed again. Each stored analysis is noted as the latest of its inputs
 (the paths asked for), with each group's fingerprint and sessions: the next analysis of those
-paths takes its unchanged groups' rows from it (``pipeline.Previous``), and what priced it
+paths takes its unchanged groups' rows from it (``stages.Previous``), and what priced it
 still prices their sessions (``Analysis.previous``).
 """
 

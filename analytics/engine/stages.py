@@ -87,7 +87,7 @@ class Tables:
 
     @classmethod
     def of(cls, frames: Mapping[str, pl.DataFrame]) -> Tables:
-        """Tables from stored frames (``result_cache.TABLES``), without events."""
+        """Tables from stored frames (``results.TABLES``), without events."""
         return cls(
             calls=frames["calls"],
             sessions=frames["sessions"],
@@ -586,7 +586,7 @@ def _split_sessions(
 def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
     """One set of tables from the groups', in one order whatever the grouping; with the
     issues of the log's prices, which compare the prices of every group."""
-    from analytics.agents.copilot.log_prices import learned_prices
+    from analytics.core.pricing.learned import learned_prices
 
     prices = _stack([r.log_prices for r in results], LOG_PRICES).sort(
         "source_file", "source_line", maintain_order=True

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.agents.discover import CLAUDE_CODE, COPILOT
+from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import corpus_errors
 from analytics.engine.tokens import add_call_tokens
-
-_AGENT = "claude-code"
 
 
 def reconstruction_errors(result: Analysis) -> pl.DataFrame:
@@ -38,7 +38,9 @@ def claude_code_errors(result: Analysis, *, with_totals: bool) -> pl.DataFrame:
     sessions at a time): with only their per-model totals known, or none."""
     parts = [
         corpus_errors(
-            group.calls.filter(pl.col("agent") == _AGENT), group.events, with_totals=with_totals
+            group.calls.filter(pl.col("agent") == CLAUDE_CODE),
+            group.events,
+            with_totals=with_totals,
         )
         for group in result.session_groups()
     ]
@@ -65,7 +67,7 @@ def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
 
 def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
-    copilot = result.calls.filter(pl.col("agent") != _AGENT)
+    copilot = result.calls.filter(pl.col("agent") != CLAUDE_CODE)
     blind, _ = add_call_tokens(
         copilot, result.events, result.sessions, result.model_metrics, use_observed=False
     )
@@ -136,3 +138,41 @@ def error_stats() -> list[pl.Expr]:
         .then((inside.filter(with_interval).mean() * 100).round(1))
         .alias("inside_interval_pct"),
     ]
+
+
+def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
+    """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
+
+    Shown beside observed per-call tokens so the reconstruction's error is visible. Copilot
+    calls are reconstructed from their log (calibrated to its shutdown); Claude Code calls
+    from their content with only the session's per-model totals (``engine.corpus``), since the
+    log holds both; Codex calls are not (null).
+    """
+    rebuilt = []
+    copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
+    if not copilot.is_empty():
+        calls, _ = add_call_tokens(
+            conform(copilot, CALLS),
+            analysis.events,
+            analysis.sessions,
+            analysis.model_metrics,
+            use_observed=False,
+        )
+        rebuilt.append(calls.select("session_id", "call_index", "input_tokens"))
+    claude = analysis.calls.filter(pl.col("agent") == CLAUDE_CODE)
+    if not claude.is_empty():
+        compared = corpus_errors(claude, analysis.events, with_totals=True, min_calls=1)
+        rebuilt.append(
+            compared.select(
+                "session_id", "call_index", pl.col("reconstructed").alias("input_tokens")
+            )
+        )
+    if not rebuilt:
+        return analysis.calls.with_columns(
+            pl.lit(None, pl.Int64).alias("reconstructed_input_tokens")
+        )
+    return analysis.calls.join(
+        pl.concat(rebuilt).rename({"input_tokens": "reconstructed_input_tokens"}),
+        on=["session_id", "call_index"],
+        how="left",
+    )

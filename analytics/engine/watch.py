@@ -9,7 +9,7 @@ log's events are read once and held (``Follow``); each time the file's size or m
 only the bytes written since are read (``read_logs(..., resume=...)``: the scan goes on from
 the state the last read ended at, and a half-written last line waits for its newline), the
 new events are appended, and every later stage runs again on the held events
-(``pipeline.analyse_parsed``), so the view is a fresh analysis of the file at the cost of the
+(``stages.analyse_parsed``), so the view is a fresh analysis of the file at the cost of the
 new lines' scan. A file that shrank or was replaced (another inode) is read again from its
 start. Unless the paths name one session (its directory or log), the paths are looked at
 again every ``SWITCH_SECONDS`` and a newer session log, once one is written, is followed
@@ -20,6 +20,7 @@ written inside the session directory. ``q`` (on a terminal) or Ctrl-C quits.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import sys
@@ -160,6 +161,27 @@ def agent_session_id(watched: Watched) -> str | None:
     return str(sessions["session_id"][-1]) if sessions.height else None
 
 
+def session_name(watched: Watched) -> str:
+    """The id of the session ``watched`` is writing, as its agent names it: a Copilot log's
+    ``session.start`` (its first line), another agent's fold (``agent_session_id``); else
+    the session hint (its directory or file name), so a copied or renamed session directory
+    is still named as its agent names it."""
+    log = watched.log
+    named = _copilot_session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
+    return named or log.session_hint
+
+
+def _copilot_session_id(log: LogFile) -> str | None:
+    """The ``sessionId`` the log's ``session.start`` (its first line) names, if any."""
+    try:
+        with open(log.path, "rb") as file:
+            first = json.loads(file.readline(1 << 20))
+        named = first["data"]["sessionId"] if first.get("type") == "session.start" else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        named = None
+    return named if isinstance(named, str) and named else None
+
+
 class Follow:
     """One session log read as it grows: its events so far, and where the read stopped.
 
@@ -231,7 +253,7 @@ class Figures:
 
 
 def figures(priced_calls: pl.DataFrame) -> Figures | None:
-    """The live view's figures from one log's priced calls (``costs.price_calls``): of its
+    """The live view's figures from one log's priced calls (``price.price_calls``): of its
     session with the latest call (a file may hold several sessions); ``None`` before any."""
     if not priced_calls.height:
         return None

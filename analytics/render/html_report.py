@@ -24,16 +24,15 @@ from typing import Any
 
 import polars as pl
 
-from analytics.agents.discover import CLAUDE_CODE, COPILOT
 from analytics.core.attribution import attribute_context
 from analytics.core.pricing.call_costs import AGENT_COSTS, unpriced_models
 from analytics.core.pricing.compare import table_totals
 from analytics.core.pricing.price import price_analysis, price_calls
 from analytics.core.pricing.rates import RateTable
-from analytics.core.schema import CALLS, COSTS, conform
+from analytics.core.schema import COSTS
 from analytics.engine.analyze import Analysis
-from analytics.engine.corpus import corpus_errors
-from analytics.engine.tokens import add_call_tokens, stated_fixed_part
+from analytics.engine.tokens import stated_fixed_part
+from analytics.engine.validate import with_reconstruction
 from analytics.render.text_table import counted, counted_expr
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
@@ -142,44 +141,6 @@ _SELECTOR_SCRIPT = """<script>
   if (heading) { heading.click(); if (order[2]) { heading.click(); } }
 })();
 </script>"""
-
-
-def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
-    """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
-
-    Shown beside observed per-call tokens so the reconstruction's error is visible. Copilot
-    calls are reconstructed from their log (calibrated to its shutdown); Claude Code calls
-    from their content with only the session's per-model totals (``corpus.py``), since the
-    log holds both; Codex calls are not (null).
-    """
-    rebuilt = []
-    copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
-    if not copilot.is_empty():
-        calls, _ = add_call_tokens(
-            conform(copilot, CALLS),
-            analysis.events,
-            analysis.sessions,
-            analysis.model_metrics,
-            use_observed=False,
-        )
-        rebuilt.append(calls.select("session_id", "call_index", "input_tokens"))
-    claude = analysis.calls.filter(pl.col("agent") == CLAUDE_CODE)
-    if not claude.is_empty():
-        compared = corpus_errors(claude, analysis.events, with_totals=True, min_calls=1)
-        rebuilt.append(
-            compared.select(
-                "session_id", "call_index", pl.col("reconstructed").alias("input_tokens")
-            )
-        )
-    if not rebuilt:
-        return analysis.calls.with_columns(
-            pl.lit(None, pl.Int64).alias("reconstructed_input_tokens")
-        )
-    return analysis.calls.join(
-        pl.concat(rebuilt).rename({"input_tokens": "reconstructed_input_tokens"}),
-        on=["session_id", "call_index"],
-        how="left",
-    )
 
 
 def _by_groups(

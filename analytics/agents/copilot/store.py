@@ -92,7 +92,7 @@ _TEXT_COLUMNS = (
     "finish_reason",
 )
 #: The row's itemised bill, with Copilot's prices (``[{tokenType, tokenCount, costPerBatch,
-#: batchSize}]``, no model: the row's), kept as raw JSON for ``log_rates.py``.
+#: batchSize}]``, no model: the row's), kept as raw JSON for ``log_prices.py``.
 _DETAILS = "token_details_json"
 _READ_COLUMNS = (*_TEXT_COLUMNS, *_COUNT_COLUMNS, "total_nano_aiu", "created_at", _DETAILS)
 

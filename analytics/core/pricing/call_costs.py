@@ -99,7 +99,7 @@ def price_by_table(
     """Return ``calls`` with the ``schema.COSTS`` columns appended (replaced if present), each
     call at ``table``'s prices alone.
 
-    This is the engine under ``costs.price_calls``, the one entry point, which adds the log's
+    This is the engine under ``price.price_calls``, the one entry point, which adds the log's
     own prices and bring-your-own-key pricing under the Copilot table: call that instead.
 
     ``calls`` needs ``model``, ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,

@@ -2,7 +2,7 @@
 
 A seller is a rate table; ``vendor`` is the one that prices each model at its vendor's own
 API (Anthropic, OpenAI, Google, DeepSeek). Tables name models differently, so each table
-prices the calls through the model-equivalence map (``model_equivalence.seller_names``):
+prices the calls through the model-equivalence map (``equivalence.seller_names``):
 Copilot's ``claude-sonnet-4.6`` is priced as OpenRouter's ``anthropic/claude-sonnet-4.6``.
 What each table priced each model as is part of the result, so no column hides a rename.
 """
@@ -151,7 +151,7 @@ def compare_tables(
     """The sessions priced under each table, what each priced each model as, the cheapest.
 
     ``log_prices`` (the prices the logs quote) price what ``github-copilot`` lacks, as in
-    ``costs.price_analysis``. A table that leaves any call unpriced cannot be the cheapest:
+    ``price.price_analysis``. A table that leaves any call unpriced cannot be the cheapest:
     its total is a lower bound.
     """
     estimated = calls.group_by("session_id").agg(

@@ -3,13 +3,13 @@
 Pricing has one entry point: :func:`price_calls` prices each call, and :func:`price_analysis`
 prices the calls the same way and sums them per session, exactly, beside the log's own charge
 (``totalNanoAiu``: USD = nano-AIU / 1e11). The CLI, the HTML report and the notebooks all go
-through them, so a call costs the same in every view. ``pricing.price_by_table`` is the engine
+through them, so a call costs the same in every view. ``call_costs.price_by_table`` is the engine
 underneath: one table's prices, nothing else. Under the
 ``github-copilot`` table (alone or extended, ``github-copilot+FILE``) two more sources of
 prices apply, each named in the call's ``cost_source``:
 
 * ``log_rates``: a Copilot-billed model the table lacks is priced from the prices the logs
-  themselves quote (``log_rates.py``), from whichever session quoted them (``price_from``
+  themselves quote (``learned.py``), from whichever session quoted them (``price_from``
   names the line);
 * ``byok_provider``: a bring-your-own-key call (``is_byok``) is not billed by Copilot (its
   ``billed_usd`` is 0); what the user pays is its provider's list price, from the first bundled
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from analytics.agents.copilot.log_prices import learned_rate_table
 from analytics.core.pricing.call_costs import AGENT_COSTS, nano_aiu_usd, price_by_table
+from analytics.core.pricing.learned import learned_rate_table
 from analytics.core.pricing.rates import (
     RateTable,
     add_missing_models,
@@ -93,9 +93,9 @@ def price_calls(
     prices that apply to it (see the module docstring): the one way to price calls.
 
     ``calls`` are CALLS + CALL_TOKENS, or any frame with the columns
-    ``pricing.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
+    ``call_costs.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
     calls are then Copilot-billed, with no bill); Claude Code and Codex calls' usage columns
-    add ``pricing.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
+    add ``call_costs.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
     quote, used under ``github-copilot`` for models it lacks.
 
     >>> from analytics.core.pricing.rates import load_rate_table

@@ -30,7 +30,7 @@ What the conversion keeps, per model of the vendor's provider entry:
   and :data:`EXTRA_ALIASES`.
 
 Left out: models priced in other units only (audio, images, characters, embeddings-only), the
-batch and service-tier variants (such calls stay unpriced, see ``pricing.STANDARD_TIERS``),
+batch and service-tier variants (such calls stay unpriced, see ``call_costs.STANDARD_TIERS``),
 and file-search (``storage_searches``) charges, which coding agents' logs do not count.
 """
 

@@ -1,6 +1,6 @@
 """The engine inside Spark: many people's logs in, the team dataset (``core.dataset``) out.
 
-``agentcost spark LOGS... --output DIR``, ``python -m analytics.core.spark LOGS... --output DIR``
+``agentcost spark LOGS... --output DIR``, ``python -m analytics.engine.spark LOGS... --output DIR``
 or ``spark-submit <this file> LOGS... --output DIR``. Each of ``LOGS`` is one person's logs
 (a home such as ``homes/alice``, or ``homes/alice/.copilot``); the ``user`` of its rows is
 its own name, leaving out agent directories (``.copilot``, ``session-state``, ...). The paths
@@ -9,20 +9,20 @@ mode, a shared mount on a cluster).
 
 How the work is split, and why the result equals ``agentcost export`` run by each person:
 
-1. The driver discovers each person's logs (``sources.discover``) and cuts them into *units*
+1. The driver discovers each person's logs (``agents.discover``) and cuts them into *units*
    that are analysed whole: a Copilot session directory (with its home's token records), a
    directory of flat Copilot logs, all of one person's Claude Code files (a request copied
    between projects counts once within a home), all of one person's Codex files. Units are
    packed into tasks of about ``TASK_BYTES`` of logs, one person per task. Discovery problems
    (a file that is no log, a path with nothing in it) become ``issues`` rows here.
-2. Stage 1, in the executors (``mapInArrow``): each task runs ``analysis.analyze`` on its
+2. Stage 1, in the executors (``mapInArrow``): each task runs ``analytics.analyze`` on its
    units and answers Arrow IPC blobs: calls, sessions, issues and the prices its logs quote.
    A task whose analysis raises gives an ``issues`` row per file instead: a bad log never
    fails the job.
 3. Cross-session work: a person's calls are priced with every price that person's logs quote
    (as their own export does), so the quoted prices are gathered per user on the driver (a
    few rows) and shipped with stage 2.
-4. Stage 2, in the executors: each task's tables are priced (``costs.price_analysis``, the one
+4. Stage 2, in the executors: each task's tables are priced (``price.price_analysis``, the one
    entry point), shaped by ``dataset.dataset_frames`` and written by ``dataset.write_files``:
    the same files, bytes and names as ``export``. A retried task writes the same bytes under
    the same names, so its output is there once.
@@ -208,9 +208,7 @@ def analyse_task(task: Task) -> dict[str, pl.DataFrame]:
 
 
 def _agents(found: Found) -> pl.DataFrame:
-    from analytics.core.export import agent_of_file
-
-    agents = agent_of_file(found)
+    agents = found.agent_of_file()
     return pl.DataFrame({"file": list(agents), "agent": list(agents.values())})
 
 
@@ -436,9 +434,9 @@ def _quoted(blobs: Any) -> dict[str, bytes]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m analytics.core.spark LOGS... --output DIR`` (and ``spark-submit``)."""
+    """``python -m analytics.engine.spark LOGS... --output DIR`` (and ``spark-submit``)."""
     parser = argparse.ArgumentParser(
-        prog="analytics.core.spark", description=__doc__.split("\n")[0]
+        prog="analytics.engine.spark", description=__doc__.split("\n")[0]
     )
     parser.add_argument("logs", nargs="+", help="one person's logs per path")
     parser.add_argument("--output", required=True, type=Path, help="dataset directory")

@@ -1,0 +1,93 @@
+"""The house's rules, checked on the source: nothing after CALLS imports an agent module.
+
+The flow is agents -> engine -> core -> render -> cli (README, "The house"). What comes after
+CALLS (the core, the renderers and the commands that read logs) sees only the contract
+tables; it never learns how an agent writes its logs. So no module under ``core/``,
+``render/`` or ``cli/`` imports ``analytics.agents`` or anything under it: not at the top,
+not inside a function, not for type checking. The commands reach the agents' files through
+the engine (``engine.inputs``). The one exception is ``cli/tools.py``: ``simulate`` and
+``capture-to-log`` make logs, before CALLS.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "analytics"
+#: The packages whose modules come after CALLS.
+AFTER_CALLS = ("core", "render", "cli")
+#: Modules under those packages that come before CALLS, and why.
+BEFORE_CALLS = {"cli/tools.py": "simulate and capture-to-log write logs"}
+#: The packages of the flow, and what else may sit at the top of ``analytics/``.
+PACKAGES = {"agents", "engine", "core", "render", "cli", "cache", "scanner", "rate_tables"}
+TOP_LEVEL = {"__init__.py", "_scanner.pyi"}
+
+
+def agent_imports(source: str) -> list[str]:
+    """The agent modules ``source`` imports (absolute imports; the package has no relative
+    ones), each as the line's module name.
+
+    >>> agent_imports("from analytics.agents.copilot import events\\nimport polars")
+    ['analytics.agents.copilot']
+    >>> agent_imports("from analytics import agents\\nfrom analytics.core import schema")
+    ['analytics.agents']
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+            if node.module == "analytics":
+                names = [f"analytics.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [name for name in names if name.split(".")[:2] == ["analytics", "agents"]]
+    return found
+
+
+def after_calls() -> list[Path]:
+    """Every module after CALLS."""
+    modules = [p for package in AFTER_CALLS for p in sorted((PACKAGE / package).rglob("*.py"))]
+    return [p for p in modules if p.relative_to(PACKAGE).as_posix() not in BEFORE_CALLS]
+
+
+@pytest.mark.parametrize("module", after_calls(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_nothing_after_calls_imports_an_agent_module(module: Path) -> None:
+    assert agent_imports(module.read_text("utf-8")) == []
+
+
+def test_the_rule_sees_every_kind_of_import() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from analytics.agents.discover import Found\n"
+        "def f():\n"
+        "    import analytics.agents.codex\n"
+        "    from analytics.agents import claude_code\n"
+    )
+    assert agent_imports(source) == [
+        "analytics.agents.discover",
+        "analytics.agents.codex",
+        "analytics.agents",
+    ]
+
+
+def test_the_exceptions_exist() -> None:
+    assert all((PACKAGE / path).is_file() for path in BEFORE_CALLS)
+    assert len(after_calls()) > 20  # the rule has something to check
+
+
+def _holds_source(directory: Path) -> bool:
+    """Whether a directory holds anything but byte code (a deleted package leaves that)."""
+    return any(p.suffix != ".pyc" and p.is_file() for p in directory.rglob("*"))
+
+
+def test_every_module_lives_in_a_package_of_the_flow() -> None:
+    """No flat module creeps back beside the packages."""
+    top = {p.name for p in PACKAGE.iterdir() if p.is_file() or _holds_source(p)}
+    extension = {name for name in top if name.startswith("_scanner.") and name != "_scanner.pyi"}
+    assert top - extension == PACKAGES | TOP_LEVEL
