@@ -1,7 +1,9 @@
-"""The notebooks run top to bottom without an error, in the venv's own kernel."""
+"""The notebooks run top to bottom without an error, in the venv's own kernel, and use only
+the public API (``analytics.__all__``)."""
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
+import analytics
 from tests.conftest import REAL_LOGS, REPO, SAMPLE_LOGS
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -31,6 +34,23 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_uses_only_the_public_api(path: Path) -> None:
+    """Every import of agentcost is ``from analytics import NAME`` with NAME in ``__all__``:
+    a notebook is what a user writes, so it shows the API a user has."""
+    imported = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("analytics"):
+                imported += [(node.module, alias.name) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                imported += [(a.name, "") for a in node.names if a.name.startswith("analytics")]
+    assert imported, path.name
+    assert [i for i in imported if i[0] != "analytics" or i[1] not in analytics.__all__] == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
