@@ -5,10 +5,12 @@ This module is the one place the dataset's tables, columns and types are written
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
-The columns are written out here, not derived from ``analytics.core.schema``: the dataset is read by
-other people's tools, so it changes only with ``VERSION``. ``dataset_frames`` selects exactly
-these columns, so an internal contract that loses one fails the tests (and the README check)
-rather than changing the dataset silently; one that gains a column does not reach it.
+The columns are the core's contracts (``core.schema``, ``pricing.call_costs.AGENT_COSTS``)
+plus what only the dataset holds (who, each call's share of the bill, each session's costs).
+The dataset is read by other people's tools, so it changes only with ``VERSION``: the README's
+table of every column and type is generated from ``TABLES`` and checked by the tests, so a
+contract that gains or loses a column fails them until the README, and ``VERSION``, say so.
+``dataset_frames`` selects exactly these columns.
 
 Layout, under ``DIR``::
 
@@ -53,7 +55,9 @@ from pathlib import Path
 
 import polars as pl
 
-from analytics.core.schema import MONEY, TIMESTAMP
+from analytics.core import schema
+from analytics.core.pricing.call_costs import AGENT_COSTS
+from analytics.core.schema import MONEY
 
 #: The contract's version: bumped whenever a table's columns or their meaning change.
 VERSION = "2"  # 2: calls gained input_tokens_low and input_tokens_high
@@ -66,119 +70,31 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 #: Who and where: on every table.
 WHO: dict[str, pl.DataType] = {"user": pl.String(), "host": pl.String()}
 
-#: calls: one row per LLM call, priced (``costs.price_calls``), with the call's share of the
+
+def _without_agent(columns: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """A contract's columns but ``agent``, which the dataset keeps in its path (a partition)."""
+    return {name: dtype for name, dtype in columns.items() if name not in PARTITIONS}
+
+
+#: calls: one row per LLM call, priced (``price.price_calls``), with the call's share of the
 #: log's own bill (``periods.with_call_bills``): the per-call truth every report sums.
 CALLS: dict[str, pl.DataType] = {
     **WHO,
-    "source_file": pl.String(),
-    "source_line": pl.Int64(),
-    "session_id": pl.String(),
-    "event_seq": pl.Int64(),
-    "call_index": pl.Int64(),
-    "kind": pl.String(),
-    "model": pl.String(),
-    "model_source": pl.String(),
-    "agent_id": pl.String(),
-    "agent_name": pl.String(),
-    "parent_tool_call_id": pl.String(),
-    "interaction_id": pl.String(),
-    "process_index": pl.Int32(),
-    "start_time": TIMESTAMP,
-    "end_time": TIMESTAMP,
-    "interrupted": pl.Boolean(),
-    "user_initiated": pl.Boolean(),
-    "output_tokens": pl.Int64(),
-    "input_tokens": pl.Int64(),
-    "cache_read_tokens": pl.Int64(),
-    "cache_write_tokens": pl.Int64(),
-    "reasoning_tokens": pl.Int64(),
-    "token_source": pl.String(),
-    "estimate_reason": pl.String(),
-    "billed_nano_aiu": pl.String(),
-    "is_byok": pl.Boolean(),
-    "fixed_part_tokens": pl.Int64(),
-    "input_tokens_low": pl.Int64(),
-    "input_tokens_high": pl.Int64(),
-    "agent_version": pl.String(),
-    "cache_write_1h_tokens": pl.Int64(),
-    "web_search_requests": pl.Int64(),
-    "web_fetch_requests": pl.Int64(),
-    "speed": pl.String(),
-    "service_tier": pl.String(),
-    "final_usage": pl.Boolean(),
-    "rates": pl.String(),
-    "priced_model": pl.String(),
-    "input_cost_usd": MONEY,
-    "cache_read_cost_usd": MONEY,
-    "cache_write_cost_usd": MONEY,
-    "output_cost_usd": MONEY,
-    "request_cost_usd": MONEY,
-    "cost_usd": MONEY,
-    "cost_source": pl.String(),
-    "price_from": pl.String(),
-    "cache_write_rate_assumed": pl.String(),
-    "unpriced_reason": pl.String(),
+    **schema.CALLS,
+    **schema.CALL_TOKENS,
+    **_without_agent(schema.AGENT_CALLS),
+    **schema.COSTS,
+    **AGENT_COSTS,
     "billed_usd": MONEY,
     "project": pl.String(),
     "bill_share_usd": MONEY,
     "bill_share_split": pl.Boolean(),
 }
-#: sessions: one row per session, reconciled with its log and priced (``costs.price_analysis``).
+#: sessions: one row per session, reconciled with its log and priced (``price.price_analysis``).
 SESSIONS: dict[str, pl.DataType] = {
     **WHO,
-    "session_id": pl.String(),
-    "source_files": pl.List(pl.String()),
-    "start_time": TIMESTAMP,
-    "end_time": TIMESTAMP,
-    "cwd": pl.String(),
-    "repository": pl.String(),
-    "copilot_version": pl.String(),
-    "models": pl.List(pl.String()),
-    "processes": pl.Int64(),
-    "shutdowns": pl.Int64(),
-    "shutdown_mode": pl.String(),
-    "llm_calls": pl.Int64(),
-    "main_calls": pl.Int64(),
-    "subagent_calls": pl.Int64(),
-    "compaction_calls": pl.Int64(),
-    "interrupted_calls": pl.Int64(),
-    "shutdown_requests": pl.Int64(),
-    "calls_checked": pl.Int64(),
-    "calls_delta": pl.Int64(),
-    "calls_agree": pl.Boolean(),
-    "calls_delta_reason": pl.String(),
-    "failed_calls": pl.Int64(),
-    "rewinds": pl.Int64(),
-    "byok": pl.Boolean(),
-    "user_messages": pl.Int64(),
-    "autopilot_nudges": pl.Int64(),
-    "tool_calls": pl.List(pl.Struct({"tool": pl.String(), "calls": pl.Int64()})),
-    "tool_calls_total": pl.Int64(),
-    "wall_time_ms": pl.Int64(),
-    "api_time_ms": pl.Int64(),
-    "status": pl.String(),
-    "status_detail": pl.String(),
-    "input_tokens": pl.Int64(),
-    "output_tokens": pl.Int64(),
-    "cache_read_tokens": pl.Int64(),
-    "cache_write_tokens": pl.Int64(),
-    "reasoning_tokens": pl.Int64(),
-    "logged_input_tokens": pl.Int64(),
-    "logged_output_tokens": pl.Int64(),
-    "logged_cache_read_tokens": pl.Int64(),
-    "logged_cache_write_tokens": pl.Int64(),
-    "logged_reasoning_tokens": pl.Int64(),
-    "token_totals_source": pl.String(),
-    "billed_nano_aiu": pl.String(),
-    "premium_requests": pl.String(),
-    "fit_constraints": pl.Int64(),
-    "fit_residual_pct": pl.Float64(),
-    "fit_determined": pl.List(pl.String()),
-    "fit_from_prior": pl.List(pl.String()),
-    "fit_parameters": pl.List(pl.Struct({"name": pl.String(), "value": pl.Float64()})),
-    "agent_version": pl.String(),
-    "parent_session_id": pl.String(),
-    "calls_without_final_usage": pl.Int64(),
+    **schema.SESSIONS,
+    **_without_agent(schema.AGENT_SESSIONS),
     "rates": pl.String(),
     "input_cost_usd": MONEY,
     "cache_read_cost_usd": MONEY,
@@ -198,13 +114,7 @@ SESSIONS: dict[str, pl.DataType] = {
     "cost_minus_billed_usd": MONEY,
 }
 #: issues: every input problem, with its file and line (null: the whole file).
-ISSUES: dict[str, pl.DataType] = {
-    **WHO,
-    "file": pl.String(),
-    "line": pl.Int64(),
-    "severity": pl.String(),
-    "message": pl.String(),
-}
+ISSUES: dict[str, pl.DataType] = {**WHO, **schema.ISSUES}
 #: Every table: its columns in the files (the partition keys are added by Hive readers).
 TABLES: dict[str, dict[str, pl.DataType]] = {
     "calls": CALLS,
