@@ -35,26 +35,15 @@ def core_tables(
     """
     import polars as pl
 
-    from analytics.core.schema import (
-        AGENT_CALLS,
-        AGENT_SESSIONS,
-        CALL_TOKENS,
-        CALLS,
-        ISSUES,
-        SESSIONS,
-        combine,
-        conform,
-        padded,
-    )
+    from analytics.core.schema import ANALYSIS_CALLS, ANALYSIS_SESSIONS, ISSUES, conform, padded
 
-    call_contract = combine(CALLS, CALL_TOKENS, AGENT_CALLS)
     calls = tables.calls.with_columns(
         pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source"),
         pl.lit(0, pl.Int32).alias("process_index"),
         pl.col("final_usage").not_().fill_null(False).alias("interrupted"),
         pl.lit(False).alias("is_byok"),
     )
-    calls = padded(calls, call_contract)
+    calls = padded(calls, ANALYSIS_CALLS)
     sums = calls.group_by("session_id").agg(
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
         for c in [*_SUMMED, "reasoning_tokens"]
@@ -70,8 +59,7 @@ def core_tables(
         (pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds().alias("wall_time_ms"),
         *(pl.when(nothing_sent).then(0).otherwise(pl.col(c)).alias(c) for c in _SUMMED),
     )
-    session_contract = combine(SESSIONS, AGENT_SESSIONS)
-    sessions = padded(sessions, session_contract)
+    sessions = padded(sessions, ANALYSIS_SESSIONS)
     return calls, sessions, conform(tables.issues, ISSUES), tables.items
 
 

@@ -80,9 +80,7 @@ def _without_agent(columns: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]
 #: log's own bill (``periods.with_call_bills``): the per-call truth every report sums.
 CALLS: dict[str, pl.DataType] = {
     **WHO,
-    **schema.CALLS,
-    **schema.CALL_TOKENS,
-    **_without_agent(schema.AGENT_CALLS),
+    **_without_agent(schema.ANALYSIS_CALLS),
     **schema.COSTS,
     **AGENT_COSTS,
     "billed_usd": MONEY,
@@ -93,15 +91,9 @@ CALLS: dict[str, pl.DataType] = {
 #: sessions: one row per session, reconciled with its log and priced (``price.price_analysis``).
 SESSIONS: dict[str, pl.DataType] = {
     **WHO,
-    **schema.SESSIONS,
-    **_without_agent(schema.AGENT_SESSIONS),
+    **_without_agent(schema.ANALYSIS_SESSIONS),
     "rates": pl.String(),
-    "input_cost_usd": MONEY,
-    "cache_read_cost_usd": MONEY,
-    "cache_write_cost_usd": MONEY,
-    "output_cost_usd": MONEY,
-    "request_cost_usd": MONEY,
-    "cost_usd": MONEY,
+    **{name: dtype for name, dtype in schema.COSTS.items() if dtype == MONEY},
     "unpriced_calls": pl.Int64(),
     "unpriced_models": pl.List(pl.String()),
     "calls_input_tokens": pl.Int64(),

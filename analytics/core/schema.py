@@ -347,3 +347,10 @@ def combine(*contracts: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
     for contract in contracts:
         merged.update(contract)
     return merged
+
+
+#: Every agent's calls as an analysis gives them (``engine.analyze``): CALLS with their tokens
+#: and the columns every agent's rows add.
+ANALYSIS_CALLS: dict[str, pl.DataType] = combine(CALLS, CALL_TOKENS, AGENT_CALLS)
+#: Every agent's sessions as an analysis gives them: SESSIONS and what every agent adds.
+ANALYSIS_SESSIONS: dict[str, pl.DataType] = combine(SESSIONS, AGENT_SESSIONS)

@@ -35,12 +35,9 @@ from analytics.agents.discover import COPILOT, Found, LogFile, discover
 from analytics.cache.results import TABLES, ResultCache
 from analytics.core.schema import (
     AGENT_CALLS,
-    AGENT_SESSIONS,
-    CALL_TOKENS,
-    CALLS,
+    ANALYSIS_CALLS,
+    ANALYSIS_SESSIONS,
     ISSUES,
-    SESSIONS,
-    combine,
     conform,
     with_nulls,
 )
@@ -301,7 +298,7 @@ def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
             pl.lit(None, pl.String).alias("parent_session_id"),
             pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
         ),
-        combine(SESSIONS, AGENT_SESSIONS),
+        ANALYSIS_SESSIONS,
     )
 
 
@@ -316,7 +313,7 @@ def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
             ),
             {c: t for c, t in AGENT_CALLS.items() if c not in ("agent", "agent_version")},
         ),
-        combine(CALLS, CALL_TOKENS, AGENT_CALLS),
+        ANALYSIS_CALLS,
     )
 
 

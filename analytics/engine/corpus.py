@@ -207,13 +207,24 @@ def _compared(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     }
     if truth.is_empty():
         return pl.DataFrame(schema=schema)
-    joined = truth.select(
+    truth = truth.select(
         "session_id",
         "call_index",
         _agent_kind().alias("kind"),
         "model",
         pl.col("input_tokens").alias("observed"),
-    ).join(
+    )
+    return beside_truth(truth, blind).select(
+        pl.col(name).cast(dtype) for name, dtype in schema.items()
+    )
+
+
+def beside_truth(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
+    """Each call's true input (``truth``: ``session_id``, ``call_index``, ``observed`` and
+    what else it carries) beside its blind reconstruction (CALLS with tokens):
+    ``reconstructed``, its interval (``low``, ``high``), ``method`` (its token source) and
+    ``abs_error_pct`` (null where the truth is 0)."""
+    joined = truth.join(
         blind.select(
             "session_id",
             "call_index",
@@ -227,4 +238,4 @@ def _compared(truth: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     error = (pl.col("reconstructed") - pl.col("observed")).abs() / pl.col("observed") * 100
     return joined.with_columns(
         pl.when(pl.col("observed") > 0).then(error.round(2)).alias("abs_error_pct")
-    ).select(pl.col(name).cast(dtype) for name, dtype in schema.items())
+    )

@@ -311,19 +311,11 @@ def _priced_empty(rates: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Priced calls and sessions with no row (the contracts' columns)."""
     from analytics.core.pricing.price import price_analysis
     from analytics.core.pricing.rates import load_rates
-    from analytics.core.schema import (
-        AGENT_CALLS,
-        AGENT_SESSIONS,
-        CALL_TOKENS,
-        CALLS,
-        SESSIONS,
-        combine,
-        empty,
-    )
+    from analytics.core.schema import ANALYSIS_CALLS, ANALYSIS_SESSIONS, empty
 
     return price_analysis(
-        empty(combine(CALLS, CALL_TOKENS, AGENT_CALLS)),
-        empty(combine(SESSIONS, AGENT_SESSIONS)),
+        empty(ANALYSIS_CALLS),
+        empty(ANALYSIS_SESSIONS),
         load_rates(rates),
     )
 

@@ -18,7 +18,7 @@ import polars as pl
 from analytics.agents.discover import CLAUDE_CODE, COPILOT
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
-from analytics.engine.corpus import corpus_errors
+from analytics.engine.corpus import beside_truth, corpus_errors
 from analytics.engine.tokens import add_call_tokens
 
 
@@ -76,27 +76,10 @@ def _errors(result: Analysis) -> pl.DataFrame:
 
 def _compared(observed: pl.DataFrame, blind: pl.DataFrame) -> pl.DataFrame:
     """Observed calls beside their blind reconstruction, with the absolute error in percent."""
-    return (
-        observed.select(
-            "session_id", "call_index", "kind", "model", pl.col("input_tokens").alias("observed")
-        )
-        .join(
-            blind.select(
-                "session_id",
-                "call_index",
-                pl.col("input_tokens").alias("reconstructed"),
-                pl.col("input_tokens_low").alias("low"),
-                pl.col("input_tokens_high").alias("high"),
-                pl.col("token_source").alias("method"),
-            ),
-            on=["session_id", "call_index"],
-        )
-        .with_columns(
-            ((pl.col("reconstructed") - pl.col("observed")).abs() / pl.col("observed") * 100)
-            .round(2)
-            .alias("abs_error_pct")
-        )
+    truth = observed.select(
+        "session_id", "call_index", "kind", "model", pl.col("input_tokens").alias("observed")
     )
+    return beside_truth(truth, blind)
 
 
 def error_summary(
