@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 import polars as pl
 
@@ -182,25 +182,26 @@ def _schema(by: Breakdown | None, totals: bool) -> dict[str, pl.DataType]:
     }
 
 
+class Window(TypedDict, total=False):
+    """A report's rows and days: a row per ``by`` key within each period (none: one row per
+    period), over the calls starting ``since``..``until`` (inclusive; none: unbounded)."""
+
+    by: Breakdown | None
+    since: date | None
+    until: date | None
+
+
 def duckdb_report(
-    directory: Path,
-    *,
-    period: Period,
-    zone: str,
-    by: Breakdown | None = None,
-    since: date | None = None,
-    until: date | None = None,
+    directory: Path, *, period: Period, zone: str, **window: Unpack[Window]
 ) -> PeriodReport:
     """The period report of the dataset under ``directory``, computed by DuckDB reading the
     Parquet in place."""
     import duckdb
 
     zone = _checked_zone(zone)
-    parameters: dict[str, Any] = {}
-    if since is not None:
-        parameters["since"] = since
-    if until is not None:
-        parameters["until"] = until
+    parameters: dict[str, Any] = {
+        name: day for name in ("since", "until") if (day := window.get(name)) is not None
+    }
     with duckdb.connect() as connection:
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute(f"CREATE VIEW calls AS {_duckdb_calls(directory)}")
@@ -209,7 +210,7 @@ def duckdb_report(
             used = {k: v for k, v in parameters.items() if f"${k}" in sql}
             return connection.execute(sql, used).fetchall()
 
-        return _report(rows_of, "duckdb", period, zone, by, since, until)
+        return _report(rows_of, "duckdb", period, zone, window)
 
 
 def _report(
@@ -217,12 +218,11 @@ def _report(
     dialect: Dialect,
     period: Period,
     zone: str,
-    by: Breakdown | None,
-    since: date | None,
-    until: date | None,
+    window: Window,
 ) -> PeriodReport:
     """The report from an engine's answers (``rows_of``: a query's rows, as tuples) to
     ``period_query`` and ``totals_query``, typed as ``period_report``'s."""
+    by, since, until = window.get("by"), window.get("since"), window.get("until")
     rows = rows_of(period_query(period, zone, by, dialect, since, until))
     totals = rows_of(totals_query(period, zone, dialect, since, until))
     return PeriodReport(
@@ -260,14 +260,7 @@ def _duckdb_calls(directory: Path) -> str:
 
 
 def spark_report(
-    spark: SparkSession,
-    directory: str,
-    *,
-    period: Period,
-    zone: str,
-    by: Breakdown | None = None,
-    since: date | None = None,
-    until: date | None = None,
+    spark: SparkSession, directory: str, *, period: Period, zone: str, **window: Unpack[Window]
 ) -> PeriodReport:
     """The period report of the dataset at ``directory`` (any path Spark reads), computed by
     Spark SQL (the session's time zone must be UTC, as ``analytics.engine.spark.session`` sets)."""
@@ -277,7 +270,7 @@ def spark_report(
     def rows_of(sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in spark.sql(sql).collect()]  # one row per period
 
-    return _report(rows_of, "spark", period, zone, by, since, until)
+    return _report(rows_of, "spark", period, zone, window)
 
 
 def dataset_issues(directory: Path) -> pl.DataFrame:

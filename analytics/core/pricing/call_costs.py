@@ -56,7 +56,7 @@ from analytics.core.pricing.rates import (
     request_usd,
     search_usd,
 )
-from analytics.core.schema import COSTS, MONEY, TIMESTAMP
+from analytics.core.schema import AGENT_CALLS, COSTS, MONEY, TIMESTAMP
 
 #: The hint shown next to unpriced models.
 UNPRICED_HINT = "add it to a rate table with --rates FILE"
@@ -64,10 +64,8 @@ UNPRICED_HINT = "add it to a rate table with --rates FILE"
 #: Usage columns of Claude Code and Codex calls that pricing reads where present (null or
 #: absent: no 1-hour split, no web search, standard speed and tier).
 AGENT_USAGE: dict[str, pl.DataType] = {
-    "cache_write_1h_tokens": pl.Int64(),
-    "web_search_requests": pl.Int64(),
-    "speed": pl.String(),
-    "service_tier": pl.String(),
+    name: AGENT_CALLS[name]
+    for name in ("cache_write_1h_tokens", "web_search_requests", "speed", "service_tier")
 }
 #: What a priced frame adds after ``schema.COSTS`` when its calls carry ``AGENT_USAGE``:
 #: the cache-write lifetime assumed for writes the log does not split (``"5m"``, ``"1h"``;
