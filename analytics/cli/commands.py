@@ -595,10 +595,8 @@ def watch(
     and the growth curve, updated as its log grows. q or Ctrl-C quits."""
     from rich.console import Console
 
-    from analytics.core.pricing.price import price_analysis
     from analytics.core.pricing.rates import load_rates
     from analytics.engine import watch as live
-    from analytics.engine.stages import analyse_parsed
 
     try:
         table, renames = load_rates(rates), _model_map(model_map)
@@ -607,14 +605,7 @@ def watch(
         newest = None if live.names_a_session(path) else (lambda: live.latest_log(paths))
 
         def analyse(follow: live.Follow | live.AgentFollow) -> live.Figures | None:
-            if isinstance(follow, live.AgentFollow):
-                priced, _ = price_analysis(follow.calls, follow.sessions, table, renames)
-                return live.figures(priced)
-            result = analyse_parsed(follow.parsed, follow.found)
-            priced, _ = price_analysis(
-                result.calls, result.sessions, table, renames, result.log_prices
-            )
-            return live.figures(priced)
+            return live.priced_figures(follow, table, renames)
 
         live.run(log, analyse, Console(highlight=False), newest=newest)
     except KeyboardInterrupt:
@@ -1157,10 +1148,7 @@ def top(
         replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
-        import polars as pl
-
-        from analytics.core.attribution import attribute_context, by_tool, top_items
-        from analytics.core.behaviour import compaction_savings, loop_behaviour
+        from analytics.core.attribution import top_sections
         from analytics.render import report
 
         window = _window(since, until, timezone, agent)
@@ -1175,21 +1163,14 @@ def top(
             window=window,
             agent_items=True,
         )
-        items, compactions, loops = [], [], []
-        for group in result.session_groups():  # a group of sessions at a time: flat memory
-            calls = priced_calls.join(
-                group.sessions.select("session_id"), on="session_id", how="semi"
-            )
-            items.append(attribute_context(calls, group.events)[1])
-            if behaviour:
-                compactions.append(compaction_savings(calls, group.events))
-                loops.append(loop_behaviour(calls, group.events))
-        every_item = pl.concat(items)
-        ranked = by_tool(every_item, limit) if by is TopBy.tool else top_items(every_item, limit)
-        sections = {"tools" if by is TopBy.tool else "items": ranked}
-        if behaviour:
-            sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
-            sections["behaviour"] = pl.concat(loops).sort("session_id")
+        sections = top_sections(
+            priced_calls,
+            ((group.sessions, group.events) for group in result.session_groups()),
+            tools=by is TopBy.tool,
+            limit=limit,
+            behaviour=behaviour,
+        )
+        ranked = sections["tools" if by is TopBy.tool else "items"]
 
         def as_table(layout: Layout) -> str:
             text = report.attribution_table(ranked, by.value, layout)
@@ -1253,7 +1234,7 @@ def blocks(
     try:
         from datetime import UTC, datetime
 
-        from analytics.core.blocks import burn, usage_blocks
+        from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
         from analytics.render import report
 
         window = _window(None, None, timezone, agent or [Agent.claude_code])
@@ -1264,8 +1245,8 @@ def blocks(
         table = usage_blocks(priced_calls, now)
         limit = _token_limit(token_limit, table)
         if active:
-            table = table.filter(pl_col("active"))
-        live = table.filter(pl_col("active"))
+            table = active_block(table)
+        live = active_block(table)
         pace = burn(live.row(0, named=True), now) if live.height else None
         notes = _blocks_notes(pace, limit)
         _emit(
@@ -1273,7 +1254,7 @@ def blocks(
             output,
             table,
             lambda: report.render_sections_json(
-                {"blocks": table, "active": _pace_row(pace, limit)},
+                {"blocks": table, "active": pace_row(pace, limit)},
                 result.issues,
                 timezone=str(window.zone),
             ),
@@ -1289,33 +1270,14 @@ def blocks(
         _fail(error)
 
 
-def _pace_row(pace: Burn | None, limit: int | None) -> pl.DataFrame:
-    """The active block's pace as one JSON row (none without an active block)."""
-    import dataclasses
-
-    import polars as pl
-
-    from analytics.core.schema import MONEY
-
-    rows = [{**dataclasses.asdict(pace), "token_limit": limit}] if pace else []
-    money = {"usd_per_hour": MONEY, "projected_cost_usd": MONEY}
-    return pl.DataFrame(rows, schema_overrides={**money, "token_limit": pl.Int64})
-
-
-def pl_col(name: str) -> Any:
-    """``polars.col``, imported when a command runs (the CLI module stays polars-free)."""
-    import polars as pl
-
-    return pl.col(name)
-
-
 def _token_limit(value: str | None, table: pl.DataFrame) -> int | None:
     """``--token-limit``: a number of tokens, or ``max``: the most a finished block used."""
     if value is None:
         return None
     if value == "max":
-        done = table.filter(~pl_col("active"))["total_tokens"]
-        return int(done.max()) if done.len() else None  # type: ignore[arg-type]
+        from analytics.core.blocks import most_tokens
+
+        return most_tokens(table)
     if not value.isdigit() or int(value) == 0:
         raise UsageError(f"--token-limit {value!r}: expected a number of tokens or max")
     return int(value)

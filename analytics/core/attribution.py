@@ -26,6 +26,7 @@ so a label cannot name the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 
 import polars as pl
@@ -412,3 +413,36 @@ def by_tool(items: pl.DataFrame, limit: int) -> pl.DataFrame:
         )
         .head(limit)
     )
+
+
+def top_sections(
+    priced_calls: pl.DataFrame,
+    groups: Iterable[tuple[pl.DataFrame, pl.DataFrame]],
+    *,
+    tools: bool,
+    limit: int,
+    behaviour: bool,
+) -> dict[str, pl.DataFrame]:
+    """What ``agentcost top`` shows: the costliest context items per session (``items``), or
+    per tool overall (``tools``), and with ``behaviour`` the compactions and the agent loop.
+
+    ``groups`` gives the sessions a group at a time (their ``session_id`` rows and their
+    events), so memory follows a group rather than the tree; ``priced_calls`` are every
+    group's calls, priced.
+    """
+    from analytics.core.behaviour import compaction_savings, loop_behaviour
+
+    items, compactions, loops = [], [], []
+    for sessions, events in groups:
+        calls = priced_calls.join(sessions.select("session_id"), on="session_id", how="semi")
+        items.append(attribute_context(calls, events)[1])
+        if behaviour:
+            compactions.append(compaction_savings(calls, events))
+            loops.append(loop_behaviour(calls, events))
+    every_item = pl.concat(items)
+    ranked = by_tool(every_item, limit) if tools else top_items(every_item, limit)
+    sections = {"tools" if tools else "items": ranked}
+    if behaviour:
+        sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
+        sections["behaviour"] = pl.concat(loops).sort("session_id")
+    return sections

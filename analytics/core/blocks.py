@@ -19,6 +19,7 @@ so in their names (``projected_*``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -117,6 +118,25 @@ def burn(block: dict[str, object], now: datetime) -> Burn:
         projected_total_tokens=tokens + round(per_minute * left),
         projected_cost_usd=cost + usd_per_minute * Decimal(repr(left)),
     )
+
+
+def active_block(blocks: pl.DataFrame) -> pl.DataFrame:
+    """The active block of ``usage_blocks`` (no row when none is active)."""
+    return blocks.filter(pl.col("active"))
+
+
+def most_tokens(blocks: pl.DataFrame) -> int | None:
+    """The most tokens a finished block used (``--token-limit max``); None with none."""
+    done = blocks.filter(~pl.col("active"))["total_tokens"]
+    return int(done.max()) if done.len() else None  # type: ignore[arg-type]
+
+
+def pace_row(pace: Burn | None, limit: int | None) -> pl.DataFrame:
+    """The active block's pace and the token limit as one row (none without an active
+    block), for JSON."""
+    rows = [{**dataclasses.asdict(pace), "token_limit": limit}] if pace else []
+    money = {"usd_per_hour": MONEY, "projected_cost_usd": MONEY}
+    return pl.DataFrame(rows, schema_overrides={**money, "token_limit": pl.Int64})
 
 
 def _block_starts(times: pl.Series) -> list[datetime]:

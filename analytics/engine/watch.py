@@ -25,7 +25,7 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from analytics.agents.copilot.events import ParsedLog, ScanState
+    from analytics.core.pricing.rates import RateTable
 
 #: Seconds between looks at the file (and at the keyboard).
 POLL_SECONDS = 0.25
@@ -314,6 +315,23 @@ def view(shown: Figures | None, log: Path, width: int) -> RenderableType:
 
 def _usd(amount: Decimal | None, mark: str, unknown: str = "unpriced") -> str:
     return unknown if amount is None else f"{mark}${amount:,.4f}"
+
+
+def priced_figures(
+    follow: Follow | AgentFollow, table: RateTable, model_map: Mapping[str, str]
+) -> Figures | None:
+    """The figures of what ``follow`` has read so far, priced under ``table`` (the log's
+    own prices included, as everywhere): the Copilot stages run on its events, another
+    agent's fold gives its calls as they are."""
+    from analytics.core.pricing.price import price_analysis
+    from analytics.engine.stages import analyse_parsed
+
+    if isinstance(follow, AgentFollow):
+        priced, _ = price_analysis(follow.calls, follow.sessions, table, model_map)
+        return figures(priced)
+    result = analyse_parsed(follow.parsed, follow.found)
+    priced, _ = price_analysis(result.calls, result.sessions, table, model_map, result.log_prices)
+    return figures(priced)
 
 
 def run(
