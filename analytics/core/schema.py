@@ -25,6 +25,16 @@ PROVENANCE: dict[str, pl.DataType] = {
     "source_line": pl.Int64(),
 }
 
+#: The token counts a usage record states (a shutdown's per-model metrics, a per-call
+#: record), as Copilot counts them: input includes cache reads and writes.
+USAGE_TOKENS: dict[str, pl.DataType] = {
+    "input_tokens": pl.Int64(),
+    "output_tokens": pl.Int64(),
+    "cache_read_tokens": pl.Int64(),
+    "cache_write_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+}
+
 #: One row per log line that could be used. ``process_index`` is 0 for the process that wrote
 #: ``session.start`` and grows by one at each ``session.resume``. ``content_bytes`` is the size of
 #: the text this event adds to the model's context (user/system/assistant text, tool requests,
@@ -98,11 +108,7 @@ MODEL_METRICS: dict[str, pl.DataType] = {
     "model": pl.String(),
     "requests_count": pl.Int64(),
     "requests_cost": pl.String(),
-    "input_tokens": pl.Int64(),
-    "output_tokens": pl.Int64(),
-    "cache_read_tokens": pl.Int64(),
-    "cache_write_tokens": pl.Int64(),
-    "reasoning_tokens": pl.Int64(),
+    **USAGE_TOKENS,
     "total_nano_aiu": pl.String(),
 }
 
@@ -265,11 +271,7 @@ OBSERVED_USAGE: dict[str, pl.DataType] = {
     "agent_id": pl.String(),
     "parent_tool_call_id": pl.String(),
     "model": pl.String(),
-    "input_tokens": pl.Int64(),
-    "output_tokens": pl.Int64(),
-    "cache_read_tokens": pl.Int64(),
-    "cache_write_tokens": pl.Int64(),
-    "reasoning_tokens": pl.Int64(),
+    **USAGE_TOKENS,
     "total_nano_aiu": pl.String(),
     "initiator": pl.String(),
     "created_at": TIMESTAMP,

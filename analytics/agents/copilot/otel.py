@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -37,6 +37,7 @@ from analytics.agents.copilot.store import (
     IssueRow,
     exact_decimal,
     finish_observed,
+    finite_decimal,
     issues_frame,
 )
 from analytics.core.errors import InputError
@@ -299,13 +300,8 @@ def _nanoseconds(value: object) -> int | None:
 
 def _count(value: object) -> int | None:
     """A non-negative Int64 from an int, an integral ``Decimal`` or digit text; else None."""
-    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
-        return None
-    try:
-        number = Decimal(value)
-    except InvalidOperation:
-        return None
-    if not number.is_finite() or not 0 <= number < _INT64_LIMIT:
+    number = finite_decimal(value)
+    if number is None or not 0 <= number < _INT64_LIMIT:
         return None
     return int(number) if number == number.to_integral_value() else None
 

@@ -540,12 +540,7 @@ class _Call:
         return {
             "kind": self.kind,
             "model": self.model,
-            "input_tokens": self.input_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "output_tokens": self.output_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "nano_aiu": self.nano_aiu,
+            **_counted(self),
             "process": self.process,
             "interrupted": self.interrupted,
         }
@@ -553,6 +548,22 @@ class _Call:
     @property
     def uncached_tokens(self) -> int:
         return self.input_tokens - self.cache_read_tokens - self.cache_write_tokens
+
+
+#: What a call's (or a model's) ground truth counts, in the order ``ground_truth.json`` has.
+_COUNTED = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "nano_aiu",
+)
+
+
+def _counted(record: _Call | _ModelTotals) -> JSON:
+    """The counts of a call or of a model's totals, as ground truth."""
+    return {name: getattr(record, name) for name in _COUNTED}
 
 
 @dataclass
@@ -602,15 +613,8 @@ class _ModelTotals:
         }
 
     def truth(self) -> JSON:
-        return {
-            "requests": self.requests,
-            "input_tokens": self.input_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "output_tokens": self.output_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "nano_aiu": self.nano_aiu,
-        }
+        """This model's ground-truth totals."""
+        return {"requests": self.requests, **_counted(self)}
 
 
 @dataclass

@@ -294,6 +294,18 @@ def _unusable_values(raw: pl.DataFrame, typed: pl.DataFrame, file: str) -> list[
     return issues
 
 
+def finite_decimal(value: object) -> Decimal | None:
+    """A finite ``Decimal`` from an int, a ``Decimal`` or numeric text; else None (a bool,
+    a float, other text, infinity or NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
+        return None
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
 def exact_decimal(value: object) -> str | None:
     """Canonical decimal text of a number, or None; never goes through a binary float.
 
@@ -305,13 +317,8 @@ def exact_decimal(value: object) -> str | None:
     >>> exact_decimal("1451505000.0"), exact_decimal(Decimal("0.50")), exact_decimal("x")
     ('1451505000', '0.5', None)
     """
-    if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
-        return None
-    try:
-        number = Decimal(value)
-    except InvalidOperation:
-        return None
-    if not number.is_finite():
+    number = finite_decimal(value)
+    if number is None:
         return None
     if number.is_zero():
         return "0"
