@@ -2,7 +2,7 @@
 
 The flow is agents -> engine -> core -> render -> cli (README, "The house"). What comes after
 CALLS (the core, the renderers and the commands that read logs) sees only the contract
-tables; it never learns how an agent writes its logs. So no module under ``core/``,
+tables; it never learns how an agent writes its logs. And pricing has one entry point. So no module under ``core/``,
 ``render/`` or ``cli/`` imports ``analytics.agents`` or anything under it: not at the top,
 not inside a function, not for type checking. The commands reach the agents' files through
 the engine (``engine.inputs``). The one exception is ``cli/tools.py``: ``simulate`` and
@@ -91,3 +91,19 @@ def test_every_module_lives_in_a_package_of_the_flow() -> None:
     top = {p.name for p in PACKAGE.iterdir() if p.is_file() or _holds_source(p)}
     extension = {name for name in top if name.startswith("_scanner.") and name != "_scanner.pyi"}
     assert top - extension == PACKAGES | TOP_LEVEL
+
+
+def test_pricing_has_one_entry_point() -> None:
+    """Every view prices through ``core.pricing.price`` (``price_calls``, ``price_analysis``):
+    only it applies one table's prices (``call_costs.price_by_table``), so the log's own
+    prices and bring-your-own-key calls are priced alike everywhere."""
+    callers = sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if any(
+            isinstance(node, ast.Name | ast.Attribute)
+            and (getattr(node, "id", None) or getattr(node, "attr", None)) == "price_by_table"
+            for node in ast.walk(ast.parse(p.read_text("utf-8")))
+        )
+    )
+    assert callers == ["core/pricing/price.py"]
