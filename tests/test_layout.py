@@ -1,12 +1,12 @@
-"""The house's rules, checked on the source: nothing after CALLS imports an agent module.
+"""The house's rules, checked on the source.
 
 The flow is agents -> engine -> core -> render -> cli (README, "The house"). What comes after
 CALLS (the core, the renderers and the commands that read logs) sees only the contract
-tables; it never learns how an agent writes its logs. And pricing has one entry point. So no module under ``core/``,
+tables; it never learns how an agent writes its logs. So no module under ``core/``,
 ``render/`` or ``cli/`` imports ``analytics.agents`` or anything under it: not at the top,
 not inside a function, not for type checking. The commands reach the agents' files through
 the engine (``engine.inputs``). The one exception is ``cli/tools.py``: ``simulate`` and
-``capture-to-log`` make logs, before CALLS.
+``capture-to-log`` make logs, before CALLS. And pricing has one entry point.
 """
 
 from __future__ import annotations
