@@ -1,4 +1,4 @@
-"""The Copilot events reader (``sources/copilot_events.read_events``) on bad and odd input.
+"""The Copilot events reader (``agents/copilot/events.read_events``) on bad and odd input.
 
 Each test writes literal lines to a file in ``tmp_path`` and reads it back. The rule under test
 is the reader's promise: every non-blank line becomes exactly one event or one error-severity

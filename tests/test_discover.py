@@ -1,4 +1,4 @@
-"""Finding session logs (``sources/discover.discover``) in the layouts Copilot writes.
+"""Finding session logs (``agents/discover.discover``) in the layouts Copilot writes.
 
 Each test builds a small directory tree in ``tmp_path``: session directories
 (``<id>/events.jsonl``), legacy flat ``<id>.jsonl`` files, ``session-state`` directories, Copilot

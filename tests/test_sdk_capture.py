@@ -1,6 +1,6 @@
 """SDK captures as the on-disk logs the CLI would have written, and real per-call truth.
 
-``sources/sdk_capture.py`` drops the ephemeral events, adds ``session.start`` and the
+``agents/copilot/sdk_capture.py`` drops the ephemeral events, adds ``session.start`` and the
 shutdown (per-model sums of the calls' ``assistant.usage``) and keeps the usage as truth. The
 real captures in ``../shared/real_logs/darthmolen-sdk-captures/`` are the golden accuracy
 tests of the reconstruction: every call's input tokens, rebuilt from the log alone, against its

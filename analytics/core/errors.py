@@ -1,7 +1,7 @@
 """The one error family of agentcost.
 
-Library code raises these; only ``cli.py`` turns them into a message on stderr and an exit code
-(see ``exit_code``). Every message ends with a hint of what to do next.
+Library code raises these; only the command line (``cli/``) turns them into a message on
+stderr and an exit code (see ``exit_code``). Every message ends with a hint of what to do next.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The self-contained HTML report: every chart of ``plots.py`` in one offline file.
 
-Pure: an :class:`~analytics.engine.analyze.Analysis` and rate tables in, an HTML string out; only
-``cli.py`` writes it. plotly.js is embedded once (with the first chart), so the file opens
-without a network. A hidden ``<pre id="js-errors">`` collects any JavaScript error the page
-raises, which the browser test reads back.
+Pure: an :class:`~analytics.engine.analyze.Analysis` and rate tables in, an HTML string out;
+only ``agentcost report --html`` writes it. plotly.js is embedded once (with the first chart),
+so the file opens without a network. A hidden ``<pre id="js-errors">`` collects any
+JavaScript error the page raises, which the browser test reads back.
 
 The report opens on the session with the most LLM calls: how its context grows call by call
 and what each call costs. A selector, a click on a row of the sessions table, or
