@@ -12,6 +12,7 @@ the engine (``engine.inputs``). The one exception is ``cli/tools.py``: ``simulat
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,18 @@ def test_pricing_has_one_entry_point() -> None:
         )
     )
     assert callers == ["core/pricing/price.py"]
+
+
+def test_the_readme_shows_every_package() -> None:
+    """The README's tree of the house names each package of ``analytics/`` (sub-packages
+    included) and nothing else, so the map stays true as the layout changes."""
+    readme = (PACKAGE.parent / "README.md").read_text("utf-8")
+    house = readme.split("## The house", 1)[1].split("How the data flows", 1)[0]
+    shown = set(re.findall(r"^ {6}( *)([a-z_]+)/ ", house, re.M))
+    named = {len(indent) // 2 * "  " + name for indent, name in shown}
+    packages = {
+        (len(p.relative_to(PACKAGE).parts) - 1) * "  " + p.name
+        for p in PACKAGE.rglob("*")
+        if p.is_dir() and _holds_source(p) and p.name != "__pycache__"
+    }
+    assert named == packages
