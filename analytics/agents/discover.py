@@ -344,6 +344,18 @@ def agent_of(path: Path) -> str | None:
     return COPILOT
 
 
+def copilot_session_id(log: LogFile) -> str | None:
+    """The ``sessionId`` a Copilot log's ``session.start`` (its first line) names, if any: a
+    copied or renamed session directory is still named as Copilot names it."""
+    try:
+        with open(log.path, "rb") as file:
+            first = json.loads(file.readline(_FIRST_LINE_BYTES))
+        named = first["data"]["sessionId"] if first.get("type") == "session.start" else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        named = None
+    return named if isinstance(named, str) and named else None
+
+
 def _object(raw: bytes) -> dict[str, object] | None:
     """A log line decoded, if it is a JSON object (a byte order mark and NULs read past)."""
     line = raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x00")

@@ -20,7 +20,6 @@ written inside the session directory. ``q`` (on a terminal) or Ctrl-C quits.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import sys
@@ -34,7 +33,15 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analytics.agents.discover import CLAUDE_CODE, CODEX, COPILOT, Found, LogFile, discover
+from analytics.agents.discover import (
+    CLAUDE_CODE,
+    CODEX,
+    COPILOT,
+    Found,
+    LogFile,
+    copilot_session_id,
+    discover,
+)
 from analytics.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -168,19 +175,8 @@ def session_name(watched: Watched) -> str:
     the session hint (its directory or file name), so a copied or renamed session directory
     is still named as its agent names it."""
     log = watched.log
-    named = _copilot_session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
+    named = copilot_session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
     return named or log.session_hint
-
-
-def _copilot_session_id(log: LogFile) -> str | None:
-    """The ``sessionId`` the log's ``session.start`` (its first line) names, if any."""
-    try:
-        with open(log.path, "rb") as file:
-            first = json.loads(file.readline(1 << 20))
-        named = first["data"]["sessionId"] if first.get("type") == "session.start" else None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        named = None
-    return named if isinstance(named, str) and named else None
 
 
 class Follow:
