@@ -1,11 +1,17 @@
-"""Claude Code and Codex CLI logs: discovery and the native folds (``analytics/scanner/``).
+"""What each agent writes and where: the only code that knows an agent's files.
 
-Each agent module (``claude_code``, ``codex``) offers ``homes()`` (the agent's log homes that
-exist; nothing is ever written there), ``discover(paths)`` (the groups of files to fold
-together: a request or running total copied into several files of a group counts once) and
-``read(paths)`` (the folded :class:`AgentTables`). The tables' columns and dtypes are
-:func:`call_columns`, :func:`session_columns`, :func:`issue_columns` and
-:func:`item_columns`; timestamps are
+``discover`` finds every agent's logs under the paths a user names (and tells each file's
+agent); ``copilot/`` is GitHub Copilot CLI's; ``claude_code`` and ``codex`` are the other
+agents', folded natively (``analytics/scanner/``); ``contract`` puts their tables in the
+core's contracts. Nothing after CALLS imports this package (``tests/test_layout.py``): the
+commands reach it through ``engine.inputs``.
+
+This module holds what the Claude Code and Codex folds share. Each agent module
+(``claude_code``, ``codex``) offers ``homes()`` (the agent's log homes that exist; nothing is
+ever written there), ``discover(paths)`` (the groups of files to fold together: a request or
+running total copied into several files of a group counts once) and ``read(paths)`` (the
+folded :class:`AgentTables`). The tables' columns and dtypes are :func:`call_columns`,
+:func:`session_columns`, :func:`issue_columns` and :func:`item_columns`; timestamps are
 ``pl.Datetime("ms", "UTC")`` and unknown values are null, never 0.
 
 polars and the native module are imported on first use, so importing this package is cheap.
