@@ -1,4 +1,4 @@
-"""What each agent writes and where: the only code that knows an agent's files.
+"""What each agent writes and where: its homes, its files and how they are read.
 
 ``discover`` finds every agent's logs under the paths a user names (and tells each file's
 agent); ``copilot/`` is GitHub Copilot CLI's; ``claude_code`` and ``codex`` are the other
