@@ -94,11 +94,24 @@ def fold_codex(
 def fold_columns() -> tuple[list[str], list[str], list[str], list[str]]:
     """The column names of the folds' calls, sessions, issues and items tables."""
 
-def fold_copilot(
-    events: object, metrics: object
-) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
-    """Fold ordered Copilot events and placed model metrics (Arrow stream capsules): calls,
-    sessions, orphan-end issues, session issues."""
+def pass_copilot(
+    tables: list[ArrowTable],
+    metrics: object,
+    failed: list[str],
+    known: list[str],
+    columns: list[str] | None = None,
+) -> tuple[
+    tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable],
+    ArrowTable,
+    ArrowTable,
+    ArrowTable,
+    ArrowTable,
+    ArrowTable | None,
+]:
+    """The one Copilot pass over a group's scanned batches, with the shutdowns' per-model
+    totals (an Arrow stream capsule), the unreadable files and the known event types:
+    (calls, sessions, orphan-end issues, session issues), repeated lines' issues, unknown
+    event types, the totals' placement, the priced lines, and the events' ``columns``."""
 
 def fit_sessions(
     calls: object, runs: object, stated: object, pre: object, priors: object

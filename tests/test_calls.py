@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 from analytics.core.schema import CALLS, EVENTS, ISSUES, padded
-from analytics.engine.events import order_events
 from tests.reference.calls import build_calls
+from tests.reference.events import order_events
 
 Row = tuple[str, dict[str, Any]]
 T0 = datetime(2026, 5, 1, 10, 0, tzinfo=UTC)

@@ -1,18 +1,20 @@
-"""The native engine's Copilot fold equals the polars stages, table for table.
+"""The native engine's Copilot pass equals the polars stages, table for table.
 
-The polars stages (``order_events`` -> ``drop_repeats`` -> ``build_calls`` ->
-``summarize_sessions`` -> ``session_issues``; the reconstruction's ``regressors``,
-``constraints`` and ``fit``; the calibration)
-are the oracle; the engine (``analytics.engine.native.fold``, ``analytics/scanner/copilot_fold.rs``;
-``fit.rs``; ``calibrate.rs``) must give the same CALLS, SESSIONS (before tokens), orphan-end
-issues and session issues, the same per-call estimates and per-session fit figures, and the
-same calibrated tokens and token sources: same
-columns, dtypes, rows and row order (issues as sets: ``analysis`` sorts them; the fit's rows by
-session, which joins place). Compared on ``sample_logs/`` (whole and
-one file at a time), every real Copilot log one file at a time, simulated sessions
-(``agents.copilot.simulate``: resumes, crashes, compactions, sub-agents, autopilot) with and
-without damage (lines dropped, repeated, swapped, torn), and generated event sequences over
-the event types the rules name, with odd values. ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the
+The polars stages (``order_events`` -> ``drop_repeats`` -> ``place_model_metrics`` ->
+``build_calls`` -> ``summarize_sessions`` -> ``session_issues``; the priced lines
+``log_prices`` decodes; the reconstruction's ``regressors``, ``constraints`` and ``fit``; the
+calibration) are the oracle; the engine (``analytics.engine.native.pass_group``,
+``analytics/scanner/copilot_pass.rs`` and ``copilot_fold.rs``; ``fit.rs``; ``calibrate.rs``)
+must give the same ordered EVENTS (repeats dropped), placed MODEL_METRICS, reading issues
+(the scan's, repeated lines, unknown event types), CALLS, SESSIONS (before tokens), orphan-end
+and session issues, LOG_PRICES, the same per-call estimates and per-session fit figures, and
+the same calibrated tokens and token sources: same columns, dtypes, rows and row order (issues
+as sets: ``analysis`` sorts them; the fit's rows by session, which joins place). Compared on
+``sample_logs/`` (whole and one file at a time), every real Copilot log one file at a time,
+simulated sessions (``analytics.agents.copilot.simulate``: resumes, crashes, compactions,
+sub-agents, autopilot) with and without damage (lines dropped, repeated, swapped, torn), and
+generated event sequences over the event types the rules name, with odd values (repeated ids,
+torn lines, priced and odd ``tokenDetails``). ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the
 number of generated cases (200 by default).
 """
 
@@ -30,23 +32,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics.agents.copilot.events import read_logs
+from analytics.agents.copilot.events import read_logs, scan_logs
+from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.simulate import SimulationParams, simulate
 from analytics.agents.discover import LogFile
+from analytics.core.schema import EVENTS
 from analytics.engine import native as engine
 from analytics.engine import tokens
-from analytics.engine.events import drop_repeats, order_events, place_model_metrics
 from tests.conftest import SAMPLE_LOGS
 from tests.reference import calibrate as reference_calibrate
 from tests.reference import fit as reference_fit
 from tests.reference.calls import build_calls
+from tests.reference.events import drop_repeats, order_events, place_model_metrics, priced_lines
 from tests.reference.sessions import session_issues, summarize_sessions
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
 #: Folders of other agents' logs under the real logs.
 OTHER_AGENTS = {"claude-code", "codex"}
 EXAMPLES = int(os.environ.get("AGENTCOST_DIFFERENTIAL_EXAMPLES", "200"))
-NAMES = ("calls", "sessions", "call issues", "session issues")
+NAMES = ("calls", "sessions", "fold issues", "events", "model metrics", "read issues", "prices")
 #: The columns the regressors add to the calls.
 REGRESSORS = [
     "_agent",
@@ -78,18 +82,45 @@ def _copilot_logs(root: Path) -> list[Path]:
     )
 
 
-def reference(events: pl.DataFrame, metrics: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+def reference(paths: list[Path]) -> tuple[pl.DataFrame, ...]:
+    """The polars stages' tables of the logs ``paths``, in ``NAMES`` order."""
+    parsed = read_logs(_logs(paths))
+    events, repeats = drop_repeats(order_events(parsed.events))
+    metrics = place_model_metrics(parsed.model_metrics, events)
     calls, orphans = build_calls(events, metrics)
     sessions = summarize_sessions(events, calls, metrics)
-    return calls, sessions, orphans, session_issues(events, sessions)
+    return (
+        calls,
+        sessions,
+        pl.concat([orphans, session_issues(events, sessions)]),
+        events,
+        metrics,
+        pl.concat([parsed.issues, repeats]),
+        log_prices(priced_lines(events), pl.DataFrame()),
+    )
 
 
-def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple[Any, ...]]:
+def engine_tables(paths: list[Path]) -> tuple[tuple[pl.DataFrame, ...], engine.Passed]:
+    """The engine's pass over the logs ``paths``: its tables in ``NAMES`` order, and itself."""
+    passed = engine.pass_group(scan_logs(_logs(paths)), list(EVENTS))
+    assert passed.events is not None
+    tables = (
+        passed.calls,
+        passed.sessions,
+        passed.fold_issues,
+        passed.events,
+        passed.model_metrics,
+        passed.read_issues,
+        log_prices(passed.priced_lines, pl.DataFrame()),
+    )
+    return tables, passed
+
+
+def stage_inputs(passed: engine.Passed) -> dict[str, tuple[Any, ...]]:
     """What the token stage hands the native regressors (calls, events), fit (regressors,
     events, priors) and
     the calibration (the calls with their totals and estimates), by stage name; a stage with
     nothing to do is absent."""
-    calls, sessions, *_ = engine.fold(events, metrics)
     seen: dict[str, tuple[Any, ...]] = {}
     natives = {name: getattr(tokens, name) for name in ("regressors", "fit", "_calibrate")}
 
@@ -103,7 +134,8 @@ def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple
     for name in natives:
         setattr(tokens, name, spy(name))
     try:
-        tokens.call_tokens_and_fit(calls, events, sessions, metrics)
+        events = passed.events if passed.events is not None else pl.DataFrame()
+        tokens.call_tokens_and_fit(passed.calls, events, passed.sessions, passed.model_metrics)
     finally:
         for name, native in natives.items():
             setattr(tokens, name, native)
@@ -111,11 +143,9 @@ def stage_inputs(events: pl.DataFrame, metrics: pl.DataFrame) -> dict[str, tuple
 
 
 def assert_same(paths: list[Path]) -> None:
-    parsed = read_logs(_logs(paths))
-    events, _ = drop_repeats(order_events(parsed.events))
-    metrics = place_model_metrics(parsed.model_metrics, events)
-    pairs = list(zip(NAMES, reference(events, metrics), engine.fold(events, metrics), strict=True))
-    inputs = stage_inputs(events, metrics)
+    got, passed = engine_tables(paths)
+    pairs = list(zip(NAMES, reference(paths), got, strict=True))
+    inputs = stage_inputs(passed)
     if "regressors" in inputs:
         keys = ["session_id", "event_seq"]
         pairs.append(
@@ -254,6 +284,18 @@ _TYPES = [
     "subagent.completed",
     "subagent.failed",
 ]
+#: ``tokenDetails`` values: priced lists (with and without their own model), odd entries,
+#: and shapes that quote no price.
+_TOKEN_DETAILS = [
+    [{"tokenType": "input", "tokenCount": 4, "costPerBatch": 200000000000, "batchSize": 1000000}],
+    [
+        {"tokenType": "output", "costPerBatch": 5e11, "batchSize": 1000000, "model": "M2"},
+        {"tokenType": "cache_read", "costPerBatch": "x", "batchSize": None},
+    ],
+    [],
+    {"input": {"tokenCount": 15}},
+    "[not json",
+]
 _MODELS = st.sampled_from(["m1", "m2", "claude-haiku-4.5", "auto", ""])
 _IDS = st.sampled_from(["a", "b", "c"])
 _NUMBERS = st.one_of(
@@ -316,6 +358,8 @@ def _event(draw: st.DrawFn, index: int) -> dict[str, Any]:
             "initiator": draw(st.sampled_from(["sub-agent", "user"])),
             "copilotUsage": {"totalNanoAiu": draw(_NUMBERS)},
         }
+        if draw(st.booleans()):
+            data["usage"]["copilotUsage"]["tokenDetails"] = draw(st.sampled_from(_TOKEN_DETAILS))
     line: dict[str, Any] = {"type": kind, "data": data}
     if draw(st.booleans()):
         line["id"] = draw(st.sampled_from([f"e{index}", "dup"]))

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from analytics.agents.copilot.events import read_events
 from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.engine.analyze import Analysis, analyze
-from analytics.engine.events import drop_repeats, order_events
 from analytics.engine.tokens import add_call_tokens
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.reference.calls import build_calls
+from tests.reference.events import drop_repeats, order_events
 from tests.reference.sessions import summarize_sessions
 
 T0 = datetime(2026, 10, 9, 11, 0, tzinfo=UTC)

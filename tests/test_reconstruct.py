@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from analytics import _scanner
 from analytics.core.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
-from analytics.engine.events import order_events
 from analytics.engine.tokens import call_tokens_and_fit
 from tests.reference.calls import build_calls
+from tests.reference.events import order_events
 from tests.reference.sessions import summarize_sessions
 
 MODEL = "claude-sonnet-4.6"

@@ -1,62 +1,35 @@
-"""The native engine's Copilot stages, from ordered events to CALLS and SESSIONS.
+"""The native engine's Copilot pass, from the scanner's batches to CALLS and SESSIONS.
 
-``fold`` hands the ordered EVENTS (repeated lines already dropped, ``events.drop_repeats``)
-and the shutdowns' placed MODEL_METRICS to the engine (``analytics/scanner/copilot_fold.rs``)
-through the Arrow C stream interface, without a Python object per row; the engine folds each
-session on its own (in parallel) and returns CALLS before tokens, SESSIONS before tokens and
-fit, and the warnings: orphan ``turn_end`` lines, and the sessions' own (bytes missing before a
-shutdown, ``/rewind``). The polars stages it replaces are kept as the oracle in
-``tests/reference/`` and a differential test holds the two equal.
+``pass_group`` hands a group's scanned batches (``agents.copilot.events.scan_logs``: Arrow columns,
+never a polars table of events) and the shutdowns' per-model totals to the engine
+(``analytics/scanner/copilot_pass.rs``), which orders each session's lines, drops repeated
+ones, places the totals on the shutdowns kept, folds each session on its own (in parallel,
+``copilot_fold.rs``) and finds the lines that quote prices. The polars stages it replaces are
+kept as the oracle in ``tests/reference/`` and a differential test holds the two equal.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import polars as pl
 
 from analytics import _scanner
-from analytics.core.schema import CALLS, ISSUES, MODEL_METRICS, SESSIONS, conform, with_nulls
+from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
+from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
+from analytics.agents.copilot.events import batch_frame as frame
+from analytics.core.schema import (
+    CALLS,
+    EVENTS,
+    ISSUES,
+    MODEL_METRICS,
+    SESSIONS,
+    conform,
+    padded,
+    with_nulls,
+)
 
-#: The EVENTS columns the fold reads.
-FOLD_COLUMNS = [
-    "source_file",
-    "source_line",
-    "session_id",
-    "event_seq",
-    "process_index",
-    "event_type",
-    "timestamp",
-    "agent_id",
-    "parent_tool_call_id",
-    "turn_id",
-    "interaction_id",
-    "model",
-    "api_call_id",
-    "tool_call_id",
-    "tool_name",
-    "output_tokens",
-    "is_autopilot",
-    "initiator",
-    "text",
-    "duration_ms",
-    "interaction_type",
-    "usage_id",
-    "cwd",
-    "repository",
-    "copilot_version",
-    "status_detail",
-    "total_nano_aiu",
-    "total_premium_requests",
-    "total_api_duration_ms",
-    "info_type",
-    "is_byok",
-    "nano_aiu",
-    "input_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "events_file_size_bytes",
-    "byte_offset",
-]
 #: SESSIONS columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
     name: dtype
@@ -71,25 +44,71 @@ _LATER = {
         "reasoning_tokens",
     )
 }
+#: The columns of the lines that quote prices (``agents.copilot.log_prices.log_prices``
+#: decodes them).
+PRICED_LINES = {
+    "source_file": pl.String(),
+    "source_line": pl.Int64(),
+    "session_id": pl.String(),
+    "timestamp": EVENTS["timestamp"],
+    "model": pl.String(),
+    "token_details": pl.String(),
+}
 
 
-def fold(
-    events: pl.DataFrame, metrics: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(CALLS before tokens, SESSIONS before tokens, orphan-end ISSUES, session ISSUES) of
-    ordered ``events`` and their placed ``metrics`` (``events.place_model_metrics``)."""
-    narrow = events.select(FOLD_COLUMNS).rechunk()
-    placed = conform(metrics, MODEL_METRICS).rechunk()
-    calls, sessions, orphans, session_issues = _scanner.fold_copilot(
-        narrow.__arrow_c_stream__(), placed.__arrow_c_stream__()
+@dataclasses.dataclass(frozen=True)
+class Passed:
+    """A group's pass: CALLS and SESSIONS before tokens; the placed MODEL_METRICS; the
+    issues of reading (the scan's, repeated lines, unknown event types) and of the fold
+    (orphan ends; the sessions' own); the lines that quote prices (``PRICED_LINES``); and
+    the events, with the columns asked for (None when none were)."""
+
+    calls: pl.DataFrame
+    sessions: pl.DataFrame
+    model_metrics: pl.DataFrame
+    read_issues: pl.DataFrame
+    fold_issues: pl.DataFrame
+    priced_lines: pl.DataFrame
+    events: pl.DataFrame | None
+
+
+def pass_group(scanned: ScannedLogs, columns: Sequence[str] | None = None) -> Passed:
+    """The one native pass over ``scanned``; ``columns``: the EVENTS columns to return of
+    the lines kept, in each session's order (None: no events)."""
+    metrics = conform(scanned.model_metrics, MODEL_METRICS).rechunk()
+    folded, repeats, unknown, placed, priced, events = _scanner.pass_copilot(
+        scanned.tables,
+        metrics.__arrow_c_stream__(),
+        scanned.failed,
+        sorted(KNOWN_EVENT_TYPES),
+        list(columns) if columns is not None else None,
     )
-    return (
-        conform(_frame(calls), CALLS),
-        conform(with_nulls(_frame(sessions), _LATER), SESSIONS),
-        conform(_frame(orphans), ISSUES),
-        conform(_frame(session_issues), ISSUES),
+    calls, sessions, orphans, session_issues = (frame(table) for table in folded)
+    placement = frame(placed)
+    model_metrics = (
+        metrics.with_columns(
+            placement["session_id"].alias("session_id"),
+            placement["process_index"].alias("process_index"),
+        )
+        .filter(pl.col("session_id").is_not_null())
+        .select(MODEL_METRICS.keys())
     )
-
-
-def _frame(table: _scanner.ArrowTable) -> pl.DataFrame:
-    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
+    read_issues = pl.concat(
+        [
+            conform(scanned.issues, ISSUES),
+            conform(frame(repeats), ISSUES),
+            unknown_type_issues(frame(unknown)),
+        ]
+    )
+    chosen = None
+    if events is not None and columns is not None:
+        chosen = padded(frame(events), {name: EVENTS[name] for name in columns})
+    return Passed(
+        calls=conform(calls, CALLS),
+        sessions=conform(with_nulls(sessions, _LATER), SESSIONS),
+        model_metrics=conform(model_metrics, MODEL_METRICS),
+        read_issues=read_issues,
+        fold_issues=pl.concat([conform(orphans, ISSUES), conform(session_issues, ISSUES)]),
+        priced_lines=conform(frame(priced), PRICED_LINES),
+        events=chosen,
+    )

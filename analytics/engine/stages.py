@@ -50,7 +50,7 @@ from analytics.cache.results import TABLES, ResultCache, records_digest
 from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
 
 if TYPE_CHECKING:
-    from analytics.agents.copilot.events import ParsedLog, Progress
+    from analytics.agents.copilot.events import Progress, ScannedLogs
 
 #: Log bytes analysed together when events need not be kept. Smaller groups hold less at
 #: once and the stages' joins and windows cost less than linearly more per group; on the
@@ -265,11 +265,12 @@ def _run_groups(
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
-    from analytics.agents.copilot.events import read_logs
-    from analytics.engine.events import drop_repeats, order_events
+    from analytics.agents.copilot.events import scan_logs
+    from analytics.core.schema import EVENTS
+    from analytics.engine.native import pass_group
 
-    events, _ = drop_repeats(order_events(read_logs(logs).events))
-    return events
+    events = pass_group(scan_logs(logs), list(EVENTS)).events
+    return events if events is not None else empty(EVENTS)
 
 
 def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, str | None] | None:
@@ -381,15 +382,15 @@ def _patched(
     return Tables.of(patched) if patched is not None else None
 
 
-def analyse_parsed(parsed: ParsedLog, found: Found) -> Tables:
-    """The tables ``run_stages`` gives for ``found`` (one group), from its logs already read.
+def analyse_parsed(scanned: ScannedLogs, found: Found) -> Tables:
+    """The tables ``run_stages`` gives for ``found`` (one group), from its logs already scanned.
 
-    For ``agentcost watch``, which holds a growing log's events and reads only the lines
-    written since (``read_logs(..., resume=...)``): every stage after reading runs again on
+    For ``agentcost watch``, which holds a growing log's batches and scans only the lines
+    written since (``scan_logs(..., resume=...)``): every stage after scanning runs again on
     them, so the result is a fresh analysis of the file.
     """
     observed = _Observed(found, whole=False)
-    tables = _stages(parsed, observed, keep_events=False)
+    tables = _stages(scanned, observed, keep_events=False)
     return _combine([tables], observed.issues(tables.sessions["session_id"].to_list()))
 
 
@@ -400,29 +401,31 @@ def _analyse(
     keep_events: bool,
 ) -> Tables:
     """Every stage on one group of logs."""
-    from analytics.agents.copilot.events import read_logs
+    from analytics.agents.copilot.events import scan_logs
 
-    return _stages(read_logs(logs, progress), observed, keep_events)
+    return _stages(scan_logs(logs, progress), observed, keep_events)
 
 
-def _stages(parsed: ParsedLog, observed: _Observed, keep_events: bool) -> Tables:
-    """Every stage after reading."""
+def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tables:
+    """Every stage after scanning: the engine's pass (no table of events is built unless
+    ``keep_events``; the token stage reads the few columns it needs), then the tokens."""
     from analytics.agents.copilot.log_prices import log_prices
-    from analytics.engine.events import drop_repeats, order_events, place_model_metrics
-    from analytics.engine.native import fold
-    from analytics.engine.tokens import call_tokens_and_fit, with_call_totals
+    from analytics.core.schema import EVENTS
+    from analytics.engine.native import pass_group
+    from analytics.engine.tokens import USED, call_tokens_and_fit, with_call_totals
 
-    events, repeat_issues = drop_repeats(order_events(parsed.events))
-    metrics = place_model_metrics(parsed.model_metrics, events)
-    read_issues = _stack([parsed.issues, repeat_issues], ISSUES)
-    del parsed
-    calls, sessions, orphans, session_issues = fold(events, metrics)
-    call_issues = _stack([orphans, session_issues], ISSUES)
+    passed = pass_group(scanned, list(EVENTS) if keep_events else USED)
+    del scanned
+    events = passed.events if passed.events is not None else empty(EVENTS)
+    sessions = passed.sessions
     records = observed.of(sessions["session_id"].to_list())
-    calls, token_issues, fitted = call_tokens_and_fit(calls, events, sessions, metrics, records)
+    metrics = passed.model_metrics
+    calls, token_issues, fitted = call_tokens_and_fit(
+        passed.calls, events, sessions, metrics, records
+    )
     sessions = with_call_totals(sessions, calls, fitted)
-    issues = _stack([read_issues, call_issues, token_issues], ISSUES)
-    prices = log_prices(events, records)
+    issues = _stack([passed.read_issues, passed.fold_issues, token_issues], ISSUES)
+    prices = log_prices(passed.priced_lines, records)
     return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)
 
 

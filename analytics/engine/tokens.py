@@ -52,8 +52,9 @@ _GROUP = ["session_id", "_segment", "model"]
 _LLM = pl.col("kind") != "compaction"
 #: A session's fixed part as the log states it (see ``stated_fixed_part``).
 _STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).drop_nulls().first()
-#: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest.
-_USED = [
+#: The EVENTS columns the steps below read: filters and joins copy these, not the wide rest
+#: (and the engine's pass gathers only these for them, ``engine.native.pass_group``).
+USED = [
     *EVENT_KEYS,
     "interaction_type",
     "agent_id",
@@ -104,7 +105,7 @@ def call_tokens_and_fit(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """``add_call_tokens`` and the per-session fit (``reconstruct.FIT`` columns), which goes
     to SESSIONS with ``with_call_totals``."""
-    events = events.select([c for c in _USED if c in events.columns])
+    events = events.select([c for c in USED if c in events.columns])
     if use_observed:
         with_log = _observed_in_log(calls, events)
         matched, issues = _observed_beside_log(with_log, observed)

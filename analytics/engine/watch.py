@@ -5,18 +5,18 @@ default): a Copilot ``events.jsonl``, a Claude Code session file (a sub-agent's 
 for its parent session's) or a Codex rollout. A Claude Code or Codex log is folded again
 natively whenever it (or a sub-agent file of its session) changes (``AgentFollow``): its
 calls state their usage, so the whole fold of one session is a few milliseconds. A Copilot
-log's events are read once and held (``Follow``); each time the file's size or mtime changes,
-only the bytes written since are read (``read_logs(..., resume=...)``: the scan goes on from
-the state the last read ended at, and a half-written last line waits for its newline), the
-new events are appended, and every later stage runs again on the held events
-(``stages.analyse_parsed``), so the view is a fresh analysis of the file at the cost of the
-new lines' scan. A file that shrank or was replaced (another inode) is read again from its
-start. Unless the paths name one session (its directory or log), the paths are looked at
-again every ``SWITCH_SECONDS`` and a newer session log, once one is written, is followed
-instead. The screen is redrawn with rich's Live display: calls so far, the current context
-size, cost so far, the last call's cost and a sparkline of input tokens per call. Nothing is
-written inside the session directory. ``q`` (on a terminal) or Ctrl-C quits.
-"""
+log's scanned batches are held (``Follow``); each time the file's size or mtime changes,
+only the bytes written since are scanned (``scan_logs(..., resume=...)``: the scan goes on
+from the state the last read ended at, and a half-written last line waits for its newline),
+the new batches are appended, and the engine's pass and every later stage run again on the
+held batches (``stages.analyse_parsed``), so the view is a fresh analysis of the file
+at the cost of the new lines' scan. A file that shrank or was replaced (another inode) is
+read again from its start. Unless the paths name one session (its directory or log), the
+paths are looked at again every ``SWITCH_SECONDS`` and a newer session log, once one is
+written, is followed instead. The screen is redrawn with rich's Live display: calls so far,
+the current context size, cost so far, the last call's cost and a sparkline of input tokens
+per call. Nothing is written inside the session directory. ``q`` (on a terminal) or Ctrl-C
+quits."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from analytics.core.errors import InputError
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from analytics.agents.copilot.events import ParsedLog, ScanState
+    from analytics.agents.copilot.events import ScannedLogs, ScanState
     from analytics.core.pricing.rates import RateTable
 
 #: Seconds between looks at the file (and at the keyboard).
@@ -192,12 +192,12 @@ class Follow:
         self.found: Found = discover([session_target(log)])
         self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime)
         self._state: ScanState | None = None
-        self._parts: list[ParsedLog] = []
+        self._parts: list[ScannedLogs] = []
 
     def update(self) -> bool:
         """Read what the log gained; False when it did not change (or is gone for a moment:
         rotated, rewritten; the last view stays)."""
-        from analytics.agents.copilot.events import read_logs
+        from analytics.agents.copilot.events import scan_logs
 
         try:
             stat = self.log.path.stat()
@@ -213,25 +213,19 @@ class Follow:
             self._state, self._parts = None, []  # shrank or replaced: read it again
         self._seen = now
         log = LogFile(self.log.path, self.log.session_hint, self.log.real_path, stat)
-        read = read_logs([log], resume=[self._state])
+        read = scan_logs([log], resume=[self._state])
         self._state = read.ends[0]
-        if read.events.height or read.issues.height or not self._parts:
+        if any(len(t) for t in read.tables) or read.issues.height or not self._parts:
             self._parts.append(read)
         return True
 
     @property
-    def parsed(self) -> ParsedLog:
-        """Every event, per-model total and issue read so far, in line order."""
-        from analytics.agents.copilot.events import ParsedLog
+    def parsed(self) -> ScannedLogs:
+        """Every batch, per-model total and issue scanned so far, in line order."""
+        from analytics.agents.copilot.events import ScannedLogs
 
         if len(self._parts) > 1:
-            self._parts = [
-                ParsedLog(
-                    pl.concat([p.events for p in self._parts]),
-                    pl.concat([p.model_metrics for p in self._parts]),
-                    pl.concat([p.issues for p in self._parts]),
-                )
-            ]
+            self._parts = [ScannedLogs.joined(self._parts)]
         return self._parts[0]
 
 

@@ -7,7 +7,8 @@
 //! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
 //! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
 //! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
-//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row.
+//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row;
+//! `copilot_pass` goes from a group's scanned lines to those folds in one pass.
 
 pub mod calibrate;
 pub mod calls;
@@ -16,6 +17,7 @@ pub mod codex;
 pub mod compact;
 pub mod copilot;
 pub mod copilot_fold;
+pub mod copilot_pass;
 pub mod fit;
 pub mod format;
 pub mod json;

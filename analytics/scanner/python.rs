@@ -39,6 +39,9 @@ use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
+#[path = "python_pass.rs"]
+mod pass;
+
 fn scanner() -> &'static Scanner {
     static SCANNER: OnceLock<Scanner> = OnceLock::new();
     SCANNER.get_or_init(|| Scanner::new(COPILOT))
@@ -576,7 +579,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_claude_code, module)?)?;
     module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
-    module.add_function(wrap_pyfunction!(fold_copilot, module)?)?;
+    module.add_function(wrap_pyfunction!(pass::pass_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(fit_sessions, module)?)?;
     module.add_function(wrap_pyfunction!(calibrate_calls, module)?)?;
     module.add_function(wrap_pyfunction!(regressors_of, module)?)?;
@@ -815,37 +818,6 @@ fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
     groups
 }
 
-/// One session's metrics rows: (file, line, model, requests, tokens) by session id.
-fn metric_rows<'a>(
-    batch: &'a arrow_array::RecordBatch,
-) -> std::collections::HashMap<&'a str, Vec<crate::copilot_fold::Metric<'a>>> {
-    let s = |name: &str| Strs::of(column(batch, name));
-    let n = |name: &str| Ints::of(column(batch, name));
-    let (file, session, model) = (s("source_file"), s("session_id"), s("model"));
-    let (line, requests) = (n("source_line"), n("requests_count"));
-    let tokens = [
-        n("input_tokens"),
-        n("output_tokens"),
-        n("cache_read_tokens"),
-        n("cache_write_tokens"),
-        n("reasoning_tokens"),
-    ];
-    let mut out: std::collections::HashMap<&'a str, Vec<crate::copilot_fold::Metric<'a>>> =
-        std::collections::HashMap::new();
-    for i in 0..batch.num_rows() {
-        out.entry(session.get(i).unwrap_or(""))
-            .or_default()
-            .push(crate::copilot_fold::Metric {
-                file: file.get(i).unwrap_or(""),
-                line: line.get(i).unwrap_or(0),
-                model: model.get(i),
-                requests: requests.get(i),
-                tokens: [0, 1, 2, 3, 4].map(|k| tokens.get(k).and_then(|c| c.get(i))),
-            });
-    }
-    out
-}
-
 fn text_array<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
     Arc::new(values.collect::<StringViewArray>())
 }
@@ -930,38 +902,6 @@ fn tool_lists(lists: &[Option<&Vec<(&str, i64)>>]) -> Result<ArrayRef, ArrowErro
 
 /// Calls, sessions, call issues (orphan ends) and session issues (gaps, then rewinds).
 type CopilotTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
-
-/// Fold ordered Copilot EVENTS (without repeated lines) and their placed MODEL_METRICS, each
-/// a polars frame of one chunk passed as an Arrow stream capsule, one session at a time (in
-/// parallel, the GIL released). Returns the CALLS rows (before tokens), the SESSIONS rows
-/// (before tokens and fit), the orphan-end issues and the sessions' issues.
-#[pyfunction]
-fn fold_copilot(
-    py: Python<'_>,
-    events: Bound<'_, PyCapsule>,
-    metrics: Bound<'_, PyCapsule>,
-) -> PyResult<CopilotTables> {
-    use crate::copilot_fold::{fold_session, SessionFold};
-    let events = read_frame(&events)?;
-    let metrics = read_frame(&metrics)?;
-    py.detach(|| {
-        let columns = EventColumns::of(&events);
-        let ids = Strs::of(column(&events, "session_id"));
-        let sessions = by_session(&ids, events.num_rows());
-        let placed = metric_rows(&metrics);
-        let folded: Vec<(&str, Option<SessionFold>, &str)> = sessions
-            .par_iter()
-            .map(|(id, rows)| {
-                let list: Vec<_> = rows.iter().map(|&i| columns.event(i)).collect();
-                let first = list.first().map_or("", |e| e.file);
-                let mine = placed.get(id).map_or(&[][..], Vec::as_slice);
-                let fold = catch_unwind(AssertUnwindSafe(|| fold_session(&list, mine))).ok();
-                (*id, fold, first)
-            })
-            .collect();
-        copilot_tables(&folded).map_err(to_py)
-    })
-}
 
 fn copilot_tables(
     folded: &[(&str, Option<crate::copilot_fold::SessionFold<'_>>, &str)],

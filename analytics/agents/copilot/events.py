@@ -79,13 +79,66 @@ def read_logs(
     ``session.start`` before it (earlier lines to the first one), a file without any to its
     hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
 
+    ``resume``: as ``scan_logs``. The analysis itself never builds this table of events
+    (``engine.native.pass_group`` reads the scanned batches); the reference stages and the tests do.
+    """
+    scanned = scan_logs(logs, progress, resume=resume)
+    if scanned.tables:
+        events = pl.concat([batch_frame(table) for table in scanned.tables], rechunk=False)
+    else:
+        events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
+    events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
+    if scanned.failed:
+        lost = pl.Series(scanned.failed, dtype=pl.String).implode()
+        events = events.filter(~pl.col("source_file").is_in(lost))
+    issues = pl.concat([scanned.issues, _unknown_types(events)])
+    return ParsedLog(
+        events,
+        scanned.model_metrics,
+        issues.sort("file", "line", nulls_last=False, maintain_order=True),
+        scanned.ends,
+    )
+
+
+@dataclass(frozen=True)
+class ScannedLogs:
+    """What the scanner gives of log files, before any table of events: its batches
+    (``tables``), the shutdowns' per-model totals (not yet placed on their sessions), the
+    problems (all but the unknown event types, which the pass counts), the files that could
+    not be read (their lines are left out), and where each log's scan stopped (``resume``)."""
+
+    tables: list[_scanner.ArrowTable]
+    model_metrics: pl.DataFrame
+    issues: pl.DataFrame
+    failed: list[str]
+    ends: list[ScanState] = field(default_factory=list)
+
+    @classmethod
+    def joined(cls, parts: Sequence[ScannedLogs]) -> ScannedLogs:
+        """Successive reads of the same logs as one read."""
+        return cls(
+            [table for part in parts for table in part.tables],
+            pl.concat([part.model_metrics for part in parts]),
+            pl.concat([part.issues for part in parts]),
+            sorted({name for part in parts for name in part.failed}),
+            parts[-1].ends if parts else [],
+        )
+
+
+def scan_logs(
+    logs: Sequence[LogFile],
+    progress: Progress | None = None,
+    *,
+    resume: Sequence[ScanState | None] | None = None,
+) -> ScannedLogs:
+    """Scan many events files (see ``read_logs``) into the scanner's batches.
+
     ``resume`` (aligned with ``logs``) reads each log from a state a previous read ended at
-    (``ParsedLog.ends``; None: from its start), for a log that grows: the lines, offsets,
+    (``ScannedLogs.ends``; None: from its start), for a log that grows: the lines, offsets,
     process indexes and sessions of the new lines are those a read of the whole file gives
-    them, and a last line without its newline (being written) is left for the next read. Two
-    differences, by design: rows already read are never renamed (lines of a session read before
-    its ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``),
-    and the "unknown event type" warning counts the lines of this read.
+    them, and a last line without its newline (being written) is left for the next read. By
+    design, rows already read are never renamed (lines of a session read before its
+    ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``).
     """
     names, hints, sizes = scan_inputs(logs)
     ends: list[ScanState] = []
@@ -100,11 +153,6 @@ def read_logs(
             names, hints, sizes, list(resume), BATCH_BYTES, BLOCK_BYTES
         )
         tables, issue_columns, totals, failures = scanned
-    if tables:
-        events = pl.concat([batch_frame(table) for table in tables], rechunk=False)
-    else:
-        events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
-    events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
     files, lines, severities, messages = issue_columns
     metrics, metric_issues = _model_metrics(totals, names)
     issues = _issues(
@@ -113,20 +161,32 @@ def read_logs(
     failed = [
         (names[f], None, "error", _failure(names[f], errno, text)) for f, errno, text in failures
     ]
+    lost = [name for name, *_ in failed]
     if failed:
-        lost = pl.Series([name for name, *_ in failed], dtype=pl.String).implode()
-        events = events.filter(~pl.col("source_file").is_in(lost))
-        metrics = metrics.filter(~pl.col("source_file").is_in(lost))
-        issues = issues.filter(~pl.col("file").is_in(lost))
-    issues = pl.concat([issues, _unknown_types(events), _issues(failed)])
+        gone = pl.Series(lost, dtype=pl.String).implode()
+        metrics = metrics.filter(~pl.col("source_file").is_in(gone))
+        issues = issues.filter(~pl.col("file").is_in(gone))
     if progress:
         total = sum(size or 0 for size in sizes)
         progress(total, total)
-    return ParsedLog(
-        events,
-        metrics,
-        issues.sort("file", "line", nulls_last=False, maintain_order=True),
-        ends,
+    return ScannedLogs(list(tables), metrics, pl.concat([issues, _issues(failed)]), lost, ends)
+
+
+def unknown_type_issues(unknown: pl.DataFrame) -> pl.DataFrame:
+    """One warning per file and unknown event type (``file``, ``event_type``, first ``line``,
+    ``count`` of lines), at its first line."""
+    return _issues(
+        [
+            (
+                file,
+                first,
+                "warning",
+                f"unknown event type {kind!r} ({count} lines) kept, not analysed",
+            )
+            for file, kind, first, count in unknown.select(
+                "file", "event_type", "line", "count"
+            ).iter_rows()
+        ]
     )
 
 
@@ -254,20 +314,11 @@ def _unknown_types(events: pl.DataFrame) -> pl.DataFrame:
     unknown = (
         events.filter(~pl.col("event_type").is_in(list(KNOWN_EVENT_TYPES)))
         .group_by("source_file", "event_type")
-        .agg(pl.col("source_line").min(), pl.len())
-        .sort("source_file", "source_line")
+        .agg(pl.col("source_line").min().alias("line"), pl.len().alias("count"))
+        .sort("source_file", "line")
+        .rename({"source_file": "file"})
     )
-    return _issues(
-        [
-            (
-                file,
-                first,
-                "warning",
-                f"unknown event type {kind!r} ({count} lines) kept, not analysed",
-            )
-            for file, kind, first, count in unknown.iter_rows()
-        ]
-    )
+    return unknown_type_issues(unknown)
 
 
 def _issues(rows: Sequence[IssueRow]) -> pl.DataFrame:

@@ -32,14 +32,16 @@ _ENTRIES = pl.List(
 )
 
 
-def log_prices(events: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
-    """Every price the logs quote (``schema.LOG_PRICES``), from EVENTS and OBSERVED_USAGE.
+def log_prices(lines: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
+    """Every price the logs quote (``schema.LOG_PRICES``), from their priced lines and
+    OBSERVED_USAGE.
 
-    ``events`` need ``token_details``, ``is_byok``, ``model`` and ``timestamp`` (an entry
-    without its own ``model`` is the line's); ``observed`` rows (session-store, OTel) need
-    ``token_details``, ``model`` and ``created_at``. Shapes without prices (the
-    ``{"input": {"tokenCount": 15}}`` object of 1.0.63 shutdowns) give no rows. Decoded as
-    whole columns.
+    ``lines`` are the log lines whose ``tokenDetails`` is a list, bring-your-own-key lines
+    left out (``engine.native.PRICED_LINES``: the engine's pass finds them), with ``token_details``,
+    ``model`` and ``timestamp`` (an entry without its own ``model`` is the line's);
+    ``observed`` rows (session-store, OTel) need ``token_details``, ``model`` and
+    ``created_at``. Shapes without prices (the ``{"input": {"tokenCount": 15}}`` object of
+    1.0.63 shutdowns) give no rows. Decoded as whole columns.
 
     >>> line = '[{"tokenType": "output", "costPerBatch": 500000000000, "batchSize": 1000000}]'
     >>> rows = pl.DataFrame({"source_file": ["s.db"], "source_line": [1], "session_id": ["a"],
@@ -48,9 +50,8 @@ def log_prices(events: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
     ('claude-haiku-4.5', 'output', '500000000000')
     """
     frames = []
-    if "token_details" in events.columns:
-        billed = events.filter(~pl.col("is_byok").fill_null(False))
-        frames.append(_entries(billed, pl.col("timestamp")))
+    if "token_details" in lines.columns:
+        frames.append(_entries(lines, pl.col("timestamp")))
     if "token_details" in observed.columns:
         frames.append(_entries(observed, pl.col("created_at")))
     present = [frame for frame in frames if frame.height]

@@ -1,0 +1,452 @@
+//! The one Copilot pass: a group's scanned lines in, every session's calls, SESSIONS row,
+//! warnings, placed shutdown totals and priced lines out, with no table of events in between.
+//!
+//! The steps, each by the rules of the polars stages kept as the oracle in `tests/reference/`
+//! (`order_events`, `drop_repeats`, `place_model_metrics`, `log_prices`):
+//! 1. rows by session (lines of unreadable files left out);
+//! 2. each session in order: its files by their first timestamp (unknown first), then name;
+//!    lines by number. `event_seq` numbers the result, `process_index` counts the
+//!    `session.resume` lines up to each one;
+//! 3. repeated lines dropped: an event id an earlier line of the session had, or a usage
+//!    record's usage id (else api call id) an earlier record had; one warning per file, and
+//!    `byte_offset` of the lines kept reads as if the repeats were not there;
+//! 4. the shutdowns' per-model totals placed on the shutdown lines kept;
+//! 5. `copilot_fold::fold_session` on each session, sessions in parallel (rayon);
+//! 6. the lines whose `tokenDetails` list quotes prices (not bring-your-own-key).
+//!
+//! The rows come from a [`Rows`] source (the binding reads the scanner's Arrow columns; the
+//! tests and the fuzz run use owned rows), and each session's events borrow from it. Pure safe
+//! Rust: nothing here panics on any input, and a session whose fold did is reported as such.
+#![forbid(unsafe_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rayon::prelude::*;
+
+use crate::copilot_fold::{fold_session, Event, Metric, SessionFold, Warning};
+
+/// What ordering and repeat detection read of a line (the fold reads [`Rows::event`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Key<'a> {
+    pub session: &'a str,
+    pub file: &'a str,
+    pub line: Option<i64>,
+    pub timestamp: Option<i64>,
+    pub kind: Option<&'a str>,
+    pub event_id: Option<&'a str>,
+    /// A usage record's usage id, else its api call id.
+    pub record: Option<&'a str>,
+    pub byte_offset: Option<i64>,
+}
+
+/// A group's scanned lines, in scan order (file by file, line by line).
+pub trait Rows<'a>: Sync {
+    /// How many lines.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// What ordering reads of line `row`.
+    fn key(&self, row: usize) -> Key<'a>;
+    /// Line `row` as the fold reads it (`seq`, `process` and `byte_offset` as scanned: the
+    /// pass sets them).
+    fn event(&self, row: usize) -> Event<'a>;
+    /// The line's `tokenDetails` text and whether it was a bring-your-own-key call.
+    fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>);
+}
+
+/// One session after the pass.
+#[derive(Debug)]
+pub struct Session<'a> {
+    pub id: &'a str,
+    /// The lines kept (row numbers of the source), in session order: `event_seq` is the
+    /// position + 1.
+    pub rows: Vec<usize>,
+    /// `process_index` of each line kept.
+    pub processes: Vec<i32>,
+    /// `byte_offset` of each line kept, repeats left out.
+    pub byte_offsets: Vec<Option<i64>>,
+    /// The fold (None: it panicked, a bug the caller reports as an issue).
+    pub fold: Option<SessionFold<'a>>,
+    /// Lines kept whose `tokenDetails` quote prices (positions in `rows`).
+    pub priced: Vec<usize>,
+}
+
+/// A group's pass.
+#[derive(Debug, Default)]
+pub struct Pass<'a> {
+    /// Sessions in id order.
+    pub sessions: Vec<Session<'a>>,
+    /// One warning per file with repeated lines, at its first, files in name order.
+    pub repeats: Vec<Warning<'a>>,
+    /// Per file and unknown event type (files in name order, then first line): the first
+    /// line and the count of lines, repeats included.
+    pub unknown: Vec<(&'a str, &'a str, i64, i64)>,
+    /// Per input shutdown total (`run`'s `metrics`): the session and process of the kept
+    /// shutdown line it belongs to, or None when that line is not kept.
+    pub placed: Vec<Option<(&'a str, i32)>>,
+}
+
+/// The pass over `rows`, leaving out the lines of `failed` files; `metrics` are the
+/// shutdowns' per-model totals (by file and line), `known` the event types analysed.
+pub fn run<'a, R: Rows<'a>>(
+    rows: &R,
+    failed: &HashSet<&str>,
+    metrics: &[Metric<'a>],
+    known: &HashSet<&str>,
+) -> Pass<'a> {
+    let keys: Vec<Key<'a>> = (0..rows.len()).map(|row| rows.key(row)).collect();
+    let usable =
+        |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
+    let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
+    let mut by_session: HashMap<&'a str, Vec<usize>> = HashMap::new();
+    for row in (0..keys.len()).filter(usable) {
+        if let Some(key) = keys.get(row) {
+            by_session.entry(key.session).or_default().push(row);
+        }
+    }
+    let mut grouped: Vec<(&'a str, Vec<usize>)> = by_session.into_iter().collect();
+    grouped.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut sessions: Vec<Session<'a>> = grouped
+        .into_iter()
+        .map(|(id, members)| ordered(id, members, &keys))
+        .collect();
+    let repeats = drop_repeats(&mut sessions, &keys);
+    let (placed, per_session) = place(&sessions, &keys, metrics);
+    sessions
+        .par_iter_mut()
+        .zip(per_session.par_iter())
+        .for_each(|(session, mine)| {
+            let events: Vec<Event<'a>> = session
+                .rows
+                .iter()
+                .zip(&session.processes)
+                .zip(&session.byte_offsets)
+                .enumerate()
+                .map(|(at, ((&row, &process), &byte_offset))| Event {
+                    seq: i64::try_from(at).map_or(i64::MAX, |n| n.saturating_add(1)),
+                    process,
+                    byte_offset,
+                    ..rows.event(row)
+                })
+                .collect();
+            session.fold = catch_unwind(AssertUnwindSafe(|| fold_session(&events, mine))).ok();
+            session.priced = session
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, &row)| quotes_prices(rows.prices(row)))
+                .map(|(at, _)| at)
+                .collect();
+        });
+    Pass {
+        sessions,
+        repeats,
+        unknown,
+        placed,
+    }
+}
+
+/// One session's lines in order (`order_events`): files by their first timestamp (unknown
+/// first), then name; lines by number (unknown first), then as scanned.
+fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Session<'a> {
+    let mut starts: HashMap<&'a str, Option<i64>> = HashMap::new();
+    for key in members.iter().filter_map(|&row| keys.get(row)) {
+        starts
+            .entry(key.file)
+            .and_modify(|start| *start = crate::calls::min_time(*start, key.timestamp))
+            .or_insert(key.timestamp);
+    }
+    let rank = |row: usize| {
+        let key = keys.get(row).copied().unwrap_or_default();
+        let start = starts.get(key.file).copied().flatten();
+        (start, key.file, key.line)
+    };
+    // A stable sort: lines of one number keep their scan order.
+    members.sort_by(|&a, &b| rank(a).cmp(&rank(b)));
+    let mut session = Session {
+        id,
+        processes: Vec::new(),
+        byte_offsets: members
+            .iter()
+            .map(|&row| keys.get(row).and_then(|k| k.byte_offset))
+            .collect(),
+        rows: members,
+        fold: None,
+        priced: Vec::new(),
+    };
+    number(&mut session, keys);
+    session
+}
+
+/// `process_index` of each line: the `session.resume` lines up to it (itself included).
+fn number(session: &mut Session<'_>, keys: &[Key<'_>]) {
+    let mut resumes: i32 = 0;
+    session.processes = session
+        .rows
+        .iter()
+        .map(|&row| {
+            if keys
+                .get(row)
+                .is_some_and(|k| k.kind == Some("session.resume"))
+            {
+                resumes = resumes.saturating_add(1);
+            }
+            resumes
+        })
+        .collect();
+}
+
+/// Drop each session's repeated lines (`drop_repeats`); one warning per file that had them.
+fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warning<'a>> {
+    let mut repeated: HashSet<usize> = HashSet::new();
+    for session in sessions.iter() {
+        let mut ids: HashSet<&str> = HashSet::new();
+        let mut records: HashSet<&str> = HashSet::new();
+        for &row in &session.rows {
+            let Some(key) = keys.get(row) else { continue };
+            let copy_of_id = key.event_id.is_some_and(|id| !ids.insert(id));
+            let copy_of_record = key.kind == Some("session.usage_record")
+                && key.record.is_some_and(|r| !records.insert(r));
+            if copy_of_id || copy_of_record {
+                repeated.insert(row);
+            }
+        }
+    }
+    if repeated.is_empty() {
+        return Vec::new();
+    }
+    // Per file, in line order: the bytes of repeated lines before each line.
+    let mut by_file: HashMap<&'a str, Vec<usize>> = HashMap::new();
+    for session in sessions.iter() {
+        for &row in &session.rows {
+            if let Some(key) = keys.get(row) {
+                by_file.entry(key.file).or_default().push(row);
+            }
+        }
+    }
+    let mut before: HashMap<usize, i64> = HashMap::new();
+    let mut warnings = Vec::new();
+    let mut files: Vec<(&'a str, Vec<usize>)> = by_file.into_iter().collect();
+    files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (file, mut lines) in files {
+        lines.sort_by_key(|&row| (keys.get(row).and_then(|k| k.line), row));
+        let mut skipped: i64 = 0;
+        let (mut first, mut count) = (None, 0i64);
+        for (at, &row) in lines.iter().enumerate() {
+            before.insert(row, skipped);
+            if repeated.contains(&row) {
+                let line = keys.get(row).and_then(|k| k.line);
+                first = crate::calls::min_time(first, line);
+                count = count.saturating_add(1);
+                let offset = |r: Option<&usize>| r.and_then(|&r| keys.get(r)?.byte_offset);
+                let size = offset(lines.get(at + 1))
+                    .zip(offset(Some(&row)))
+                    .map_or(0, |(next, own)| next.saturating_sub(own));
+                skipped = skipped.saturating_add(size);
+            }
+        }
+        if count > 0 {
+            let what = if count == 1 {
+                "line repeats an earlier event"
+            } else {
+                "lines repeat earlier events"
+            };
+            warnings.push(Warning {
+                file,
+                line: first.unwrap_or(0),
+                message: format!(
+                    "{count} {what} of their session (same event id, or a usage record's \
+                     usage id): analysed once"
+                ),
+            });
+        }
+    }
+    for session in sessions.iter_mut() {
+        let kept: Vec<(usize, Option<i64>)> = session
+            .rows
+            .iter()
+            .zip(&session.byte_offsets)
+            .filter(|(row, _)| !repeated.contains(row))
+            .map(|(&row, &offset)| {
+                let moved = before.get(&row).copied().unwrap_or(0);
+                (row, offset.map(|o| o.saturating_sub(moved)))
+            })
+            .collect();
+        (session.rows, session.byte_offsets) = kept.into_iter().unzip();
+        number(session, keys);
+    }
+    warnings
+}
+
+/// Each shutdown total's session and process (None: its line was not kept), and the totals
+/// of each session (in input order), for its fold.
+type Placed<'a> = (Vec<Option<(&'a str, i32)>>, Vec<Vec<Metric<'a>>>);
+
+/// The shutdowns' totals on the shutdown lines kept (`place_model_metrics`).
+fn place<'a>(sessions: &[Session<'a>], keys: &[Key<'a>], metrics: &[Metric<'a>]) -> Placed<'a> {
+    let mut at: HashMap<(&str, Option<i64>), (usize, i32)> = HashMap::new();
+    for (index, session) in sessions.iter().enumerate() {
+        for (&row, &process) in session.rows.iter().zip(&session.processes) {
+            if let Some(key) = keys.get(row).filter(|k| k.kind == Some("session.shutdown")) {
+                at.entry((key.file, key.line)).or_insert((index, process));
+            }
+        }
+    }
+    let mut per_session: Vec<Vec<Metric<'a>>> = vec![Vec::new(); sessions.len()];
+    let placed = metrics
+        .iter()
+        .map(|metric| {
+            let (index, process) = *at.get(&(metric.file, Some(metric.line)))?;
+            per_session.get_mut(index)?.push(*metric);
+            Some((sessions.get(index)?.id, process))
+        })
+        .collect();
+    (placed, per_session)
+}
+
+/// Whether a line's `tokenDetails` is a list of prices that bill (`agents/copilot/log_prices.py`
+/// reads those: not bring-your-own-key lines, whose prices teach nothing).
+fn quotes_prices((details, byok): (Option<&str>, Option<bool>)) -> bool {
+    byok != Some(true) && details.is_some_and(|d| d.trim_start().starts_with('['))
+}
+
+/// Per file and event type not in `known`: its first line and count, files in name order.
+fn unknown_types<'a>(
+    keys: &[Key<'a>],
+    rows: impl Iterator<Item = usize>,
+    known: &HashSet<&str>,
+) -> Vec<(&'a str, &'a str, i64, i64)> {
+    let mut seen: HashMap<(&'a str, &'a str), (i64, i64)> = HashMap::new();
+    for key in rows.filter_map(|row| keys.get(row)) {
+        let Some(kind) = key.kind.filter(|k| !known.contains(k)) else {
+            continue;
+        };
+        let line = key.line.unwrap_or(0);
+        let entry = seen.entry((key.file, kind)).or_insert((line, 0));
+        entry.0 = entry.0.min(line);
+        entry.1 = entry.1.saturating_add(1);
+    }
+    let mut out: Vec<_> = seen
+        .into_iter()
+        .map(|((file, kind), (line, n))| (file, kind, line, n))
+        .collect();
+    out.sort_unstable_by(|a, b| (a.0, a.2, a.1).cmp(&(b.0, b.2, b.1)));
+    out
+}
+
+/// Owned lines for tests and the fuzz run: the events as given (their `seq`, `process` and
+/// `byte_offset` are the pass's to set), with session ids, event ids and prices.
+#[derive(Clone, Debug, Default)]
+pub struct Line<'a> {
+    pub session: &'a str,
+    pub event_id: Option<&'a str>,
+    pub token_details: Option<&'a str>,
+    pub event: Event<'a>,
+}
+
+impl<'a> Rows<'a> for [Line<'a>] {
+    fn len(&self) -> usize {
+        <[Line<'a>]>::len(self)
+    }
+
+    fn key(&self, row: usize) -> Key<'a> {
+        self.get(row).map_or_else(Key::default, |l| Key {
+            session: l.session,
+            file: l.event.file,
+            line: Some(l.event.line),
+            timestamp: l.event.timestamp,
+            kind: Some(l.event.kind),
+            event_id: l.event_id,
+            record: l.event.usage_id.or(l.event.api_call_id),
+            byte_offset: l.event.byte_offset,
+        })
+    }
+
+    fn event(&self, row: usize) -> Event<'a> {
+        self.get(row).map(|l| l.event).unwrap_or_default()
+    }
+
+    fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
+        self.get(row)
+            .map_or((None, None), |l| (l.token_details, l.event.is_byok))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line<'a>(session: &'a str, file: &'a str, n: i64, time: i64, kind: &'a str) -> Line<'a> {
+        Line {
+            session,
+            event: Event {
+                file,
+                line: n,
+                kind,
+                timestamp: Some(time),
+                byte_offset: Some(n * 10),
+                ..Event::default()
+            },
+            ..Line::default()
+        }
+    }
+
+    #[test]
+    fn files_of_a_session_go_by_their_first_time_then_lines_by_number() {
+        let lines = vec![
+            line("s", "b", 1, 5, "session.start"),
+            line("s", "b", 2, 6, "session.resume"),
+            line("s", "a", 2, 9, "user.message"),
+            line("s", "a", 1, 8, "user.message"),
+        ];
+        let pass = run(&lines[..], &HashSet::new(), &[], &HashSet::new());
+        let session = &pass.sessions[0];
+        assert_eq!(session.rows, vec![0, 1, 3, 2]);
+        assert_eq!(session.processes, vec![0, 1, 1, 1]);
+        assert_eq!(pass.unknown.len(), 3); // nothing is known here: b's two kinds, a's one
+    }
+
+    #[test]
+    fn a_repeated_id_is_dropped_once_with_one_warning_and_offsets_close_up() {
+        let mut lines = vec![
+            line("s", "f", 1, 1, "session.start"),
+            line("s", "f", 2, 2, "user.message"),
+            line("s", "f", 3, 3, "user.message"),
+            line("s", "f", 4, 4, "session.shutdown"),
+        ];
+        lines[1].event_id = Some("x");
+        lines[2].event_id = Some("x");
+        let metric = Metric {
+            file: "f",
+            line: 4,
+            ..Metric::default()
+        };
+        let pass = run(&lines[..], &HashSet::new(), &[metric], &HashSet::new());
+        let session = &pass.sessions[0];
+        assert_eq!(session.rows, vec![0, 1, 3]);
+        assert_eq!(session.byte_offsets, vec![Some(10), Some(20), Some(30)]);
+        assert_eq!(pass.repeats.len(), 1);
+        assert_eq!(pass.repeats[0].line, 3);
+        assert!(pass.repeats[0].message.starts_with("1 line repeats"));
+        assert_eq!(pass.placed, vec![Some(("s", 0))]);
+    }
+
+    #[test]
+    fn failed_files_are_left_out_and_priced_lines_found() {
+        let mut lines = vec![
+            line("s", "ok", 1, 1, "session.usage_record"),
+            line("s", "gone", 1, 1, "session.start"),
+        ];
+        lines[0].token_details = Some(" [{}]");
+        let failed: HashSet<&str> = ["gone"].into_iter().collect();
+        let known: HashSet<&str> = ["session.usage_record"].into_iter().collect();
+        let pass = run(&lines[..], &failed, &[], &known);
+        assert_eq!(pass.sessions[0].rows, vec![0]);
+        assert_eq!(pass.sessions[0].priced, vec![0]);
+        assert!(pass.unknown.is_empty());
+        assert!(pass.sessions[0].fold.is_some());
+    }
+}

@@ -1,0 +1,333 @@
+//! The binding of the one Copilot pass (`copilot_pass.rs`): `pass_copilot(tables, ...)` takes
+//! the scanner's batches (`scan_copilot`'s Arrow tables, never a polars frame of events) and
+//! the shutdowns' decoded per-model totals, and returns every table the analysis needs of the
+//! group. The events themselves are gathered into a table only when asked for (`columns`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow_array::{make_array, Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
+use arrow_data::transform::MutableArrayData;
+use arrow_schema::{ArrowError, Field, Schema};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use super::{
+    column, copilot_tables, int_array, issue_table, read_frame, table, text_array, time_array,
+    to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
+};
+use crate::copilot_fold::{Event, Metric, SessionFold};
+use crate::copilot_pass::{run, Key, Pass, Rows};
+
+/// One scanned batch as the pass reads it.
+struct Batch<'a> {
+    events: EventColumns<'a>,
+    session: Strs<'a>,
+    event_id: Strs<'a>,
+    details: Strs<'a>,
+}
+
+/// The group's batches, rows numbered across them.
+struct Batches<'a> {
+    batches: Vec<Batch<'a>>,
+    /// The first row of each batch, and the total at the end.
+    starts: Vec<usize>,
+}
+
+impl<'a> Batches<'a> {
+    fn of(records: &'a [RecordBatch]) -> Batches<'a> {
+        let mut starts = vec![0];
+        for record in records {
+            starts.push(starts.last().copied().unwrap_or(0) + record.num_rows());
+        }
+        let batches = records
+            .iter()
+            .map(|record| Batch {
+                events: EventColumns::of(record),
+                session: Strs::of(column(record, "session_id")),
+                event_id: Strs::of(column(record, "event_id")),
+                details: Strs::of(column(record, "token_details")),
+            })
+            .collect();
+        Batches { batches, starts }
+    }
+
+    /// The batch and row within it of row `row`.
+    fn at(&self, row: usize) -> Option<(&Batch<'a>, usize)> {
+        let index = self.starts.partition_point(|&s| s <= row).checked_sub(1)?;
+        let local = row.checked_sub(*self.starts.get(index)?)?;
+        Some((self.batches.get(index)?, local))
+    }
+}
+
+impl<'a> Rows<'a> for Batches<'a> {
+    fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    fn key(&self, row: usize) -> Key<'a> {
+        let Some((batch, i)) = self.at(row) else {
+            return Key::default();
+        };
+        let (s, n) = (&batch.events.s, &batch.events.n);
+        let text = |k: usize| s.get(k).and_then(|c| c.get(i));
+        Key {
+            session: batch.session.get(i).unwrap_or(""),
+            file: text(0).unwrap_or(""),
+            line: n.first().and_then(|c| c.get(i)),
+            timestamp: n.get(3).and_then(|c| c.get(i)),
+            kind: text(2),
+            event_id: batch.event_id.get(i),
+            record: text(14).or(text(8)),
+            byte_offset: n.get(12).and_then(|c| c.get(i)),
+        }
+    }
+
+    fn event(&self, row: usize) -> Event<'a> {
+        self.at(row)
+            .map(|(batch, i)| batch.events.event(i))
+            .unwrap_or_default()
+    }
+
+    fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
+        self.at(row).map_or((None, None), |(batch, i)| {
+            (batch.details.get(i), super::flag(batch.events.byok, i))
+        })
+    }
+}
+
+/// What `pass_copilot` returns: the fold's tables (calls, sessions, orphan-end issues,
+/// session issues), the repeated lines' issues, the unknown event types (file, event_type,
+/// line, count), the totals' placement (session_id, process_index; null: not kept), the
+/// priced lines, and the events when asked for.
+type Passed = (
+    CopilotTables,
+    ArrowTable,
+    ArrowTable,
+    ArrowTable,
+    ArrowTable,
+    Option<ArrowTable>,
+);
+
+/// The one pass over a group's scanned `tables` (lines of the `failed` files left out), with
+/// the shutdowns' per-model totals `metrics` (a frame of one chunk, as an Arrow stream
+/// capsule), `known` event types; `columns`: the EVENTS columns to return (None: no events).
+#[pyfunction]
+#[pyo3(signature = (tables, metrics, failed, known, columns = None))]
+pub(super) fn pass_copilot(
+    py: Python<'_>,
+    tables: Vec<PyRef<'_, ArrowTable>>,
+    metrics: Bound<'_, PyCapsule>,
+    failed: Vec<String>,
+    known: Vec<String>,
+    columns: Option<Vec<String>>,
+) -> PyResult<Passed> {
+    let records = tables
+        .iter()
+        .map(|t| record_batch(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(to_py)?;
+    let metrics = read_frame(&metrics)?;
+    py.detach(|| {
+        let rows = Batches::of(&records);
+        let totals = metric_list(&metrics);
+        let failed: HashSet<&str> = failed.iter().map(String::as_str).collect();
+        let known: HashSet<&str> = known.iter().map(String::as_str).collect();
+        let mut pass = run(&rows, &failed, &totals, &known);
+        let events = columns
+            .map(|names| gathered(&records, &rows, &pass, &names))
+            .transpose()
+            .map_err(to_py)?;
+        let prices = priced(&rows, &pass);
+        let placed = table(
+            vec![
+                (
+                    "session_id",
+                    text_array(pass.placed.iter().map(|p| p.map(|(s, _)| s))),
+                ),
+                (
+                    "process_index",
+                    Arc::new(
+                        pass.placed
+                            .iter()
+                            .map(|p| p.map(|(_, n)| n))
+                            .collect::<Int32Array>(),
+                    ),
+                ),
+            ],
+            pass.placed.len(),
+        );
+        let unknown = table(
+            vec![
+                ("file", text_array(pass.unknown.iter().map(|u| Some(u.0)))),
+                (
+                    "event_type",
+                    text_array(pass.unknown.iter().map(|u| Some(u.1))),
+                ),
+                ("line", int_array(pass.unknown.iter().map(|u| Some(u.2)))),
+                ("count", int_array(pass.unknown.iter().map(|u| Some(u.3)))),
+            ],
+            pass.unknown.len(),
+        );
+        let repeats: Vec<_> = pass
+            .repeats
+            .iter()
+            .map(|w| (w.file, Some(w.line), "warning", w.message.clone()))
+            .collect();
+        let folded: Vec<(&str, Option<SessionFold<'_>>, &str)> = pass
+            .sessions
+            .iter_mut()
+            .map(|s| {
+                let first = s.rows.first().map_or("", |&row| rows.key(row).file);
+                (s.id, s.fold.take(), first)
+            })
+            .collect();
+        Ok((
+            copilot_tables(&folded).map_err(to_py)?,
+            issue_table(&repeats),
+            unknown,
+            placed,
+            prices,
+            events,
+        ))
+    })
+}
+
+/// A scanned batch's columns as a record batch.
+fn record_batch(table: &ArrowTable) -> Result<RecordBatch, ArrowError> {
+    let fields: Vec<Field> = table
+        .names
+        .iter()
+        .zip(&table.arrays)
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), table.arrays.clone())
+}
+
+/// The shutdowns' per-model totals, by file and line (MODEL_METRICS columns).
+fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
+    let s = |name: &str| Strs::of(column(batch, name));
+    let n = |name: &str| Ints::of(column(batch, name));
+    let (file, model) = (s("source_file"), s("model"));
+    let (line, requests) = (n("source_line"), n("requests_count"));
+    let tokens = [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+    ]
+    .map(n);
+    (0..batch.num_rows())
+        .map(|i| Metric {
+            file: file.get(i).unwrap_or(""),
+            line: line.get(i).unwrap_or(0),
+            model: model.get(i),
+            requests: requests.get(i),
+            tokens: tokens.each_ref().map(|c| c.get(i)),
+        })
+        .collect()
+}
+
+/// The priced lines kept (what `agents/copilot/log_prices.py` decodes into LOG_PRICES rows), in event order.
+fn priced(rows: &Batches<'_>, pass: &Pass<'_>) -> ArrowTable {
+    let lines: Vec<(&str, Event<'_>, Option<&str>)> = pass
+        .sessions
+        .iter()
+        .flat_map(|s| {
+            s.priced
+                .iter()
+                .filter_map(|&at| s.rows.get(at))
+                .map(|&row| (s.id, row))
+        })
+        .map(|(id, row)| (id, rows.event(row), rows.prices(row).0))
+        .collect();
+    table(
+        vec![
+            (
+                "source_file",
+                text_array(lines.iter().map(|l| Some(l.1.file))),
+            ),
+            (
+                "source_line",
+                int_array(lines.iter().map(|l| Some(l.1.line))),
+            ),
+            ("session_id", text_array(lines.iter().map(|l| Some(l.0)))),
+            ("timestamp", time_array(lines.iter().map(|l| l.1.timestamp))),
+            ("model", text_array(lines.iter().map(|l| l.1.model))),
+            ("token_details", text_array(lines.iter().map(|l| l.2))),
+        ],
+        lines.len(),
+    )
+}
+
+/// The EVENTS columns `names` of the lines kept, in session order: each scanned column's
+/// values gathered (strings keep pointing into the scanner's buffers), and the pass's own
+/// `event_seq`, `process_index` and `byte_offset`.
+fn gathered(
+    records: &[RecordBatch],
+    rows: &Batches<'_>,
+    pass: &Pass<'_>,
+    names: &[String],
+) -> Result<ArrowTable, ArrowError> {
+    // Runs of consecutive rows of one batch: (batch, first row, end).
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for &row in pass.sessions.iter().flat_map(|s| &s.rows) {
+        let batch = rows.starts.partition_point(|&s| s <= row).saturating_sub(1);
+        let local = row.saturating_sub(rows.starts.get(batch).copied().unwrap_or(0));
+        match runs.last_mut() {
+            Some((b, _, end)) if *b == batch && *end == local => *end += 1,
+            _ => runs.push((batch, local, local + 1)),
+        }
+    }
+    let count: usize = pass.sessions.iter().map(|s| s.rows.len()).sum();
+    let mut out: Vec<(&'static str, ArrayRef)> = Vec::new();
+    for name in names {
+        let Some(name) = static_name(name) else {
+            continue; // a column the scan does not have: the caller pads it
+        };
+        let array: ArrayRef = match name {
+            "event_seq" => Arc::new(
+                pass.sessions
+                    .iter()
+                    .flat_map(|s| (1..=s.rows.len()).map(|n| i64::try_from(n).ok()))
+                    .collect::<Int64Array>(),
+            ),
+            "process_index" => Arc::new(
+                pass.sessions
+                    .iter()
+                    .flat_map(|s| s.processes.iter().map(|&p| Some(p)))
+                    .collect::<Int32Array>(),
+            ),
+            "byte_offset" => int_array(pass.sessions.iter().flat_map(|s| s.byte_offsets.clone())),
+            _ => {
+                let sources: Vec<_> = records
+                    .iter()
+                    .filter_map(|r| r.column_by_name(name).map(|a| a.to_data()))
+                    .collect();
+                if sources.len() != records.len() || records.is_empty() {
+                    continue;
+                }
+                let mut data = MutableArrayData::new(sources.iter().collect(), true, count);
+                for &(batch, start, end) in &runs {
+                    data.try_extend(batch, start, end)?;
+                }
+                make_array(data.freeze())
+            }
+        };
+        out.push((name, array));
+    }
+    Ok(table(out, count))
+}
+
+/// A column name as the `'static` text `ArrowTable` holds: the scanner's own (or
+/// `event_seq`, which the pass numbers); None for a name the scan does not have.
+fn static_name(name: &str) -> Option<&'static str> {
+    if name == "event_seq" {
+        return Some("event_seq");
+    }
+    super::scanner()
+        .column_names()
+        .into_iter()
+        .find(|&n| n == name)
+}
