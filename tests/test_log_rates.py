@@ -26,6 +26,7 @@ from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table, load_rates, parse_rate_table
 from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded
 from analytics.engine.analyze import analyze
+from tests.reference.events import priced_lines
 
 SONNET_55 = [  # the usage_record of modelog-1.0.94-usage-record, verbatim prices
     ("input", 4, 200_000_000_000),
@@ -47,7 +48,9 @@ def details(entries: list[tuple[str, int, int]], model: str | None, batch: int =
 
 
 def events(*rows: dict[str, Any]) -> pl.DataFrame:
-    """EVENTS-like rows with the columns ``log_prices`` reads."""
+    """The priced lines of EVENTS-like rows (``is_byok`` and ``token_details``), as the
+    engine's pass finds them (its reference, ``tests.reference.events.priced_lines``): what
+    ``log_prices`` reads."""
     base = {
         "source_file": "e.jsonl",
         "session_id": "s1",
@@ -59,7 +62,7 @@ def events(*rows: dict[str, Any]) -> pl.DataFrame:
         [base | {"source_line": i + 1} | row for i, row in enumerate(rows)],
         schema_overrides={"timestamp": pl.Datetime("ms", "UTC"), "token_details": pl.String()},
     )
-    return frame
+    return priced_lines(frame)
 
 
 def at(day: int) -> datetime:
@@ -588,3 +591,11 @@ def test_modelog_through_the_cli_costs_its_bill_and_learned_rates_round_trip(
             "observed",
         )
         assert call["cost_usd"] == call["billed_usd"] == "0.064900500000000000", rates
+
+
+def test_a_list_that_is_not_json_quotes_no_price_and_the_others_still_count() -> None:
+    lines = events(
+        {"token_details": "[not json"},
+        {"token_details": details(SONNET_55, "claude-sonnet-5.5")},
+    )
+    assert log_prices(lines, pl.DataFrame()).height == len(SONNET_55)

@@ -16,7 +16,8 @@ paths are looked at again every ``SWITCH_SECONDS`` and a newer session log, once
 written, is followed instead. The screen is redrawn with rich's Live display: calls so far,
 the current context size, cost so far, the last call's cost and a sparkline of input tokens
 per call. Nothing is written inside the session directory. ``q`` (on a terminal) or Ctrl-C
-quits."""
+quits.
+"""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ pub struct Pass<'a> {
 
 /// The pass over `rows`, leaving out the lines of `failed` files; `metrics` are the
 /// shutdowns' per-model totals (by file and line), `known` the event types analysed.
-pub fn run<'a, R: Rows<'a>>(
+pub fn run<'a, R: Rows<'a> + ?Sized>(
     rows: &R,
     failed: &HashSet<&str>,
     metrics: &[Metric<'a>],
@@ -396,7 +396,7 @@ mod tests {
 
     #[test]
     fn files_of_a_session_go_by_their_first_time_then_lines_by_number() {
-        let lines = vec![
+        let lines = [
             line("s", "b", 1, 5, "session.start"),
             line("s", "b", 2, 6, "session.resume"),
             line("s", "a", 2, 9, "user.message"),
@@ -411,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_repeated_id_is_dropped_once_with_one_warning_and_offsets_close_up() {
-        let mut lines = vec![
+        let mut lines = [
             line("s", "f", 1, 1, "session.start"),
             line("s", "f", 2, 2, "user.message"),
             line("s", "f", 3, 3, "user.message"),
@@ -436,7 +436,7 @@ mod tests {
 
     #[test]
     fn failed_files_are_left_out_and_priced_lines_found() {
-        let mut lines = vec![
+        let mut lines = [
             line("s", "ok", 1, 1, "session.usage_record"),
             line("s", "gone", 1, 1, "session.start"),
         ];

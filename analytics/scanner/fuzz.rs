@@ -10,7 +10,10 @@
 //! read into a session or an error.
 //! The Copilot fold, the reconstruction's regressors and its fit get generated sessions (any
 //! event order, extreme numbers, NaN and infinite figures): no panic, no hang, calls numbered
-//! and counted, one estimate per call.
+//! and counted, one estimate per call. The same lines, spread over sessions and files with
+//! repeated ids and odd `tokenDetails`, go through the whole Copilot pass (`copilot_pass`:
+//! order, repeats, placed totals, every session's fold): no panic in any fold, every line kept
+//! or counted as a repeat, every total placed or not.
 //! proptest drives the inputs; the run prints how many files and bytes it scanned.
 
 use std::io::Write;
@@ -305,6 +308,7 @@ const KINDS: &[&str] = &[
 ];
 const WORDS: &[&str] = &[
     "a",
+    " [{\"tokenType\":\"input\"}]",
     "b",
     "m1",
     "auto",
@@ -352,6 +356,9 @@ fn raw_event() -> impl Strategy<Value = Raw> {
 #[test]
 fn copilot_fold_survives_any_events_for_a_stated_time() {
     use _scanner::copilot_fold::{fold_session, Event, Metric};
+    use _scanner::copilot_pass::{run, Line};
+    use std::collections::HashSet;
+    let known: HashSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -440,6 +447,30 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
                 tokens: [Some(*n), None, Some(n.wrapping_neg()), Some(1), None],
             })
             .collect();
+        let lines: Vec<Line> = events
+            .iter()
+            .zip(&raw)
+            .map(|(event, (_, w, _, _))| Line {
+                session: word(w, 20).unwrap_or("s"),
+                event_id: word(w, 21),
+                token_details: word(w, 22),
+                event: *event,
+            })
+            .collect();
+        let began = Instant::now();
+        let pass = std::panic::catch_unwind(|| run(&lines[..], &HashSet::new(), &metrics, &known))
+            .unwrap_or_else(|_| panic!("the Copilot pass panicked on {raw:?} {raw_metrics:?}"));
+        assert!(began.elapsed() < Duration::from_secs(5), "hang on {raw:?}");
+        let kept: usize = pass.sessions.iter().map(|s| s.rows.len()).sum();
+        assert!(kept <= lines.len() && (kept == lines.len()) == pass.repeats.is_empty());
+        assert_eq!(pass.placed.len(), metrics.len());
+        for session in &pass.sessions {
+            let fold = session.fold.as_ref();
+            let fold = fold.unwrap_or_else(|| panic!("a fold in the pass panicked on {raw:?}"));
+            assert_eq!(session.processes.len(), session.rows.len());
+            assert_eq!(session.byte_offsets.len(), session.rows.len());
+            assert!(fold.calls.iter().all(|c| c.seq >= 1));
+        }
         let began = Instant::now();
         let folded = std::panic::catch_unwind(|| fold_session(&events, &metrics))
             .unwrap_or_else(|_| panic!("the Copilot fold panicked on {raw:?} {raw_metrics:?}"));

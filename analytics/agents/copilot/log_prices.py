@@ -62,16 +62,26 @@ def _entries(frame: pl.DataFrame, when: pl.Expr) -> pl.DataFrame:
     """The priced ``tokenDetails`` entries of ``frame``'s lines, one row each."""
     details = pl.col("token_details")
     listed = frame.filter(details.str.strip_chars_start().str.starts_with("[").fill_null(False))
+    picked = listed.select(
+        "source_file",
+        "source_line",
+        "session_id",
+        when.alias("timestamp"),
+        pl.col("model").alias("line_model"),
+        "token_details",
+    )
+    try:
+        decoded = picked.with_columns(details.str.json_decode(_ENTRIES).alias("entry"))
+    except pl.exceptions.ComputeError:
+        # A list that is not JSON (a torn or hand-edited line) quotes no price: only the
+        # lines that decode are read (looked at one by one only when some line does not).
+        readable = pl.Series([_decodes(text) for text in picked["token_details"]], dtype=pl.Boolean)
+        decoded = picked.filter(readable).with_columns(
+            details.str.json_decode(_ENTRIES).alias("entry")
+        )
     entry = pl.col("entry")
     rows = (
-        listed.select(
-            "source_file",
-            "source_line",
-            "session_id",
-            when.alias("timestamp"),
-            pl.col("model").alias("line_model"),
-            details.str.json_decode(_ENTRIES).alias("entry"),
-        )
+        decoded.drop("token_details")
         .explode("entry")
         .with_columns(
             pl.coalesce(entry.struct["model"], pl.col("line_model"))
@@ -89,3 +99,12 @@ def _entries(frame: pl.DataFrame, when: pl.Expr) -> pl.DataFrame:
         )
     )
     return conform(rows, LOG_PRICES)
+
+
+def _decodes(text: str | None) -> bool:
+    """Whether one ``tokenDetails`` text decodes as a list of entries."""
+    try:
+        pl.Series([text], dtype=pl.String).str.json_decode(_ENTRIES)
+    except pl.exceptions.ComputeError:
+        return False
+    return True
