@@ -26,7 +26,6 @@ from typing import Any
 
 from analytics import _scanner
 from analytics.agents.copilot import events as copilot_events
-from analytics.cache import rendered_rows
 from analytics.cache import repriced as priced
 from analytics.cache import results as result_cache
 from analytics.core.pricing import rates
@@ -61,7 +60,6 @@ _STAGES: list[tuple[Any, str]] = [
     (pipeline, "_analyse"),
     (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
     (priced, "price_analysis"),  # as the command calls it
-    (rendered_rows, "json_lines"),  # the rows reused, or rendered, for the JSON
     (report, "render_json"),
     (result_cache, "flush"),
 ]
@@ -91,8 +89,7 @@ def stages(tree: Path, cache_root: Path) -> str:
             began = time.perf_counter()
             result = analysis.analyze([tree], use_cache=True, keep_events=False)
             shown = priced.priced(result, table, {}, ["sessions"])["sessions"]
-            lines = rendered_rows.json_lines(result, "sessions", shown)
-            report.render_json("sessions", shown, result.issues, lines)
+            report.render_json("sessions", shown, result.issues)
             result_cache.flush()  # the command waits for the cache's writes before it exits
             total = time.perf_counter() - began
             results.append((label, total, dict(timings), _rss_mb()))
@@ -130,7 +127,7 @@ def stages(tree: Path, cache_root: Path) -> str:
             "a command run before replays its stored output instead, without any of these "
             "stages, `analytics/cache/output.py`), and one file touched (its mtime changed, as "
             "a live session's log does: the result cache misses for that log's group, which "
-            "is brought up to date by analysing that log's session again, and the other "
+            "is analysed again, and the other "
             "groups' rows come from the previous result, read beside it). Later runs share "
             "the process with earlier ones, so their RSS includes what those left allocated. "
             "This process also loaded polars before agentcost's allocator options could apply "

@@ -276,11 +276,10 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "answers, and the time is start-up, discovery, loading the stored tables and the "
             "priced sessions kept beside them (`analytics/cache/repriced.py`), and JSON. "
             "Touched = one log's mtime changed (what a live session does): the result cache "
-            "misses for that log's "
-            "group of sessions, whose stored result is brought up to date by analysing that "
-            "log's session again (`analytics/cache/incremental.py`); the other groups' rows come "
-            "from the previous whole result, and only that group's sessions are priced again "
-            "(`stages.Previous`, `cache/repriced.py`). The profile at the end shows where "
+            "misses for that log's group of sessions, which is read and analysed again; the "
+            "other groups' rows come from the previous whole result, and only that group's "
+            "sessions are priced again (`Previous` in `analytics/engine/stages.py`, "
+            "`analytics/cache/repriced.py`). The profile at the end shows where "
             "the time and the memory go, stage by stage.",
             "",
             "## Do the tools agree?",

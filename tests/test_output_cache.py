@@ -1,5 +1,5 @@
-"""The output cache (``analytics/cache/output.py``): a stored output round-trips exactly, is
-keyed on everything that shapes it, and a warm ``agentcost analyze`` replays exactly what a
+"""The output cache (``analytics/cache/output.py``): a stored output round-trips exactly,
+is keyed on everything that shapes it, and a warm ``agentcost analyze`` replays exactly what a
 fresh run prints (stdout, stderr, exit status) without importing polars."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from analytics.agents.discover import discover
 from analytics.cache import output as output_cache
-from analytics.cache.output import KEEP, Output, OutputCache, file_options
+from analytics.cache.output import KEEP, Output, OutputCache
 from analytics.cli.commands import app
 from tests.conftest import REPO, SAMPLE_LOGS
 from tests.test_cli_analyze import write_session
@@ -113,38 +112,6 @@ def test_a_large_report_or_an_unwritable_cache_is_not_stored(
     blocked = tmp_path / "file"
     blocked.write_text("")
     OutputCache(blocked).save("k", Output("x"))  # its root cannot be made: skipped, no error
-
-
-# --- the key ---
-
-
-def test_the_key_follows_inputs_and_options(tmp_path: Path) -> None:
-    log = write_session(tmp_path / "home", "s1") / "events.jsonl"
-    cache = OutputCache(tmp_path / "cache")
-
-    def key(**options: object) -> str | None:
-        return cache.key("analyze", discover([tmp_path / "home"]), options)
-
-    first = key(format="json")
-    assert first == key(format="json")
-    assert first != key(format="csv") != key(format="json", calls=True)
-    assert cache.key("issues", discover([tmp_path / "home"]), {"format": "json"}) != first
-    os.utime(log, ns=(1, 1))
-    touched = key(format="json")
-    assert touched != first
-    with log.open("a") as appended:
-        appended.write("\n")
-    assert key(format="json") not in {first, touched}
-
-
-def test_a_named_rate_file_is_part_of_the_key(tmp_path: Path) -> None:
-    mine = tmp_path / "mine.toml"
-    assert [str(mine), None] in file_options(f"github-copilot+{mine}")
-    mine.write_text("a")
-    before = file_options(f"github-copilot+{mine}")
-    mine.write_text("bb")
-    assert file_options(f"github-copilot+{mine}") != before
-    assert file_options("github-copilot") == file_options("github-copilot")
 
 
 # --- agentcost analyze, replayed ---

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from analytics.cache import results as result_cache
-from analytics.cache.repriced import PRICED, priced, prices_digest
+from analytics.cache.fingerprints import prices_key
+from analytics.cache.repriced import PRICED, priced
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import Analysis, Window, analyze
@@ -82,7 +83,7 @@ def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) ->
     )
     assert_equal(mapped, {"calls": calls, "sessions": sessions})
     assert len(kept_files(tmp_path)) == 3 * len(PRICED)
-    assert len({prices_digest(copilot, {}), prices_digest(anthropic, {})}) == 2
+    assert len({prices_key(copilot, {}), prices_key(anthropic, {})}) == 2
 
 
 def test_a_windowed_analysis_is_priced_afresh_and_keeps_nothing(logs: Path, tmp_path: Path) -> None:

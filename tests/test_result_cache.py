@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from analytics.agents.discover import discover
+from analytics.cache import fingerprints
 from analytics.cache import results as result_cache
 from analytics.cache.results import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
 from analytics.engine import analyze as analysis
@@ -132,7 +133,7 @@ def test_an_unwritable_cache_still_analyses(logs: Path, tmp_path: Path) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache directory would be")
     cache = ResultCache(blocked)
-    key = cache.key(discover([logs]))
+    key = fingerprints.tree_key(discover([logs]))
     assert key is not None
     cache.save(key, {name: pl.DataFrame() for name in TABLES})  # no exception
     assert cache.load(key) is None

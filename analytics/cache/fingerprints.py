@@ -1,10 +1,13 @@
-"""What decides a stored result, as one digest: agentcost's code, the libraries that shape
-its tables and text (polars, rich), and each input by its identity on disk.
+"""Every cache key, and only here: what decides a stored result, as one digest of
+agentcost's code, the libraries that shape its tables and text (polars, rich), and each input
+by its identity on disk.
 
-Both caches key on these digests: the result cache (``result_cache.py``: whole analyses and
-groups of sessions) and the output cache (``output_cache.py``: a command's printed output).
-Nothing here imports polars or rich, so a warm command can find its stored output before
-paying polars' import (about 0.2 s, more than the rest of a warm run).
+The result cache (``cache/results.py``) keys a whole analysis by ``tree_key``, a group of
+sessions by ``group_key``, the latest analysis of some paths by ``paths_slot``, and the
+tables a rate table priced an analysis to by ``prices_key`` (``cache/repriced.py``); the
+output cache (``cache/output.py``) keys a command's printed output by ``output_key``. Nothing
+here imports polars or rich, so a warm command can find its stored output before paying
+polars' import (about 0.2 s, more than the rest of a warm run).
 """
 
 from __future__ import annotations
@@ -14,10 +17,16 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analytics import __version__
-from analytics.agents.discover import Found
+from analytics.agents.discover import Found, LogFile
+
+if TYPE_CHECKING:
+    from analytics.core.pricing.rates import RateTable
 
 #: An input: its path, and what discovery saw of it (None: stat it now).
 Input = tuple[str, os.stat_result | None]
@@ -25,6 +34,84 @@ Input = tuple[str, os.stat_result | None]
 _PACKAGE = Path(__file__).resolve().parents[1]
 #: What in the package decides a result: its Python, the native scanner, the bundled tables.
 _CODE = frozenset({".py", ".so", ".pyd", ".toml"})
+
+
+#: A command's parameters that ``output_key`` keys in their own way, or not at all (``ctx``).
+KEYED_APART = frozenset({"ctx", "paths", "output", "output_format", "timezone"})
+
+
+def output_key(
+    command: str,
+    found: Found,
+    parameters: Mapping[str, object],
+    *,
+    output_format: str,
+    zone: str,
+    layouts: Sequence[object] = (),
+) -> str | None:
+    """The key of what ``command`` prints when run on ``found``; None when an input cannot be
+    inspected. ``parameters``: the command's (its ``locals()`` on entry), all keyed as they
+    are, so an option added later is keyed without a word, except ``KEYED_APART``: the
+    format, the ``zone`` the output is shown in (named, or the machine's), the output file
+    (only through ``layouts``), and the spellings of the logs (keyed as discovery found
+    them). ``layouts``: the width and colour of each terminal a table is drawn for. A file
+    a ``rates`` option names is keyed by its identity, since its text decides the prices."""
+    tree = tree_key(found)
+    if tree is None:
+        return None
+    shapes = {name: value for name, value in parameters.items() if name not in KEYED_APART}
+    everything: dict[str, object] = {
+        **shapes,
+        "format": output_format,
+        "zone": zone,
+        "logs": [str(log.path) for log in found.logs],
+        "layouts": list(layouts),
+    }
+    if "rates" in shapes:
+        everything["rate_files"] = file_options(str(shapes["rates"]))
+    extra = json.dumps([command, everything], sort_keys=True, default=str)
+    return digest("output", [], f"{tree} {extra}")
+
+
+def file_options(spec: str) -> list[object]:
+    """The identity of each file an option naming files (``--rates A+B``, ``--rates A,B``)
+    may refer to: its path and stat, or that it is not a file."""
+    seen: list[object] = []
+    for part in [spec, *re.split(r"[+,]", spec), *(p.strip() for p in spec.split(","))]:
+        path = os.path.abspath(part)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            seen.append([path, None])
+            continue
+        seen.append([path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino])
+    return seen
+
+
+def group_key(logs: Sequence[LogFile]) -> str | None:
+    """The key of one group of logs analysed by the pipeline: each log by its resolved path
+    and identity on disk; None when one cannot be inspected."""
+    return digest("group", [(log.real_path or str(log.path), log.stat) for log in logs], "")
+
+
+def paths_slot(paths: Sequence[Path]) -> str:
+    """The name under which the latest whole analysis of ``paths`` is noted (resolved, so
+    every spelling of a tree shares it), under this code."""
+    named = json.dumps(sorted(str(path.resolve()) for path in paths))
+    return digest("slot", [], named) or "none"
+
+
+def prices_key(table: RateTable, model_map: Mapping[str, str]) -> str:
+    """A digest of everything besides the analysis that decides its priced tables: every
+    price of ``table`` (its full ``repr``: periods, tiers, windows, sources) and the map."""
+    text = repr(table) + json.dumps(sorted(model_map.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def without_items(key: str) -> str:
+    """The key, beside the analysis stored under ``key``, of the tables priced when the other
+    agents' calls were folded without their context items (and so numbered otherwise)."""
+    return f"{key}-no-items"
 
 
 def tree_key(found: Found) -> str | None:

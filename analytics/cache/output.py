@@ -5,13 +5,12 @@ render it again, to print the same text as last time. Stored here, that text is 
 start-up, discovery and one read: polars is never imported (its import alone takes about
 0.2 s, more than the rest of a warm run).
 
-An output is stored under a digest (``fingerprints.digest``) of agentcost's code, the
-installed polars and rich, the key of its inputs (``fingerprints.tree_key``, the result
-cache's key: each log, session store and OTel export by identity on disk, and the problems
-discovery reported), and every option that shapes the output: the command's own, the
-timezone the output is shown in (named, or the machine's), the width and colour of a
-terminal a table is drawn for, and the identity of any rate-table file named. A stored
-output is what the command printed, on stdout (or into ``--output``) and stderr, and how it
+An output is stored under ``fingerprints.output_key``: a digest of agentcost's code, the
+installed polars and rich, its inputs (each log, session store and OTel export by identity on
+disk, and the problems discovery reported), and every option that shapes the output: the
+command's own, the timezone the output is shown in (named, or the machine's), the width and
+colour of a terminal a table is drawn for, and the identity of any rate-table file named. A
+stored output is what the command printed, on stdout (or into ``--output``) and stderr, and how it
 exited; only a run that got that far is stored, so a replay is exactly what running the
 command again would print.
 
@@ -31,14 +30,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from analytics.agents.discover import Found
-from analytics.cache import fingerprints
 from analytics.cache.location import cache_dir
 
 #: Bump when the stored file changes shape.
@@ -65,16 +60,6 @@ class OutputCache:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = (root or cache_dir()) / f"outputs-v{FORMAT}"
-
-    def key(self, command: str, found: Found, options: Mapping[str, object]) -> str | None:
-        """The key of ``command`` run with ``options`` on ``found``; None when an input
-        cannot be inspected. ``options`` must hold everything besides the inputs that shapes
-        the output (a value JSON cannot encode counts by its ``str``)."""
-        tree = fingerprints.tree_key(found)
-        if tree is None:
-            return None
-        extra = json.dumps([command, options], sort_keys=True, default=str)
-        return fingerprints.digest("output", [], f"{tree} {extra}")
 
     def load(self, key: str) -> Output | None:
         """The output stored under ``key``, or None (missing or unreadable)."""
@@ -129,19 +114,3 @@ class OutputCache:
                 if rank >= KEEP or (rank and total > BUDGET_BYTES):
                     with contextlib.suppress(OSError):
                         os.unlink(path)
-
-
-def file_options(spec: str) -> list[object]:
-    """The identity of each file an option naming files (``--rates A+B``, ``--rates A,B``)
-    may refer to, for a key: its path and stat, or that it is not a file. The files' text
-    decides the output as much as the option does."""
-    seen: list[object] = []
-    for part in [spec, *re.split(r"[+,]", spec), *(p.strip() for p in spec.split(","))]:
-        path = os.path.abspath(part)
-        try:
-            stat = os.stat(path)
-        except OSError:
-            seen.append([path, None])
-            continue
-        seen.append([path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino])
-    return seen

@@ -25,13 +25,12 @@ tables are not the stored ones.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
 
+from analytics.cache import fingerprints
 from analytics.core.pricing.price import price_analysis
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ def priced(
 ) -> dict[str, pl.DataFrame]:
     """The priced tables ``names`` of ``result`` under ``table`` and ``model_map``: loaded
     when kept, else computed (and, for a stored analysis, those of ``names`` kept)."""
-    digest = prices_digest(table, model_map)
+    digest = fingerprints.prices_key(table, model_map)
     if result.stored_as is None:
         return _price(result, table, model_map, names)
     cache, key = result.stored_as
@@ -122,10 +121,3 @@ def _repriced(
             return None
         tables[name] = ordered.select(whole.columns)
     return tables
-
-
-def prices_digest(table: RateTable, model_map: Mapping[str, str]) -> str:
-    """A digest of everything besides the analysis that decides the priced tables: every
-    price of ``table`` (its full ``repr``: periods, tiers, windows, sources) and the map."""
-    text = repr(table) + json.dumps(sorted(model_map.items()))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,37 +1,26 @@
 """Keep whole analyses between runs: re-analysing an unchanged tree loads five small tables.
 
-It spares reading the logs and every stage after it. An analysis is stored under a *key*: a
-SHA-256 (``fingerprints.digest``) over
-
-* agentcost's version, the installed polars and rich, and the ``analytics`` package's own
-  files (its Python, the native scanner and the bundled tables; size and ``mtime_ns``), so
-  an edited checkout never reuses a result its old code computed;
-* every input the analysis read, by path (resolved, for logs), size, ``mtime_ns``,
-  ``ctime_ns`` and inode: each log file, session store (with its ``-wal``) and OTel export;
-* the problems discovery reported (an empty session directory appearing changes the issues).
-
-A file that grows (a live session) changes the key, and so does one rewritten with its old
-size and mtime (its ``ctime`` changes).
+It spares reading the logs and every stage after it. An analysis is stored under its tree's
+key (``fingerprints.tree_key``: agentcost's code, the installed polars and rich, every input
+the analysis read by resolved path, size, ``mtime_ns``, ``ctime_ns`` and inode, and the
+problems discovery reported). A file that grows (a live session) changes the key, and so does
+one rewritten with its old size and mtime (its ``ctime`` changes).
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
 files (``_write`` says why not Parquet).
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
 them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis:
-each group's own issues (``pipeline.GROUP_ISSUES``), the tables a rate table priced it to
-(``cache.repriced``) and the JSON lines of the rows shown (``cache.rendered_rows``).
-Its note lists its groups, and its key is remembered under a slot of the paths analysed,
-for the next analysis of those paths (``pipeline.Previous``). The newest ``KEEP`` results
-are kept.
+each group's own issues (``stages.GROUP_ISSUES``) and the tables a rate table priced it to
+(``cache.repriced``). Its note lists its groups, and its key is remembered under the slot of
+the paths analysed (``fingerprints.paths_slot``), for the next analysis of those paths
+(``stages.Previous``). The newest ``KEEP`` results are kept.
 
-The pipeline also stores each *group* of sessions it analyses (``group_key``: the code and the
-group's log files), with a small JSON *note*: the group's session ids and a digest of the
-per-call records (session store, OTel) of those sessions. A group is reused only if its files
-are unchanged and those records still digest the same, so a live session (its log growing,
-its store rows added) costs the re-reading and re-analysis of its own group, not of the
-tree. Each group's latest key is also noted under its *slot* (which group of the tree it is,
-``remember``/``recall``), with the identity of each of its files and a digest of each
-session's records in the note: when a group misses, its previous result is brought up to
-date by analysing only the sessions whose files changed (``incremental.py``).
+The pipeline also stores each *group* of sessions it analyses (``fingerprints.group_key``:
+the code and the group's log files), with a small JSON *note*: the group's session ids and a
+digest of the per-call records (session store, OTel) of those sessions. A group is reused only
+if its files are unchanged and those records still digest the same, so a live session (its
+log growing, its store rows added) costs the re-reading and re-analysis of its own group, not
+of the tree.
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped. The
@@ -59,8 +48,6 @@ from typing import Any
 
 import polars as pl
 
-from analytics.agents.discover import Found, LogFile
-from analytics.cache import fingerprints
 from analytics.cache.location import cache_dir
 
 #: Bump when the stored tables change shape or format.
@@ -78,38 +65,25 @@ class ResultCache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = (root or cache_dir()) / f"results-v{FORMAT}"
 
-    def key(self, found: Found) -> str | None:
-        """The key of an analysis of ``found``; None when an input cannot be inspected."""
-        return fingerprints.tree_key(found)
-
-    def group_key(self, logs: Sequence[LogFile]) -> str | None:
-        """The key of one group of logs analysed by the pipeline (see the module docstring)."""
-        return fingerprints.digest(
-            "group", [(log.real_path or str(log.path), log.stat) for log in logs], ""
-        )
-
     def remember(self, slot: str, key: str) -> None:
-        """Note ``key`` as the latest result of group ``slot`` (best effort), for
-        ``recall``: the next run, whose group key differs once a file changed, can bring
-        that result up to date instead of analysing the group again."""
+        """Note ``key`` as the latest whole analysis of the paths whose slot is ``slot``
+        (``fingerprints.paths_slot``; best effort), for ``recall``: the next run of those
+        paths, whose key differs once a file changed, takes its unchanged groups from it."""
         with contextlib.suppress(OSError):
             slots = self.root / "slots"
             slots.mkdir(parents=True, exist_ok=True)
             temporary = slots / f".{uuid.uuid4().hex}"
             temporary.write_text(key)
-            temporary.replace(slots / self._slot_name(slot))
+            temporary.replace(slots / slot)
 
     def recall(self, slot: str) -> str | None:
-        """The key ``remember`` last noted for ``slot`` under this code, if any."""
+        """The key ``remember`` last noted for ``slot``, if any."""
         flush(f"slot {slot}")
         try:
-            key = (self.root / "slots" / self._slot_name(slot)).read_text()
+            key = (self.root / "slots" / slot).read_text()
         except OSError:
             return None
         return key if key.isalnum() else None
-
-    def _slot_name(self, slot: str) -> str:
-        return fingerprints.digest("slot", [], slot) or "none"
 
     def holds(self, key: str) -> bool:
         """Whether a result is stored under ``key`` (``load`` may still find it unreadable)."""

@@ -352,7 +352,6 @@ def analyze(
         replays = _Replays.of(ctx, "analyze", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
-        from analytics.cache.rendered_rows import json_lines
         from analytics.cache.repriced import priced
         from analytics.core.pricing.rates import load_rates
         from analytics.render import report
@@ -374,7 +373,7 @@ def analyze(
             output_format,
             output,
             frame,
-            lambda: report.render_json(key, frame, result.issues, json_lines(result, key, frame)),
+            lambda: report.render_json(key, frame, result.issues),
             as_table,
             wide=wide,
         )
@@ -398,10 +397,6 @@ def _finish(
     replays.save(report, notes, 0)
 
 
-#: Parameters ``_Replays.of`` keys in its own way, or not at all (``ctx``).
-_KEYED_APART = frozenset({"ctx", "paths", "output", "output_format", "timezone"})
-
-
 class _Replays(NamedTuple):
     """Where a command finds its stored output (``analytics.cache.output``): ``key`` is None
     with ``agentcost --no-cache``, for Parquet, or when discovery failed or an input cannot
@@ -423,16 +418,13 @@ class _Replays(NamedTuple):
         timezone: str | None,
         options: Mapping[str, object],
     ) -> _Replays:
-        """The key of ``command`` on ``paths``. ``options``: the command's parameters (its
-        ``locals()`` on entry), all keyed as they are, so an option added later is keyed
-        without a word, except those keyed here in their own way: the format, the zone
-        (named or the machine's), the output file (only its effect on a table's colour),
-        the logs' spellings, the terminal a table is drawn for, and rate-table files."""
-        from analytics.cache.output import OutputCache, file_options
+        """``command`` on ``paths``, with its parameters ``options`` (its ``locals()`` on
+        entry), keyed by ``fingerprints.output_key`` with the terminals its tables are
+        drawn for."""
+        from analytics.cache.fingerprints import output_key
+        from analytics.cache.output import OutputCache
         from analytics.core.timezones import local_zone
         from analytics.engine.inputs import discover
-
-        shapes = {name: value for name, value in options.items() if name not in _KEYED_APART}
 
         try:
             found = discover(paths or [])
@@ -442,22 +434,19 @@ class _Replays(NamedTuple):
             return cls(None, None, found)
         if _say_if_nothing_is_cached():
             return cls(None, None, found)
-        everything: dict[str, object] = {
-            **shapes,
-            "format": str(output_format),
-            "zone": timezone or str(local_zone()),
-            "logs": [str(log.path) for log in found.logs],
-        }
-        if "rates" in shapes:
-            everything["rate_files"] = file_options(str(shapes["rates"]))
-        if output_format is Format.table:
-            layout = _layout(bool(shapes.get("wide")), output)
-            everything["layout"] = [layout.width, layout.colour]
-        if shapes.get("show_issues"):
-            layout = _layout(bool(shapes.get("wide")), stream=sys.stderr)
-            everything["issues_layout"] = [layout.width, layout.colour]
-        cache = OutputCache()
-        return cls(cache, cache.key(command, found, everything), found)
+        wide = bool(options.get("wide"))
+        layouts = [_layout(wide, output)] if output_format is Format.table else []
+        if options.get("show_issues"):
+            layouts.append(_layout(wide, stream=sys.stderr))
+        key = output_key(
+            command,
+            found,
+            options,
+            output_format=str(output_format),
+            zone=timezone or str(local_zone()),
+            layouts=[[layout.width, layout.colour] for layout in layouts],
+        )
+        return cls(OutputCache(), key, found)
 
     def replayed(self, output: Path | None) -> bool:
         """Print the stored output, if there is one, as the command printed it: the report

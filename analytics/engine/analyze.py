@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,6 +31,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from analytics.agents.discover import COPILOT, Found, LogFile, discover
+from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, ResultCache
 from analytics.core.schema import (
     AGENT_CALLS,
@@ -201,12 +201,12 @@ def analyze(
     """
     found = found or discover(paths)
     results = ResultCache() if use_cache else None
-    key = results.key(found) if results else None
+    key = fingerprints.tree_key(found) if results else None
     stored = results.load_lazily(key, ["calls"]) if results and key else None
     if stored is None:
         slot, previous = None, None
         if results and key:
-            slot = "tree " + json.dumps(sorted(str(path.resolve()) for path in paths))
+            slot = fingerprints.paths_slot(paths)
             before = results.recall(slot)
             previous = Previous.of(before, results.note(before)) if before else None
         result, ran = _run(found, results, progress, keep_events, group_bytes, previous)
@@ -278,7 +278,7 @@ def _with_agents(result: Analysis, items: bool) -> Analysis:
     events = [e for _, _, _, e in parts if items]
     stored = result.stored_as
     if stored is not None and parts and not items:
-        stored = (stored[0], f"{stored[1]}-no-items")
+        stored = (stored[0], fingerprints.without_items(stored[1]))
     return dataclasses.replace(
         result,
         stored_as=stored,

@@ -10,7 +10,7 @@ everything (``keep_events``).
 
 Files are put in groups by a hash of their session hint (directory name or file stem), so a
 session's files share a group and a group keeps its files from run to run: with a result
-cache, an unchanged group is loaded instead of analysed (``ResultCache.group_key``), and a
+cache, an unchanged group is loaded instead of analysed (``fingerprints.group_key``), and a
 live session costs the re-reading and re-analysis of its own group only. A session whose files
 name it differently (a file with no ``session.start`` beside one that has it) can still land in two
 groups; such groups are merged and analysed again, so grouping never changes a result.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from analytics.agents.discover import Found, LogFile
-from analytics.cache.incremental import identities, patch, session_digests
+from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, ResultCache, records_digest
 from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
 
@@ -141,44 +141,29 @@ def run_stages(
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
     ``group_bytes``, each taken from ``previous`` or loaded from ``cache`` when unchanged."""
-    slotted: list[tuple[str | None, list[LogFile]]] = (
-        [(None, found.logs)] if keep_events else _groups(found.logs, group_bytes)
-    )
-    groups = [logs for _, logs in slotted]
+    groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
     observed = _Observed(found, whole=len(groups) > 1)
     tally = _Tally(progress, sum(_size(log) for log in found.logs))
 
     def key_of(logs: list[LogFile]) -> str | None:
-        return cache.group_key(logs) if cache and not keep_events else None
+        return fingerprints.group_key(logs) if cache and not keep_events else None
 
-    def run(logs: list[LogFile], slot: str | None, key: str | None) -> tuple[Tables, str | None]:
+    def run(logs: list[LogFile], key: str | None) -> tuple[Tables, str | None]:
         stored = _stored(cache, key, observed) if cache and key else None
         if stored is not None:
             tally.read(id(logs), sum(_size(log) for log in logs))
             return stored
         step = tally.step(id(logs)) if progress else None
-
-        def analyse(chosen: list[LogFile]) -> Tables:
-            tables = _analyse(chosen, step, observed, keep_events)
-            return tables if keep_events else _detached(tables)
-
-        # A patched group is its stored tables (read from disk) and its fresh sessions'
-        # (detached by ``analyse``): nothing in it still points into the scanner's buffers.
-        tables = _patched(cache, slot, logs, analyse, observed) if cache and slot else None
-        if tables is None:
-            tables = analyse(logs)
+        tables = _analyse(logs, step, observed, keep_events)
+        if keep_events:
+            return tables, None
+        tables = _detached(tables)
         if not (cache and key):
             return tables, None
         ids = tables.sessions["session_id"].to_list()
-        records = observed.of(ids)
-        digest = records_digest(records)
-        note = {
-            "sessions": ids,
-            "records": digest,
-            "files": identities(logs),
-            "session_records": session_digests(records),
-        }
-        cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note, slot)
+        digest = records_digest(observed.of(ids))
+        note = {"sessions": ids, "records": digest}
+        cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note)
         return tables, _fingerprint(key, digest)
 
     keys = [key_of(logs) for logs in groups]
@@ -187,14 +172,14 @@ def run_stages(
     taken = _same_groups(usable, keys, observed) if usable else {}
     for i in taken:
         tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
-    todo = [i for i in range(len(slotted)) if i not in taken]
+    todo = [i for i in range(len(groups)) if i not in taken]
     # The previous result is read while the changed groups are analysed.
     with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
         reading = reader.submit(_Reused.read, cache, usable) if cache and usable and taken else None
-        ran = _run_groups(run, slotted, keys, todo, cache)
+        ran = _run_groups(run, groups, keys, todo, cache)
         reused = reading.result() if reading else None
     if reused is None and taken:  # it could not be read: those groups are loaded after all
-        ran |= {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in taken}
+        ran |= {i: run(groups[i], keys[i]) for i in taken}
         taken = {}
     entries = [
         reused.entry(groups[i], taken[i])
@@ -207,7 +192,7 @@ def run_stages(
         gone = set().union(*(indexes for _, indexes in merges))
         entries = [entry for index, entry in enumerate(entries) if index not in gone]
         for logs, _ in merges:
-            tables, fingerprint = run(logs, None, key_of(logs))
+            tables, fingerprint = run(logs, key_of(logs))
             entries.append(_Entry(logs, tables, fingerprint, _ids_of(tables)))
     parts, group_issues = [], []
     for entry in entries:
@@ -243,22 +228,21 @@ class _Entry:
 
 
 def _run_groups(
-    run: Callable[[list[LogFile], str | None, str | None], tuple[Tables, str | None]],
-    slotted: list[tuple[str | None, list[LogFile]]],
+    run: Callable[[list[LogFile], str | None], tuple[Tables, str | None]],
+    groups: list[list[LogFile]],
     keys: list[str | None],
     todo: list[int],
     cache: ResultCache | None,
 ) -> dict[int, tuple[Tables, str | None]]:
-    """``run`` on the groups ``todo`` (indexes into ``slotted``), ``WORKERS`` at a time."""
+    """``run`` on the groups ``todo`` (indexes into ``groups``), ``WORKERS`` at a time."""
     if min(WORKERS, len(todo)) <= 1:  # one group (a session, a small tree): no thread
-        return {i: run(slotted[i][1], slotted[i][0], keys[i]) for i in todo}
+        return {i: run(groups[i], keys[i]) for i in todo}
     # Groups to analyse start first, so their analysis overlaps the loading of the stored
     # ones (a live session's group would otherwise wait for its turn).
     held = {i: bool(cache and (key := keys[i]) and cache.holds(key)) for i in todo}
     with ThreadPoolExecutor(WORKERS) as workers:
         started = {
-            i: workers.submit(run, slotted[i][1], slotted[i][0], keys[i])
-            for i in sorted(todo, key=held.__getitem__)
+            i: workers.submit(run, groups[i], keys[i]) for i in sorted(todo, key=held.__getitem__)
         }
         return {i: started[i].result() for i in todo}
 
@@ -358,28 +342,6 @@ def _numbered(issues: list[pl.DataFrame]) -> pl.DataFrame:
 def _fingerprint(key: str, records: str) -> str:
     """What decides a group's tables: its key (code, files) and its records' digest."""
     return f"{key} {records}"
-
-
-def _patched(
-    cache: ResultCache,
-    slot: str,
-    logs: list[LogFile],
-    analyse: Callable[[list[LogFile]], Tables],
-    observed: _Observed,
-) -> Tables | None:
-    """The slot's previous result brought up to date by analysing only the sessions whose
-    files changed (``incremental.patch``); None when there is none or it does not apply."""
-    previous = cache.recall(slot)
-    stored = cache.load(previous) if previous else None
-    if stored is None:
-        return None
-
-    def tables_of(chosen: list[LogFile]) -> dict[str, pl.DataFrame]:
-        fresh = analyse(chosen)
-        return {name: getattr(fresh, name) for name in TABLES}
-
-    patched = patch(*stored, logs, tables_of, lambda ids: session_digests(observed.of(ids)))
-    return Tables.of(patched) if patched is not None else None
 
 
 def analyse_parsed(scanned: ScannedLogs, found: Found) -> Tables:
@@ -526,9 +488,8 @@ def _ids(session_ids: list[str]) -> pl.Expr:
     return pl.lit(pl.Series(session_ids, dtype=pl.String).implode())
 
 
-def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[tuple[str | None, list[LogFile]]]:
-    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint, each
-    with its slot (``count/index``: which group it is, whatever its files are now).
+def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
+    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint.
 
     The number of groups is a power of two (at most the number of logs, rounded up), so it
     changes only when the tree doubles or halves, and a log stays in its group as other logs
@@ -539,10 +500,7 @@ def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[tuple[str | None,
     groups: list[list[LogFile]] = [[] for _ in range(count)]
     for log in logs:
         groups[buckets[str(log.path)]].append(log)
-    slotted: list[tuple[str | None, list[LogFile]]] = [
-        (f"{count}/{index}", group) for index, group in enumerate(groups) if group
-    ]
-    return slotted or [(None, [])]
+    return [group for group in groups if group] or [[]]
 
 
 def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:

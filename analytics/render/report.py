@@ -35,12 +35,9 @@ if TYPE_CHECKING:
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 
-def render_json(
-    key: str, frame: pl.DataFrame, issues: pl.DataFrame, lines: Sequence[str] | None = None
-) -> str:
-    """``{key: [...], "issues": [...]}``, one record per line. ``lines``: the rows of
-    ``frame`` already rendered (``json_rows``; ``analytics.cache.rendered_rows`` keeps them)."""
-    return render_sections_json({key: frame if lines is None else lines}, issues)
+def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
+    """``{key: [...], "issues": [...]}``, one record per line."""
+    return render_sections_json({key: frame}, issues)
 
 
 def json_rows(frame: pl.DataFrame) -> list[str]:
