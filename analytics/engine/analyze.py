@@ -85,9 +85,8 @@ class Analysis:
     agent_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
     #: The key of the previous stored analysis of the same paths, and the sessions whose
     #: tables are the same in both (their groups' fingerprints are; perhaps none): what
-    #: priced that one still prices these (``analytics.cache.repriced``), and rows rendered for it
-    #: may serve again (``analytics.cache.rendered_rows``). None when this one was not analysed
-    #: anew, or there is no previous one.
+    #: priced that one still prices these (``analytics.cache.repriced``). None when this one
+    #: was not analysed anew, or there is no previous one.
     previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
@@ -330,8 +329,7 @@ def _decoded(
 
 def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
     """``Analysis.previous``: the previous result's key and the sessions of the groups whose
-    fingerprint it lists (none, when every group changed: its rendered rows may still
-    serve, ``analytics.cache.rendered_rows``)."""
+    fingerprint it lists (none, when every group changed)."""
     if previous is None:
         return None
     known = {fingerprint for fingerprint in previous.fingerprints if fingerprint}
