@@ -113,19 +113,18 @@ def pass_copilot(
     (calls, sessions, orphan-end issues, session issues), repeated lines' issues, unknown
     event types, the totals' placement, the priced lines, and the events' ``columns``."""
 
-def fit_sessions(
-    calls: object, runs: object, stated: object, pre: object, priors: object
+def copilot_tokens(
+    events: object,
+    calls: object,
+    sessions: object,
+    metrics: object,
+    records: object,
+    use_observed: bool = True,
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
-    """The reconstruction's constraints and fit per session (Arrow stream capsules of the
-    calls' regressors and facts, the sub-agents' totals, the stated fixed parts, the
-    compactions' sizes, the priors): the calls' estimates, the unknowns, the fits."""
+    """The Copilot token stage (Arrow stream capsules of the ordered events, the fold's calls
+    and sessions, the placed model metrics and the per-call rows beside the logs): the
+    columns it sets, aligned with the calls; the sessions' sums, models and fit, aligned with
+    the sessions; its issues."""
 
-def calibrate_calls(calls: object) -> ArrowTable:
-    """Calibrate the calls' tokens (an Arrow stream capsule of the columns
-    ``tokens._calibrate`` reads, in session and event order): input, cache read, cache write,
-    reasoning and output tokens and ``_source``, aligned with the rows."""
-
-def regressors_of(calls: object, items: object) -> ArrowTable:
-    """The reconstruction's regressors (Arrow stream capsules of the calls and of the events
-    that add to or restart a conversation, both in session and event order), aligned with the
-    calls."""
+def copilot_token_columns() -> list[str]:
+    """The EVENTS columns the token stage reads beyond the fold's."""

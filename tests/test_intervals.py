@@ -1,5 +1,7 @@
-"""An estimated call's 80% interval (``analytics/engine/intervals.py``): built from the fit's
-standard errors, empty where the log pins the figure, and honest on simulated sessions."""
+"""An estimated call's 80% interval (the engine's ``copilot_tokens.rs``, ``bounds``; its
+polars oracle ``tests/reference/intervals.py``, which the differential test holds it to): built
+from the fit's standard errors, empty where the log pins the figure, and honest on simulated
+sessions."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ from hypothesis import strategies as st
 from analytics.agents.copilot.simulate import SimulationParams, simulate
 from analytics.engine.analyze import analyze
 from analytics.engine.corpus import without_shutdowns
-from analytics.engine.intervals import MODEL_SD, Z80, bounds, estimate_sd
 from analytics.engine.validate import error_summary, reconstruction_errors
 from tests.conftest import SAMPLE_LOGS
+from tests.reference.intervals import MODEL_SD, Z80, bounds, estimate_sd
 
 
 def test_a_calls_standard_error_sums_its_unknowns_variances() -> None:

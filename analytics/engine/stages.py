@@ -374,18 +374,18 @@ def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tab
     from analytics.agents.copilot.log_prices import log_prices
     from analytics.core.schema import EVENTS
     from analytics.engine.native import pass_group
-    from analytics.engine.tokens import USED, call_tokens_and_fit, with_call_totals
+    from analytics.engine.tokens import TOKEN_COLUMNS, call_tokens_and_fit, with_call_totals
 
-    passed = pass_group(scanned, list(EVENTS) if keep_events else USED)
+    passed = pass_group(scanned, list(EVENTS) if keep_events else TOKEN_COLUMNS)
     del scanned
     events = passed.events if passed.events is not None else empty(EVENTS)
     sessions = passed.sessions
     records = observed.of(sessions["session_id"].to_list())
     metrics = passed.model_metrics
-    calls, token_issues, fitted = call_tokens_and_fit(
+    calls, token_issues, totals = call_tokens_and_fit(
         passed.calls, events, sessions, metrics, records
     )
-    sessions = with_call_totals(sessions, calls, fitted)
+    sessions = with_call_totals(sessions, totals)
     issues = _stack([passed.read_issues, passed.fold_issues, token_issues], ISSUES)
     prices = log_prices(passed.priced_lines, records)
     return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)

@@ -65,6 +65,16 @@ pub struct Event<'a> {
     pub reasoning_tokens: Option<i64>,
     pub events_file_size_bytes: Option<i64>,
     pub byte_offset: Option<i64>,
+    /// What the token stage (`copilot_tokens.rs`) reads beside the fold: the text an event
+    /// adds to the context, a tool request's bytes, a sub-agent run's `totalTokens`, and the
+    /// context sizes shutdowns and compactions state.
+    pub content_bytes: Option<i64>,
+    pub tool_request_bytes: Option<i64>,
+    pub total_tokens: Option<i64>,
+    pub system_tokens: Option<i64>,
+    pub tool_definitions_tokens: Option<i64>,
+    pub pre_compaction_tokens: Option<i64>,
+    pub post_compaction_tokens: Option<i64>,
 }
 
 impl Event<'_> {

@@ -345,7 +345,7 @@ fn raw_event() -> impl Strategy<Value = Raw> {
     (
         0..KINDS.len(),
         proptest::collection::vec(proptest::option::of(0..WORDS.len()), 23),
-        proptest::collection::vec(number, 12),
+        proptest::collection::vec(number, 19),
         [
             proptest::option::of(any::<bool>()),
             proptest::option::of(any::<bool>()),
@@ -359,6 +359,7 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
     use _scanner::copilot_pass::{run, Line};
     use std::collections::HashSet;
     let known: HashSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
+    use _scanner::copilot_tokens::{session_tokens, Observed, Session};
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -434,6 +435,13 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
                     reasoning_tokens: n(8),
                     events_file_size_bytes: n(9),
                     byte_offset: n(10),
+                    content_bytes: n(12),
+                    tool_request_bytes: n(13),
+                    total_tokens: n(14),
+                    system_tokens: n(15),
+                    tool_definitions_tokens: n(16),
+                    pre_compaction_tokens: n(17),
+                    post_compaction_tokens: n(18),
                 }
             })
             .collect();
@@ -482,6 +490,29 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
         );
         for (i, call) in folded.calls.iter().enumerate() {
             assert_eq!(call.index, i64::try_from(i).unwrap_or(0) + 1);
+        }
+        // The token stage on the fold's calls, with per-call rows beside the log.
+        let observed: Vec<Observed> = raw_metrics
+            .iter()
+            .map(|(line, model, n)| Observed {
+                file: if line % 2 == 0 { "store" } else { "otel" },
+                agent_id: model.and_then(|i| WORDS.get(i).copied()),
+                tokens: [Some(*n), None, Some(n.wrapping_neg()), Some(1), None],
+                nano_aiu: Some("12"),
+            })
+            .collect();
+        for use_observed in [true, false] {
+            let session = Session {
+                id: "s",
+                events: &events,
+                calls: &folded.calls,
+                row: s,
+                metrics: &metrics,
+                observed: &observed,
+            };
+            let tokens = std::panic::catch_unwind(|| session_tokens(&session, use_observed))
+                .unwrap_or_else(|_| panic!("the token stage panicked on {raw:?} {raw_metrics:?}"));
+            assert_eq!(tokens.calls.len(), folded.calls.len());
         }
         sessions += 1;
     }

@@ -7,8 +7,9 @@
 //! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
 //! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
 //! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
-//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row;
-//! `copilot_pass` goes from a group's scanned lines to those folds in one pass.
+//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row,
+//! `copilot_tokens` gives those calls their tokens and the session its sums and fit, and
+//! `copilot_pass` goes from a group's scanned lines to both in one pass.
 
 pub mod calibrate;
 pub mod calls;
@@ -18,6 +19,7 @@ pub mod compact;
 pub mod copilot;
 pub mod copilot_fold;
 pub mod copilot_pass;
+pub mod copilot_tokens;
 pub mod fit;
 pub mod format;
 pub mod json;

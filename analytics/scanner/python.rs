@@ -39,6 +39,8 @@ use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
 
+#[path = "copilot_tokens_py.rs"]
+mod copilot_tokens_py;
 #[path = "python_pass.rs"]
 mod pass;
 
@@ -580,9 +582,11 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
     module.add_function(wrap_pyfunction!(pass::pass_copilot, module)?)?;
-    module.add_function(wrap_pyfunction!(fit_sessions, module)?)?;
-    module.add_function(wrap_pyfunction!(calibrate_calls, module)?)?;
-    module.add_function(wrap_pyfunction!(regressors_of, module)?)?;
+    module.add_function(wrap_pyfunction!(copilot_tokens_py::copilot_tokens, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        copilot_tokens_py::copilot_token_columns,
+        module
+    )?)?;
     Ok(())
 }
 
@@ -695,10 +699,10 @@ fn column<'a>(batch: &'a arrow_array::RecordBatch, name: &str) -> &'a dyn Array 
         })
 }
 
-/// The EVENTS columns the Copilot fold reads.
+/// The EVENTS columns the Copilot fold and its token stage read.
 struct EventColumns<'a> {
     s: [Strs<'a>; 23],
-    n: [Ints<'a>; 14],
+    n: [Ints<'a>; 20],
     autopilot: Option<&'a BooleanArray>,
     byok: Option<&'a BooleanArray>,
 }
@@ -728,7 +732,7 @@ const FOLD_STRS: [&str; 23] = [
     "info_type",
     "nano_aiu",
 ];
-const FOLD_INTS: [&str; 14] = [
+const FOLD_INTS: [&str; 20] = [
     "source_line",
     "event_seq",
     "process_index",
@@ -743,6 +747,12 @@ const FOLD_INTS: [&str; 14] = [
     "events_file_size_bytes",
     "byte_offset",
     "content_bytes",
+    "tool_request_bytes",
+    "total_tokens",
+    "system_tokens",
+    "tool_definitions_tokens",
+    "pre_compaction_tokens",
+    "post_compaction_tokens",
 ];
 
 impl<'a> EventColumns<'a> {
@@ -796,6 +806,13 @@ impl<'a> EventColumns<'a> {
             byte_offset: n(12),
             is_autopilot: flag(self.autopilot, i),
             is_byok: flag(self.byok, i),
+            content_bytes: n(13),
+            tool_request_bytes: n(14),
+            total_tokens: n(15),
+            system_tokens: n(16),
+            tool_definitions_tokens: n(17),
+            pre_compaction_tokens: n(18),
+            post_compaction_tokens: n(19),
         }
     }
 }
@@ -1131,432 +1148,4 @@ fn issue_table(rows: &[(&str, Option<i64>, &str, String)]) -> ArrowTable {
         ],
         rows.len(),
     )
-}
-
-/// A float column read from polars (an integer column is converted).
-fn float_at(array: &dyn Array, i: usize) -> Option<f64> {
-    if let Some(a) = array.as_any().downcast_ref::<arrow_array::Float64Array>() {
-        return (i < a.len() && a.is_valid(i)).then(|| a.value(i));
-    }
-    Ints::of(array).get(i).map(|v| v as f64)
-}
-
-/// The reconstruction's fit per session (`fit.rs`): each call's regressors and what the
-/// constraints read of it; each sub-agent's `totalTokens` (session_id, _agent, total_tokens);
-/// the fixed part each session's log states (session_id, y); compactions'
-/// `preCompactionTokens` (session_id, source_file, source_line, pre_compaction_tokens); the
-/// priors (session_id, param, mean, sd). Each a polars frame of one chunk (an Arrow stream
-/// capsule). Returns the calls' estimates (session_id, event_seq, _estimate,
-/// _prefix_estimate, _fixed), the unknowns (session_id, param, value, determined, sd: the posterior standard error) and the
-/// fits (session_id, fit_constraints, fit_residual_pct).
-#[pyfunction]
-fn fit_sessions(
-    py: Python<'_>,
-    calls: Bound<'_, PyCapsule>,
-    runs: Bound<'_, PyCapsule>,
-    stated: Bound<'_, PyCapsule>,
-    pre: Bound<'_, PyCapsule>,
-    priors: Bound<'_, PyCapsule>,
-) -> PyResult<(ArrowTable, ArrowTable, ArrowTable)> {
-    use crate::fit::{fit_calls, Facts, Fitted, Part, Prior, Regressors};
-    use std::collections::HashMap;
-    let frames = [
-        read_frame(&calls)?,
-        read_frame(&runs)?,
-        read_frame(&stated)?,
-        read_frame(&pre)?,
-        read_frame(&priors)?,
-    ];
-    py.detach(|| {
-        let [calls, runs, stated, pre, priors] = &frames;
-        fn grouped(batch: &arrow_array::RecordBatch) -> HashMap<&str, Vec<usize>> {
-            let ids = Strs::of(column(batch, "session_id"));
-            by_session(&ids, batch.num_rows()).into_iter().collect()
-        }
-        let (call_rows, run_rows) = (grouped(calls), grouped(runs));
-        let (stated_rows, pre_rows, prior_rows) = (grouped(stated), grouped(pre), grouped(priors));
-        let ints = |b, name| Ints::of(column(b, name));
-        let strs = |b, name| Strs::of(column(b, name));
-        let (fkey, seq, offset) = (
-            strs(calls, "_fkey"),
-            ints(calls, "event_seq"),
-            ints(calls, "_offset"),
-        );
-        let (kind, model, agent, file) = (
-            strs(calls, "kind"),
-            strs(calls, "model"),
-            strs(calls, "_agent"),
-            strs(calls, "source_file"),
-        );
-        let (segment, line, total_input, total_read) = (
-            ints(calls, "_segment"),
-            ints(calls, "source_line"),
-            ints(calls, "_t_input_tokens"),
-            ints(calls, "_t_cache_read_tokens"),
-        );
-        let (input, cache_read, output, prev_seq) = (
-            ints(calls, "input_tokens"),
-            ints(calls, "cache_read_tokens"),
-            ints(calls, "output_tokens"),
-            ints(calls, "_prev_seq"),
-        );
-        let (source, prev_part) = (strs(calls, "token_source"), strs(calls, "_prev_part"));
-        let sum_ok = flags(column(calls, "_sum_ok"));
-        let c_fixed = column(calls, "_c_fixed");
-        let regressors: Vec<&dyn Array> = ["x_tool", "x_prose", "x_json", "x_item", "x_task"]
-            .into_iter()
-            .chain(["p_tool", "p_prose", "p_json", "p_item", "p_task"])
-            .map(|name| column(calls, name))
-            .collect();
-        let (run_agent, run_total) = (strs(runs, "_agent"), ints(runs, "total_tokens"));
-        let stated_y = ints(stated, "y");
-        let (pre_file, pre_line, pre_y) = (
-            strs(pre, "source_file"),
-            ints(pre, "source_line"),
-            ints(pre, "pre_compaction_tokens"),
-        );
-        let (p_param, p_mean, p_sd) = (
-            strs(priors, "param"),
-            column(priors, "mean"),
-            column(priors, "sd"),
-        );
-        let mut sessions: Vec<&str> = prior_rows.keys().copied().collect();
-        sessions.sort_unstable();
-        let empty = Vec::new();
-        let fitted: Vec<(&str, Fitted)> = sessions
-            .par_iter()
-            .map(|&id| {
-                let rows = |g: &HashMap<&str, Vec<usize>>| g.get(id).unwrap_or(&empty).clone();
-                let pres: HashMap<(&str, i64), i64> = rows(&pre_rows)
-                    .iter()
-                    .filter_map(|&i| Some(((pre_file.get(i)?, pre_line.get(i)?), pre_y.get(i)?)))
-                    .collect();
-                let session_calls: Vec<(Regressors, Facts)> = rows(&call_rows)
-                    .iter()
-                    .map(|&i| {
-                        let value = |k: usize| {
-                            regressors
-                                .get(k)
-                                .and_then(|a| float_at(*a, i))
-                                .unwrap_or(0.0)
-                        };
-                        let x = Regressors {
-                            seq: seq.get(i).unwrap_or(0),
-                            fixed_key: fkey.get(i).unwrap_or(""),
-                            c_fixed: float_at(c_fixed, i).unwrap_or(0.0),
-                            prompt: [0, 1, 2, 3, 4].map(value),
-                            prefix: [5, 6, 7, 8, 9].map(value),
-                            offset: offset.get(i).unwrap_or(0),
-                        };
-                        let part = if prev_part.get(i) == Some("fixed") {
-                            Part::Fixed
-                        } else {
-                            Part::Prefix
-                        };
-                        let facts = Facts {
-                            kind: kind.get(i).unwrap_or(""),
-                            model: model.get(i),
-                            segment: segment.get(i),
-                            sum_ok: flag(sum_ok, i).unwrap_or(false),
-                            total_input: total_input.get(i),
-                            total_read: total_read.get(i),
-                            observed: source.get(i) == Some("observed"),
-                            input: input.get(i),
-                            cache_read: cache_read.get(i),
-                            output: output.get(i),
-                            previous: prev_seq.get(i).map(|s| (s, part)),
-                            agent: agent.get(i),
-                            pre_compaction: file
-                                .get(i)
-                                .zip(line.get(i))
-                                .and_then(|key| pres.get(&key).copied()),
-                        };
-                        (x, facts)
-                    })
-                    .collect();
-                let session_runs: HashMap<&str, i64> = rows(&run_rows)
-                    .iter()
-                    .filter_map(|&i| Some((run_agent.get(i)?, run_total.get(i)?)))
-                    .collect();
-                let session_stated = rows(&stated_rows).first().and_then(|&i| stated_y.get(i));
-                let session_priors: Vec<Prior> = rows(&prior_rows)
-                    .iter()
-                    .map(|&i| Prior {
-                        param: p_param.get(i).unwrap_or(""),
-                        mean: float_at(p_mean, i).unwrap_or(0.0),
-                        sd: float_at(p_sd, i).unwrap_or(1.0),
-                    })
-                    .collect();
-                let fit = catch_unwind(AssertUnwindSafe(|| {
-                    fit_calls(
-                        &session_calls,
-                        &session_runs,
-                        session_stated,
-                        &session_priors,
-                    )
-                }))
-                .unwrap_or_default();
-                (id, fit)
-            })
-            .collect();
-        let estimates: Vec<(&str, &crate::fit::Estimate)> = fitted
-            .iter()
-            .flat_map(|(id, f)| f.estimates.iter().map(move |e| (*id, e)))
-            .collect();
-        let each = || estimates.iter().copied();
-        let estimate_table = table(
-            vec![
-                ("session_id", text_array(each().map(|(id, _)| Some(id)))),
-                ("event_seq", int_array(each().map(|(_, e)| Some(e.seq)))),
-                ("_estimate", int_array(each().map(|(_, e)| Some(e.prompt)))),
-                (
-                    "_prefix_estimate",
-                    int_array(each().map(|(_, e)| Some(e.prefix))),
-                ),
-                ("_fixed", int_array(each().map(|(_, e)| Some(e.fixed)))),
-            ],
-            estimates.len(),
-        );
-        let params: Vec<(&str, &(&str, f64, bool))> = fitted
-            .iter()
-            .flat_map(|(id, f)| f.parameters.iter().map(move |p| (*id, p)))
-            .collect();
-        let each = || params.iter().copied();
-        let param_table = table(
-            vec![
-                ("session_id", text_array(each().map(|(id, _)| Some(id)))),
-                ("param", text_array(each().map(|(_, p)| Some(p.0)))),
-                (
-                    "value",
-                    Arc::new(
-                        each()
-                            .map(|(_, p)| Some(p.1))
-                            .collect::<arrow_array::Float64Array>(),
-                    ),
-                ),
-                ("determined", bool_array(each().map(|(_, p)| Some(p.2)))),
-                (
-                    "sd",
-                    Arc::new(
-                        fitted
-                            .iter()
-                            .flat_map(|(_, f)| f.standard_errors.iter().copied().map(Some))
-                            .collect::<arrow_array::Float64Array>(),
-                    ),
-                ),
-            ],
-            params.len(),
-        );
-        let each = || fitted.iter();
-        let summary_table = table(
-            vec![
-                ("session_id", text_array(each().map(|(id, _)| Some(*id)))),
-                (
-                    "fit_constraints",
-                    int_array(each().map(|(_, f)| Some(f.constraints))),
-                ),
-                (
-                    "fit_residual_pct",
-                    Arc::new(
-                        each()
-                            .map(|(_, f)| f.residual_pct)
-                            .collect::<arrow_array::Float64Array>(),
-                    ),
-                ),
-            ],
-            fitted.len(),
-        );
-        Ok((estimate_table, param_table, summary_table))
-    })
-}
-
-/// Calibrate the calls' tokens (`calibrate.rs`): one frame of one chunk (an Arrow stream
-/// capsule), rows in session and event order, with the columns `tokens._calibrate` reads.
-/// Returns, aligned with its rows, input, cache read, cache write, reasoning and output
-/// tokens and `_source` (null: the call's own source stands).
-#[pyfunction]
-fn calibrate_calls(py: Python<'_>, calls: Bound<'_, PyCapsule>) -> PyResult<ArrowTable> {
-    use crate::calibrate::{calibrate, Row};
-    let batch = read_frame(&calls)?;
-    py.detach(|| {
-        let b = &batch;
-        let ints = |name| Ints::of(column(b, name));
-        let strs = |name| Strs::of(column(b, name));
-        let (session, model) = (strs("session_id"), strs("model"));
-        let (seq, segment, estimate) = (ints("event_seq"), ints("_segment"), ints("_estimate"));
-        let (previous, total_output, reply) = (
-            ints("_prev_prefix"),
-            ints("_t_output_tokens"),
-            ints("_reply_bytes"),
-        );
-        let left = [
-            "_left_input_tokens",
-            "_left_cache_read_tokens",
-            "_left_cache_write_tokens",
-            "_left_reasoning_tokens",
-            "_left_output_tokens",
-        ]
-        .map(ints);
-        const OWN: [&str; 5] = [
-            "input_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "reasoning_tokens",
-            "output_tokens",
-        ];
-        let own = OWN.map(ints);
-        let (observed, apportion, sum_ok) = (
-            flags(column(b, "_observed")),
-            flags(column(b, "_apportion")),
-            flags(column(b, "_sum_ok")),
-        );
-        let rows: Vec<Row> = (0..b.num_rows())
-            .map(|i| Row {
-                session: session.get(i).unwrap_or(""),
-                seq: seq.get(i).unwrap_or(0),
-                segment: segment.get(i),
-                model: model.get(i),
-                observed: flag(observed, i).unwrap_or(false),
-                apportion: flag(apportion, i).unwrap_or(false),
-                sum_ok: flag(sum_ok, i).unwrap_or(false),
-                estimate: estimate.get(i).unwrap_or(0),
-                previous_prefix: previous.get(i),
-                left: [0, 1, 2, 3, 4].map(|k| left.get(k).and_then(|c| c.get(i))),
-                total_output: total_output.get(i),
-                reply_bytes: reply.get(i).unwrap_or(0),
-                tokens: [0, 1, 2, 3, 4].map(|k| own.get(k).and_then(|c| c.get(i))),
-            })
-            .collect();
-        let out = catch_unwind(AssertUnwindSafe(|| calibrate(&rows)))
-            .map_err(|_| PyValueError::new_err("internal error in the calibration"))?;
-        let mut columns: Vec<(&'static str, ArrayRef)> = OWN
-            .iter()
-            .enumerate()
-            .map(|(k, &name)| {
-                (
-                    name,
-                    int_array(out.iter().map(|c| c.tokens.get(k).copied().flatten())),
-                )
-            })
-            .collect();
-        columns.push(("_source", text_array(out.iter().map(|c| c.source))));
-        Ok(table(columns, out.len()))
-    })
-}
-
-/// The reconstruction's regressors (`fit::regressors`): the calls (session_id, event_seq,
-/// kind, agent_id, agent_name, model, start_time, end_time; in session and event order) and
-/// the items (session_id, event_seq, event_type, _agent, content_bytes, tool_request_bytes,
-/// post_compaction_tokens; in session and event order), each a polars frame of one chunk (an
-/// Arrow stream capsule). Returns, aligned with the calls, `_agent`, `_fkey`, `_c_fixed`,
-/// `x_*`, `p_*`, `_offset`, `_prev_seq` and `_prev_part`.
-#[pyfunction]
-fn regressors_of(
-    py: Python<'_>,
-    calls: Bound<'_, PyCapsule>,
-    items: Bound<'_, PyCapsule>,
-) -> PyResult<ArrowTable> {
-    use crate::fit::{regressors, CallIn, Item, XRow};
-    use std::collections::HashMap;
-    let (calls, items) = (read_frame(&calls)?, read_frame(&items)?);
-    py.detach(|| {
-        let (c, it) = (&calls, &items);
-        let call_ids = Strs::of(column(c, "session_id"));
-        let item_ids = Strs::of(column(it, "session_id"));
-        let item_rows: HashMap<&str, Vec<usize>> =
-            by_session(&item_ids, it.num_rows()).into_iter().collect();
-        let (seq, start, end) = (
-            Ints::of(column(c, "event_seq")),
-            Ints::of(column(c, "start_time")),
-            Ints::of(column(c, "end_time")),
-        );
-        let (kind, agent_id, agent_name, model) = (
-            Strs::of(column(c, "kind")),
-            Strs::of(column(c, "agent_id")),
-            Strs::of(column(c, "agent_name")),
-            Strs::of(column(c, "model")),
-        );
-        let (i_seq, i_kind, i_agent) = (
-            Ints::of(column(it, "event_seq")),
-            Strs::of(column(it, "event_type")),
-            Strs::of(column(it, "_agent")),
-        );
-        let (i_size, i_request, i_post) = (
-            Ints::of(column(it, "content_bytes")),
-            Ints::of(column(it, "tool_request_bytes")),
-            Ints::of(column(it, "post_compaction_tokens")),
-        );
-        let sessions = by_session(&call_ids, c.num_rows());
-        let empty = Vec::new();
-        let parts: Vec<(Vec<usize>, Vec<XRow>)> = sessions
-            .par_iter()
-            .map(|(id, rows)| {
-                let session_calls: Vec<CallIn> = rows
-                    .iter()
-                    .map(|&i| CallIn {
-                        seq: seq.get(i).unwrap_or(0),
-                        kind: kind.get(i).unwrap_or(""),
-                        agent_id: agent_id.get(i),
-                        agent_name: agent_name.get(i),
-                        model: model.get(i),
-                        start_time: start.get(i),
-                        end_time: end.get(i),
-                    })
-                    .collect();
-                let session_items: Vec<Item> = item_rows
-                    .get(id)
-                    .unwrap_or(&empty)
-                    .iter()
-                    .map(|&i| Item {
-                        seq: i_seq.get(i).unwrap_or(0),
-                        kind: i_kind.get(i).unwrap_or(""),
-                        agent: i_agent.get(i).unwrap_or("main"),
-                        content_bytes: i_size.get(i).unwrap_or(0),
-                        tool_request_bytes: i_request.get(i).unwrap_or(0),
-                        post_compaction_tokens: i_post.get(i),
-                    })
-                    .collect();
-                let x = catch_unwind(AssertUnwindSafe(|| {
-                    regressors(&session_calls, &session_items)
-                }))
-                .unwrap_or_else(|_| vec![XRow::default(); session_calls.len()]);
-                (rows.clone(), x)
-            })
-            .collect();
-        let mut out: Vec<XRow> = vec![XRow::default(); c.num_rows()];
-        for (rows, xs) in parts {
-            for (i, x) in rows.into_iter().zip(xs) {
-                if let Some(slot) = out.get_mut(i) {
-                    *slot = x;
-                }
-            }
-        }
-        let each = || out.iter();
-        let x = |k: usize| int_array(each().map(move |r| r.x.get(k).copied()));
-        let p = |k: usize| int_array(each().map(move |r| r.p.get(k).copied()));
-        Ok(table(
-            vec![
-                ("_agent", text_array(each().map(|r| r.agent))),
-                (
-                    "_fkey",
-                    text_array(each().map(|r| Some(r.fixed_key.as_str()))),
-                ),
-                ("_c_fixed", int_array(each().map(|r| Some(r.c_fixed)))),
-                ("x_tool", x(0)),
-                ("x_prose", x(1)),
-                ("x_json", x(2)),
-                ("x_item", x(3)),
-                ("x_task", int_array(each().map(|_| Some(0)))),
-                ("p_tool", p(0)),
-                ("p_prose", p(1)),
-                ("p_json", p(2)),
-                ("p_item", p(3)),
-                ("p_task", p(4)),
-                ("_offset", int_array(each().map(|r| Some(r.offset)))),
-                ("_prev_seq", int_array(each().map(|r| r.prev_seq))),
-                ("_prev_part", text_array(each().map(|r| Some(r.prev_part)))),
-            ],
-            out.len(),
-        ))
-    })
 }

@@ -205,7 +205,7 @@ fn record_batch(table: &ArrowTable) -> Result<RecordBatch, ArrowError> {
 }
 
 /// The shutdowns' per-model totals, by file and line (MODEL_METRICS columns).
-fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
+pub(super) fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
     let s = |name: &str| Strs::of(column(batch, name));
     let n = |name: &str| Ints::of(column(batch, name));
     let (file, model) = (s("source_file"), s("model"));

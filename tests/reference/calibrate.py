@@ -9,7 +9,12 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.core.apportion import apportion
-from analytics.engine.tokens import _GROUP, AUTO_CACHE_BLOCK
+
+#: Automatic prompt caching (OpenAI and others) reuses a prompt prefix in blocks of this size.
+AUTO_CACHE_BLOCK = 128
+#: Calls one shutdown total covers: a session's segment (its process, or the whole session
+#: when shutdowns are cumulative) and a model.
+_GROUP = ["session_id", "_segment", "model"]
 
 
 def calibrate(frame: pl.DataFrame) -> pl.DataFrame:

@@ -26,7 +26,7 @@ import polars as pl
 
 from analytics.core.schema import CALLS, ISSUES, conform
 from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
-from analytics.engine.tokens import USAGE_RECORDS
+from tests.reference.tokens import USAGE_RECORDS
 
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.
 _USED = [

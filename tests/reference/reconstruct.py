@@ -1,4 +1,7 @@
-"""Each call's prompt tokens, reconstructed as a fit to every constraint the log carries.
+"""The reconstruction's constants and per-session inputs as polars built them before the engine
+(``analytics/scanner/copilot_tokens.rs``) took the token stage over; the oracle's (see
+``tests/reference/fit.py``). Each call's prompt tokens, reconstructed as a fit to every
+constraint the log carries.
 
 The agent-loop model: call k of an agent sends a fixed part (system prompt + tool
 definitions, one unknown per kind of agent and model: ``fixed:main|<model>``,
@@ -38,9 +41,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics import _scanner
 from analytics.core.schema import SESSIONS
-from analytics.engine.intervals import estimate_sd
 
 #: Content kinds and the item count: the unknowns shared by every agent of a session, with
 #: their prior (mean, standard deviation) in tokens per byte (per item for ``item``). Code
@@ -78,8 +79,6 @@ CACHE_TTL_MS = 5 * 60 * 1000
 DETERMINED = 0.5
 
 RATES = tuple(PRIORS)
-_X = [f"x_{p}" for p in RATES]
-_P = [f"p_{p}" for p in RATES]
 _ITEMS = {
     "user.message": "prose",
     "assistant.message": "prose",
@@ -89,113 +88,6 @@ _ITEMS = {
 
 #: Per-session fit figures: the ``fit_*`` columns of SESSIONS.
 FIT: dict[str, pl.DataType] = {k: v for k, v in SESSIONS.items() if k.startswith("fit_")}
-
-
-def regressors(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Per call, what its prompt is made of: ``_agent``, ``_fkey`` (its fixed part's unknown),
-    ``_c_fixed`` (1, or 0 after a compaction that states its size), bytes and items so far per
-    content kind (``x_*``), the same for the prefix the next call can read from cache (``p_*``:
-    without the newest user messages), ``_offset`` (tokens stated by a compaction),
-    ``_prev_seq`` (the previous call of its agent and model, if its cache is still warm) and
-    ``_prev_part`` (``prefix``, or ``fixed`` after a compaction: what of that call is still cached).
-
-    The native engine computes them per session (``analytics/scanner/fit.rs``,
-    ``regressors``) from the calls and the events that add to a conversation (messages, tool
-    results, skills) or restart it (compactions), handed over as Arrow.
-    """
-    request = (
-        pl.col("tool_request_bytes")
-        if "tool_request_bytes" in events.columns
-        else pl.lit(None, pl.Int64).alias("tool_request_bytes")
-    )
-    items = events.filter(
-        pl.col("event_type").is_in([*_ITEMS, "session.compaction_complete"])
-    ).select(
-        "session_id",
-        "event_seq",
-        "event_type",
-        pl.coalesce("agent_id", "parent_tool_call_id", pl.lit("main")).alias("_agent"),
-        "content_bytes",
-        request,
-        "post_compaction_tokens",
-    )
-    ordered = calls.sort("session_id", "event_seq")
-    keys = ["session_id", "event_seq", "kind", "agent_id", "agent_name", "model"]
-    figures = _scanner.regressors_of(
-        ordered.select(*keys, "start_time", "end_time").rechunk().__arrow_c_stream__(),
-        items.sort("session_id", "event_seq").rechunk().__arrow_c_stream__(),
-    )
-    return ordered.with_columns(_frame(figures))
-
-
-def fit(
-    x: pl.DataFrame, events: pl.DataFrame, priors: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Solve each session's unknowns; return (per-call ``_estimate`` and ``_prefix_estimate``
-    and ``_fixed``, per-session ``FIT`` columns).
-
-    ``x`` is ``regressors`` output with the shutdown columns of ``tokens.py`` (``_segment``,
-    ``_t_input_tokens``, ``_t_cache_read_tokens``, ``_sum_ok``: the calls of this model are
-    the shutdown's requests) and the observed figures (``token_source``, ``input_tokens``,
-    ``cache_read_tokens``, ``output_tokens``); ``priors``: (session_id, param, mean, sd) for
-    every unknown of the session (``priors_for``). The native engine builds each session's
-    constraint rows (see the module doc) and solves it on its own
-    (``analytics/scanner/fit.rs``: XᵀWX + P, the links between fixed parts, the cache-read
-    rows the fit exceeds dropped and the fit solved again); the frames cross as Arrow. From
-    the events it takes the sub-agents' ``totalTokens``, the fixed part the log states and
-    the compactions' ``preCompactionTokens``.
-    """
-    columns = [
-        "session_id",
-        "event_seq",
-        "source_file",
-        "source_line",
-        "kind",
-        "model",
-        "_agent",
-        "_fkey",
-        "_c_fixed",
-        "_offset",
-        *_X,
-        *_P,
-        "_segment",
-        "_sum_ok",
-        "_t_input_tokens",
-        "_t_cache_read_tokens",
-        "token_source",
-        "input_tokens",
-        "cache_read_tokens",
-        "output_tokens",
-        "_prev_seq",
-        "_prev_part",
-    ]
-    estimates, parameters, summary = _scanner.fit_sessions(
-        *(
-            frame.rechunk().__arrow_c_stream__()
-            for frame in (
-                x.select(columns),
-                subagent_runs(events),
-                stated_fixed_tokens(events),
-                _pre_compaction(events),
-                priors.select("session_id", "param", "mean", "sd"),
-            )
-        )
-    )
-    determined = pl.col("determined")
-    flags = (
-        _frame(parameters)
-        .group_by("session_id", maintain_order=True)
-        .agg(
-            pl.col("param").filter(determined).alias("fit_determined"),
-            pl.col("param").filter(~determined).alias("fit_from_prior"),
-            pl.struct(pl.col("param").alias("name"), "value").alias("fit_parameters"),
-        )
-    )
-    fitted = flags.join(_frame(summary), on="session_id", how="left")
-    # each call's standard error, for its 80% interval (``intervals.py``)
-    spread = estimate_sd(x, _frame(parameters))
-    calls = _frame(estimates).join(spread, on=["session_id", "event_seq"], how="left")
-    return calls, fitted.select("session_id", *FIT)
 
 
 def subagent_runs(events: pl.DataFrame) -> pl.DataFrame:
@@ -228,18 +120,6 @@ def stated_fixed_tokens(events: pl.DataFrame) -> pl.DataFrame:
         .group_by("session_id")
         .agg((pl.col("system_tokens") + pl.col("tool_definitions_tokens")).first().alias("y"))
     )
-
-
-def _pre_compaction(events: pl.DataFrame) -> pl.DataFrame:
-    """``preCompactionTokens`` of each compaction line: the main prompt when it started."""
-    return events.filter(
-        (pl.col("event_type") == "session.compaction_complete")
-        & pl.col("pre_compaction_tokens").is_not_null()
-    ).select("session_id", "source_file", "source_line", "pre_compaction_tokens")
-
-
-def _frame(table: _scanner.ArrowTable) -> pl.DataFrame:
-    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
 
 
 def priors_for(x: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -1,4 +1,6 @@
-"""How far off an estimated call's input may be: an 80% interval from the fit and the priors.
+"""How far off an estimated call's input may be, as polars computed it before the engine
+(``analytics/scanner/copilot_tokens.rs``, ``bounds``) took it over: an 80% interval from the
+fit and the priors. The oracle's (``tests/reference/tokens.py``).
 
 A call's fitted prompt is linear in its session's unknowns (``reconstruct.py``): its fixed
 part, once (``_c_fixed``), plus the bytes and items of its conversation times the tokens per
