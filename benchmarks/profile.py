@@ -53,10 +53,7 @@ _STAGES: list[tuple[Any, str]] = [
     (events, "drop_repeats"),
     (events, "place_model_metrics"),
     (engine, "fold"),  # the native Copilot fold: calls and sessions
-    (tokens, "call_tokens_and_fit"),
-    (tokens, "_reconstruct"),
-    (tokens, "fit"),
-    (tokens, "_calibrate"),
+    (tokens, "call_tokens_and_fit"),  # the native token stage: tokens, sums, fit
     (pipeline, "_analyse"),
     (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
     (priced, "price_analysis"),  # as the command calls it
