@@ -28,7 +28,7 @@ from analytics.engine.stages import GROUP_BYTES, WORKERS, _groups  # noqa: E402
 
 
 def scan(logs: list[LogFile]) -> int:
-    """Scan one group as ``read_logs`` does; the count of column batches it returned."""
+    """Scan one group as ``scan_logs`` does; the count of column batches it returned."""
     tables, *_ = _scanner.scan_copilot(*scan_inputs(logs), BATCH_BYTES, BLOCK_BYTES)
     return len(tables)
 

@@ -30,9 +30,9 @@ from analytics.cache import repriced as priced
 from analytics.cache import results as result_cache
 from analytics.core.pricing import rates
 from analytics.engine import analyze as analysis
-from analytics.engine import events, tokens
 from analytics.engine import native as engine
 from analytics.engine import stages as pipeline
+from analytics.engine import tokens
 from analytics.render import report
 
 #: The command line's module, whose import time the profile reports.
@@ -45,14 +45,12 @@ _STAGES: list[tuple[Any, str]] = [
     (result_cache.ResultCache, "save"),
     (result_cache.ResultCache, "load_priced"),
     (pipeline._Reused, "read"),  # the previous result, read for its unchanged groups
-    (copilot_events, "read_logs"),
+    (copilot_events, "scan_logs"),
     (_scanner, "scan_copilot"),
     (copilot_events, "_model_metrics"),
-    (copilot_events, "_unknown_types"),
-    (events, "order_events"),
-    (events, "drop_repeats"),
-    (events, "place_model_metrics"),
-    (engine, "fold"),  # the native Copilot fold: calls and sessions
+    # the native pass: order, repeats, placed totals, every session's fold, priced lines
+    (engine, "pass_group"),
+    (_scanner, "pass_copilot"),
     (tokens, "call_tokens_and_fit"),  # the native token stage: tokens, sums, fit
     (pipeline, "_analyse"),
     (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
