@@ -101,13 +101,24 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
     let usable =
         |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
     let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
-    let mut by_session: HashMap<&'a str, Vec<usize>> = HashMap::new();
+    // Rows by session (a run of rows of one session, the usual case, looks its slot up once).
+    let mut slots: HashMap<&'a str, usize> = HashMap::new();
+    let mut grouped: Vec<(&'a str, Vec<usize>)> = Vec::new();
+    let mut last: Option<(&'a str, usize)> = None;
     for row in (0..keys.len()).filter(usable) {
-        if let Some(key) = keys.get(row) {
-            by_session.entry(key.session).or_default().push(row);
+        let Some(key) = keys.get(row) else { continue };
+        let slot = match last {
+            Some((session, slot)) if session == key.session => slot,
+            _ => *slots.entry(key.session).or_insert_with(|| {
+                grouped.push((key.session, Vec::new()));
+                grouped.len() - 1
+            }),
+        };
+        last = Some((key.session, slot));
+        if let Some((_, rows)) = grouped.get_mut(slot) {
+            rows.push(row);
         }
     }
-    let mut grouped: Vec<(&'a str, Vec<usize>)> = by_session.into_iter().collect();
     grouped.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut sessions: Vec<Session<'a>> = grouped
         .into_iter()
@@ -152,20 +163,38 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
 /// One session's lines in order (`order_events`): files by their first timestamp (unknown
 /// first), then name; lines by number (unknown first), then as scanned.
 fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Session<'a> {
-    let mut starts: HashMap<&'a str, Option<i64>> = HashMap::new();
+    // A session has a file or a few: a list is quicker than a map.
+    let mut starts: Vec<(&'a str, Option<i64>)> = Vec::new();
     for key in members.iter().filter_map(|&row| keys.get(row)) {
-        starts
-            .entry(key.file)
-            .and_modify(|start| *start = crate::calls::min_time(*start, key.timestamp))
-            .or_insert(key.timestamp);
+        match starts.iter_mut().find(|(file, _)| *file == key.file) {
+            Some((_, start)) => *start = crate::calls::min_time(*start, key.timestamp),
+            None => starts.push((key.file, key.timestamp)),
+        }
     }
-    let rank = |row: usize| {
-        let key = keys.get(row).copied().unwrap_or_default();
-        let start = starts.get(key.file).copied().flatten();
-        (start, key.file, key.line)
+    let start_of = |file: &str| {
+        starts
+            .iter()
+            .find(|(f, _)| *f == file)
+            .and_then(|(_, start)| *start)
     };
-    // A stable sort: lines of one number keep their scan order.
-    members.sort_by(|&a, &b| rank(a).cmp(&rank(b)));
+    // Each line's rank, computed once (a log's lines are mostly in order already: then no
+    // sort at all).
+    let ranks: Vec<(Option<i64>, &'a str, Option<i64>)> = members
+        .iter()
+        .map(|&row| {
+            let key = keys.get(row).copied().unwrap_or_default();
+            (start_of(key.file), key.file, key.line)
+        })
+        .collect();
+    if !ranks.is_sorted() {
+        // A stable sort: lines of one number keep their scan order.
+        let mut order: Vec<usize> = (0..members.len()).collect();
+        order.sort_by(|&a, &b| ranks.get(a).cmp(&ranks.get(b)));
+        members = order
+            .into_iter()
+            .filter_map(|at| members.get(at).copied())
+            .collect();
+    }
     let mut session = Session {
         id,
         processes: Vec::new(),

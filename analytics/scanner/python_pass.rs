@@ -4,6 +4,7 @@
 //! group. The events themselves are gathered into a table only when asked for (`columns`).
 
 use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use arrow_array::{make_array, Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
@@ -97,9 +98,10 @@ impl<'a> Rows<'a> for Batches<'a> {
 }
 
 /// What `pass_copilot` returns: the fold's tables (calls, sessions, orphan-end issues,
-/// session issues), the repeated lines' issues, the unknown event types (file, event_type,
-/// line, count), the totals' placement (session_id, process_index; null: not kept), the
-/// priced lines, and the events when asked for.
+/// session issues), the repeated lines' issues (and the pass's own errors, were it to fail),
+/// the unknown event types (file, event_type, line, count), the totals' placement
+/// (session_id, process_index; null: not kept), the priced lines, and the events when asked
+/// for.
 type Passed = (
     CopilotTables,
     ArrowTable,
@@ -133,7 +135,19 @@ pub(super) fn pass_copilot(
         let totals = metric_list(&metrics);
         let failed: HashSet<&str> = failed.iter().map(String::as_str).collect();
         let known: HashSet<&str> = known.iter().map(String::as_str).collect();
-        let mut pass = run(&rows, &failed, &totals, &known);
+        // The pass is written not to panic; were it to (a bug), each file of the group gets
+        // an error issue instead of the whole analysis failing.
+        let (mut pass, lost) =
+            match catch_unwind(AssertUnwindSafe(|| run(&rows, &failed, &totals, &known))) {
+                Ok(pass) => (pass, Vec::new()),
+                Err(_) => {
+                    let pass = Pass {
+                        placed: vec![None; totals.len()],
+                        ..Pass::default()
+                    };
+                    (pass, files_of(&rows))
+                }
+            };
         let events = columns
             .map(|names| gathered(&records, &rows, &pass, &names))
             .transpose()
@@ -169,10 +183,12 @@ pub(super) fn pass_copilot(
             ],
             pass.unknown.len(),
         );
+        let message = "internal error in the Copilot pass; file skipped";
         let repeats: Vec<_> = pass
             .repeats
             .iter()
             .map(|w| (w.file, Some(w.line), "warning", w.message.clone()))
+            .chain(lost.iter().map(|f| (*f, None, "error", message.to_owned())))
             .collect();
         let folded: Vec<(&str, Option<SessionFold<'_>>, &str)> = pass
             .sessions
@@ -191,6 +207,15 @@ pub(super) fn pass_copilot(
             events,
         ))
     })
+}
+
+/// The files of the group's lines, each once, in scan order.
+fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
+    let mut seen = HashSet::new();
+    (0..rows.len())
+        .map(|row| rows.key(row).file)
+        .filter(|file| seen.insert(*file))
+        .collect()
 }
 
 /// A scanned batch's columns as a record batch.
