@@ -35,7 +35,7 @@ def scan(logs: list[LogFile]) -> int:
 
 def main() -> None:
     found = discover([Path(sys.argv[1])])
-    groups = [logs for _, logs in _groups(found.logs, GROUP_BYTES)]
+    groups = _groups(found.logs, GROUP_BYTES)
     with ThreadPoolExecutor(WORKERS) as workers:
         batches = sum(workers.map(scan, groups))
     print(f"{len(found.logs)} logs, {len(groups)} groups, {batches} batches")
