@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 
 from analytics.agents import claude_code, codex
 from analytics.agents.contract import as_events, core_tables
-from analytics.cli.commands import _active, app
+from analytics.cli.budget import _active
+from analytics.cli.commands import app
 from analytics.core.attribution import attribute_context
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table

@@ -279,7 +279,7 @@ def on_sample_day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     Sample spend under github-copilot (UTC): 08-03 $0.1231, 08-04 $0.0721, 08-05 $0.0161,
     08-06 $0.1176 + 1 unpriced call, 08-07 $0.1271 (after today)."""
-    monkeypatch.setattr("analytics.cli.commands._today", lambda zone: date(2026, 8, 6))
+    monkeypatch.setattr("analytics.cli.budget._today", lambda zone: date(2026, 8, 6))
     (tmp_path / "empty-home" / "session-state").mkdir(parents=True)
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "empty-home"))
     monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))

@@ -17,7 +17,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-from analytics.cli.commands import app, folded_toml
+from analytics.cli.commands import app
+from analytics.cli.rates import folded_toml
 from analytics.core.schema import ISSUES, conform
 from analytics.engine.analyze import issue_summary
 from analytics.engine.watch import latest_log

@@ -1,10 +1,17 @@
 """The ``agentcost`` command line (``app``; ``main`` is the console script).
 
-``commands`` holds the commands that read logs (through the engine) and render what the core
-computes; ``tools`` the commands that make logs (simulated trees, SDK captures).
+``commands`` holds the app, the options and what every command shares, and the commands that
+read one analysis (``analyze``, ``compare``, ``issues``, ``watch``, ``validate``); the other
+modules are groups of commands: ``budget`` (and ``statusline``), ``reports`` (``report``, the
+period reports, ``top``, ``blocks``), ``team`` (``export``, ``spark``), ``tools`` (the
+commands that make logs: ``simulate``, ``capture-to-log``) and ``rates``. Each registers its
+commands on ``app`` when imported, in the order ``--help`` lists them.
 """
 
-from analytics.cli import tools
-from analytics.cli.commands import app, main
+from analytics.cli import budget, rates, reports, team, tools
+from analytics.cli.commands import _one_line_summaries, app, main
 
-__all__ = ["app", "main", "tools"]
+for _group in (app, budget.budget_app, rates.rates_app):
+    _one_line_summaries(_group)
+
+__all__ = ["app", "budget", "main", "rates", "reports", "team", "tools"]

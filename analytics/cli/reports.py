@@ -1,0 +1,421 @@
+"""The reports of what was spent: ``report`` (HTML), ``daily``, ``weekly``, ``monthly``,
+``top`` (where the input money goes) and ``blocks`` (5-hour usage blocks)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from analytics.cli.commands import (
+    Agent,
+    AgentOpt,
+    Format,
+    FormatOpt,
+    ModelMapOpt,
+    OutputOpt,
+    PathsArg,
+    RatesOpt,
+    ShowIssuesOpt,
+    SinceOpt,
+    StrictOpt,
+    UntilOpt,
+    WideOpt,
+    ZoneOpt,
+    _days,
+    _emit,
+    _err,
+    _fail,
+    _finish,
+    _issue_notes,
+    _load,
+    _model_map,
+    _priced,
+    _Replays,
+    _report_issues,
+    _window,
+    app,
+)
+from analytics.core.errors import AgentcostError, UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import polars as pl
+
+    from analytics.core.blocks import Burn
+    from analytics.core.periods import Breakdown, Period
+    from analytics.render.text_table import Layout
+
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    html_file: Annotated[
+        Path, typer.Option("--html", help="Write the report to this HTML file (works offline).")
+    ],
+    paths: PathsArg = None,
+    rates: Annotated[
+        str, typer.Option(help="Rate table for the cost charts (as --rates of analyze).")
+    ] = "github-copilot",
+    model_map: ModelMapOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
+    strict: StrictOpt = False,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
+    """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
+    from analytics.core.pricing.rates import bundled_rate_tables, load_rates
+    from analytics.render.html_report import render_report
+
+    try:
+        window = _window(since, until, timezone, agent)
+        result = _load(ctx, paths, window, keep_events=False, agent_items=True)
+        tables = [load_rates(name) for name in bundled_rate_tables()]
+        page = render_report(
+            result, load_rates(rates), tables, str(window.zone), _model_map(model_map)
+        )
+        try:
+            html_file.write_text(page, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(
+                f"{html_file}: cannot write ({err.strerror}); choose another path"
+            ) from None
+        _err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
+        _report_issues(result, strict, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+class By(StrEnum):
+    """Breakdowns of the period reports."""
+
+    model = "model"
+    project = "project"
+    session = "session"
+    agent = "agent"
+    user = "user"  # a team dataset's (--dataset): a person's own logs are one user's
+
+
+class TopBy(StrEnum):
+    """What ``agentcost top`` ranks: single context items per session, or tools overall."""
+
+    item = "item"
+    tool = "tool"
+
+
+def _period_command(period: Period, noun: str) -> Callable[..., None]:
+    """The ``daily``/``weekly``/``monthly`` command for one period length."""
+
+    def command(
+        ctx: typer.Context,
+        paths: PathsArg = None,
+        by: Annotated[By | None, typer.Option(help="Break each period down by this.")] = None,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        timezone: ZoneOpt = None,
+        rates: RatesOpt = "github-copilot",
+        model_map: ModelMapOpt = None,
+        agent: AgentOpt = None,
+        output_format: FormatOpt = Format.table,
+        output: OutputOpt = None,
+        strict: StrictOpt = False,
+        wide: WideOpt = False,
+        show_issues: ShowIssuesOpt = False,
+        dataset: DatasetOpt = None,
+    ) -> None:
+        try:
+            if dataset is not None:
+                if paths or agent or model_map or rates != "github-copilot":
+                    raise UsageError(
+                        "--dataset reads a dataset priced when it was written: "
+                        "name no PATH, --agent, --rates or --model-map with it"
+                    )
+                _dataset_period(period, dataset, by, since, until, timezone, output_format, output)
+                return
+            replays = _Replays.of(ctx, period, paths, output_format, output, timezone, locals())
+            if replays.replayed(output):
+                return
+            from analytics.core.periods import period_report
+            from analytics.core.timezones import resolve_zone
+            from analytics.render import report
+
+            zone = resolve_zone(timezone)
+            start, end = _days(since, until)
+            result, priced_calls, priced_sessions = _priced(
+                ctx,
+                paths,
+                rates,
+                model_map,
+                keep_events=False,
+                found=replays.found,
+                window=_window(None, None, timezone, agent),
+            )
+            if by is By.user:
+                raise UsageError("--by user reads a team dataset: add --dataset DIR")
+            breakdown = _BREAKDOWN[by] if by else None
+            rep = period_report(
+                priced_calls,
+                priced_sessions,
+                period=period,
+                zone=zone,
+                by=breakdown,
+                since=start,
+                until=end,
+            )
+            text = _emit(
+                output_format,
+                output,
+                rep.rows,
+                lambda: report.render_sections_json(
+                    {"periods": rep.rows, "totals": rep.totals}, result.issues, timezone=rep.zone
+                ),
+                lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+                wide=wide,
+            )
+            notes = _issue_notes(result, show_issues, wide=wide)
+            _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+        except AgentcostError as error:
+            _fail(error)
+
+    command.__doc__ = (
+        f"Calls, tokens and cost per {noun} (in --timezone), across all sessions found."
+    )
+    return command
+
+
+_BREAKDOWN: dict[By, Breakdown] = {
+    By.model: "model",
+    By.project: "project",
+    By.session: "session",
+    By.agent: "agent",
+}
+DatasetOpt = Annotated[
+    Path | None,
+    typer.Option(help="Read a team dataset (agentcost export/spark) through DuckDB, not logs."),
+]
+
+
+def _dataset_period(
+    period: Period,
+    dataset: Path,
+    by: By | None,
+    since: str | None,
+    until: str | None,
+    timezone: str | None,
+    output_format: Format,
+    output: Path | None,
+) -> None:
+    """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
+    output the same logs give."""
+    from analytics.core.reports_sql import dataset_issues, duckdb_report
+    from analytics.core.timezones import resolve_zone
+    from analytics.render import report
+
+    if not (dataset / "dataset.json").is_file():
+        raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
+    start, end = _days(since, until)
+    zone = str(resolve_zone(timezone))
+    rep = duckdb_report(
+        dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
+    )
+    issues = dataset_issues(dataset)
+    _emit(
+        output_format,
+        output,
+        rep.rows,
+        lambda: report.render_sections_json(
+            {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
+        ),
+        lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+        wide=False,
+    )
+
+
+app.command("daily")(_period_command("day", "day"))
+app.command("weekly")(_period_command("week", "ISO week"))
+app.command("monthly")(_period_command("month", "month"))
+
+
+@app.command()
+def top(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    limit: Annotated[int, typer.Option(min=1, help="Rows per session (or tools) to show.")] = 10,
+    by: Annotated[
+        TopBy, typer.Option(help="item: costliest items per session; tool: per tool overall.")
+    ] = TopBy.item,
+    behaviour: Annotated[
+        bool, typer.Option(help="Also show compactions and agent-loop behaviour.")
+    ] = True,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    strict: StrictOpt = False,
+    wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
+    """Where the input money goes: context items re-sent on every call, and what they cost."""
+    try:
+        replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
+        if replays.replayed(output):
+            return
+        from analytics.core.attribution import top_sections
+        from analytics.render import report
+
+        window = _window(since, until, timezone, agent)
+        zone = str(window.zone)
+        result, priced_calls, _ = _priced(
+            ctx,
+            paths,
+            rates,
+            model_map,
+            keep_events=False,
+            found=replays.found,
+            window=window,
+            agent_items=True,
+        )
+        sections = top_sections(
+            priced_calls,
+            ((group.sessions, group.events) for group in result.session_groups()),
+            tools=by is TopBy.tool,
+            limit=limit,
+            behaviour=behaviour,
+        )
+        ranked = sections["tools" if by is TopBy.tool else "items"]
+
+        def as_table(layout: Layout) -> str:
+            text = report.attribution_table(ranked, by.value, layout)
+            if behaviour:
+                saved = "compactions (saved tokens: (pre - post) x later calls, an estimate)"
+                text += f"\n\n{report.caption(saved, layout)}\n"
+                text += report.compaction_table(sections["compactions"], zone, layout)
+                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
+            return text
+
+        text = _emit(
+            output_format,
+            output,
+            ranked,
+            lambda: report.render_sections_json(sections, result.issues, timezone=zone),
+            as_table,
+            wide=wide,
+        )
+        notes = _issue_notes(result, show_issues, wide=wide)
+        _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+    except AgentcostError as error:
+        _fail(error)
+
+
+# --- commands: blocks ---
+
+
+@app.command()
+def blocks(
+    ctx: typer.Context,
+    paths: PathsArg = None,
+    agent: Annotated[
+        list[Agent] | None,
+        typer.Option(
+            "--agent",
+            help="Whose calls fill the blocks (repeatable). Default: claude-code, whose plans "
+            "meter 5-hour windows.",
+            show_default=False,
+        ),
+    ] = None,
+    token_limit: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokens a block may use: a number, or max (the most a past block used). "
+            "Shows each block's share and whether the active one is on course to pass it.",
+        ),
+    ] = None,
+    active: Annotated[
+        bool, typer.Option("--active", help="Only the active block, with its burn rate.")
+    ] = False,
+    timezone: ZoneOpt = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    output_format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    wide: WideOpt = False,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
+    """5-hour usage blocks (Claude's plan windows): tokens and API-equivalent cost per
+    block, and the active block's burn rate and projection."""
+    try:
+        from datetime import UTC, datetime
+
+        from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
+        from analytics.render import report
+
+        window = _window(None, None, timezone, agent or [Agent.claude_code])
+        result, priced_calls, _ = _priced(
+            ctx, paths, rates, model_map, keep_events=False, window=window
+        )
+        now = datetime.now(UTC)
+        table = usage_blocks(priced_calls, now)
+        limit = _token_limit(token_limit, table)
+        if active:
+            table = active_block(table)
+        live = active_block(table)
+        pace = burn(live.row(0, named=True), now) if live.height else None
+        notes = _blocks_notes(pace, limit)
+        _emit(
+            output_format,
+            output,
+            table,
+            lambda: report.render_sections_json(
+                {"blocks": table, "active": pace_row(pace, limit)},
+                result.issues,
+                timezone=str(window.zone),
+            ),
+            lambda layout: (
+                "\n".join([report.blocks_table(table, str(window.zone), limit, layout), *notes])
+                if table.height
+                else "no calls in these logs for a 5-hour block"
+            ),
+            wide=wide,
+        )
+        _report_issues(result, False, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+def _token_limit(value: str | None, table: pl.DataFrame) -> int | None:
+    """``--token-limit``: a number of tokens, or ``max``: the most a finished block used."""
+    if value is None:
+        return None
+    if value == "max":
+        from analytics.core.blocks import most_tokens
+
+        return most_tokens(table)
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"--token-limit {value!r}: expected a number of tokens or max")
+    return int(value)
+
+
+def _blocks_notes(pace: Burn | None, limit: int | None) -> list[str]:
+    """The lines under the blocks table: the active block's pace and where it leads."""
+    if pace is None:
+        return ["no active block: the last call was 5 hours ago or more"]
+    lines = [
+        f"active block: {pace.minutes_left:.0f} min left; burn {pace.tokens_per_minute:,.0f} "
+        f"tokens/min, ${pace.usd_per_hour:.2f}/h (since the block opened)",
+        f"projected by its end at that pace: {pace.projected_total_tokens:,} tokens, "
+        f"${pace.projected_cost_usd:.2f} (an estimate)",
+    ]
+    if limit:
+        share = pace.projected_total_tokens * 100 / limit
+        verdict = "over" if pace.projected_total_tokens > limit else "within"
+        lines.append(f"token limit {limit:,}: projected {share:.0f}% ({verdict} the limit)")
+    return lines

@@ -1,0 +1,117 @@
+"""The team dataset: ``agentcost export`` (one person's logs, here) and ``agentcost spark``
+(many people's, in Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from analytics.cli.commands import (
+    AgentOpt,
+    ModelMapOpt,
+    PathsArg,
+    RatesOpt,
+    ShowIssuesOpt,
+    SinceOpt,
+    StrictOpt,
+    UntilOpt,
+    ZoneOpt,
+    _err,
+    _fail,
+    _priced,
+    _report_issues,
+    _window,
+    app,
+)
+from analytics.core.errors import AgentcostError
+
+if TYPE_CHECKING:
+    pass
+
+
+# --- commands: export ---
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path,
+        typer.Argument(help="Dataset directory: <table>/agent=A/day=YYYY-MM-DD/*.parquet."),
+    ],
+    paths: PathsArg = None,
+    rates: RatesOpt = "github-copilot",
+    model_map: ModelMapOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    timezone: ZoneOpt = None,
+    agent: AgentOpt = None,
+    user: Annotated[
+        str | None,
+        typer.Option(help="The user column. Default: user in config.toml, else the login name."),
+    ] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Say which files would change; write nothing.")
+    ] = False,
+    strict: StrictOpt = False,
+    show_issues: ShowIssuesOpt = False,
+) -> None:
+    """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
+    UTC day): idempotent, one file per session, safe beside other people's exports."""
+    from analytics.core.dataset import Who, check_target, resolve_user, this_host
+    from analytics.core.export import export_analysis
+    from analytics.engine.inputs import default_targets
+
+    try:
+        check_target(directory)
+        result, priced_calls, priced_sessions = _priced(
+            ctx,
+            paths,
+            rates,
+            model_map,
+            keep_events=False,
+            window=_window(since, until, timezone, agent),
+        )
+        inputs = [str(path.resolve()) for path in (paths or default_targets())]
+        who = Who(resolve_user(user), this_host())
+        changes = export_analysis(
+            directory, result, priced_calls, priced_sessions, who, inputs, plan=plan
+        )
+        if plan:
+            for kind, paths_changed in (
+                ("add", changes.added),
+                ("replace", changes.replaced),
+                ("remove", changes.removed),
+            ):
+                for path in paths_changed:
+                    print(f"{kind} {path}")
+        verb = "would change" if plan else "wrote"
+        _err(f"agentcost: {verb} {directory}: {changes.summary()}")
+        _report_issues(result, strict, show_issues)
+    except AgentcostError as error:
+        _fail(error)
+
+
+@app.command()
+def spark(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="People's homes or log trees; the user is each path's own name."),
+    ],
+    output: Annotated[Path, typer.Option(help="Dataset directory to write.")],
+    rates: RatesOpt = "github-copilot",
+    master: Annotated[
+        str | None, typer.Option(help="Spark master (default: spark-submit's, else local[2]).")
+    ] = None,
+) -> None:
+    """Run the engine inside Spark over many people's logs and write the team dataset
+    (needs the spark extra: pip install 'agentcost[spark]')."""
+    from analytics.engine.spark import run
+
+    try:
+        changes = run([str(path) for path in paths], output, rates=rates, master=master)
+        _err(f"agentcost: wrote {output}: {changes}")
+    except AgentcostError as error:
+        _fail(error)
