@@ -10,18 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from analytics.cli.commands import (
-    Agent,
-    AgentOpt,
-    PathsArg,
-    RatesOpt,
-    ZoneOpt,
-    _err,
-    _fail,
-    _priced,
-    _window,
-    app,
-)
+from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError, InputError, UsageError
 
 if TYPE_CHECKING:
@@ -61,16 +50,16 @@ budget_app = typer.Typer(
     invoke_without_command=True,
     add_completion=False,
 )
-app.add_typer(budget_app, name="budget")
+cli.app.add_typer(budget_app, name="budget")
 
 
 @budget_app.callback()
 def budget(
     ctx: typer.Context,
-    paths: PathsArg = None,
-    rates: RatesOpt = "github-copilot",
-    timezone: ZoneOpt = None,
-    agent: AgentOpt = None,
+    paths: cli.PathsArg = None,
+    rates: cli.RatesOpt = "github-copilot",
+    timezone: cli.ZoneOpt = None,
+    agent: cli.AgentOpt = None,
 ) -> None:
     """Spent, left and the month-end projection of this budget month (the logs under PATHS,
     default the home); exit 1 when over the budget. agentcost budget set saves it."""
@@ -85,7 +74,7 @@ def budget(
         if status.over:
             raise typer.Exit(1)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 @budget_app.command("set")
@@ -114,18 +103,18 @@ def budget_set(
             raise UsageError(
                 f"{path}: cannot write ({err.strerror}); check the directory"
             ) from None
-        _err(f"agentcost: budget saved to {path}")
+        cli._err(f"agentcost: budget saved to {path}")
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
-@app.command()
+@cli.app.command()
 def statusline(
     ctx: typer.Context,
-    paths: PathsArg = None,
-    rates: RatesOpt = "github-copilot",
-    timezone: ZoneOpt = None,
-    agent: AgentOpt = None,
+    paths: cli.PathsArg = None,
+    rates: cli.RatesOpt = "github-copilot",
+    timezone: cli.ZoneOpt = None,
+    agent: cli.AgentOpt = None,
 ) -> None:
     """One short line for a shell prompt or tmux: today's cost, the month against the budget
     (if set), and the session being written now (of the logs under PATHS, default the home)."""
@@ -142,7 +131,7 @@ def statusline(
             active = None
         typer.echo(line(status, active))
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 def _budget_status(
@@ -151,7 +140,7 @@ def _budget_status(
     saved: Budget | None,
     rates: str,
     timezone: str | None,
-    agent: list[Agent] | None,
+    agent: list[cli.Agent] | None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
     sessions alone when given), priced with ``rates``."""
@@ -159,8 +148,8 @@ def _budget_status(
     from analytics.core.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
-    window = _window(None, None, timezone, agent)
-    _, priced_calls, priced_sessions = _priced(
+    window = cli._window(None, None, timezone, agent)
+    _, priced_calls, priced_sessions = cli._priced(
         ctx, paths, rates, None, keep_events=False, window=window
     )
     return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone))

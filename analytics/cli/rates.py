@@ -3,53 +3,37 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import typer
 
-from analytics.cli.commands import (
-    Format,
-    OutputOpt,
-    PathsArg,
-    ShowIssuesOpt,
-    _emit,
-    _fail,
-    _layout,
-    _load,
-    _report_issues,
-    app,
-)
+from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError
-
-if TYPE_CHECKING:
-    pass
-
 
 # --- commands: rates ---
 
 rates_app = typer.Typer(help="Rate tables: the prices agentcost uses.", no_args_is_help=True)
-app.add_typer(rates_app, name="rates")
+cli.app.add_typer(rates_app, name="rates")
 
 
 @rates_app.command("learn")
 def rates_learn(
     ctx: typer.Context,
-    paths: PathsArg = None,
-    output: OutputOpt = None,
-    show_issues: ShowIssuesOpt = False,
+    paths: cli.PathsArg = None,
+    output: cli.OutputOpt = None,
+    show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
     from analytics.core.pricing.learned import learned_toml
 
     try:
-        result = _load(ctx, paths, keep_events=False)
+        result = cli._load(ctx, paths, keep_events=False)
         text = learned_toml(result.log_prices)
         if output is None and sys.stdout.isatty():  # the same table, read on a screen
-            text = folded_toml(text, _layout(wide=False).width or len(text))
-        _emit(Format.table, output, result.log_prices, lambda: text, lambda _: text)
-        _report_issues(result, strict=False, show=show_issues)
+            text = folded_toml(text, cli._layout(wide=False).width or len(text))
+        cli._emit(cli.Format.table, output, result.log_prices, lambda: text, lambda _: text)
+        cli._report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 def folded_toml(text: str, width: int) -> str:

@@ -9,35 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from analytics.cli.commands import (
-    Agent,
-    AgentOpt,
-    Format,
-    FormatOpt,
-    ModelMapOpt,
-    OutputOpt,
-    PathsArg,
-    RatesOpt,
-    ShowIssuesOpt,
-    SinceOpt,
-    StrictOpt,
-    UntilOpt,
-    WideOpt,
-    ZoneOpt,
-    _days,
-    _emit,
-    _err,
-    _fail,
-    _finish,
-    _issue_notes,
-    _load,
-    _model_map,
-    _priced,
-    _Replays,
-    _report_issues,
-    _window,
-    app,
-)
+from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError, UsageError
 
 if TYPE_CHECKING:
@@ -50,34 +22,34 @@ if TYPE_CHECKING:
     from analytics.render.text_table import Layout
 
 
-@app.command()
+@cli.app.command()
 def report(
     ctx: typer.Context,
     html_file: Annotated[
         Path, typer.Option("--html", help="Write the report to this HTML file (works offline).")
     ],
-    paths: PathsArg = None,
+    paths: cli.PathsArg = None,
     rates: Annotated[
         str, typer.Option(help="Rate table for the cost charts (as --rates of analyze).")
     ] = "github-copilot",
-    model_map: ModelMapOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    timezone: ZoneOpt = None,
-    agent: AgentOpt = None,
-    strict: StrictOpt = False,
-    show_issues: ShowIssuesOpt = False,
+    model_map: cli.ModelMapOpt = None,
+    since: cli.SinceOpt = None,
+    until: cli.UntilOpt = None,
+    timezone: cli.ZoneOpt = None,
+    agent: cli.AgentOpt = None,
+    strict: cli.StrictOpt = False,
+    show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.core.pricing.rates import bundled_rate_tables, load_rates
     from analytics.render.html_report import render_report
 
     try:
-        window = _window(since, until, timezone, agent)
-        result = _load(ctx, paths, window, keep_events=False, agent_items=True)
+        window = cli._window(since, until, timezone, agent)
+        result = cli._load(ctx, paths, window, keep_events=False, agent_items=True)
         tables = [load_rates(name) for name in bundled_rate_tables()]
         page = render_report(
-            result, load_rates(rates), tables, str(window.zone), _model_map(model_map)
+            result, load_rates(rates), tables, str(window.zone), cli._model_map(model_map)
         )
         try:
             html_file.write_text(page, encoding="utf-8")
@@ -85,10 +57,10 @@ def report(
             raise UsageError(
                 f"{html_file}: cannot write ({err.strerror}); choose another path"
             ) from None
-        _err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
-        _report_issues(result, strict, show_issues)
+        cli._err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
+        cli._report_issues(result, strict, show_issues)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 class By(StrEnum):
@@ -113,19 +85,19 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
 
     def command(
         ctx: typer.Context,
-        paths: PathsArg = None,
+        paths: cli.PathsArg = None,
         by: Annotated[By | None, typer.Option(help="Break each period down by this.")] = None,
-        since: SinceOpt = None,
-        until: UntilOpt = None,
-        timezone: ZoneOpt = None,
-        rates: RatesOpt = "github-copilot",
-        model_map: ModelMapOpt = None,
-        agent: AgentOpt = None,
-        output_format: FormatOpt = Format.table,
-        output: OutputOpt = None,
-        strict: StrictOpt = False,
-        wide: WideOpt = False,
-        show_issues: ShowIssuesOpt = False,
+        since: cli.SinceOpt = None,
+        until: cli.UntilOpt = None,
+        timezone: cli.ZoneOpt = None,
+        rates: cli.RatesOpt = "github-copilot",
+        model_map: cli.ModelMapOpt = None,
+        agent: cli.AgentOpt = None,
+        output_format: cli.FormatOpt = cli.Format.table,
+        output: cli.OutputOpt = None,
+        strict: cli.StrictOpt = False,
+        wide: cli.WideOpt = False,
+        show_issues: cli.ShowIssuesOpt = False,
         dataset: DatasetOpt = None,
     ) -> None:
         try:
@@ -137,7 +109,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                     )
                 _dataset_period(period, dataset, by, since, until, timezone, output_format, output)
                 return
-            replays = _Replays.of(ctx, period, paths, output_format, output, timezone, locals())
+            replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
             from analytics.core.periods import period_report
@@ -145,15 +117,15 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             from analytics.render import report
 
             zone = resolve_zone(timezone)
-            start, end = _days(since, until)
-            result, priced_calls, priced_sessions = _priced(
+            start, end = cli._days(since, until)
+            result, priced_calls, priced_sessions = cli._priced(
                 ctx,
                 paths,
                 rates,
                 model_map,
                 keep_events=False,
                 found=replays.found,
-                window=_window(None, None, timezone, agent),
+                window=cli._window(None, None, timezone, agent),
             )
             if by is By.user:
                 raise UsageError("--by user reads a team dataset: add --dataset DIR")
@@ -167,7 +139,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            text = _emit(
+            text = cli._emit(
                 output_format,
                 output,
                 rep.rows,
@@ -177,10 +149,10 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
                 wide=wide,
             )
-            notes = _issue_notes(result, show_issues, wide=wide)
-            _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+            notes = cli._issue_notes(result, show_issues, wide=wide)
+            cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
-            _fail(error)
+            cli._fail(error)
 
     command.__doc__ = (
         f"Calls, tokens and cost per {noun} (in --timezone), across all sessions found."
@@ -207,7 +179,7 @@ def _dataset_period(
     since: str | None,
     until: str | None,
     timezone: str | None,
-    output_format: Format,
+    output_format: cli.Format,
     output: Path | None,
 ) -> None:
     """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
@@ -218,13 +190,13 @@ def _dataset_period(
 
     if not (dataset / "dataset.json").is_file():
         raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
-    start, end = _days(since, until)
+    start, end = cli._days(since, until)
     zone = str(resolve_zone(timezone))
     rep = duckdb_report(
         dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
     )
     issues = dataset_issues(dataset)
-    _emit(
+    cli._emit(
         output_format,
         output,
         rep.rows,
@@ -236,15 +208,15 @@ def _dataset_period(
     )
 
 
-app.command("daily")(_period_command("day", "day"))
-app.command("weekly")(_period_command("week", "ISO week"))
-app.command("monthly")(_period_command("month", "month"))
+cli.app.command("daily")(_period_command("day", "day"))
+cli.app.command("weekly")(_period_command("week", "ISO week"))
+cli.app.command("monthly")(_period_command("month", "month"))
 
 
-@app.command()
+@cli.app.command()
 def top(
     ctx: typer.Context,
-    paths: PathsArg = None,
+    paths: cli.PathsArg = None,
     limit: Annotated[int, typer.Option(min=1, help="Rows per session (or tools) to show.")] = 10,
     by: Annotated[
         TopBy, typer.Option(help="item: costliest items per session; tool: per tool overall.")
@@ -252,29 +224,29 @@ def top(
     behaviour: Annotated[
         bool, typer.Option(help="Also show compactions and agent-loop behaviour.")
     ] = True,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    timezone: ZoneOpt = None,
-    agent: AgentOpt = None,
-    rates: RatesOpt = "github-copilot",
-    model_map: ModelMapOpt = None,
-    output_format: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    strict: StrictOpt = False,
-    wide: WideOpt = False,
-    show_issues: ShowIssuesOpt = False,
+    since: cli.SinceOpt = None,
+    until: cli.UntilOpt = None,
+    timezone: cli.ZoneOpt = None,
+    agent: cli.AgentOpt = None,
+    rates: cli.RatesOpt = "github-copilot",
+    model_map: cli.ModelMapOpt = None,
+    output_format: cli.FormatOpt = cli.Format.table,
+    output: cli.OutputOpt = None,
+    strict: cli.StrictOpt = False,
+    wide: cli.WideOpt = False,
+    show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     try:
-        replays = _Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
+        replays = cli._Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
         from analytics.core.attribution import top_sections
         from analytics.render import report
 
-        window = _window(since, until, timezone, agent)
+        window = cli._window(since, until, timezone, agent)
         zone = str(window.zone)
-        result, priced_calls, _ = _priced(
+        result, priced_calls, _ = cli._priced(
             ctx,
             paths,
             rates,
@@ -302,7 +274,7 @@ def top(
                 text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
 
-        text = _emit(
+        text = cli._emit(
             output_format,
             output,
             ranked,
@@ -310,21 +282,21 @@ def top(
             as_table,
             wide=wide,
         )
-        notes = _issue_notes(result, show_issues, wide=wide)
-        _finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+        notes = cli._issue_notes(result, show_issues, wide=wide)
+        cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 # --- commands: blocks ---
 
 
-@app.command()
+@cli.app.command()
 def blocks(
     ctx: typer.Context,
-    paths: PathsArg = None,
+    paths: cli.PathsArg = None,
     agent: Annotated[
-        list[Agent] | None,
+        list[cli.Agent] | None,
         typer.Option(
             "--agent",
             help="Whose calls fill the blocks (repeatable). Default: claude-code, whose plans "
@@ -342,13 +314,13 @@ def blocks(
     active: Annotated[
         bool, typer.Option("--active", help="Only the active block, with its burn rate.")
     ] = False,
-    timezone: ZoneOpt = None,
-    rates: RatesOpt = "github-copilot",
-    model_map: ModelMapOpt = None,
-    output_format: FormatOpt = Format.table,
-    output: OutputOpt = None,
-    wide: WideOpt = False,
-    show_issues: ShowIssuesOpt = False,
+    timezone: cli.ZoneOpt = None,
+    rates: cli.RatesOpt = "github-copilot",
+    model_map: cli.ModelMapOpt = None,
+    output_format: cli.FormatOpt = cli.Format.table,
+    output: cli.OutputOpt = None,
+    wide: cli.WideOpt = False,
+    show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """5-hour usage blocks (Claude's plan windows): tokens and API-equivalent cost per
     block, and the active block's burn rate and projection."""
@@ -358,8 +330,8 @@ def blocks(
         from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
         from analytics.render import report
 
-        window = _window(None, None, timezone, agent or [Agent.claude_code])
-        result, priced_calls, _ = _priced(
+        window = cli._window(None, None, timezone, agent or [cli.Agent.claude_code])
+        result, priced_calls, _ = cli._priced(
             ctx, paths, rates, model_map, keep_events=False, window=window
         )
         now = datetime.now(UTC)
@@ -370,7 +342,7 @@ def blocks(
         live = active_block(table)
         pace = burn(live.row(0, named=True), now) if live.height else None
         notes = _blocks_notes(pace, limit)
-        _emit(
+        cli._emit(
             output_format,
             output,
             table,
@@ -386,9 +358,9 @@ def blocks(
             ),
             wide=wide,
         )
-        _report_issues(result, False, show_issues)
+        cli._report_issues(result, False, show_issues)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
 def _token_limit(value: str | None, table: pl.DataFrame) -> int | None:

@@ -4,50 +4,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from analytics.cli.commands import (
-    AgentOpt,
-    ModelMapOpt,
-    PathsArg,
-    RatesOpt,
-    ShowIssuesOpt,
-    SinceOpt,
-    StrictOpt,
-    UntilOpt,
-    ZoneOpt,
-    _err,
-    _fail,
-    _priced,
-    _report_issues,
-    _window,
-    app,
-)
+from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError
-
-if TYPE_CHECKING:
-    pass
-
 
 # --- commands: export ---
 
 
-@app.command()
+@cli.app.command()
 def export(
     ctx: typer.Context,
     directory: Annotated[
         Path,
         typer.Argument(help="Dataset directory: <table>/agent=A/day=YYYY-MM-DD/*.parquet."),
     ],
-    paths: PathsArg = None,
-    rates: RatesOpt = "github-copilot",
-    model_map: ModelMapOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    timezone: ZoneOpt = None,
-    agent: AgentOpt = None,
+    paths: cli.PathsArg = None,
+    rates: cli.RatesOpt = "github-copilot",
+    model_map: cli.ModelMapOpt = None,
+    since: cli.SinceOpt = None,
+    until: cli.UntilOpt = None,
+    timezone: cli.ZoneOpt = None,
+    agent: cli.AgentOpt = None,
     user: Annotated[
         str | None,
         typer.Option(help="The user column. Default: user in config.toml, else the login name."),
@@ -55,8 +35,8 @@ def export(
     plan: Annotated[
         bool, typer.Option("--plan", help="Say which files would change; write nothing.")
     ] = False,
-    strict: StrictOpt = False,
-    show_issues: ShowIssuesOpt = False,
+    strict: cli.StrictOpt = False,
+    show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
     UTC day): idempotent, one file per session, safe beside other people's exports."""
@@ -66,13 +46,13 @@ def export(
 
     try:
         check_target(directory)
-        result, priced_calls, priced_sessions = _priced(
+        result, priced_calls, priced_sessions = cli._priced(
             ctx,
             paths,
             rates,
             model_map,
             keep_events=False,
-            window=_window(since, until, timezone, agent),
+            window=cli._window(since, until, timezone, agent),
         )
         inputs = [str(path.resolve()) for path in (paths or default_targets())]
         who = Who(resolve_user(user), this_host())
@@ -88,20 +68,20 @@ def export(
                 for path in paths_changed:
                     print(f"{kind} {path}")
         verb = "would change" if plan else "wrote"
-        _err(f"agentcost: {verb} {directory}: {changes.summary()}")
-        _report_issues(result, strict, show_issues)
+        cli._err(f"agentcost: {verb} {directory}: {changes.summary()}")
+        cli._report_issues(result, strict, show_issues)
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
 
 
-@app.command()
+@cli.app.command()
 def spark(
     paths: Annotated[
         list[Path],
         typer.Argument(help="People's homes or log trees; the user is each path's own name."),
     ],
     output: Annotated[Path, typer.Option(help="Dataset directory to write.")],
-    rates: RatesOpt = "github-copilot",
+    rates: cli.RatesOpt = "github-copilot",
     master: Annotated[
         str | None, typer.Option(help="Spark master (default: spark-submit's, else local[2]).")
     ] = None,
@@ -112,6 +92,6 @@ def spark(
 
     try:
         changes = run([str(path) for path in paths], output, rates=rates, master=master)
-        _err(f"agentcost: wrote {output}: {changes}")
+        cli._err(f"agentcost: wrote {output}: {changes}")
     except AgentcostError as error:
-        _fail(error)
+        cli._fail(error)
