@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,22 @@ KEEP = 32
 BUDGET_BYTES = 512 * 1024 * 1024
 #: Larger reports are not stored (a ``--calls`` of years of logs): disk, not time, decides.
 LIMIT_BYTES = 128 * 1024 * 1024
+
+
+#: Characters of a report written at a time (``pieces``).
+PIECE = 1 << 20
+
+
+def pieces(text: str) -> Iterator[str]:
+    """``text`` in pieces of about ``PIECE`` characters, each ending at a line's end (so no
+    colour code is cut in two), to write one at a time: a report of tens of MB is then never
+    encoded, or copied to add a newline, whole."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + PIECE)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 @dataclass(frozen=True)
@@ -81,17 +98,21 @@ class OutputCache:
 
     def save(self, key: str, output: Output) -> None:
         """Store ``output`` under ``key`` (best effort); drop the least recently used."""
-        body = (output.report or "").encode("utf-8")
-        if len(body) > LIMIT_BYTES:
+        report = output.report or ""
+        if len(report) > LIMIT_BYTES:  # each character is a byte at the least
             return
         meta = {"notes": list(output.notes), "status": output.status}
         head = json.dumps(meta | {"report": output.report is not None}).encode()
         temporary = self.root / f".{key}.{uuid.uuid4().hex}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            with temporary.open("wb") as stored:  # no copy of a report of MBs to join them
+            with temporary.open("wb") as stored:
                 stored.write(head + b"\n")
-                stored.write(body)
+                # encoded a piece at a time: a report of MBs is never held twice
+                size = sum(stored.write(piece.encode("utf-8")) for piece in pieces(report))
+            if size > LIMIT_BYTES:
+                temporary.unlink()
+                return
             temporary.replace(self.root / key)
         except OSError:
             with contextlib.suppress(OSError):

@@ -720,11 +720,19 @@ def _emit(
 
 def _print(text: str, output: Path | None) -> None:
     """``text`` on stdout, or into the file ``output``, ending with one newline."""
+    from analytics.output_cache import pieces
+
+    end = "" if text.endswith("\n") else "\n"
     try:
         if output is None:
-            typer.echo(text, nl=not text.endswith("\n"))
+            for piece in pieces(text):
+                typer.echo(piece, nl=False)
+            typer.echo(end, nl=False)
         else:
-            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+            with output.open("w", encoding="utf-8") as written:
+                for piece in pieces(text):
+                    written.write(piece)
+                written.write(end)
     except OSError as err:
         raise _unwritable(output, err) from None
 

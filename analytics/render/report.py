@@ -40,12 +40,24 @@ def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
     return render_sections_json({key: frame}, issues)
 
 
+#: Rows encoded at a time by ``json_rows``: a large frame's intermediate strings are held
+#: for a slice of it, never for the whole frame.
+_JSON_SLICE = 8192
+
+
 def json_rows(frame: pl.DataFrame) -> list[str]:
     """Each row as one JSON object, encoded by polars (no Python object per value).
 
     Times are ISO-8601 UTC, decimals and days strings (no digit lost), tool counts
-    ``{tool: calls}``; column order is kept.
+    ``{tool: calls}``; column order is kept. Encoded a slice of rows at a time.
     """
+    if frame.height <= _JSON_SLICE:
+        return _encoded(frame)
+    return [row for part in frame.iter_slices(_JSON_SLICE) for row in _encoded(part)]
+
+
+def _encoded(frame: pl.DataFrame) -> list[str]:
+    """``json_rows`` of one slice."""
     ready = frame.with_columns(
         *(
             pl.col(name).dt.convert_time_zone("UTC").dt.strftime(_ISO)
@@ -702,7 +714,16 @@ def render_sections_json(
     for name, section in {**sections, "issues": issues}.items():
         rows = json_rows(section) if isinstance(section, pl.DataFrame) else section
         head = f"  {json.dumps(name)}: "
-        fields.append([head, "[\n    ", ",\n    ".join(rows), "\n  ]"] if rows else [head, "[]"])
+        if not rows:
+            fields.append([head, "[]"])
+            continue
+        # the rows and their separators go into the one final join: no text of a section
+        # joined apart first (a report of tens of MB would be held twice)
+        field = [head, "[\n    "]
+        for row in rows:
+            field += [row, ",\n    "]
+        field[-1] = "\n  ]"
+        fields.append(field)
     pieces = ["{\n"]
     for index, field in enumerate(fields):
         pieces += [",\n", *field] if index else field

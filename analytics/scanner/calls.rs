@@ -14,7 +14,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
 
 use crate::format;
 use crate::json::{self, Fields, Kind, Schema, Value};
@@ -434,6 +436,37 @@ pub fn max_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     }
 }
 
+/// How many inputs [`in_order`] works on in parallel before it merges their results.
+const AT_ONCE: usize = 128;
+
+/// `work(index, input)` for each of `inputs`, in parallel, and each result to `merge` in the
+/// inputs' order, [`AT_ONCE`] inputs at a time. The merged result is that of working through
+/// the inputs one after another, and only one batch's results are held besides it: a fold
+/// of thousands of files (or groups) never keeps a part per file until the end.
+pub fn in_order<T: Sync, P: Send>(
+    inputs: &[T],
+    work: impl Fn(usize, &T) -> P + Sync,
+    mut merge: impl FnMut(P),
+) {
+    for (batch, chunk) in inputs.chunks(AT_ONCE).enumerate() {
+        let first = batch * AT_ONCE;
+        let parts: Vec<P> = chunk
+            .par_iter()
+            .enumerate()
+            .map(|(at, input)| work(first + at, input))
+            .collect();
+        parts.into_iter().for_each(&mut merge);
+    }
+}
+
+/// The names of a group's files, as its rows name them (by index).
+pub fn path_names(paths: &[PathBuf]) -> Vec<String> {
+    paths
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// A group of files folded together.
 #[derive(Debug, Default)]
 pub struct Folded {
@@ -569,57 +602,93 @@ pub enum Out {
 }
 
 /// Named columns of equal length.
+#[derive(Default)]
 pub struct Frame {
     pub names: Vec<&'static str>,
     pub columns: Vec<Out>,
     pub rows: usize,
 }
 
-/// Builds a [`Frame`] one column at a time.
+/// Builds a [`Frame`] a group of rows at a time: each group lays out the same columns in the
+/// same order, appended to those of the groups before it.
+#[derive(Default)]
 struct Builder {
     frame: Frame,
+    /// The column the group being laid out fills next.
+    next: usize,
 }
 
 impl Builder {
-    fn new(rows: usize) -> Builder {
-        Builder {
-            frame: Frame {
-                names: Vec::new(),
-                columns: Vec::new(),
-                rows,
-            },
+    /// The place of the group's next column, named `name`: made by `empty` for the first
+    /// group, the one of the same place after.
+    fn slot(&mut self, name: &'static str, empty: fn() -> Out) -> usize {
+        if self.next == self.frame.columns.len() {
+            self.frame.names.push(name);
+            self.frame.columns.push(empty());
         }
+        self.next += 1;
+        self.next - 1
     }
 
-    fn add(&mut self, name: &'static str, column: Out) {
-        self.frame.names.push(name);
-        self.frame.columns.push(column);
+    /// The group of `rows` rows is laid out: the next one starts again at the first column.
+    fn close(&mut self, rows: usize) {
+        self.frame.rows += rows;
+        self.next = 0;
     }
 
     fn text<'a>(&mut self, name: &'static str, values: impl Iterator<Item = Option<&'a str>>) {
-        let mut column = StrColumn::default();
-        for value in values {
-            column.push_opt(value.map(str::as_bytes), true);
+        let at = self.slot(name, || Out::Plain(Column::Str(StrColumn::default())));
+        if let Some(Out::Plain(Column::Str(column))) = self.frame.columns.get_mut(at) {
+            for value in values {
+                column.push_opt(value.map(str::as_bytes), true);
+            }
         }
-        self.add(name, Out::Plain(Column::Str(column)));
     }
 
     fn int(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
-        let mut column = IntColumn::default();
-        values.for_each(|v| column.push(v));
-        self.add(name, Out::Plain(Column::Int(column)));
+        let at = self.slot(name, || Out::Plain(Column::Int(IntColumn::default())));
+        if let Some(Out::Plain(Column::Int(column))) = self.frame.columns.get_mut(at) {
+            values.for_each(|v| column.push(v));
+        }
     }
 
     fn time(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
-        let mut column = IntColumn::default();
-        values.for_each(|v| column.push(v));
-        self.add(name, Out::Plain(Column::Time(column)));
+        let at = self.slot(name, || Out::Plain(Column::Time(IntColumn::default())));
+        if let Some(Out::Plain(Column::Time(column))) = self.frame.columns.get_mut(at) {
+            values.for_each(|v| column.push(v));
+        }
     }
 
     fn flag(&mut self, name: &'static str, values: impl Iterator<Item = Option<bool>>) {
-        let mut column = BoolColumn::default();
-        values.for_each(|v| column.push(v));
-        self.add(name, Out::Plain(Column::Bool(column)));
+        let at = self.slot(name, || Out::Plain(Column::Bool(BoolColumn::default())));
+        if let Some(Out::Plain(Column::Bool(column))) = self.frame.columns.get_mut(at) {
+            values.for_each(|v| column.push(v));
+        }
+    }
+
+    fn strings(&mut self, name: &'static str, values: impl Iterator<Item = Vec<String>>) {
+        let at = self.slot(name, || Out::Strings(Vec::new()));
+        if let Some(Out::Strings(column)) = self.frame.columns.get_mut(at) {
+            column.extend(values);
+        }
+    }
+
+    /// The columns a call's and an item's row start with: its file (by name), line, agent
+    /// and session, from each row's (file index, line, session).
+    fn located<'a>(
+        &mut self,
+        group: &Folded,
+        rows: impl Iterator<Item = (usize, i64, &'a str)> + Clone,
+    ) {
+        let paths = &group.paths;
+        self.text(
+            "source_file",
+            rows.clone()
+                .map(|(file, _, _)| paths.get(file).map(String::as_str)),
+        );
+        self.int("source_line", rows.clone().map(|(_, line, _)| Some(line)));
+        self.text("agent", rows.clone().map(|_| Some(group.agent)));
+        self.text("session_id", rows.map(|(_, _, session)| Some(session)));
     }
 }
 
@@ -653,61 +722,6 @@ pub const CALL_COLUMNS: [&str; 26] = [
     "agent_version",
 ];
 
-/// The calls of folded groups as columns ([`CALL_COLUMNS`]).
-pub fn calls_frame(groups: &[Folded]) -> Frame {
-    let rows: Vec<(&Folded, &Call)> = groups
-        .iter()
-        .flat_map(|g| g.calls.iter().map(move |c| (g, c)))
-        .collect();
-    let mut b = Builder::new(rows.len());
-    let each = || rows.iter().copied();
-    b.text(
-        "source_file",
-        each().map(|(g, c)| g.paths.get(c.file).map(String::as_str)),
-    );
-    b.int("source_line", each().map(|(_, c)| Some(c.line)));
-    b.text("agent", each().map(|(g, _)| Some(g.agent)));
-    b.text("session_id", each().map(|(_, c)| Some(c.session.as_str())));
-    b.int("call_index", each().map(|(_, c)| Some(c.index)));
-    b.int("event_seq", each().map(|(_, c)| Some(c.seq)));
-    b.text("kind", each().map(|(_, c)| Some(c.kind)));
-    b.text("model", each().map(|(_, c)| c.model.as_deref()));
-    b.text("agent_id", each().map(|(_, c)| c.agent_id.as_deref()));
-    b.text("agent_name", each().map(|(_, c)| c.agent_name.as_deref()));
-    b.text("api_call_id", each().map(|(_, c)| c.api_call_id.as_deref()));
-    b.time("start_time", each().map(|(_, c)| c.start_time));
-    b.time("end_time", each().map(|(_, c)| c.end_time));
-    b.int("input_tokens", each().map(|(_, c)| c.usage.input));
-    b.int("cache_read_tokens", each().map(|(_, c)| c.usage.cache_read));
-    b.int(
-        "cache_write_tokens",
-        each().map(|(_, c)| c.usage.cache_write),
-    );
-    b.int(
-        "cache_write_1h_tokens",
-        each().map(|(_, c)| c.usage.cache_write_1h),
-    );
-    b.int("output_tokens", each().map(|(_, c)| c.usage.output));
-    b.int("reasoning_tokens", each().map(|(_, c)| c.usage.reasoning));
-    b.int(
-        "web_search_requests",
-        each().map(|(_, c)| c.usage.web_search),
-    );
-    b.int("web_fetch_requests", each().map(|(_, c)| c.usage.web_fetch));
-    b.text("speed", each().map(|(_, c)| c.speed.as_deref()));
-    b.text(
-        "service_tier",
-        each().map(|(_, c)| c.service_tier.as_deref()),
-    );
-    b.flag("final_usage", each().map(|(_, c)| Some(c.final_usage)));
-    b.text("token_source", each().map(|_| Some("observed")));
-    b.text(
-        "agent_version",
-        each().map(|(_, c)| c.agent_version.as_deref()),
-    );
-    b.frame
-}
-
 /// The SESSIONS columns of folded groups.
 pub const SESSION_COLUMNS: [&str; 17] = [
     "session_id",
@@ -729,84 +743,6 @@ pub const SESSION_COLUMNS: [&str; 17] = [
     "issues",
 ];
 
-/// The sessions of folded groups as columns ([`SESSION_COLUMNS`]); `issues` counts the
-/// issues of the session's files.
-pub fn sessions_frame(groups: &[Folded]) -> Frame {
-    let rows: Vec<(&Folded, &Session)> = groups
-        .iter()
-        .flat_map(|g| g.sessions.iter().map(move |s| (g, s)))
-        .collect();
-    let mut b = Builder::new(rows.len());
-    let each = || rows.iter().copied();
-    b.text("session_id", each().map(|(_, s)| Some(s.id.as_str())));
-    b.text("agent", each().map(|(g, _)| Some(g.agent)));
-    b.add(
-        "source_files",
-        Out::Strings(
-            each()
-                .map(|(g, s)| {
-                    s.files
-                        .iter()
-                        .filter_map(|&f| g.paths.get(f).cloned())
-                        .collect()
-                })
-                .collect(),
-        ),
-    );
-    b.time("start_time", each().map(|(_, s)| s.start_time));
-    b.time("end_time", each().map(|(_, s)| s.end_time));
-    b.text("cwd", each().map(|(_, s)| s.cwd.as_deref()));
-    b.text(
-        "agent_version",
-        each().map(|(_, s)| s.agent_version.as_deref()),
-    );
-    b.text(
-        "parent_session_id",
-        each().map(|(_, s)| s.parent.as_deref()),
-    );
-    b.add(
-        "models",
-        Out::Strings(each().map(|(_, s)| s.models.clone()).collect()),
-    );
-    b.int("llm_calls", each().map(|(_, s)| Some(s.calls)));
-    b.int("main_calls", each().map(|(_, s)| Some(s.main_calls)));
-    b.int(
-        "subagent_calls",
-        each().map(|(_, s)| Some(s.subagent_calls)),
-    );
-    b.int(
-        "compaction_calls",
-        each().map(|(_, s)| Some(s.compaction_calls)),
-    );
-    b.int(
-        "calls_without_final_usage",
-        each().map(|(_, s)| Some(s.calls_without_final_usage)),
-    );
-    b.int("lines_read", each().map(|(_, s)| Some(s.lines)));
-    b.int("unknown_lines", each().map(|(_, s)| Some(s.unknown_lines)));
-    let per_file: Vec<HashMap<usize, i64>> = groups
-        .iter()
-        .map(|g| {
-            let mut counts = HashMap::new();
-            for issue in &g.issues {
-                *counts.entry(issue.file).or_insert(0) += 1;
-            }
-            counts
-        })
-        .collect();
-    let counts: Vec<Option<i64>> = groups
-        .iter()
-        .zip(&per_file)
-        .flat_map(|(g, counts)| {
-            g.sessions
-                .iter()
-                .map(move |s| Some(s.files.iter().filter_map(|f| counts.get(f)).sum()))
-        })
-        .collect();
-    b.int("issues", counts.into_iter());
-    b.frame
-}
-
 /// The item columns of folded groups: EVENTS columns (see [`Item`]).
 pub const ITEM_COLUMNS: [&str; 13] = [
     "source_file",
@@ -824,55 +760,143 @@ pub const ITEM_COLUMNS: [&str; 13] = [
     "tool_request_bytes",
 ];
 
-/// The items of folded groups as columns ([`ITEM_COLUMNS`]).
-pub fn items_frame(groups: &[Folded]) -> Frame {
-    let rows: Vec<(&Folded, &Item)> = groups
-        .iter()
-        .flat_map(|g| g.items.iter().map(move |i| (g, i)))
-        .collect();
-    let mut b = Builder::new(rows.len());
-    let each = || rows.iter().copied();
-    b.text(
-        "source_file",
-        each().map(|(g, i)| g.paths.get(i.file).map(String::as_str)),
-    );
-    b.int("source_line", each().map(|(_, i)| Some(i.line)));
-    b.text("agent", each().map(|(g, _)| Some(g.agent)));
-    b.text("session_id", each().map(|(_, i)| Some(i.session.as_str())));
-    b.int("event_seq", each().map(|(_, i)| Some(i.seq)));
-    b.text("event_type", each().map(|(_, i)| Some(i.event_type)));
-    b.text("event_id", each().map(|(_, i)| i.event_id.as_deref()));
-    b.time("timestamp", each().map(|(_, i)| i.time));
-    b.text("agent_id", each().map(|(_, i)| i.agent_id.as_deref()));
-    b.text(
-        "tool_call_id",
-        each().map(|(_, i)| i.tool_call_id.as_deref()),
-    );
-    b.text("tool_name", each().map(|(_, i)| i.tool_name.as_deref()));
-    b.int("content_bytes", each().map(|(_, i)| i.content_bytes));
-    b.int(
-        "tool_request_bytes",
-        each().map(|(_, i)| i.tool_request_bytes),
-    );
-    b.frame
+/// The calls ([`CALL_COLUMNS`]), sessions ([`SESSION_COLUMNS`]), issues (file, line,
+/// severity, message) and items ([`ITEM_COLUMNS`]) of folded groups as columns, the groups'
+/// rows one after another. A group is laid out as it is added and its rows are dropped then,
+/// so the rows of all groups are never held beside their columns.
+#[derive(Default)]
+pub struct Tables {
+    calls: Builder,
+    sessions: Builder,
+    issues: Builder,
+    items: Builder,
 }
 
-/// The ISSUES columns (file, line, severity, message) of folded groups.
-pub fn issues_frame(groups: &[Folded]) -> Frame {
-    let rows: Vec<(&Folded, &Issue)> = groups
-        .iter()
-        .flat_map(|g| g.issues.iter().map(move |i| (g, i)))
-        .collect();
-    let mut b = Builder::new(rows.len());
-    let each = || rows.iter().copied();
-    b.text(
-        "file",
-        each().map(|(g, i)| g.paths.get(i.file).map(String::as_str)),
-    );
-    b.int("line", each().map(|(_, i)| i.line));
-    b.text("severity", each().map(|(_, i)| Some(i.severity)));
-    b.text("message", each().map(|(_, i)| Some(i.message.as_str())));
-    b.frame
+impl Tables {
+    /// Append the rows of `group`.
+    pub fn add(&mut self, mut group: Folded) {
+        let calls = std::mem::take(&mut group.calls);
+        self.add_calls(&group, &calls);
+        drop(calls);
+        let items = std::mem::take(&mut group.items);
+        self.add_items(&group, &items);
+        drop(items);
+        self.add_sessions(&group);
+        self.add_issues(&group);
+    }
+
+    /// The calls, sessions, issues and items frames.
+    pub fn finish(self) -> (Frame, Frame, Frame, Frame) {
+        (
+            self.calls.frame,
+            self.sessions.frame,
+            self.issues.frame,
+            self.items.frame,
+        )
+    }
+
+    fn add_calls(&mut self, group: &Folded, calls: &[Call]) {
+        let b = &mut self.calls;
+        let each = || calls.iter();
+        b.located(group, each().map(|c| (c.file, c.line, c.session.as_str())));
+        b.int("call_index", each().map(|c| Some(c.index)));
+        b.int("event_seq", each().map(|c| Some(c.seq)));
+        b.text("kind", each().map(|c| Some(c.kind)));
+        b.text("model", each().map(|c| c.model.as_deref()));
+        b.text("agent_id", each().map(|c| c.agent_id.as_deref()));
+        b.text("agent_name", each().map(|c| c.agent_name.as_deref()));
+        b.text("api_call_id", each().map(|c| c.api_call_id.as_deref()));
+        b.time("start_time", each().map(|c| c.start_time));
+        b.time("end_time", each().map(|c| c.end_time));
+        b.int("input_tokens", each().map(|c| c.usage.input));
+        b.int("cache_read_tokens", each().map(|c| c.usage.cache_read));
+        b.int("cache_write_tokens", each().map(|c| c.usage.cache_write));
+        b.int(
+            "cache_write_1h_tokens",
+            each().map(|c| c.usage.cache_write_1h),
+        );
+        b.int("output_tokens", each().map(|c| c.usage.output));
+        b.int("reasoning_tokens", each().map(|c| c.usage.reasoning));
+        b.int("web_search_requests", each().map(|c| c.usage.web_search));
+        b.int("web_fetch_requests", each().map(|c| c.usage.web_fetch));
+        b.text("speed", each().map(|c| c.speed.as_deref()));
+        b.text("service_tier", each().map(|c| c.service_tier.as_deref()));
+        b.flag("final_usage", each().map(|c| Some(c.final_usage)));
+        b.text("token_source", each().map(|_| Some("observed")));
+        b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
+        b.close(calls.len());
+    }
+
+    /// A session's `issues` counts the issues of its files.
+    fn add_sessions(&mut self, group: &Folded) {
+        let b = &mut self.sessions;
+        let each = || group.sessions.iter();
+        b.text("session_id", each().map(|s| Some(s.id.as_str())));
+        b.text("agent", each().map(|_| Some(group.agent)));
+        b.strings(
+            "source_files",
+            each().map(|s| {
+                s.files
+                    .iter()
+                    .filter_map(|&f| group.paths.get(f).cloned())
+                    .collect()
+            }),
+        );
+        b.time("start_time", each().map(|s| s.start_time));
+        b.time("end_time", each().map(|s| s.end_time));
+        b.text("cwd", each().map(|s| s.cwd.as_deref()));
+        b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
+        b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
+        b.strings("models", each().map(|s| s.models.clone()));
+        b.int("llm_calls", each().map(|s| Some(s.calls)));
+        b.int("main_calls", each().map(|s| Some(s.main_calls)));
+        b.int("subagent_calls", each().map(|s| Some(s.subagent_calls)));
+        b.int("compaction_calls", each().map(|s| Some(s.compaction_calls)));
+        b.int(
+            "calls_without_final_usage",
+            each().map(|s| Some(s.calls_without_final_usage)),
+        );
+        b.int("lines_read", each().map(|s| Some(s.lines)));
+        b.int("unknown_lines", each().map(|s| Some(s.unknown_lines)));
+        let mut per_file: HashMap<usize, i64> = HashMap::new();
+        for issue in &group.issues {
+            *per_file.entry(issue.file).or_insert(0) += 1;
+        }
+        b.int(
+            "issues",
+            each().map(|s| Some(s.files.iter().filter_map(|f| per_file.get(f)).sum())),
+        );
+        b.close(group.sessions.len());
+    }
+
+    fn add_items(&mut self, group: &Folded, items: &[Item]) {
+        let b = &mut self.items;
+        let each = || items.iter();
+        b.located(group, each().map(|i| (i.file, i.line, i.session.as_str())));
+        b.int("event_seq", each().map(|i| Some(i.seq)));
+        b.text("event_type", each().map(|i| Some(i.event_type)));
+        b.text("event_id", each().map(|i| i.event_id.as_deref()));
+        b.time("timestamp", each().map(|i| i.time));
+        b.text("agent_id", each().map(|i| i.agent_id.as_deref()));
+        b.text("tool_call_id", each().map(|i| i.tool_call_id.as_deref()));
+        b.text("tool_name", each().map(|i| i.tool_name.as_deref()));
+        b.int("content_bytes", each().map(|i| i.content_bytes));
+        b.int("tool_request_bytes", each().map(|i| i.tool_request_bytes));
+        b.close(items.len());
+    }
+
+    fn add_issues(&mut self, group: &Folded) {
+        let b = &mut self.issues;
+        let each = || group.issues.iter();
+        b.text(
+            "file",
+            each().map(|i| group.paths.get(i.file).map(String::as_str)),
+        );
+        b.int("line", each().map(|i| i.line));
+        b.text("severity", each().map(|i| Some(i.severity)));
+        b.text("message", each().map(|i| Some(i.message.as_str())));
+        b.close(group.issues.len());
+    }
 }
 
 #[cfg(test)]

@@ -37,8 +37,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
-
 use crate::calls::{self, Call, Folded, Item, Line, Session, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
 
@@ -410,45 +408,41 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
         items: Vec::new(),
         with_items,
     };
-    // Files are read in parallel, each into a part of its own; the parts are put together
-    // in file order, so the result is the same as reading the files one after another.
-    let parts: Vec<Fold> = paths
-        .par_iter()
-        .enumerate()
-        .map(|(index, path)| {
-            let mut part = empty(Folded::default());
-            part.read(&schema, index, path);
-            part
-        })
-        .collect();
     let mut fold = empty(Folded {
         agent: "claude-code",
-        paths: paths
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect(),
+        paths: calls::path_names(paths),
         ..Folded::default()
     });
-    for part in parts {
-        for session in part.out.sessions {
-            let id = session.id.clone();
-            fold.session(&id).absorb(session);
-        }
-        fold.out.issues.extend(part.out.issues);
-        fold.items.extend(part.items);
-        for request in part.requests {
-            fold.add(request);
-        }
-        fold.names.by_agent.extend(part.names.by_agent);
-        fold.names.by_tool.extend(part.names.by_tool);
-        for (agent, tool) in part.names.tool_of {
-            fold.names.tool_of.entry(agent).or_insert(tool);
-        }
-    }
+    // Files are read in parallel, each into a part of its own, merged in file order: the
+    // result is that of reading the files one after another.
+    let read = |index: usize, path: &PathBuf| {
+        let mut part = empty(Folded::default());
+        part.read(&schema, index, path);
+        part
+    };
+    calls::in_order(paths, read, |part| fold.merge(part));
     fold.finish()
 }
 
 impl Fold {
+    /// Take in what a part (one file's fold) found, as if its file were read now.
+    fn merge(&mut self, part: Fold) {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            self.session(&id).absorb(session);
+        }
+        self.out.issues.extend(part.out.issues);
+        self.items.extend(part.items);
+        for request in part.requests {
+            self.add(request);
+        }
+        self.names.by_agent.extend(part.names.by_agent);
+        self.names.by_tool.extend(part.names.by_tool);
+        for (agent, tool) in part.names.tool_of {
+            self.names.tool_of.entry(agent).or_insert(tool);
+        }
+    }
+
     /// Read file `index` (at `path`) into this fold.
     fn read(&mut self, schema: &Schema, index: usize, path: &Path) {
         let mut fields = Fields::new(schema);

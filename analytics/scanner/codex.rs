@@ -62,8 +62,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
+use std::sync::Arc;
 
 use crate::calls::{self, Call, Folded, Item, Line, Usage};
 use crate::json::{Fields, Kind, Schema, Shape};
@@ -91,31 +90,67 @@ pub const KNOWN_TYPES: &[&str] = &[
     "web_search_call",
 ];
 
-/// The counters of a token usage record, in order: input (cache reads included), cached
-/// input, output (reasoning included), reasoning output, total, cache writes.
-const COUNTERS: [&str; 6] = [
-    "input_tokens",
-    "cached_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-    "total_tokens",
-    "cache_write_input_tokens",
-];
+/// The paths of the counters of token usage record `$record` (`payload.info.$record`), in
+/// order: input (cache reads included), cached input, output (reasoning included), reasoning
+/// output, total, cache writes.
+macro_rules! counters {
+    ($record:literal) => {
+        [
+            concat!("payload.info.", $record, ".input_tokens"),
+            concat!("payload.info.", $record, ".cached_input_tokens"),
+            concat!("payload.info.", $record, ".output_tokens"),
+            concat!("payload.info.", $record, ".reasoning_output_tokens"),
+            concat!("payload.info.", $record, ".total_tokens"),
+            concat!("payload.info.", $record, ".cache_write_input_tokens"),
+        ]
+    };
+}
 
-/// A token usage record (`total_token_usage` or `last_token_usage`): the [`COUNTERS`].
+/// The counters of the running total and of the last request.
+const TOTALS: [&str; 6] = counters!("total_token_usage");
+const LASTS: [&str; 6] = counters!("last_token_usage");
+
+/// A token usage record (`total_token_usage` or `last_token_usage`): its counters, each
+/// known or not (an unknown one holds 0, so equal records compare and hash equal). Kept for
+/// every running total of a group until the group is folded, so it is packed.
 /// Ordered by total first, then the others, which is the order of a session's running totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-struct Totals([Option<i64>; 6]);
+struct Totals {
+    values: [i64; 6],
+    /// Bit `k`: counter `k` is known.
+    known: u8,
+}
 
 impl Totals {
+    fn new(counters: [Option<i64>; 6]) -> Totals {
+        let mut totals = Totals::default();
+        for (k, counter) in counters.into_iter().enumerate() {
+            if let (Some(value), Some(slot)) = (counter, totals.values.get_mut(k)) {
+                *slot = value;
+                totals.known |= 1 << k;
+            }
+        }
+        totals
+    }
+
+    /// The counters, None where unknown.
+    fn counters(&self) -> [Option<i64>; 6] {
+        let mut out = [None; 6];
+        for (k, (o, &value)) in out.iter_mut().zip(self.values.iter()).enumerate() {
+            *o = (self.known & (1 << k) != 0).then_some(value);
+        }
+        out
+    }
+
     fn sort_key(&self) -> [Option<i64>; 6] {
-        let t = self.0;
+        let t = self.counters();
         [t[4], t[0], t[1], t[2], t[3], t[5]]
     }
 
     /// Whether no counter is below `other`'s (a counter one of them lacks is not compared).
     fn at_least(&self, other: &Totals) -> bool {
-        self.0.iter().zip(other.0.iter()).all(|pair| match pair {
+        let (mine, theirs) = (self.counters(), other.counters());
+        mine.iter().zip(theirs.iter()).all(|pair| match pair {
             (Some(a), Some(b)) => a >= b,
             _ => true,
         })
@@ -124,31 +159,32 @@ impl Totals {
     /// `self - base`, counter by counter (a counter `base` lacks counts from zero).
     fn minus(&self, base: &Totals) -> Totals {
         let mut out = [None; 6];
-        for (o, (a, b)) in out.iter_mut().zip(self.0.iter().zip(base.0.iter())) {
+        let (mine, base) = (self.counters(), base.counters());
+        for (o, (a, b)) in out.iter_mut().zip(mine.iter().zip(base.iter())) {
             *o = a.map(|a| a - b.unwrap_or(0));
         }
-        Totals(out)
+        Totals::new(out)
     }
 
     /// Whether a counter went up.
     fn moved(&self) -> bool {
-        self.0.iter().any(|c| c.is_some_and(|c| c > 0))
+        self.counters().iter().any(|c| c.is_some_and(|c| c > 0))
     }
 
     fn negative(&self) -> bool {
-        self.0.iter().any(|c| c.is_some_and(|c| c < 0))
+        self.counters().iter().any(|c| c.is_some_and(|c| c < 0))
     }
 
     /// Whether `other` (a `last_token_usage`) says otherwise about a counter both have.
     fn differs(&self, other: &Totals) -> bool {
-        self.0
-            .iter()
-            .zip(other.0.iter())
+        let (mine, theirs) = (self.counters(), other.counters());
+        mine.iter()
+            .zip(theirs.iter())
             .any(|pair| matches!(pair, (Some(a), Some(b)) if a != b))
     }
 
     fn usage(&self) -> Usage {
-        let [input, cached, output, reasoning, _, cache_write] = self.0;
+        let [input, cached, output, reasoning, _, cache_write] = self.counters();
         Usage {
             input,
             cache_read: cached,
@@ -160,6 +196,7 @@ impl Totals {
     }
 }
 
+/// The fields the fold reads, besides the usage counters ([`fields`]).
 const FIELDS: &[(&str, Shape)] = &[
     ("type", Shape::Scalar),
     ("timestamp", Shape::Scalar),
@@ -184,40 +221,17 @@ const FIELDS: &[(&str, Shape)] = &[
     ("payload.info", Shape::Struct),
     ("payload.info.total_token_usage", Shape::Struct),
     ("payload.info.last_token_usage", Shape::Struct),
-    ("payload.info.total_token_usage.input_tokens", Shape::Scalar),
-    (
-        "payload.info.total_token_usage.cached_input_tokens",
-        Shape::Scalar,
-    ),
-    (
-        "payload.info.total_token_usage.output_tokens",
-        Shape::Scalar,
-    ),
-    (
-        "payload.info.total_token_usage.reasoning_output_tokens",
-        Shape::Scalar,
-    ),
-    ("payload.info.total_token_usage.total_tokens", Shape::Scalar),
-    (
-        "payload.info.total_token_usage.cache_write_input_tokens",
-        Shape::Scalar,
-    ),
-    ("payload.info.last_token_usage.input_tokens", Shape::Scalar),
-    (
-        "payload.info.last_token_usage.cached_input_tokens",
-        Shape::Scalar,
-    ),
-    ("payload.info.last_token_usage.output_tokens", Shape::Scalar),
-    (
-        "payload.info.last_token_usage.reasoning_output_tokens",
-        Shape::Scalar,
-    ),
-    ("payload.info.last_token_usage.total_tokens", Shape::Scalar),
-    (
-        "payload.info.last_token_usage.cache_write_input_tokens",
-        Shape::Scalar,
-    ),
 ];
+
+/// Every field the fold reads: [`FIELDS`] and the counters of both usage records.
+fn fields() -> Vec<(&'static str, Shape)> {
+    let counters = TOTALS.iter().chain(LASTS.iter());
+    FIELDS
+        .iter()
+        .copied()
+        .chain(counters.map(|&path| (path, Shape::Scalar)))
+        .collect()
+}
 
 /// The schema nodes the fold reads.
 #[derive(Clone, Copy)]
@@ -250,8 +264,6 @@ struct Nodes {
 impl Nodes {
     fn new(schema: &Schema) -> Nodes {
         let n = |path: &str| schema.find(path).unwrap_or(0);
-        let counters =
-            |record: &str| COUNTERS.map(|counter| n(&format!("payload.info.{record}.{counter}")));
         Nodes {
             kind: n("type"),
             time: n("timestamp"),
@@ -272,20 +284,21 @@ impl Nodes {
             info: n("payload.info"),
             total: n("payload.info.total_token_usage"),
             last: n("payload.info.last_token_usage"),
-            totals: counters("total_token_usage"),
-            lasts: counters("last_token_usage"),
+            totals: TOTALS.map(n),
+            lasts: LASTS.map(n),
         }
     }
 }
 
 /// The session a file's lines belong to at the moment.
+/// Its names are shared with the running totals read in it.
 struct Current {
-    id: String,
-    model: Option<String>,
+    id: Arc<str>,
+    model: Option<Arc<str>>,
     /// `subagent` for a sub-agent thread's rollout, else `main`.
     kind: &'static str,
-    agent_name: Option<String>,
-    version: Option<String>,
+    agent_name: Option<Arc<str>>,
+    version: Option<Arc<str>>,
     /// While the fork's copied history is being read: the last stamp it may carry (None:
     /// the header had no stamp, so only copied headers are replay).
     replay: Option<Option<i64>>,
@@ -305,22 +318,22 @@ struct Current {
     anchor: Option<(Option<i64>, i64)>,
 }
 
-/// One `token_count` whose total moved.
+/// One `token_count` whose total moved (its names shared with the session's other totals).
 struct Point {
-    session: String,
+    session: Arc<str>,
     run: u32,
     total: Totals,
     last: Option<Totals>,
     time: Option<i64>,
-    model: Option<String>,
+    model: Option<Arc<str>>,
     file: usize,
     line: i64,
     replay: bool,
     /// Read while the header's copy burst went on (see `Current::burst`).
     burst: bool,
     kind: &'static str,
-    agent_name: Option<String>,
-    version: Option<String>,
+    agent_name: Option<Arc<str>>,
+    version: Option<Arc<str>>,
     anchor: Option<(Option<i64>, i64)>,
 }
 
@@ -371,54 +384,44 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
 /// [`fold`], gathering the context items only `with_items`: a report of calls and money
 /// over a large tree then holds no row per message and tool output.
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
-    let schema = Schema::new(FIELDS);
+    let schema = Schema::new(&fields());
     let n = Nodes::new(&schema);
-    // Files are read in parallel, each into a part of its own; the parts are put together
-    // in file order, so the result is the same as reading the files one after another.
-    let parts: Vec<Fold> = paths
-        .par_iter()
-        .enumerate()
-        .map(|(file, path)| {
-            let mut part = Fold {
-                n,
-                out: Folded::default(),
-                index: HashMap::new(),
-                points: Vec::new(),
-                items: Vec::new(),
-                with_items,
-            };
-            part.read(&schema, file, path);
-            part
-        })
-        .collect();
-    let mut fold = Fold {
+    let empty = |out: Folded| Fold {
         n,
-        out: Folded {
-            agent: "codex",
-            paths: paths
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect(),
-            ..Folded::default()
-        },
+        out,
         index: HashMap::new(),
         points: Vec::new(),
         items: Vec::new(),
         with_items,
     };
-    for part in parts {
-        for session in part.out.sessions {
-            let id = session.id.clone();
-            calls::session_of(&mut fold.out.sessions, &mut fold.index, &id).absorb(session);
-        }
-        fold.out.issues.extend(part.out.issues);
-        fold.points.extend(part.points);
-        fold.items.extend(part.items);
-    }
+    let mut fold = empty(Folded {
+        agent: "codex",
+        paths: calls::path_names(paths),
+        ..Folded::default()
+    });
+    // Files are read in parallel, each into a part of its own, merged in file order: the
+    // result is that of reading the files one after another.
+    let read = |file: usize, path: &PathBuf| {
+        let mut part = empty(Folded::default());
+        part.read(&schema, file, path);
+        part
+    };
+    calls::in_order(paths, read, |part| fold.merge(part));
     fold.finish()
 }
 
 impl Fold {
+    /// Take in what a part (one file's fold) found, as if its file were read now.
+    fn merge(&mut self, part: Fold) {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            calls::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
+        }
+        self.out.issues.extend(part.out.issues);
+        self.points.extend(part.points);
+        self.items.extend(part.items);
+    }
+
     /// Read file `file` (at `path`) into this fold.
     fn read(&mut self, schema: &Schema, file: usize, path: &Path) {
         let mut line_fields = Fields::new(schema);
@@ -457,7 +460,7 @@ impl Fold {
             return;
         }
         let cur = current.get_or_insert_with(|| Current {
-            id: hint.to_owned(),
+            id: hint.into(),
             model: None,
             kind: "main",
             agent_name: None,
@@ -509,7 +512,7 @@ impl Fold {
         match kind.as_str() {
             "turn_context" => {
                 if let Some(model) = line.str(n.model) {
-                    cur.model = Some(model.into_owned());
+                    cur.model = Some(Arc::from(&*model));
                 }
             }
             "event_msg" if line.str(n.payload_type).as_deref() == Some("token_count") => {
@@ -527,7 +530,7 @@ impl Fold {
                         file,
                         line: line.number,
                         sub: 1,
-                        session: cur.id.clone(),
+                        session: cur.id.to_string(),
                         time,
                         event_type: "session.task_complete",
                         ..Item::default()
@@ -596,7 +599,7 @@ impl Fold {
             file,
             line: line.number,
             sub: 1,
-            session: cur.id.clone(),
+            session: cur.id.to_string(),
             time,
             event_type,
             tool_call_id: pick(n.call_id),
@@ -630,9 +633,10 @@ impl Fold {
     ) {
         let n = &self.n;
         if let Some(cur) = current.as_mut() {
-            let copied = cur.replay.is_some() || (cur.after_header && id != cur.id);
-            if copied || id == cur.id {
-                let found_fork = cur.after_header && id != cur.id && cur.replay.is_none();
+            let same = *id == *cur.id;
+            let copied = cur.replay.is_some() || (cur.after_header && !same);
+            if copied || same {
+                let found_fork = cur.after_header && !same && cur.replay.is_none();
                 if found_fork {
                     cur.replay = Some(cur.header_time.map(|t| t + REPLAY_WINDOW_MS));
                 }
@@ -646,7 +650,7 @@ impl Fold {
                 if !copied {
                     if let Some(version) = line.str(n.version) {
                         session.version(&version, time);
-                        cur.version = Some(version.into_owned());
+                        cur.version = Some(Arc::from(&*version));
                     }
                 }
                 return;
@@ -657,10 +661,10 @@ impl Fold {
         let subagent = line.get(n.subagent);
         let (kind, agent_name) = match subagent.kind {
             Kind::Missing | Kind::Null => ("main", None),
-            Kind::Str => ("subagent", line.str(n.subagent).map(|s| s.into_owned())),
-            _ => ("subagent", Some("subagent".to_owned())),
+            Kind::Str => ("subagent", line.str(n.subagent).map(|s| Arc::from(&*s))),
+            _ => ("subagent", Some("subagent".into())),
         };
-        let version = line.str(n.version).map(|s| s.into_owned());
+        let version: Option<Arc<str>> = line.str(n.version).map(|s| Arc::from(&*s));
         let session = calls::session_of(&mut self.out.sessions, &mut self.index, &id);
         session.saw(file, time);
         if let Some(v) = &version {
@@ -672,10 +676,13 @@ impl Fold {
         if forked_from.is_some() {
             session.parent.clone_from(&forked_from);
         }
-        let run = current.as_ref().filter(|c| c.id == id).map_or(0, |c| c.run);
+        let run = current
+            .as_ref()
+            .filter(|c| *c.id == *id)
+            .map_or(0, |c| c.run);
         *current = Some(Current {
-            id,
-            model: line.str(n.model).map(|s| s.into_owned()),
+            id: id.into(),
+            model: line.str(n.model).map(|s| Arc::from(&*s)),
             kind,
             agent_name,
             version,
@@ -706,9 +713,9 @@ impl Fold {
             );
             return;
         }
-        let total = Totals(n.totals.map(|node| line.int(node)));
+        let total = Totals::new(n.totals.map(|node| line.int(node)));
         let last = (line.get(n.last).kind == Kind::Object)
-            .then(|| Totals(n.lasts.map(|node| line.int(node))));
+            .then(|| Totals::new(n.lasts.map(|node| line.int(node))));
         let replay = cur.replay.is_some();
         if let Some((previous, was_replay)) = cur.previous {
             if previous == total {
@@ -745,8 +752,8 @@ impl Fold {
     }
 
     fn finish(mut self) -> Folded {
-        let mut runs: Vec<(String, u32)> = Vec::new();
-        let mut by_run: HashMap<(String, u32), Vec<usize>> = HashMap::new();
+        let mut runs: Vec<(Arc<str>, u32)> = Vec::new();
+        let mut by_run: HashMap<(Arc<str>, u32), Vec<usize>> = HashMap::new();
         for (at, p) in self.points.iter().enumerate() {
             let key = (p.session.clone(), p.run);
             let entry = by_run.entry(key.clone()).or_default();
@@ -755,16 +762,20 @@ impl Fold {
             }
             entry.push(at);
         }
-        let mut own_totals: HashMap<&str, HashSet<Totals>> = HashMap::new();
-        for p in self.points.iter().filter(|p| !p.replay) {
-            own_totals.entry(&p.session).or_default().insert(p.total);
-        }
         let parents: HashMap<&str, &str> = self
             .out
             .sessions
             .iter()
             .filter_map(|s| Some((s.id.as_str(), s.parent.as_deref()?)))
             .collect();
+        // the own totals of the sessions another one was forked from (rule 4)
+        let forked: HashSet<&str> = parents.values().copied().collect();
+        let mut own_totals: HashMap<&str, HashSet<Totals>> = HashMap::new();
+        for p in self.points.iter().filter(|p| !p.replay) {
+            if forked.contains(&*p.session) {
+                own_totals.entry(&p.session).or_default().insert(p.total);
+            }
+        }
         let mut calls = Vec::new();
         let mut issues = Vec::new();
         for key in &runs {
@@ -793,7 +804,7 @@ impl Fold {
                 }
             }
             let parent_totals = parents
-                .get(key.0.as_str())
+                .get(&*key.0)
                 .and_then(|parent| own_totals.get(parent));
             let mut skip = 0;
             if let Some(parent_totals) = parent_totals {
@@ -829,15 +840,15 @@ impl Fold {
                 calls.push(Call {
                     file: p.file,
                     line: p.line,
-                    session: p.session.clone(),
+                    session: p.session.to_string(),
                     kind: p.kind,
-                    model: p.model.clone(),
-                    agent_name: p.agent_name.clone(),
+                    model: p.model.as_deref().map(str::to_owned),
+                    agent_name: p.agent_name.as_deref().map(str::to_owned),
                     start_time: p.time,
                     end_time: p.time,
                     usage: increment.usage(),
                     final_usage: true,
-                    agent_version: p.version.clone(),
+                    agent_version: p.version.as_deref().map(str::to_owned),
                     anchor: p.anchor.map(|(time, line)| (time, p.file, line)),
                     ..Call::default()
                 });
@@ -846,6 +857,7 @@ impl Fold {
         for (file, line, message) in issues {
             self.out.issue(file, line, "warning", message.into());
         }
+        self.points = Vec::new();
         self.out.calls = calls;
         self.out.items = calls::unique_items(self.items);
         self.out.finish();

@@ -29,10 +29,7 @@ use pyo3::types::{PyCapsule, PyTuple};
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use rayon::prelude::*;
 
-use crate::calls::{
-    calls_frame, issues_frame, items_frame, sessions_frame, Folded, Frame, Out, CALL_COLUMNS,
-    ITEM_COLUMNS, SESSION_COLUMNS,
-};
+use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
 use crate::copilot::COPILOT;
 use crate::format::Rule;
 use crate::json::Shape;
@@ -466,8 +463,9 @@ fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
 /// Calls, sessions and issues of folded groups, as Arrow tables.
 type FoldedTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
 
-/// Fold each group with `fold`, groups in parallel (the GIL released). A group whose fold
-/// panicked (a bug: the folds are written not to) gives an error issue per file instead.
+/// Fold each group with `fold`, groups in parallel (the GIL released), each laid out as
+/// columns as soon as the groups before it are. A group whose fold panicked (a bug: the
+/// folds are written not to) gives an error issue per file instead.
 fn fold_groups(
     py: Python<'_>,
     groups: Vec<Vec<PathBuf>>,
@@ -475,36 +473,32 @@ fn fold_groups(
     fold: fn(&[PathBuf], bool) -> Folded,
     with_items: bool,
 ) -> PyResult<FoldedTables> {
-    let folded: Vec<Folded> = py.detach(|| {
-        groups
-            .par_iter()
-            .map(|paths| {
-                catch_unwind(AssertUnwindSafe(|| fold(paths, with_items))).unwrap_or_else(|_| {
-                    Folded {
-                        agent,
-                        paths: paths
-                            .iter()
-                            .map(|p| p.to_string_lossy().into_owned())
-                            .collect(),
-                        issues: (0..paths.len())
-                            .map(|file| Issue {
-                                file,
-                                line: None,
-                                severity: "error",
-                                message: "internal error in the log fold; file skipped".into(),
-                            })
-                            .collect(),
-                        ..Folded::default()
-                    }
-                })
+    let tables = py.detach(|| {
+        let mut tables = Tables::default();
+        let each = |_: usize, paths: &Vec<PathBuf>| {
+            catch_unwind(AssertUnwindSafe(|| fold(paths, with_items))).unwrap_or_else(|_| Folded {
+                agent,
+                paths: crate::calls::path_names(paths),
+                issues: (0..paths.len())
+                    .map(|file| Issue {
+                        file,
+                        line: None,
+                        severity: "error",
+                        message: "internal error in the log fold; file skipped".into(),
+                    })
+                    .collect(),
+                ..Folded::default()
             })
-            .collect()
+        };
+        crate::calls::in_order(&groups, each, |folded| tables.add(folded));
+        tables
     });
+    let (calls, sessions, issues, items) = tables.finish();
     Ok((
-        frame_table(calls_frame(&folded)).map_err(to_py)?,
-        frame_table(sessions_frame(&folded)).map_err(to_py)?,
-        frame_table(issues_frame(&folded)).map_err(to_py)?,
-        frame_table(items_frame(&folded)).map_err(to_py)?,
+        frame_table(calls).map_err(to_py)?,
+        frame_table(sessions).map_err(to_py)?,
+        frame_table(issues).map_err(to_py)?,
+        frame_table(items).map_err(to_py)?,
     ))
 }
 

@@ -78,6 +78,7 @@ AGENT_COSTS: dict[str, pl.DataType] = {
 STANDARD_TIERS = ("standard", "default", "auto")
 
 _ROW = "__row"
+_VARIANT = "__variant"
 _PROMPT = "__prompt_tokens"
 _TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
 _PRICE_COLUMNS = tuple(f"p_{n}" for n in _TOKEN_PRICES)
@@ -189,8 +190,11 @@ def _price(
     frame = usage.with_row_index(_ROW).with_columns(
         _resolved_models(calls, table, model_map or {}), prompt.alias(_PROMPT)
     )
-    chosen = _choose_variants(frame, _variants(table), table)
-    joined = frame.join(chosen, on=_ROW, how="left").with_columns(_flags())
+    chosen = frame.select(_ROW).join(
+        _choose_variants(frame, _variants(table), table), on=_ROW, how="left", maintain_order="left"
+    )
+    # each call keeps its row: the chosen prices are set beside the calls, not joined to a copy
+    joined = frame.hstack(chosen.drop(_ROW).get_columns()).with_columns(_flags())
     kept = [c for c in calls.columns if c not in COSTS and c not in AGENT_COSTS]
     return (
         joined.with_columns(
@@ -323,9 +327,15 @@ def _day_numbers(days: tuple[str, ...]) -> list[int]:
 
 
 def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTable) -> pl.DataFrame:
-    """For each call row, the one variant that applies: largest tier, a window before none."""
+    """For each call row, the one variant that applies: largest tier, a window before none.
+
+    The calls meet the variants by what decides the choice alone; the chosen variant's prices
+    are joined after, one row per call, so no row per (call, candidate variant) carries them.
+    """
+    variants = variants.with_row_index(_VARIANT)
+    prices = [*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search"]
     candidates = frame.select(_ROW, "__resolved", "start_time", _PROMPT).join(
-        variants, on="__resolved", how="inner"
+        variants.drop(prices), on="__resolved", how="inner"
     )
     local = _local_clock(candidates, table)
     applies = _in_period() & _in_tier() & _in_window(local)
@@ -333,19 +343,14 @@ def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTab
         candidates.filter(applies)
         .sort([_ROW, "above", "win_tz"], descending=[False, True, False], nulls_last=True)
         .unique(subset=_ROW, keep="first", maintain_order=True)
-        .with_columns(
+        .select(
+            _ROW,
+            _VARIANT,
             pl.col("__resolved").alias("__matched"),
             (~pl.col("has_tiers") | pl.col(_PROMPT).is_not_null()).alias("__tier_known"),
         )
-        .select(
-            _ROW,
-            "__matched",
-            "__tier_known",
-            *_PRICE_COLUMNS,
-            *_FAST_COLUMNS,
-            "p_request",
-            "p_web_search",
-        )
+        .join(variants.select(_VARIANT, *prices), on=_VARIANT, how="left", maintain_order="left")
+        .drop(_VARIANT)
     )
 
 

@@ -140,20 +140,27 @@ def _price_each(
     copilot = table if learned is None else add_missing_models(table, learned)
     own = {m.id for m in table.models}
     from_log = {m.id: m.source for m in copilot.models if m.id not in own}
-    byok = _not_billed_by_copilot(calls)
-    indexed = calls.with_row_index(_CALL)
-    own_key = indexed.filter(byok)
-    together = _relabel(
-        price_by_table(indexed.filter(~byok), copilot, model_map=model_map), from_log, "log_rates"
-    )
-    if own_key.height:  # most logs have no BYOK call: no second pricing, no re-sort
+    byok = calls.with_columns(_not_billed_by_copilot(calls).alias(_CALL)).get_column(_CALL)
+    # Each kind of call is priced on its own rows; a kind that is every call is not copied,
+    # and only calls of both kinds need putting back in their order.
+    if byok.all():  # other agents' calls, or bring-your-own-key ones, alone
+        billed, own_key = calls.clear(), calls
+    elif not byok.any():  # most Copilot logs
+        billed, own_key = calls, calls.clear()
+    else:
+        indexed = calls.with_row_index(_CALL)
+        billed, own_key = indexed.filter(~byok), indexed.filter(byok)
+    together = _relabel(price_by_table(billed, copilot, model_map=model_map), from_log, "log_rates")
+    if own_key.height:  # most Copilot logs have no BYOK call: no second pricing
         provider, vendor = _byok_tables()
         by_provider = price_by_table(own_key, provider, model_map=model_map)
         source = pl.when(_other_agent(by_provider)).then(pl.lit("vendor_api"))
         by_provider = _relabel(by_provider, vendor, source.otherwise(pl.lit("byok_provider")))
-        together = pl.concat([together, by_provider])
-        together = together.sort(_CALL)
-    together = together.drop(_CALL)
+        together = (
+            pl.concat([together, by_provider]).sort(_CALL).drop(_CALL)
+            if billed.height
+            else by_provider
+        )
     return _billed(
         together.with_columns(
             pl.lit(table.name).alias("rates"),
