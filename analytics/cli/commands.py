@@ -720,7 +720,7 @@ def _emit(
 
 def _print(text: str, output: Path | None) -> None:
     """``text`` on stdout, or into the file ``output``, ending with one newline."""
-    from analytics.output_cache import pieces
+    from analytics.cache.output import pieces
 
     end = "" if text.endswith("\n") else "\n"
     try:

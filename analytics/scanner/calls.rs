@@ -459,6 +459,41 @@ pub fn in_order<T: Sync, P: Send>(
     }
 }
 
+/// An agent's fold of a group of files: a part is one file's fold, and the group's fold is
+/// its files' parts merged in file order ([`fold_group`]).
+pub trait GroupFold: Sized + Send {
+    /// Read file `index` of the group (at `path`) into this fold.
+    fn read(&mut self, schema: &Schema, index: usize, path: &Path);
+    /// Take in what `part` (a later file's fold) found, as if its file were read now.
+    fn merge(&mut self, part: Self);
+    /// The calls, sessions, issues and items of the group.
+    fn finish(self) -> Folded;
+}
+
+/// Fold the files `paths` of an agent's group: each file is read, in parallel, into a part
+/// made by `empty(Folded::default())`, and the parts are merged in file order into the
+/// group's fold, `empty` of the group's [`Folded`] (see [`in_order`]); the result is that of
+/// reading the files one after another.
+pub fn fold_group<F: GroupFold>(
+    paths: &[PathBuf],
+    agent: &'static str,
+    schema: &Schema,
+    empty: impl Fn(Folded) -> F + Sync,
+) -> Folded {
+    let mut fold = empty(Folded {
+        agent,
+        paths: path_names(paths),
+        ..Folded::default()
+    });
+    let read = |index: usize, path: &PathBuf| {
+        let mut part = empty(Folded::default());
+        part.read(schema, index, path);
+        part
+    };
+    in_order(paths, read, |part| fold.merge(part));
+    fold.finish()
+}
+
 /// The names of a group's files, as its rows name them (by index).
 pub fn path_names(paths: &[PathBuf]) -> Vec<String> {
     paths
@@ -674,21 +709,17 @@ impl Builder {
     }
 
     /// The columns a call's and an item's row start with: its file (by name), line, agent
-    /// and session, from each row's (file index, line, session).
-    fn located<'a>(
-        &mut self,
-        group: &Folded,
-        rows: impl Iterator<Item = (usize, i64, &'a str)> + Clone,
-    ) {
+    /// and session, from each row's (file index, line, session) as `at` gives them.
+    fn located<T>(&mut self, group: &Folded, rows: &[T], at: fn(&T) -> (usize, i64, &str)) {
+        let each = || rows.iter().map(at);
         let paths = &group.paths;
         self.text(
             "source_file",
-            rows.clone()
-                .map(|(file, _, _)| paths.get(file).map(String::as_str)),
+            each().map(|(file, _, _)| paths.get(file).map(String::as_str)),
         );
-        self.int("source_line", rows.clone().map(|(_, line, _)| Some(line)));
-        self.text("agent", rows.clone().map(|_| Some(group.agent)));
-        self.text("session_id", rows.map(|(_, _, session)| Some(session)));
+        self.int("source_line", each().map(|(_, line, _)| Some(line)));
+        self.text("agent", each().map(|_| Some(group.agent)));
+        self.text("session_id", each().map(|(_, _, session)| Some(session)));
     }
 }
 
@@ -776,13 +807,17 @@ impl Tables {
     /// Append the rows of `group`.
     pub fn add(&mut self, mut group: Folded) {
         let calls = std::mem::take(&mut group.calls);
-        self.add_calls(&group, &calls);
+        self.calls
+            .located(&group, &calls, |c| (c.file, c.line, &c.session));
+        call_columns(&mut self.calls, &calls);
         drop(calls);
         let items = std::mem::take(&mut group.items);
-        self.add_items(&group, &items);
+        self.items
+            .located(&group, &items, |i| (i.file, i.line, &i.session));
+        item_columns(&mut self.items, &items);
         drop(items);
-        self.add_sessions(&group);
-        self.add_issues(&group);
+        session_columns(&mut self.sessions, &group);
+        issue_columns(&mut self.issues, &group);
     }
 
     /// The calls, sessions, issues and items frames.
@@ -794,109 +829,106 @@ impl Tables {
             self.items.frame,
         )
     }
+}
 
-    fn add_calls(&mut self, group: &Folded, calls: &[Call]) {
-        let b = &mut self.calls;
-        let each = || calls.iter();
-        b.located(group, each().map(|c| (c.file, c.line, c.session.as_str())));
-        b.int("call_index", each().map(|c| Some(c.index)));
-        b.int("event_seq", each().map(|c| Some(c.seq)));
-        b.text("kind", each().map(|c| Some(c.kind)));
-        b.text("model", each().map(|c| c.model.as_deref()));
-        b.text("agent_id", each().map(|c| c.agent_id.as_deref()));
-        b.text("agent_name", each().map(|c| c.agent_name.as_deref()));
-        b.text("api_call_id", each().map(|c| c.api_call_id.as_deref()));
-        b.time("start_time", each().map(|c| c.start_time));
-        b.time("end_time", each().map(|c| c.end_time));
-        b.int("input_tokens", each().map(|c| c.usage.input));
-        b.int("cache_read_tokens", each().map(|c| c.usage.cache_read));
-        b.int("cache_write_tokens", each().map(|c| c.usage.cache_write));
-        b.int(
-            "cache_write_1h_tokens",
-            each().map(|c| c.usage.cache_write_1h),
-        );
-        b.int("output_tokens", each().map(|c| c.usage.output));
-        b.int("reasoning_tokens", each().map(|c| c.usage.reasoning));
-        b.int("web_search_requests", each().map(|c| c.usage.web_search));
-        b.int("web_fetch_requests", each().map(|c| c.usage.web_fetch));
-        b.text("speed", each().map(|c| c.speed.as_deref()));
-        b.text("service_tier", each().map(|c| c.service_tier.as_deref()));
-        b.flag("final_usage", each().map(|c| Some(c.final_usage)));
-        b.text("token_source", each().map(|_| Some("observed")));
-        b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
-        b.close(calls.len());
-    }
+/// The CALLS columns after [`Builder::located`]'s of a group's calls.
+fn call_columns(b: &mut Builder, calls: &[Call]) {
+    let each = || calls.iter();
+    b.int("call_index", each().map(|c| Some(c.index)));
+    b.int("event_seq", each().map(|c| Some(c.seq)));
+    b.text("kind", each().map(|c| Some(c.kind)));
+    b.text("model", each().map(|c| c.model.as_deref()));
+    b.text("agent_id", each().map(|c| c.agent_id.as_deref()));
+    b.text("agent_name", each().map(|c| c.agent_name.as_deref()));
+    b.text("api_call_id", each().map(|c| c.api_call_id.as_deref()));
+    b.time("start_time", each().map(|c| c.start_time));
+    b.time("end_time", each().map(|c| c.end_time));
+    b.int("input_tokens", each().map(|c| c.usage.input));
+    b.int("cache_read_tokens", each().map(|c| c.usage.cache_read));
+    b.int("cache_write_tokens", each().map(|c| c.usage.cache_write));
+    b.int(
+        "cache_write_1h_tokens",
+        each().map(|c| c.usage.cache_write_1h),
+    );
+    b.int("output_tokens", each().map(|c| c.usage.output));
+    b.int("reasoning_tokens", each().map(|c| c.usage.reasoning));
+    b.int("web_search_requests", each().map(|c| c.usage.web_search));
+    b.int("web_fetch_requests", each().map(|c| c.usage.web_fetch));
+    b.text("speed", each().map(|c| c.speed.as_deref()));
+    b.text("service_tier", each().map(|c| c.service_tier.as_deref()));
+    b.flag("final_usage", each().map(|c| Some(c.final_usage)));
+    b.text("token_source", each().map(|_| Some("observed")));
+    b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
+    b.close(calls.len());
+}
 
-    /// A session's `issues` counts the issues of its files.
-    fn add_sessions(&mut self, group: &Folded) {
-        let b = &mut self.sessions;
-        let each = || group.sessions.iter();
-        b.text("session_id", each().map(|s| Some(s.id.as_str())));
-        b.text("agent", each().map(|_| Some(group.agent)));
-        b.strings(
-            "source_files",
-            each().map(|s| {
-                s.files
-                    .iter()
-                    .filter_map(|&f| group.paths.get(f).cloned())
-                    .collect()
-            }),
-        );
-        b.time("start_time", each().map(|s| s.start_time));
-        b.time("end_time", each().map(|s| s.end_time));
-        b.text("cwd", each().map(|s| s.cwd.as_deref()));
-        b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
-        b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
-        b.strings("models", each().map(|s| s.models.clone()));
-        b.int("llm_calls", each().map(|s| Some(s.calls)));
-        b.int("main_calls", each().map(|s| Some(s.main_calls)));
-        b.int("subagent_calls", each().map(|s| Some(s.subagent_calls)));
-        b.int("compaction_calls", each().map(|s| Some(s.compaction_calls)));
-        b.int(
-            "calls_without_final_usage",
-            each().map(|s| Some(s.calls_without_final_usage)),
-        );
-        b.int("lines_read", each().map(|s| Some(s.lines)));
-        b.int("unknown_lines", each().map(|s| Some(s.unknown_lines)));
-        let mut per_file: HashMap<usize, i64> = HashMap::new();
-        for issue in &group.issues {
-            *per_file.entry(issue.file).or_insert(0) += 1;
-        }
-        b.int(
-            "issues",
-            each().map(|s| Some(s.files.iter().filter_map(|f| per_file.get(f)).sum())),
-        );
-        b.close(group.sessions.len());
+/// The SESSIONS columns of a group; a session's `issues` counts the issues of its files.
+fn session_columns(b: &mut Builder, group: &Folded) {
+    let each = || group.sessions.iter();
+    b.text("session_id", each().map(|s| Some(s.id.as_str())));
+    b.text("agent", each().map(|_| Some(group.agent)));
+    b.strings(
+        "source_files",
+        each().map(|s| {
+            s.files
+                .iter()
+                .filter_map(|&f| group.paths.get(f).cloned())
+                .collect()
+        }),
+    );
+    b.time("start_time", each().map(|s| s.start_time));
+    b.time("end_time", each().map(|s| s.end_time));
+    b.text("cwd", each().map(|s| s.cwd.as_deref()));
+    b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
+    b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
+    b.strings("models", each().map(|s| s.models.clone()));
+    b.int("llm_calls", each().map(|s| Some(s.calls)));
+    b.int("main_calls", each().map(|s| Some(s.main_calls)));
+    b.int("subagent_calls", each().map(|s| Some(s.subagent_calls)));
+    b.int("compaction_calls", each().map(|s| Some(s.compaction_calls)));
+    b.int(
+        "calls_without_final_usage",
+        each().map(|s| Some(s.calls_without_final_usage)),
+    );
+    b.int("lines_read", each().map(|s| Some(s.lines)));
+    b.int("unknown_lines", each().map(|s| Some(s.unknown_lines)));
+    let mut per_file: HashMap<usize, i64> = HashMap::new();
+    for issue in &group.issues {
+        *per_file.entry(issue.file).or_insert(0) += 1;
     }
+    b.int(
+        "issues",
+        each().map(|s| Some(s.files.iter().filter_map(|f| per_file.get(f)).sum())),
+    );
+    b.close(group.sessions.len());
+}
 
-    fn add_items(&mut self, group: &Folded, items: &[Item]) {
-        let b = &mut self.items;
-        let each = || items.iter();
-        b.located(group, each().map(|i| (i.file, i.line, i.session.as_str())));
-        b.int("event_seq", each().map(|i| Some(i.seq)));
-        b.text("event_type", each().map(|i| Some(i.event_type)));
-        b.text("event_id", each().map(|i| i.event_id.as_deref()));
-        b.time("timestamp", each().map(|i| i.time));
-        b.text("agent_id", each().map(|i| i.agent_id.as_deref()));
-        b.text("tool_call_id", each().map(|i| i.tool_call_id.as_deref()));
-        b.text("tool_name", each().map(|i| i.tool_name.as_deref()));
-        b.int("content_bytes", each().map(|i| i.content_bytes));
-        b.int("tool_request_bytes", each().map(|i| i.tool_request_bytes));
-        b.close(items.len());
-    }
+/// The item columns after [`Builder::located`]'s of a group's items.
+fn item_columns(b: &mut Builder, items: &[Item]) {
+    let each = || items.iter();
+    b.int("event_seq", each().map(|i| Some(i.seq)));
+    b.text("event_type", each().map(|i| Some(i.event_type)));
+    b.text("event_id", each().map(|i| i.event_id.as_deref()));
+    b.time("timestamp", each().map(|i| i.time));
+    b.text("agent_id", each().map(|i| i.agent_id.as_deref()));
+    b.text("tool_call_id", each().map(|i| i.tool_call_id.as_deref()));
+    b.text("tool_name", each().map(|i| i.tool_name.as_deref()));
+    b.int("content_bytes", each().map(|i| i.content_bytes));
+    b.int("tool_request_bytes", each().map(|i| i.tool_request_bytes));
+    b.close(items.len());
+}
 
-    fn add_issues(&mut self, group: &Folded) {
-        let b = &mut self.issues;
-        let each = || group.issues.iter();
-        b.text(
-            "file",
-            each().map(|i| group.paths.get(i.file).map(String::as_str)),
-        );
-        b.int("line", each().map(|i| i.line));
-        b.text("severity", each().map(|i| Some(i.severity)));
-        b.text("message", each().map(|i| Some(i.message.as_str())));
-        b.close(group.issues.len());
-    }
+/// The ISSUES columns of a group.
+fn issue_columns(b: &mut Builder, group: &Folded) {
+    let each = || group.issues.iter();
+    b.text(
+        "file",
+        each().map(|i| group.paths.get(i.file).map(String::as_str)),
+    );
+    b.int("line", each().map(|i| i.line));
+    b.text("severity", each().map(|i| Some(i.severity)));
+    b.text("message", each().map(|i| Some(i.message.as_str())));
+    b.close(group.issues.len());
 }
 
 #[cfg(test)]
@@ -985,6 +1017,34 @@ pub mod testing {
                 path
             })
             .collect()
+    }
+
+    /// The figures of a session's lines `base` folded by `fold` as one file, and whether
+    /// they stay the same with line `twice` (modulo their number) written twice, and with
+    /// the lines up to `cut` copied into a second file read after the first or before it.
+    pub fn copies_change_nothing(
+        fold: fn(&[PathBuf]) -> Folded,
+        base: &[String],
+        twice: usize,
+        cut: usize,
+    ) -> (BTreeMap<String, [i64; 8]>, bool) {
+        let text =
+            |lines: &[String]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+        let folded = |files: &[(&str, String)]| figures(&fold(&group(files)));
+        let expected = folded(&[("p/s1.jsonl", text(base))]);
+        let mut doubled = base.to_vec();
+        if let Some(line) = doubled.get(twice % base.len().max(1)).cloned() {
+            doubled.insert(twice % base.len(), line);
+        }
+        let copied = base.get(..=cut % base.len().max(1)).unwrap_or(base);
+        let same = [
+            vec![("p/s1.jsonl", text(&doubled))],
+            vec![("p/s1.jsonl", text(base)), ("p/s2.jsonl", text(copied))],
+            vec![("p/s2.jsonl", text(copied)), ("p/s1.jsonl", text(base))],
+        ]
+        .iter()
+        .all(|files| folded(files) == expected);
+        (expected, same)
     }
 
     /// Whether each session's calls and items are numbered 1..n between them, each once.

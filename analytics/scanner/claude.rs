@@ -397,7 +397,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(FIELDS);
     let n = Nodes::new(&schema);
-    let empty = |out: Folded| Fold {
+    calls::fold_group(paths, "claude-code", &schema, |out| Fold {
         n,
         out,
         sessions: HashMap::new(),
@@ -407,63 +407,10 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
         content: Content::new(),
         items: Vec::new(),
         with_items,
-    };
-    let mut fold = empty(Folded {
-        agent: "claude-code",
-        paths: calls::path_names(paths),
-        ..Folded::default()
-    });
-    // Files are read in parallel, each into a part of its own, merged in file order: the
-    // result is that of reading the files one after another.
-    let read = |index: usize, path: &PathBuf| {
-        let mut part = empty(Folded::default());
-        part.read(&schema, index, path);
-        part
-    };
-    calls::in_order(paths, read, |part| fold.merge(part));
-    fold.finish()
+    })
 }
 
 impl Fold {
-    /// Take in what a part (one file's fold) found, as if its file were read now.
-    fn merge(&mut self, part: Fold) {
-        for session in part.out.sessions {
-            let id = session.id.clone();
-            self.session(&id).absorb(session);
-        }
-        self.out.issues.extend(part.out.issues);
-        self.items.extend(part.items);
-        for request in part.requests {
-            self.add(request);
-        }
-        self.names.by_agent.extend(part.names.by_agent);
-        self.names.by_tool.extend(part.names.by_tool);
-        for (agent, tool) in part.names.tool_of {
-            self.names.tool_of.entry(agent).or_insert(tool);
-        }
-    }
-
-    /// Read file `index` (at `path`) into this fold.
-    fn read(&mut self, schema: &Schema, index: usize, path: &Path) {
-        let mut fields = Fields::new(schema);
-        let (role, agent, hint) = role_of(path);
-        let mut state = FileState {
-            index,
-            role,
-            agent,
-            hint,
-            current: None,
-            pending: Vec::new(),
-            unknown: 0,
-            first_unknown: None,
-        };
-        let (_, issues) = calls::read_file(path, index, schema, &mut fields, |line| {
-            self.line(line, &mut state);
-        });
-        self.out.issues.extend(issues);
-        self.end_file(state);
-    }
-
     /// The session named `id`, made on first sight (sessions keep the order they are seen).
     fn session(&mut self, id: &str) -> &mut Session {
         calls::session_of(&mut self.out.sessions, &mut self.sessions, id)
@@ -853,6 +800,47 @@ impl Fold {
             self.out.issue(state.index, line, "warning", message);
         }
     }
+}
+
+impl calls::GroupFold for Fold {
+    /// Take in what a part (one file's fold) found, as if its file were read now.
+    fn merge(&mut self, part: Fold) {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            self.session(&id).absorb(session);
+        }
+        self.out.issues.extend(part.out.issues);
+        self.items.extend(part.items);
+        for request in part.requests {
+            self.add(request);
+        }
+        self.names.by_agent.extend(part.names.by_agent);
+        self.names.by_tool.extend(part.names.by_tool);
+        for (agent, tool) in part.names.tool_of {
+            self.names.tool_of.entry(agent).or_insert(tool);
+        }
+    }
+
+    /// Read file `index` (at `path`) into this fold.
+    fn read(&mut self, schema: &Schema, index: usize, path: &Path) {
+        let mut fields = Fields::new(schema);
+        let (role, agent, hint) = role_of(path);
+        let mut state = FileState {
+            index,
+            role,
+            agent,
+            hint,
+            current: None,
+            pending: Vec::new(),
+            unknown: 0,
+            first_unknown: None,
+        };
+        let (_, issues) = calls::read_file(path, index, schema, &mut fields, |line| {
+            self.line(line, &mut state);
+        });
+        self.out.issues.extend(issues);
+        self.end_file(state);
+    }
 
     fn finish(mut self) -> Folded {
         for request in self.requests {
@@ -880,7 +868,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::testing::{figures, group, numbered};
+    use crate::calls::testing::{copies_change_nothing, figures, group, numbered};
     use proptest::prelude::*;
 
     /// An assistant line of session `s`, request (`id`, `req`), `stop` reason, `out` output
@@ -1282,19 +1270,8 @@ mod tests {
             extra in 1usize..4,
         ) {
             let base = session_lines(&requests);
-            let expected = figures(&fold_texts(&[("p/s1.jsonl", lines(&base))]));
-            // any line written twice
-            let mut doubled = base.clone();
-            let at = twice % doubled.len();
-            doubled.insert(at, doubled[at].clone());
-            prop_assert_eq!(&figures(&fold_texts(&[("p/s1.jsonl", lines(&doubled))])), &expected);
-            // a session's lines copied into a resumed file (a prefix of them, then more)
-            let copied = base[..=cut % base.len()].to_vec();
-            let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&base)), ("p/s2.jsonl", lines(&copied))]));
-            prop_assert_eq!(&got, &expected);
-            // ... whichever file comes first
-            let got = figures(&fold_texts(&[("p/s2.jsonl", lines(&copied)), ("p/s1.jsonl", lines(&base))]));
-            prop_assert_eq!(&got, &expected);
+            let (expected, same) = copies_change_nothing(fold, &base, twice, cut);
+            prop_assert!(same, "a line written twice or copied into a resumed file");
             // the same requests streamed over more partial lines
             let longer: Vec<_> = requests.iter().map(|&(s, o, f)| (s + extra, o, f)).collect();
             let got = figures(&fold_texts(&[("p/s1.jsonl", lines(&session_lines(&longer)))]));

@@ -386,59 +386,17 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(&fields());
     let n = Nodes::new(&schema);
-    let empty = |out: Folded| Fold {
+    calls::fold_group(paths, "codex", &schema, |out| Fold {
         n,
         out,
         index: HashMap::new(),
         points: Vec::new(),
         items: Vec::new(),
         with_items,
-    };
-    let mut fold = empty(Folded {
-        agent: "codex",
-        paths: calls::path_names(paths),
-        ..Folded::default()
-    });
-    // Files are read in parallel, each into a part of its own, merged in file order: the
-    // result is that of reading the files one after another.
-    let read = |file: usize, path: &PathBuf| {
-        let mut part = empty(Folded::default());
-        part.read(&schema, file, path);
-        part
-    };
-    calls::in_order(paths, read, |part| fold.merge(part));
-    fold.finish()
+    })
 }
 
 impl Fold {
-    /// Take in what a part (one file's fold) found, as if its file were read now.
-    fn merge(&mut self, part: Fold) {
-        for session in part.out.sessions {
-            let id = session.id.clone();
-            calls::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
-        }
-        self.out.issues.extend(part.out.issues);
-        self.points.extend(part.points);
-        self.items.extend(part.items);
-    }
-
-    /// Read file `file` (at `path`) into this fold.
-    fn read(&mut self, schema: &Schema, file: usize, path: &Path) {
-        let mut line_fields = Fields::new(schema);
-        let hint = hint_of(path);
-        let mut current: Option<Current> = None;
-        let mut unknown: (i64, Option<(i64, String)>) = (0, None);
-        let (_, issues) = calls::read_file(path, file, schema, &mut line_fields, |line| {
-            self.line(line, file, &hint, &mut current, &mut unknown);
-        });
-        self.out.issues.extend(issues);
-        if let (count, Some((line, kind))) = unknown {
-            let message =
-                format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
-            self.out.issue(file, line, "warning", message);
-        }
-    }
-
     fn line(
         &mut self,
         line: &Line<'_>,
@@ -750,6 +708,36 @@ impl Fold {
             anchor,
         });
     }
+}
+
+impl calls::GroupFold for Fold {
+    /// Take in what a part (one file's fold) found, as if its file were read now.
+    fn merge(&mut self, part: Fold) {
+        for session in part.out.sessions {
+            let id = session.id.clone();
+            calls::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
+        }
+        self.out.issues.extend(part.out.issues);
+        self.points.extend(part.points);
+        self.items.extend(part.items);
+    }
+
+    /// Read file `file` (at `path`) into this fold.
+    fn read(&mut self, schema: &Schema, file: usize, path: &Path) {
+        let mut line_fields = Fields::new(schema);
+        let hint = hint_of(path);
+        let mut current: Option<Current> = None;
+        let mut unknown: (i64, Option<(i64, String)>) = (0, None);
+        let (_, issues) = calls::read_file(path, file, schema, &mut line_fields, |line| {
+            self.line(line, file, &hint, &mut current, &mut unknown);
+        });
+        self.out.issues.extend(issues);
+        if let (count, Some((line, kind))) = unknown {
+            let message =
+                format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
+            self.out.issue(file, line, "warning", message);
+        }
+    }
 
     fn finish(mut self) -> Folded {
         let mut runs: Vec<(Arc<str>, u32)> = Vec::new();
@@ -868,7 +856,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::testing::{figures, group};
+    use crate::calls::testing::{copies_change_nothing, figures, group};
     use proptest::prelude::*;
 
     fn meta(id: &str, t: &str, extra: &str) -> String {
@@ -1360,18 +1348,8 @@ mod tests {
             own in proptest::collection::vec((1i64..1000, 0i64..100), 1..4),
         ) {
             let base = session(&increments);
-            let expected = figures(&fold_texts(&[("a.jsonl", text(&base))]));
-            // any line written twice
-            let mut doubled = base.clone();
-            let at = twice % doubled.len();
-            doubled.insert(at, doubled[at].clone());
-            prop_assert_eq!(&figures(&fold_texts(&[("a.jsonl", text(&doubled))])), &expected);
-            // a session's lines copied into a resumed file
-            let copied = base[..=cut % base.len()].to_vec();
-            let got = figures(&fold_texts(&[("a.jsonl", text(&base)), ("b.jsonl", text(&copied))]));
-            prop_assert_eq!(&got, &expected);
-            let got = figures(&fold_texts(&[("b.jsonl", text(&copied)), ("a.jsonl", text(&base))]));
-            prop_assert_eq!(&got, &expected);
+            let (expected, same) = copies_change_nothing(fold, &base, twice, cut);
+            prop_assert!(same, "a line written twice or copied into a resumed file");
             // a fork: the child's figures are its own requests alone
             let upto = 2 + fork_at % (base.len() - 1);
             let mut child = vec![meta("c", "2026-05-01T11:00:00.000Z", r#","forked_from_id":"s1""#)];
