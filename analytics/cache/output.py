@@ -46,14 +46,30 @@ BUDGET_BYTES = 512 * 1024 * 1024
 LIMIT_BYTES = 128 * 1024 * 1024
 
 
+#: A report's text: whole, or the pieces it is made of, in order (a large JSON report is
+#: never joined into one string: ``render.report.render_sections_json``).
+Report = str | list[str]
 #: Characters of a report written at a time (``pieces``).
 PIECE = 1 << 20
 
 
-def pieces(text: str) -> Iterator[str]:
-    """``text`` in pieces of about ``PIECE`` characters, each ending at a line's end (so no
-    colour code is cut in two), to write one at a time: a report of tens of MB is then never
-    encoded, or copied to add a newline, whole."""
+def pieces(text: Report) -> Iterator[str]:
+    """``text`` in pieces of about ``PIECE`` characters, to write one at a time: a report of
+    tens of MB is then never encoded, or copied to add a newline, whole. A piece of a whole
+    text ends at a line's end, and one of a list is whole pieces of it, so no colour code is
+    cut in two."""
+    if isinstance(text, list):
+        group: list[str] = []
+        size = 0
+        for piece in text:
+            group.append(piece)
+            size += len(piece)
+            if size >= PIECE:
+                yield "".join(group)
+                group, size = [], 0
+        if group:
+            yield "".join(group)
+        return
     start = 0
     while start < len(text):
         end = text.find("\n", start + PIECE)
@@ -62,12 +78,19 @@ def pieces(text: str) -> Iterator[str]:
         start = end
 
 
+def ends_line(text: Report) -> bool:
+    """Whether ``text`` ends with a newline."""
+    if isinstance(text, list):
+        return next((piece for piece in reversed(text) if piece), "").endswith("\n")
+    return text.endswith("\n")
+
+
 @dataclass(frozen=True)
 class Output:
     """What one run of a command printed: ``report`` (stdout, or the ``--output`` file; None
     when it wrote none), the lines it wrote on stderr, and its exit status."""
 
-    report: str | None
+    report: Report | None
     notes: tuple[str, ...] = ()
     status: int = 0
 
@@ -99,7 +122,8 @@ class OutputCache:
     def save(self, key: str, output: Output) -> None:
         """Store ``output`` under ``key`` (best effort); drop the least recently used."""
         report = output.report or ""
-        if len(report) > LIMIT_BYTES:  # each character is a byte at the least
+        length = len(report) if isinstance(report, str) else sum(map(len, report))
+        if length > LIMIT_BYTES:  # each character is a byte at the least
             return
         meta = {"notes": list(output.notes), "status": output.status}
         head = json.dumps(meta | {"report": output.report is not None}).encode()

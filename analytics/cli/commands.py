@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from analytics.cache.output import OutputCache
+    from analytics.cache.output import OutputCache, Report
     from analytics.engine.analyze import Analysis, Window
     from analytics.engine.inputs import Found
     from analytics.render.text_table import Layout
@@ -386,7 +386,7 @@ def analyze(
 
 
 def _finish(
-    replays: _Replays, report: str | None, notes: list[str], *, strict_failure: bool
+    replays: _Replays, report: Report | None, notes: list[str], *, strict_failure: bool
 ) -> None:
     """After a command printed ``report``: ``notes`` on stderr, then what it printed stored
     for replay; with ``strict_failure`` (--strict, and the input has issues), the failure."""
@@ -464,7 +464,7 @@ class _Replays(NamedTuple):
             raise typer.Exit(stored.status)
         return True
 
-    def save(self, report: str | None, notes: list[str], status: int) -> None:
+    def save(self, report: Report | None, notes: list[str], status: int) -> None:
         """Store what the command printed (``replayed`` prints it next time)."""
         if self.cache and self.key:
             from analytics.cache.output import Output
@@ -690,11 +690,11 @@ def _emit(
     output_format: Format,
     output: Path | None,
     rows: pl.DataFrame,
-    as_json: Callable[[], str],
+    as_json: Callable[[], Report],
     as_table: Callable[[Layout], str],
     *,
     wide: bool = False,
-) -> str | None:
+) -> Report | None:
     """Print or write one report, and return its text (None for Parquet). csv and parquet hold
     the report's main ``rows``; json and the table are the report's own renderings. A file
     that cannot be written is a usage error."""
@@ -708,7 +708,7 @@ def _emit(
         except OSError as err:
             raise _unwritable(output, err) from None
         return None
-    renderings: dict[Format, Callable[[], str]] = {
+    renderings: dict[Format, Callable[[], Report]] = {
         Format.json: as_json,
         Format.csv: lambda: report.render_csv(rows),
         Format.table: lambda: as_table(_layout(wide, output)),
@@ -718,11 +718,11 @@ def _emit(
     return text
 
 
-def _print(text: str, output: Path | None) -> None:
+def _print(text: Report, output: Path | None) -> None:
     """``text`` on stdout, or into the file ``output``, ending with one newline."""
-    from analytics.cache.output import pieces
+    from analytics.cache.output import ends_line, pieces
 
-    end = "" if text.endswith("\n") else "\n"
+    end = "" if ends_line(text) else "\n"
     try:
         if output is None:
             for piece in pieces(text):

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 
-def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> str:
-    """``{key: [...], "issues": [...]}``, one record per line."""
+def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> list[str]:
+    """``{key: [...], "issues": [...]}``, one record per line, as the pieces of its text
+    (``render_sections_json``)."""
     return render_sections_json({key: frame}, issues)
 
 
@@ -702,13 +703,14 @@ def _count(value: Any) -> str:
 
 def render_sections_json(
     sections: Mapping[str, pl.DataFrame | Sequence[str]], issues: pl.DataFrame, **meta: str
-) -> str:
+) -> list[str]:
     """``{**meta, section: [...], ..., "issues": [...]}``, one record per line; a section is
-    a frame, or its rows already rendered (``json_rows``).
+    a frame, or its rows already rendered (``json_rows``). Returned as the pieces of the text
+    in order (the rows and what stands between them), never joined: a report of tens of MB
+    is written a piece at a time (``cache.output.pieces``), and held once.
 
     Rows are encoded by polars (``json_rows``): a large report renders in a fraction of
-    what ``json.dumps`` of Python objects costs. The text is copied as few times as it can
-    be: each copy of a report of several MB costs milliseconds (fresh pages to fault in).
+    what ``json.dumps`` of Python objects costs.
     """
     fields = [[f"  {json.dumps(name)}: {json.dumps(value)}"] for name, value in meta.items()]
     for name, section in {**sections, "issues": issues}.items():
@@ -717,8 +719,6 @@ def render_sections_json(
         if not rows:
             fields.append([head, "[]"])
             continue
-        # the rows and their separators go into the one final join: no text of a section
-        # joined apart first (a report of tens of MB would be held twice)
         field = [head, "[\n    "]
         for row in rows:
             field += [row, ",\n    "]
@@ -727,7 +727,7 @@ def render_sections_json(
     pieces = ["{\n"]
     for index, field in enumerate(fields):
         pieces += [",\n", *field] if index else field
-    return "".join([*pieces, "\n}"])
+    return [*pieces, "\n}"]
 
 
 def _usd(amount: str, unpriced: str) -> pl.Expr:
