@@ -27,7 +27,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
-use rayon::prelude::*;
 
 use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
 use crate::copilot::COPILOT;
