@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from analytics.core.pricing.rates import RateTable
     from analytics.engine.analyze import Analysis
 
-#: The priced tables: calls with costs, and sessions with costs (``costs.price_analysis``).
+#: The priced tables: calls with costs, and sessions with costs (``price.price_analysis``).
 PRICED = ("calls", "sessions")
 
 
