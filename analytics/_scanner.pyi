@@ -100,6 +100,7 @@ def pass_copilot(
     failed: list[str],
     known: list[str],
     columns: list[str] | None = None,
+    usage: object | None = None,
 ) -> tuple[
     tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable],
     ArrowTable,
@@ -107,11 +108,14 @@ def pass_copilot(
     ArrowTable,
     ArrowTable,
     ArrowTable | None,
+    tuple[ArrowTable, ArrowTable, ArrowTable] | None,
 ]:
     """The one Copilot pass over a group's scanned batches, with the shutdowns' per-model
     totals (an Arrow stream capsule), the unreadable files and the known event types:
     (calls, sessions, orphan-end issues, session issues), repeated lines' issues, unknown
-    event types, the totals' placement, the priced lines, and the events' ``columns``."""
+    event types, the totals' placement, the priced lines, the events' ``columns``, and, with
+    ``usage`` (the OBSERVED_USAGE rows beside the logs, an Arrow stream capsule), the token
+    stage's tables (``copilot_tokens``) of the sessions folded."""
 
 def copilot_tokens(
     events: object,
@@ -122,9 +126,9 @@ def copilot_tokens(
     use_observed: bool = True,
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable]:
     """The Copilot token stage (Arrow stream capsules of the ordered events, the fold's calls
-    and sessions, the placed model metrics and the per-call rows beside the logs): the
-    columns it sets, aligned with the calls; the sessions' sums, models and fit, aligned with
-    the sessions; its issues."""
+    in session id and event order, its sessions, the placed model metrics and the per-call
+    rows beside the logs): the columns it sets, aligned with the calls; the sessions'
+    (session_id, sums, models, fit), sessions by id; its issues."""
 
 def copilot_token_columns() -> list[str]:
     """The EVENTS columns the token stage reads beyond the fold's."""

@@ -41,7 +41,7 @@ from analytics.agents.copilot.sdk_capture import read_capture
 from analytics.agents.copilot.simulate import SimulationParams, simulate, write_capture_tree
 from analytics.agents.copilot.store import read_session_store
 from analytics.agents.discover import LogFile
-from analytics.core.schema import EVENTS, OBSERVED_USAGE, padded
+from analytics.core.schema import EVENTS, OBSERVED_USAGE, empty, padded
 from analytics.engine import native as engine
 from analytics.engine import tokens
 from tests.conftest import SAMPLE_LOGS
@@ -142,10 +142,29 @@ def token_pairs(
     return pairs
 
 
+def pass_pairs(
+    paths: list[Path], passed: engine.Passed, records: pl.DataFrame | None
+) -> list[tuple[str, pl.DataFrame, pl.DataFrame]]:
+    """The pass that runs the token stage on its folds (what ``analyze`` runs) against the
+    token stage on the pass's tables: the same calls, sessions and issues."""
+    usage = records if records is not None else empty(OBSERVED_USAGE)
+    inside = engine.pass_group(scan_logs(_logs(paths)), None, usage)
+    assert passed.events is not None and inside.token_issues is not None
+    calls, issues, totals = tokens.call_tokens_and_fit(
+        passed.calls, passed.events, passed.sessions, passed.model_metrics, records
+    )
+    return [
+        ("calls in the pass", calls, inside.calls),
+        ("sessions in the pass", tokens.with_call_totals(passed.sessions, totals), inside.sessions),
+        ("token issues in the pass", issues, inside.token_issues),
+    ]
+
+
 def assert_same(paths: list[Path], records: pl.DataFrame | None = None) -> None:
     tables, passed = engine_tables(paths)
     pairs = list(zip(NAMES, reference(paths), tables, strict=True))
     pairs += token_pairs(passed, records)
+    pairs += pass_pairs(paths, passed, records)
     for name, want, got in pairs:
         # Issues are in no order until ``analysis`` sorts them (polars joins keep none).
         ordered = [

@@ -24,11 +24,13 @@ from analytics.core.schema import (
     EVENTS,
     ISSUES,
     MODEL_METRICS,
+    OBSERVED_USAGE,
     SESSIONS,
     conform,
     padded,
     with_nulls,
 )
+from analytics.engine.tokens import with_call_totals, with_tokens
 
 #: SESSIONS columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
@@ -58,10 +60,11 @@ PRICED_LINES = {
 
 @dataclasses.dataclass(frozen=True)
 class Passed:
-    """A group's pass: CALLS and SESSIONS before tokens; the placed MODEL_METRICS; the
-    issues of reading (the scan's, repeated lines, unknown event types) and of the fold
-    (orphan ends; the sessions' own); the lines that quote prices (``PRICED_LINES``); and
-    the events, with the columns asked for (None when none were)."""
+    """A group's pass: CALLS and SESSIONS (with their tokens, sums and fit when the pass ran
+    the token stage, else before them); the placed MODEL_METRICS; the issues of reading (the
+    scan's, repeated lines, unknown event types) and of the fold (orphan ends; the sessions'
+    own); the lines that quote prices (``PRICED_LINES``); the events, with the columns asked
+    for (None when none were); and the token stage's issues (None when it did not run)."""
 
     calls: pl.DataFrame
     sessions: pl.DataFrame
@@ -70,18 +73,27 @@ class Passed:
     fold_issues: pl.DataFrame
     priced_lines: pl.DataFrame
     events: pl.DataFrame | None
+    token_issues: pl.DataFrame | None = None
 
 
-def pass_group(scanned: ScannedLogs, columns: Sequence[str] | None = None) -> Passed:
+def pass_group(
+    scanned: ScannedLogs,
+    columns: Sequence[str] | None = None,
+    usage: pl.DataFrame | None = None,
+) -> Passed:
     """The one native pass over ``scanned``; ``columns``: the EVENTS columns to return of
-    the lines kept, in each session's order (None: no events)."""
+    the lines kept, in each session's order (None: no events); ``usage``: the OBSERVED_USAGE
+    rows beside the logs, to run the token stage (``engine.tokens``) on each session's fold
+    in the same pass (None: the caller runs it)."""
     metrics = conform(scanned.model_metrics, MODEL_METRICS).rechunk()
-    folded, repeats, unknown, placed, priced, events = _scanner.pass_copilot(
+    rows = None if usage is None else conform(usage, OBSERVED_USAGE).rechunk()
+    folded, repeats, unknown, placed, priced, events, tokens = _scanner.pass_copilot(
         scanned.tables,
         metrics.__arrow_c_stream__(),
         scanned.failed,
         sorted(KNOWN_EVENT_TYPES),
         list(columns) if columns is not None else None,
+        rows.__arrow_c_stream__() if rows is not None else None,
     )
     calls, sessions, orphans, session_issues = (frame(table) for table in folded)
     placement = frame(placed)
@@ -103,12 +115,20 @@ def pass_group(scanned: ScannedLogs, columns: Sequence[str] | None = None) -> Pa
     chosen = None
     if events is not None and columns is not None:
         chosen = padded(frame(events), {name: EVENTS[name] for name in columns})
+    calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), SESSIONS)
+    token_issues = None
+    if tokens is not None:
+        figures, totals, stage_issues = tokens
+        calls = with_tokens(calls, figures)
+        sessions = with_call_totals(sessions, frame(totals))
+        token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(
-        calls=conform(calls, CALLS),
-        sessions=conform(with_nulls(sessions, _LATER), SESSIONS),
+        calls=calls,
+        sessions=sessions,
         model_metrics=conform(model_metrics, MODEL_METRICS),
         read_issues=read_issues,
         fold_issues=pl.concat([conform(orphans, ISSUES), conform(session_issues, ISSUES)]),
         priced_lines=conform(frame(priced), PRICED_LINES),
         events=chosen,
+        token_issues=token_issues,
     )

@@ -369,26 +369,36 @@ def _analyse(
 
 
 def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tables:
-    """Every stage after scanning: the engine's pass (no table of events is built unless
-    ``keep_events``; the token stage reads the few columns it needs), then the tokens."""
+    """Every stage after scanning, in the engine's one pass: order, repeats, the fold and the
+    tokens of each session, with the per-call records kept beside the logs (no table of
+    events is built unless ``keep_events``)."""
     from analytics.agents.copilot.log_prices import log_prices
     from analytics.core.schema import EVENTS
     from analytics.engine.native import pass_group
-    from analytics.engine.tokens import TOKEN_COLUMNS, call_tokens_and_fit, with_call_totals
 
-    passed = pass_group(scanned, list(EVENTS) if keep_events else TOKEN_COLUMNS)
+    named = observed.of(_session_ids(scanned))
+    passed = pass_group(scanned, list(EVENTS) if keep_events else None, named)
     del scanned
-    events = passed.events if passed.events is not None else empty(EVENTS)
-    sessions = passed.sessions
-    records = observed.of(sessions["session_id"].to_list())
-    metrics = passed.model_metrics
-    calls, token_issues, totals = call_tokens_and_fit(
-        passed.calls, events, sessions, metrics, records
-    )
-    sessions = with_call_totals(sessions, totals)
-    issues = _stack([passed.read_issues, passed.fold_issues, token_issues], ISSUES)
+    ids = passed.sessions["session_id"]
+    records = named.filter(pl.col("session_id").is_in(ids.implode())) if named.height else named
+    tokens = [passed.token_issues] if passed.token_issues is not None else []
+    issues = _stack([passed.read_issues, passed.fold_issues, *tokens], ISSUES)
     prices = log_prices(passed.priced_lines, records)
-    return Tables(calls, sessions, metrics, issues, prices, events if keep_events else None)
+    return Tables(
+        passed.calls, passed.sessions, passed.model_metrics, issues, prices, passed.events
+    )
+
+
+def _session_ids(scanned: ScannedLogs) -> list[str]:
+    """The sessions the scanned lines name (the pass may keep fewer: lines of unreadable
+    files are left out), for their per-call records."""
+    ids = [
+        pl.Series(column).unique()
+        for table in scanned.tables
+        for name, column in table.columns()
+        if name == "session_id"
+    ]
+    return pl.concat(ids).unique().drop_nulls().to_list() if ids else []
 
 
 class _Tally:

@@ -97,31 +97,30 @@ def call_tokens_and_fit(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(CALLS + CALL_TOKENS in session and event order, ISSUES, the sessions' figures).
 
-    The sessions' figures (session_id and ``SESSION_TOKENS``, one row per row of ``sessions``)
-    go to SESSIONS with ``with_call_totals``.
+    The sessions' figures (session_id and ``SESSION_TOKENS``, one row per session) go to
+    SESSIONS with ``with_call_totals``. The engine's pass runs the same stage on its folds
+    (``engine.native.pass_group`` with ``usage``); this runs it on tables, for ``validate``,
+    the corpus and the report's blind reconstruction.
     """
     narrow = events.select([c for c in TOKEN_COLUMNS if c in events.columns])
     records = conform(observed if observed is not None else empty(OBSERVED_USAGE), OBSERVED_USAGE)
-    streams = [
-        frame.rechunk().__arrow_c_stream__()
-        for frame in (
-            narrow,
-            calls.select(_CALL_INPUT),
-            sessions.select(_SESSION_INPUT),
-            conform(model_metrics, MODEL_METRICS),
-            records,
-        )
-    ]
-    figures, totals, issues = _scanner.copilot_tokens(*streams, use_observed=use_observed)
-    with_tokens = calls.with_columns(_frame(figures).get_columns()).sort(
-        "session_id", "event_seq", maintain_order=True
+    # the engine gives the calls of each session in turn, sessions by id, calls by event
+    ordered = calls.sort("session_id", "event_seq", maintain_order=True)
+    figures, totals, issues = _scanner.copilot_tokens(
+        narrow.rechunk().__arrow_c_stream__(),
+        ordered.select(_CALL_INPUT).rechunk().__arrow_c_stream__(),
+        sessions.select(_SESSION_INPUT).rechunk().__arrow_c_stream__(),
+        conform(model_metrics, MODEL_METRICS).rechunk().__arrow_c_stream__(),
+        records.rechunk().__arrow_c_stream__(),
+        use_observed=use_observed,
     )
-    sums = sessions.select("session_id").with_columns(_frame(totals).get_columns())
-    return (
-        conform(with_tokens, combine(CALLS, CALL_TOKENS)),
-        conform(_frame(issues), ISSUES),
-        sums,
-    )
+    return with_tokens(ordered, figures), conform(_frame(issues), ISSUES), _frame(totals)
+
+
+def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFrame:
+    """CALLS + CALL_TOKENS: ``calls`` with the columns the engine's token stage set, aligned
+    with its rows."""
+    return conform(calls.with_columns(_frame(figures).get_columns()), combine(CALLS, CALL_TOKENS))
 
 
 def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:

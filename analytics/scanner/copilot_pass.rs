@@ -74,6 +74,25 @@ pub struct Session<'a> {
     pub priced: Vec<usize>,
 }
 
+impl<'a> Session<'a> {
+    /// The session's events in order, as its fold reads them (`seq`, `process` and
+    /// `byte_offset` as the pass set them).
+    pub fn events<R: Rows<'a> + ?Sized>(&self, rows: &R) -> Vec<Event<'a>> {
+        self.rows
+            .iter()
+            .zip(&self.processes)
+            .zip(&self.byte_offsets)
+            .enumerate()
+            .map(|(at, ((&row, &process), &byte_offset))| Event {
+                seq: i64::try_from(at).map_or(i64::MAX, |n| n.saturating_add(1)),
+                process,
+                byte_offset,
+                ..rows.event(row)
+            })
+            .collect()
+    }
+}
+
 /// A group's pass.
 #[derive(Debug, Default)]
 pub struct Pass<'a> {
@@ -130,19 +149,7 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
         .par_iter_mut()
         .zip(per_session.par_iter())
         .for_each(|(session, mine)| {
-            let events: Vec<Event<'a>> = session
-                .rows
-                .iter()
-                .zip(&session.processes)
-                .zip(&session.byte_offsets)
-                .enumerate()
-                .map(|(at, ((&row, &process), &byte_offset))| Event {
-                    seq: i64::try_from(at).map_or(i64::MAX, |n| n.saturating_add(1)),
-                    process,
-                    byte_offset,
-                    ..rows.event(row)
-                })
-                .collect();
+            let events = session.events(rows);
             session.fold = catch_unwind(AssertUnwindSafe(|| fold_session(&events, mine))).ok();
             session.priced = session
                 .rows

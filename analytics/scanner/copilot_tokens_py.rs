@@ -38,10 +38,9 @@ fn known(value: Option<&str>, values: &[&'static str]) -> Option<&'static str> {
 }
 
 /// The token stage on the CALLS of a group of Copilot sessions: ordered EVENTS (narrowed to
-/// the columns read), CALLS and SESSIONS (the fold's), the placed MODEL_METRICS and the
-/// OBSERVED_USAGE rows beside the logs (in their order). Returns, aligned with the calls, the
-/// columns the stage sets (model, model_source, output_tokens and CALL_TOKENS); aligned with
-/// the sessions, their token sums, models and fit (`fit_*`); and the stage's issues.
+/// the columns read), CALLS (the fold's, in session id and event order), SESSIONS (the
+/// fold's), the placed MODEL_METRICS and the OBSERVED_USAGE rows beside the logs (in their
+/// order). Returns `token_tables` of the sessions in id order.
 #[pyfunction]
 #[pyo3(signature = (events, calls, sessions, metrics, records, use_observed = true))]
 pub(super) fn copilot_tokens(
@@ -67,12 +66,10 @@ pub(super) fn copilot_tokens(
                 .into_iter()
                 .collect()
         }
-        let (event_rows, call_rows, record_rows) =
-            (grouped(events), grouped(calls), grouped(records));
+        let (event_rows, call_rows) = (grouped(events), grouped(calls));
         let columns = EventColumns::of(events);
-        let event = |i: usize| columns.event(i);
         let call_row = call_reader(calls);
-        let observed = observed_reader(records);
+        let observed = observed_by_session(records);
         let metric_ids = Strs::of(column(metrics, "session_id"));
         let mut placed: HashMap<&str, Vec<crate::copilot_fold::Metric>> = HashMap::new();
         for (i, metric) in super::pass::metric_list(metrics).into_iter().enumerate() {
@@ -82,6 +79,12 @@ pub(super) fn copilot_tokens(
                 .push(metric);
         }
         let ids = Strs::of(column(sessions, "session_id"));
+        let row_of: HashMap<&str, usize> = (0..sessions.num_rows())
+            .map(|s| (ids.get(s).unwrap_or(""), s))
+            .collect();
+        let mut every: Vec<&str> = row_of.keys().chain(call_rows.keys()).copied().collect();
+        every.sort_unstable();
+        every.dedup();
         let (mode, requests, llm) = (
             Strs::of(column(sessions, "shutdown_mode")),
             Ints::of(column(sessions, "shutdown_requests")),
@@ -89,37 +92,66 @@ pub(super) fn copilot_tokens(
         );
         let byok = flags(column(sessions, "byok"));
         let none = Vec::new();
-        let results: Vec<(Option<SessionTokens>, Vec<usize>)> = (0..sessions.num_rows())
-            .into_par_iter()
-            .map(|s| {
-                let id = ids.get(s).unwrap_or("");
+        let worked: Vec<(Vec<CallRow>, Option<SessionTokens>)> = every
+            .par_iter()
+            .map(|&id| {
                 let rows = |g: &HashMap<&str, Vec<usize>>| g.get(id).unwrap_or(&none).clone();
-                let own_calls = rows(&call_rows);
-                let list: Vec<Event> = rows(&event_rows).into_iter().map(event).collect();
-                let call_list: Vec<CallRow> = own_calls.iter().map(|&i| call_row(i)).collect();
-                let records: Vec<Observed> =
-                    rows(&record_rows).into_iter().map(&observed).collect();
-                let row = SessionRow {
-                    shutdown_mode: known(mode.get(s), &["cumulative", "per_process"]),
-                    shutdown_requests: requests.get(s),
-                    llm_calls: llm.get(s).unwrap_or(0),
-                    byok: flag(byok, s).unwrap_or(false),
-                    ..SessionRow::default()
-                };
+                let list: Vec<Event> = rows(&event_rows)
+                    .into_iter()
+                    .map(|i| columns.event(i))
+                    .collect();
+                let call_list: Vec<CallRow> = rows(&call_rows).into_iter().map(&call_row).collect();
+                let row = row_of
+                    .get(id)
+                    .map_or_else(SessionRow::default, |&s| SessionRow {
+                        shutdown_mode: known(mode.get(s), &["cumulative", "per_process"]),
+                        shutdown_requests: requests.get(s),
+                        llm_calls: llm.get(s).unwrap_or(0),
+                        byok: flag(byok, s).unwrap_or(false),
+                        ..SessionRow::default()
+                    });
                 let session = Session {
                     id,
                     events: &list,
                     calls: &call_list,
                     row: &row,
                     metrics: placed.get(id).map_or(&[][..], Vec::as_slice),
-                    observed: &records,
+                    observed: observed.get(id).map_or(&[][..], Vec::as_slice),
                 };
                 let out = catch_unwind(AssertUnwindSafe(|| session_tokens(&session, use_observed)));
-                (out.ok(), own_calls)
+                (call_list, out.ok())
             })
             .collect();
-        stage_tables(calls, &call_row, sessions, &results).map_err(to_py)
+        let parts: Vec<Part> = every
+            .iter()
+            .zip(worked)
+            .map(|(&id, (calls, tokens))| Part { id, calls, tokens })
+            .collect();
+        token_tables(&parts).map_err(to_py)
     })
+}
+
+/// One session's part of the token tables: its calls (as the fold gave them) and what the
+/// stage gave (None: it failed on the session).
+pub(super) struct Part<'a> {
+    pub id: &'a str,
+    pub calls: Vec<CallRow<'a>>,
+    pub tokens: Option<SessionTokens<'a>>,
+}
+
+/// The OBSERVED_USAGE rows of a frame by session, each session's in the frame's order.
+pub(super) fn observed_by_session(
+    records: &arrow_array::RecordBatch,
+) -> HashMap<&str, Vec<Observed<'_>>> {
+    let ids = Strs::of(column(records, "session_id"));
+    let row = observed_reader(records);
+    let mut out: HashMap<&str, Vec<Observed>> = HashMap::new();
+    for i in 0..records.num_rows() {
+        out.entry(ids.get(i).unwrap_or(""))
+            .or_default()
+            .push(row(i));
+    }
+    out
 }
 
 /// A CALLS row of the frame, as the fold gave it.
@@ -191,48 +223,40 @@ fn observed_reader<'a>(
     }
 }
 
-/// The calls' columns (aligned with the frame's rows), the sessions' (aligned with theirs)
-/// and the issues. A session the stage failed on keeps its calls' own model and output, gets
-/// no other figure, and is named in an error.
-fn stage_tables<'a>(
-    calls: &arrow_array::RecordBatch,
-    call_row: &impl Fn(usize) -> CallRow<'a>,
-    sessions: &arrow_array::RecordBatch,
-    results: &[(Option<SessionTokens<'a>>, Vec<usize>)],
+/// The stage's tables for `parts`: the columns it sets of the calls (aligned with the
+/// parts' calls, one after the other), the sessions' (`session_id`, their token sums, models
+/// and fit), and the issues. A session the stage failed on keeps its calls' own model and
+/// output, gets no other figure, and is named in an error.
+pub(super) fn token_tables(
+    parts: &[Part<'_>],
 ) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
-    let mut per_call: Vec<CallTokens> = (0..calls.num_rows())
-        .map(|i| {
-            let c = call_row(i);
-            CallTokens {
-                model: c.model,
-                model_source: c.model_source,
-                tokens: [None, None, None, None, c.output_tokens],
-                ..CallTokens::default()
-            }
-        })
-        .collect();
-    let ids = Strs::of(column(sessions, "session_id"));
+    let mut per_call: Vec<CallTokens> = Vec::new();
     let mut issues: Vec<(&str, Option<i64>, &str, String)> = Vec::new();
-    for (s, (out, rows)) in results.iter().enumerate() {
-        let Some(out) = out else {
-            let file = rows.first().map_or("", |&i| call_row(i).file);
-            let id = ids.get(s).unwrap_or("");
-            let message = format!(
-                "internal error in the Copilot token stage; session {id} left without tokens"
-            );
-            issues.push((file, None, "error", message));
-            continue;
-        };
-        for (&i, figures) in rows.iter().zip(&out.calls) {
-            if let Some(slot) = per_call.get_mut(i) {
-                *slot = figures.clone();
+    for part in parts {
+        match &part.tokens {
+            Some(out) => {
+                per_call.extend(out.calls.iter().cloned());
+                issues.extend(
+                    out.warnings
+                        .iter()
+                        .map(|w| (w.file, w.line, "warning", w.message.clone())),
+                );
+            }
+            None => {
+                per_call.extend(part.calls.iter().map(|c| CallTokens {
+                    model: c.model,
+                    model_source: c.model_source,
+                    tokens: [None, None, None, None, c.output_tokens],
+                    ..CallTokens::default()
+                }));
+                let file = part.calls.first().map_or("", |c| c.file);
+                let message = format!(
+                    "internal error in the Copilot token stage; session {} left without tokens",
+                    part.id
+                );
+                issues.push((file, None, "error", message));
             }
         }
-        issues.extend(
-            out.warnings
-                .iter()
-                .map(|w| (w.file, w.line, "warning", w.message.clone())),
-        );
     }
     let each = || per_call.iter();
     let token = |k: usize| int_array(each().map(move |c| c.tokens.get(k).copied().flatten()));
@@ -264,7 +288,7 @@ fn stage_tables<'a>(
         ],
         per_call.len(),
     );
-    let each = || results.iter().map(|(out, _)| out.as_ref());
+    let each = || parts.iter().map(|p| p.tokens.as_ref());
     let total = |k: usize| {
         int_array(each().map(move |o| o.and_then(|o| o.totals.get(k).copied().flatten())))
     };
@@ -282,6 +306,7 @@ fn stage_tables<'a>(
     };
     let session_table = table(
         vec![
+            ("session_id", text_array(parts.iter().map(|p| Some(p.id)))),
             ("input_tokens", total(0)),
             ("output_tokens", total(1)),
             ("cache_read_tokens", total(2)),
@@ -310,7 +335,7 @@ fn stage_tables<'a>(
                 parameter_lists(&fit().collect::<Vec<_>>())?,
             ),
         ],
-        results.len(),
+        parts.len(),
     );
     Ok((call_table, session_table, issue_table(&issues)))
 }

@@ -100,8 +100,9 @@ impl<'a> Rows<'a> for Batches<'a> {
 /// What `pass_copilot` returns: the fold's tables (calls, sessions, orphan-end issues,
 /// session issues), the repeated lines' issues (and the pass's own errors, were it to fail),
 /// the unknown event types (file, event_type, line, count), the totals' placement
-/// (session_id, process_index; null: not kept), the priced lines, and the events when asked
-/// for.
+/// (session_id, process_index; null: not kept), the priced lines, the events when asked
+/// for, and the token stage's tables (`copilot_tokens_py::token_tables`) when the per-call
+/// rows beside the logs were given.
 type Passed = (
     CopilotTables,
     ArrowTable,
@@ -109,13 +110,16 @@ type Passed = (
     ArrowTable,
     ArrowTable,
     Option<ArrowTable>,
+    Option<(ArrowTable, ArrowTable, ArrowTable)>,
 );
 
 /// The one pass over a group's scanned `tables` (lines of the `failed` files left out), with
 /// the shutdowns' per-model totals `metrics` (a frame of one chunk, as an Arrow stream
-/// capsule), `known` event types; `columns`: the EVENTS columns to return (None: no events).
+/// capsule), `known` event types; `columns`: the EVENTS columns to return (None: no events);
+/// `usage`: the OBSERVED_USAGE rows beside the logs (a frame of one chunk), to run the token
+/// stage on each session's fold in the same pass (None: the caller runs it).
 #[pyfunction]
-#[pyo3(signature = (tables, metrics, failed, known, columns = None))]
+#[pyo3(signature = (tables, metrics, failed, known, columns = None, usage = None))]
 pub(super) fn pass_copilot(
     py: Python<'_>,
     tables: Vec<PyRef<'_, ArrowTable>>,
@@ -123,6 +127,7 @@ pub(super) fn pass_copilot(
     failed: Vec<String>,
     known: Vec<String>,
     columns: Option<Vec<String>>,
+    usage: Option<Bound<'_, PyCapsule>>,
 ) -> PyResult<Passed> {
     let records = tables
         .iter()
@@ -130,6 +135,7 @@ pub(super) fn pass_copilot(
         .collect::<Result<Vec<_>, _>>()
         .map_err(to_py)?;
     let metrics = read_frame(&metrics)?;
+    let observed = usage.as_ref().map(read_frame).transpose()?;
     py.detach(|| {
         let rows = Batches::of(&records);
         let totals = metric_list(&metrics);
@@ -153,6 +159,11 @@ pub(super) fn pass_copilot(
             .transpose()
             .map_err(to_py)?;
         let prices = priced(&rows, &pass);
+        let tokens = observed
+            .as_ref()
+            .map(|records| tokens(&rows, &pass, &totals, records))
+            .transpose()
+            .map_err(to_py)?;
         let placed = table(
             vec![
                 (
@@ -205,6 +216,7 @@ pub(super) fn pass_copilot(
             placed,
             prices,
             events,
+            tokens,
         ))
     })
 }
@@ -216,6 +228,52 @@ fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
         .map(|row| rows.key(row).file)
         .filter(|file| seen.insert(*file))
         .collect()
+}
+
+/// The token stage (`copilot_tokens.rs`) on each session the pass folded, with its placed
+/// totals and its rows of `records` (OBSERVED_USAGE), sessions in parallel: its tables, the
+/// calls aligned with the fold's calls table.
+fn tokens(
+    rows: &Batches<'_>,
+    pass: &Pass<'_>,
+    totals: &[Metric<'_>],
+    records: &RecordBatch,
+) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
+    use super::copilot_tokens_py::{observed_by_session, token_tables, Part};
+    use crate::copilot_tokens::{session_tokens, Session};
+    use rayon::prelude::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let observed = observed_by_session(records);
+    let mut placed: std::collections::HashMap<&str, Vec<Metric<'_>>> =
+        std::collections::HashMap::new();
+    for (metric, at) in totals.iter().zip(&pass.placed) {
+        if let Some((session, _)) = at {
+            placed.entry(session).or_default().push(*metric);
+        }
+    }
+    let parts: Vec<Part<'_>> = pass
+        .sessions
+        .par_iter()
+        .filter_map(|s| {
+            let fold = s.fold.as_ref()?;
+            let events = s.events(rows);
+            let session = Session {
+                id: s.id,
+                events: &events,
+                calls: &fold.calls,
+                row: &fold.session,
+                metrics: placed.get(s.id).map_or(&[][..], Vec::as_slice),
+                observed: observed.get(s.id).map_or(&[][..], Vec::as_slice),
+            };
+            let tokens = catch_unwind(AssertUnwindSafe(|| session_tokens(&session, true))).ok();
+            Some(Part {
+                id: s.id,
+                calls: fold.calls.clone(),
+                tokens,
+            })
+        })
+        .collect();
+    token_tables(&parts)
 }
 
 /// A scanned batch's columns as a record batch.
