@@ -137,6 +137,128 @@ pub struct Session<'s, 'a> {
     pub observed: &'s [Observed<'a>],
 }
 
+/// What the steps read of a session: its calls in event order, its events, the event at
+/// each line, the main calls' `seq`s (in order) and each call's position by `seq`.
+struct View<'s, 'a> {
+    calls: Vec<&'s CallRow<'a>>,
+    events: &'s [Event<'a>],
+    at_line: HashMap<(&'a str, i64), &'s Event<'a>>,
+    main_seqs: Vec<i64>,
+    position: HashMap<i64, usize>,
+}
+
+impl<'a> View<'_, 'a> {
+    /// Tokens the log holds per call: its own line's figures, compaction usage records, and a
+    /// main turn's first usage record.
+    fn observed_in_log(&self, work: &mut [Work<'a>]) {
+        for (c, w) in self.calls.iter().zip(work.iter_mut()) {
+            let Some(e) = self.at_line.get(&(c.file, c.line)) else {
+                continue;
+            };
+            let own = usage(e);
+            if own.iter().take(4).any(Option::is_some) || e.nano_aiu.is_some() {
+                for (slot, value) in w.tokens.iter_mut().zip(own).take(4) {
+                    *slot = value;
+                }
+                w.nano = e.nano_aiu;
+            }
+        }
+        let records = || {
+            self.events
+                .iter()
+                .filter(|e| USAGE_RECORDS.contains(&e.kind))
+        };
+        // The n-th compaction record of a session for its n-th compaction call, before the
+        // figures of its own line.
+        let mut compaction_records = records().filter(|e| e.interaction_type == Some(COMPACTING));
+        for (c, w) in self.calls.iter().zip(work.iter_mut()) {
+            if c.kind != "compaction" {
+                continue;
+            }
+            let Some(r) = compaction_records.next() else {
+                break;
+            };
+            for (slot, value) in w.tokens.iter_mut().zip(usage(r)) {
+                *slot = value.or(*slot);
+            }
+            w.nano = r.nano_aiu.or(w.nano);
+        }
+        // A main turn's first usage record.
+        let mut taken: HashSet<i64> = HashSet::new();
+        for r in records().filter(|e| e.main() && e.interaction_type != Some(COMPACTING)) {
+            let Some(seq) = owner(&self.main_seqs, r.seq) else {
+                continue;
+            };
+            if !taken.insert(seq) {
+                continue;
+            }
+            let Some(w) = self.position.get(&seq).and_then(|&i| work.get_mut(i)) else {
+                continue;
+            };
+            // (its output is the fold's already)
+            for (slot, value) in w.tokens.iter_mut().zip(usage(r)).take(4) {
+                *slot = slot.or(value);
+            }
+            w.nano = w.nano.or(r.nano_aiu);
+        }
+        for w in work.iter_mut() {
+            w.source = w.tokens[0].map(|_| "observed");
+        }
+    }
+
+    /// Per call, the bytes of text the model wrote (a main turn's messages, or a sub-agent
+    /// call's own): the weight for splitting a shutdown's output total over the calls whose
+    /// output the log does not state.
+    fn reply_bytes(&self, work: &mut [Work<'a>]) {
+        let mut turns: HashMap<usize, i64> = HashMap::new();
+        for m in self
+            .events
+            .iter()
+            .filter(|e| e.kind == "assistant.message" && e.main())
+        {
+            let Some(i) = owner(&self.main_seqs, m.seq).and_then(|seq| self.position.get(&seq))
+            else {
+                continue;
+            };
+            let sum = turns.entry(*i).or_insert(0);
+            *sum = sum.saturating_add(m.content_bytes.unwrap_or(0));
+        }
+        for (i, (c, w)) in self.calls.iter().zip(work.iter_mut()).enumerate() {
+            let own = self
+                .at_line
+                .get(&(c.file, c.line))
+                .filter(|e| e.kind == "assistant.message")
+                .and_then(|e| e.content_bytes);
+            w.reply_bytes = turns.get(&i).copied().or(own).unwrap_or(0);
+        }
+    }
+
+    /// `is_byok` per call: its own usage record's flag, else (a main call) whether any main
+    /// usage record of its turn says so, else its session's.
+    fn byok(&self, session_byok: bool) -> Vec<Option<bool>> {
+        let flagged = |e: &Event<'_>| e.kind == "session.usage_record" && e.is_byok.is_some();
+        let mut turns: HashMap<usize, bool> = HashMap::new();
+        for r in self.events.iter().filter(|e| flagged(e) && e.main()) {
+            if let Some(&i) = owner(&self.main_seqs, r.seq).and_then(|s| self.position.get(&s)) {
+                let any = turns.entry(i).or_insert(false);
+                *any |= r.is_byok.unwrap_or(false);
+            }
+        }
+        self.calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let own = self
+                    .at_line
+                    .get(&(c.file, c.line))
+                    .filter(|e| flagged(e))
+                    .and_then(|e| e.is_byok);
+                own.or(turns.get(&i).copied()).or(Some(session_byok))
+            })
+            .collect()
+    }
+}
+
 /// A call while the stage works on it.
 #[derive(Clone, Debug, Default)]
 struct Work<'a> {
@@ -182,7 +304,7 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
     let mut order: Vec<usize> = (0..session.calls.len()).collect();
     order.sort_by_key(|&i| session.calls.get(i).map_or(0, |c| c.seq));
     let calls: Vec<&CallRow<'a>> = order.iter().filter_map(|&i| session.calls.get(i)).collect();
-    let mut at_line: HashMap<(&str, i64), &Event<'a>> = HashMap::with_capacity(events.len());
+    let mut at_line: HashMap<(&'a str, i64), &Event<'a>> = HashMap::with_capacity(events.len());
     for event in events {
         at_line.entry((event.file, event.line)).or_insert(event);
     }
@@ -202,15 +324,23 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
         .map(|c| c.seq)
         .collect();
     let position: HashMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
+    let view = View {
+        calls,
+        events,
+        at_line,
+        main_seqs,
+        position,
+    };
     if use_observed {
-        observed_in_log(&calls, &mut work, events, &at_line, &main_seqs, &position);
-        warnings.extend(observed_beside_log(session, &calls, &mut work));
+        view.observed_in_log(&mut work);
+        warnings.extend(observed_beside_log(session, &view.calls, &mut work));
     }
-    reply_bytes(&calls, &mut work, events, &at_line, &main_seqs, &position);
-    let totals = segments(session, &calls, &mut work, &at_line);
-    warnings.extend(assign_models(session.id, &calls, &mut work, &totals));
-    let keyed = keyed(&calls, &work, &totals);
-    let (estimates, fit) = reconstruct(session, &calls, &work, &keyed);
+    view.reply_bytes(&mut work);
+    let View { calls, at_line, .. } = &view;
+    let totals = segments(session, calls, &mut work, at_line);
+    warnings.extend(assign_models(session.id, calls, &mut work, &totals));
+    let keyed = keyed(calls, &work, &totals);
+    let (estimates, fit) = reconstruct(session, calls, &work, &keyed);
     let rows: Vec<Row<'_>> = calls
         .iter()
         .zip(&work)
@@ -233,7 +363,7 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
         })
         .collect();
     let calibrated = calibrate(&rows);
-    let byok = byok(session, &calls, events, &at_line, &main_seqs, &position);
+    let byok = view.byok(session.row.byok);
     let has_totals = session.row.shutdown_requests.is_some();
     let mut out: Vec<CallTokens<'a>> = calls
         .iter()
@@ -301,67 +431,6 @@ fn usage(e: &Event<'_>) -> [Option<i64>; 5] {
         e.reasoning_tokens,
         e.output_tokens,
     ]
-}
-
-/// Tokens the log holds per call: its own line's figures, compaction usage records, and a
-/// main turn's first usage record.
-fn observed_in_log<'a>(
-    calls: &[&CallRow<'a>],
-    work: &mut [Work<'a>],
-    events: &[Event<'a>],
-    at_line: &HashMap<(&str, i64), &Event<'a>>,
-    main_seqs: &[i64],
-    position: &HashMap<i64, usize>,
-) {
-    for (c, w) in calls.iter().zip(work.iter_mut()) {
-        let Some(e) = at_line.get(&(c.file, c.line)) else {
-            continue;
-        };
-        let own = usage(e);
-        if own.iter().take(4).any(Option::is_some) || e.nano_aiu.is_some() {
-            for (slot, value) in w.tokens.iter_mut().zip(own).take(4) {
-                *slot = value;
-            }
-            w.nano = e.nano_aiu;
-        }
-    }
-    let records = || events.iter().filter(|e| USAGE_RECORDS.contains(&e.kind));
-    // The n-th compaction record of a session for its n-th compaction call, before the
-    // figures of its own line.
-    let mut compaction_records = records().filter(|e| e.interaction_type == Some(COMPACTING));
-    for (c, w) in calls.iter().zip(work.iter_mut()) {
-        if c.kind != "compaction" {
-            continue;
-        }
-        let Some(r) = compaction_records.next() else {
-            break;
-        };
-        for (slot, value) in w.tokens.iter_mut().zip(usage(r)) {
-            *slot = value.or(*slot);
-        }
-        w.nano = r.nano_aiu.or(w.nano);
-    }
-    // A main turn's first usage record.
-    let mut taken: HashSet<i64> = HashSet::new();
-    for r in records().filter(|e| e.main() && e.interaction_type != Some(COMPACTING)) {
-        let Some(seq) = owner(main_seqs, r.seq) else {
-            continue;
-        };
-        if !taken.insert(seq) {
-            continue;
-        }
-        let Some(w) = position.get(&seq).and_then(|&i| work.get_mut(i)) else {
-            continue;
-        };
-        // (its output is the fold's already)
-        for (slot, value) in w.tokens.iter_mut().zip(usage(r)).take(4) {
-            *slot = slot.or(value);
-        }
-        w.nano = w.nano.or(r.nano_aiu);
-    }
-    for w in work.iter_mut() {
-        w.source = w.tokens[0].map(|_| "observed");
-    }
 }
 
 /// Match the per-call rows beside the log to the calls without a figure, in order; warn of a
@@ -442,37 +511,6 @@ fn observed_beside_log<'a>(
         });
     }
     warnings
-}
-
-/// Per call, the bytes of text the model wrote (a main turn's messages, or a sub-agent
-/// call's own): the weight for splitting a shutdown's output total over the calls whose
-/// output the log does not state.
-fn reply_bytes<'a>(
-    calls: &[&CallRow<'a>],
-    work: &mut [Work<'a>],
-    events: &[Event<'a>],
-    at_line: &HashMap<(&str, i64), &Event<'a>>,
-    main_seqs: &[i64],
-    position: &HashMap<i64, usize>,
-) {
-    let mut turns: HashMap<usize, i64> = HashMap::new();
-    for m in events
-        .iter()
-        .filter(|e| e.kind == "assistant.message" && e.main())
-    {
-        let Some(i) = owner(main_seqs, m.seq).and_then(|seq| position.get(&seq)) else {
-            continue;
-        };
-        let sum = turns.entry(*i).or_insert(0);
-        *sum = sum.saturating_add(m.content_bytes.unwrap_or(0));
-    }
-    for (i, (c, w)) in calls.iter().zip(work.iter_mut()).enumerate() {
-        let own = at_line
-            .get(&(c.file, c.line))
-            .filter(|e| e.kind == "assistant.message")
-            .and_then(|e| e.content_bytes);
-        w.reply_bytes = turns.get(&i).copied().or(own).unwrap_or(0);
-    }
 }
 
 /// Which shutdown total covers each call (the session's last, when its shutdowns are
@@ -1160,37 +1198,6 @@ fn estimate_reason(
         "no model, so no total to follow".to_owned()
     };
     Some(text)
-}
-
-/// `is_byok` per call: its own usage record's flag, else (a main call) whether any main
-/// usage record of its turn says so, else its session's.
-fn byok<'a>(
-    session: &Session<'_, 'a>,
-    calls: &[&CallRow<'a>],
-    events: &[Event<'a>],
-    at_line: &HashMap<(&str, i64), &Event<'a>>,
-    main_seqs: &[i64],
-    position: &HashMap<i64, usize>,
-) -> Vec<Option<bool>> {
-    let flagged = |e: &Event<'_>| e.kind == "session.usage_record" && e.is_byok.is_some();
-    let mut turns: HashMap<usize, bool> = HashMap::new();
-    for r in events.iter().filter(|e| flagged(e) && e.main()) {
-        if let Some(&i) = owner(main_seqs, r.seq).and_then(|s| position.get(&s)) {
-            let any = turns.entry(i).or_insert(false);
-            *any |= r.is_byok.unwrap_or(false);
-        }
-    }
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let own = at_line
-                .get(&(c.file, c.line))
-                .filter(|e| flagged(e))
-                .and_then(|e| e.is_byok);
-            own.or(turns.get(&i).copied()).or(Some(session.row.byok))
-        })
-        .collect()
 }
 
 /// A session's tokens: its calls' sums (compactions and every process included); 0 where it
