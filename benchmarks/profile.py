@@ -32,7 +32,6 @@ from analytics.core.pricing import rates
 from analytics.engine import analyze as analysis
 from analytics.engine import native as engine
 from analytics.engine import stages as pipeline
-from analytics.engine import tokens
 from analytics.render import report
 
 #: The command line's module, whose import time the profile reports.
@@ -48,10 +47,10 @@ _STAGES: list[tuple[Any, str]] = [
     (copilot_events, "scan_logs"),
     (_scanner, "scan_copilot"),
     (copilot_events, "_model_metrics"),
-    # the native pass: order, repeats, placed totals, every session's fold, priced lines
+    # the native pass: order, repeats, placed totals, every session's fold and tokens (sums,
+    # fit), priced lines
     (engine, "pass_group"),
     (_scanner, "pass_copilot"),
-    (tokens, "call_tokens_and_fit"),  # the native token stage: tokens, sums, fit
     (pipeline, "_analyse"),
     (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
     (priced, "price_analysis"),  # as the command calls it
