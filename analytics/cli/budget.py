@@ -149,9 +149,7 @@ def _budget_status(
 
     zone = resolve_zone(timezone)
     window = cli._window(None, None, timezone, agent)
-    _, priced_calls, priced_sessions = cli._priced(
-        ctx, paths, rates, None, keep_events=False, window=window
-    )
+    _, priced_calls, priced_sessions = cli._priced(ctx, paths, rates, None, window=window)
     return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone))
 
 

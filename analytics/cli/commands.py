@@ -75,7 +75,7 @@ def _home(ctx: typer.Context) -> None:
         from analytics.render import report
 
         result, priced_calls, priced_sessions = _priced(
-            ctx, None, "github-copilot", None, keep_events=False, found=replays.found
+            ctx, None, "github-copilot", None, found=replays.found
         )
         screen = home_screen(priced_calls, priced_sessions, zone, today)
         text = report.home_text(screen, _layout(wide=False))
@@ -249,15 +249,15 @@ def _load(
     paths: list[Path] | None,
     window: Window | None = None,
     *,
-    keep_events: bool = True,
     found: Found | None = None,
     agent_items: bool = False,
 ) -> Analysis:
     """Run the analysis with the caches (unless ``agentcost --no-cache``) and a progress bar
-    on a terminal. Commands that never read ``events`` pass ``keep_events=False``: a large
-    tree is then analysed in groups, with flat memory. ``found``: what discovery already
-    found under ``paths``. Only commands that attribute context (``top``, the report) read
-    the Claude Code and Codex sessions' items: ``agent_items``."""
+    on a terminal. No command reads a whole tree's ``events`` at once, so a large tree is
+    analysed in groups, with flat memory (``top`` reads each group's through
+    ``session_groups``). ``found``: what discovery already found under ``paths``. Only
+    commands that attribute context (``top``, the report) read the Claude Code and Codex
+    sessions' items: ``agent_items``."""
     from analytics.engine.analyze import analyze as run
     from analytics.render.progress import progress_bar
 
@@ -270,7 +270,7 @@ def _load(
             window,
             use_cache=use_cache,
             progress=bar,
-            keep_events=keep_events,
+            keep_events=False,
             found=found,
             agent_items=agent_items,
         )
@@ -360,7 +360,7 @@ def analyze(
 
         window = _window(since, until, timezone, agent)
         table = load_rates(rates)
-        result = _load(ctx, paths, window, keep_events=False, found=replays.found)
+        result = _load(ctx, paths, window, found=replays.found)
         key = "calls" if calls else "sessions"
         frame = priced(result, table, _model_map(model_map), [key])[key]
         renames = _model_map(model_map)
@@ -508,7 +508,7 @@ def compare(
 
         window = _window(since, until, timezone, agent)
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
-        result = _load(ctx, paths, window, keep_events=False, found=replays.found)
+        result = _load(ctx, paths, window, found=replays.found)
         found = compare_tables(
             result.calls, result.sessions, tables, _model_map(model_map), result.log_prices
         )
@@ -549,7 +549,7 @@ def issues(
             return
         from analytics.render import report
 
-        result = _load(ctx, paths, keep_events=False, found=replays.found)
+        result = _load(ctx, paths, found=replays.found)
         found = result.issues
         text = _emit(
             output_format,
@@ -623,7 +623,7 @@ def validate(
 
     try:
         with captures_as_logs(paths) as logs:
-            result = _load(ctx, logs, keep_events=False)
+            result = _load(ctx, logs)
             summary, compared = validation_summary(result)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
         _emit(
@@ -647,7 +647,6 @@ def _priced(
     rates: str,
     model_map: list[str] | None,
     *,
-    keep_events: bool = True,
     found: Found | None = None,
     window: Window | None = None,
     agent_items: bool = False,
@@ -659,9 +658,7 @@ def _priced(
     from analytics.core.pricing.rates import load_rates
 
     table = load_rates(rates)
-    result = _load(
-        ctx, paths, window, keep_events=keep_events, found=found, agent_items=agent_items
-    )
+    result = _load(ctx, paths, window, found=found, agent_items=agent_items)
     tables = priced(result, table, _model_map(model_map))
     return result, tables["calls"], tables["sessions"]
 

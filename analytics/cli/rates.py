@@ -26,7 +26,7 @@ def rates_learn(
     from analytics.core.pricing.learned import learned_toml
 
     try:
-        result = cli._load(ctx, paths, keep_events=False)
+        result = cli._load(ctx, paths)
         text = learned_toml(result.log_prices)
         if output is None and sys.stdout.isatty():  # the same table, read on a screen
             text = folded_toml(text, cli._layout(wide=False).width or len(text))

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from analytics.cache.output import Report
     from analytics.core.blocks import Burn
-    from analytics.core.periods import Breakdown, Period
+    from analytics.core.periods import Breakdown, Period, PeriodReport
     from analytics.render.text_table import Layout
 
 
@@ -46,7 +47,7 @@ def report(
 
     try:
         window = cli._window(since, until, timezone, agent)
-        result = cli._load(ctx, paths, window, keep_events=False, agent_items=True)
+        result = cli._load(ctx, paths, window, agent_items=True)
         tables = [load_rates(name) for name in bundled_rate_tables()]
         page = render_report(
             result, load_rates(rates), tables, str(window.zone), cli._model_map(model_map)
@@ -114,18 +115,12 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 return
             from analytics.core.periods import period_report
             from analytics.core.timezones import resolve_zone
-            from analytics.render import report
 
             zone = resolve_zone(timezone)
             start, end = cli._days(since, until)
+            window = cli._window(None, None, timezone, agent)
             result, priced_calls, priced_sessions = cli._priced(
-                ctx,
-                paths,
-                rates,
-                model_map,
-                keep_events=False,
-                found=replays.found,
-                window=cli._window(None, None, timezone, agent),
+                ctx, paths, rates, model_map, found=replays.found, window=window
             )
             if by is By.user:
                 raise UsageError("--by user reads a team dataset: add --dataset DIR")
@@ -139,16 +134,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            text = cli._emit(
-                output_format,
-                output,
-                rep.rows,
-                lambda: report.render_sections_json(
-                    {"periods": rep.rows, "totals": rep.totals}, result.issues, timezone=rep.zone
-                ),
-                lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
-                wide=wide,
-            )
+            text = _emit_periods(rep, result.issues, period, output_format, output, wide=wide)
             notes = cli._issue_notes(result, show_issues, wide=wide)
             cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
@@ -186,7 +172,6 @@ def _dataset_period(
     output the same logs give."""
     from analytics.core.reports_sql import dataset_issues, duckdb_report
     from analytics.core.timezones import resolve_zone
-    from analytics.render import report
 
     if not (dataset / "dataset.json").is_file():
         raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
@@ -195,8 +180,23 @@ def _dataset_period(
     rep = duckdb_report(
         dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
     )
-    issues = dataset_issues(dataset)
-    cli._emit(
+    _emit_periods(rep, dataset_issues(dataset), period, output_format, output, wide=False)
+
+
+def _emit_periods(
+    rep: PeriodReport,
+    issues: pl.DataFrame,
+    period: Period,
+    output_format: cli.Format,
+    output: Path | None,
+    *,
+    wide: bool,
+) -> Report | None:
+    """Print or write a period report, whether the logs or a team dataset gave it (one
+    rendering for both, so the two read alike): ``cli._emit``'s text."""
+    from analytics.render import report
+
+    return cli._emit(
         output_format,
         output,
         rep.rows,
@@ -204,7 +204,7 @@ def _dataset_period(
             {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
         ),
         lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
-        wide=False,
+        wide=wide,
     )
 
 
@@ -247,14 +247,7 @@ def top(
         window = cli._window(since, until, timezone, agent)
         zone = str(window.zone)
         result, priced_calls, _ = cli._priced(
-            ctx,
-            paths,
-            rates,
-            model_map,
-            keep_events=False,
-            found=replays.found,
-            window=window,
-            agent_items=True,
+            ctx, paths, rates, model_map, found=replays.found, window=window, agent_items=True
         )
         sections = top_sections(
             priced_calls,
@@ -331,9 +324,7 @@ def blocks(
         from analytics.render import report
 
         window = cli._window(None, None, timezone, agent or [cli.Agent.claude_code])
-        result, priced_calls, _ = cli._priced(
-            ctx, paths, rates, model_map, keep_events=False, window=window
-        )
+        result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
         now = datetime.now(UTC)
         table = usage_blocks(priced_calls, now)
         limit = _token_limit(token_limit, table)

@@ -46,13 +46,9 @@ def export(
 
     try:
         check_target(directory)
+        window = cli._window(since, until, timezone, agent)
         result, priced_calls, priced_sessions = cli._priced(
-            ctx,
-            paths,
-            rates,
-            model_map,
-            keep_events=False,
-            window=cli._window(since, until, timezone, agent),
+            ctx, paths, rates, model_map, window=window
         )
         inputs = [str(path.resolve()) for path in (paths or default_targets())]
         who = Who(resolve_user(user), this_host())
