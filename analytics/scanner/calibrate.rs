@@ -1,7 +1,7 @@
-//! Calibration (`analytics/tokens.py`, `_calibrate`): each call's input, cache and output
-//! tokens from the fitted prompts, apportioned to the shutdown's exact totals where a total
-//! covers the call (integer largest remainder, so every column sums to its total), else the
-//! fit as it is with the provider's caching.
+//! Calibration (its polars oracle: `tests/reference/calibrate.py`, `calibrate`): each call's
+//! input, cache and output tokens from the fitted prompts, apportioned to the shutdown's exact
+//! totals where a total covers the call (integer largest remainder, so every column sums to
+//! its total), else the fit as it is with the provider's caching.
 //!
 //! A call to calibrate shares its shutdown total (session, segment, model) with the others of
 //! its group: input in proportion to the fitted prompts; cache reads over the warm prefixes

@@ -1,5 +1,5 @@
 //! The GitHub Copilot CLI `events.jsonl` format: which fields each line may hold and how the
-//! EVENTS columns are made from them (see `analytics/schema.py` and the format notes in
+//! EVENTS columns are made from them (see `analytics/core/schema.py` and the format notes in
 //! `/work/shared/docs/copilot-events-schema.md`).
 #![forbid(unsafe_code)]
 

@@ -1,5 +1,5 @@
-//! The reconstruction's per-session fit (`analytics/reconstruct.py`, `fit`): weighted least
-//! squares with priors, solved one session at a time.
+//! The reconstruction's per-session fit (its polars oracle: `tests/reference/fit.py`, `fit`):
+//! weighted least squares with priors, solved one session at a time.
 //!
 //! A session's calls carry their regressors (the fixed part's unknown, bytes and items so far
 //! per kind of content, for the prompt and for the prefix the next call reads from cache);
@@ -100,8 +100,9 @@ pub struct Facts<'a> {
 /// Constraint rows: members (row, call, part) and targets (row, y, sd, at least).
 pub type Rows = (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>);
 
-/// Every constraint row of a session (see `analytics/reconstruct.py`): the members as
-/// (row, call, part) and the targets as (row, y, sd, at least), rows named by what they sum.
+/// Every constraint row of a session (see `constraints` in `tests/reference/fit.py`): the
+/// members as (row, call, part) and the targets as (row, y, sd, at least), rows named by what
+/// they sum.
 /// `runs`: each sub-agent's `totalTokens` (input + output of all its calls); `stated`: the
 /// main fixed part the log states.
 pub fn constraint_rows(
@@ -254,7 +255,7 @@ pub struct Fitted<'a> {
     pub residual_pct: Option<f64>,
     /// Each unknown's posterior standard error (the square root of the diagonal of
     /// (XᵀWX + P)⁻¹, priors and links included), in the order of `parameters`: what an
-    /// estimated call's interval is built from (`analytics/reconstruct.py`).
+    /// estimated call's interval is built from (`bounds` in `copilot_tokens.rs`).
     pub standard_errors: Vec<f64>,
 }
 

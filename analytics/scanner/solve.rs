@@ -1,5 +1,5 @@
 //! Many small dense linear systems, solved one after another: the per-session normal
-//! equations of the prompt reconstruction (`analytics/reconstruct.py`).
+//! equations of the prompt reconstruction (`fit.rs`).
 //!
 //! Each system is n×n (a handful of unknowns), given row-major with its right-hand side.
 //! Gauss-Jordan elimination with partial pivoting on `[A | b | I]` yields the solution and
