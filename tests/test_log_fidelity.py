@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from analytics.agents.copilot.events import read_events
 from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.engine.analyze import Analysis, analyze
-from analytics.engine.tokens import add_call_tokens
+from analytics.engine.tokens import call_tokens_and_fit
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.reference.calls import build_calls
 from tests.reference.events import drop_repeats, order_events
@@ -459,7 +459,7 @@ def test_a_usage_record_and_a_store_row_that_disagree_are_reported(tmp_path: Pat
     sessions = summarize_sessions(events, calls, empty(MODEL_METRICS))
     row = {"source_file": "session-store.db", "session_id": SESSION, "input_tokens": 25_700}
     store = padded(pl.DataFrame([row]), OBSERVED_USAGE)
-    priced, issues = add_call_tokens(calls, events, sessions, empty(MODEL_METRICS), store)
+    priced, issues, _ = call_tokens_and_fit(calls, events, sessions, empty(MODEL_METRICS), store)
     assert priced["input_tokens"].to_list() == [25_721]
     (issue,) = issues.rows(named=True)
     assert issue["line"] == 2  # the call's turn_start

@@ -2,9 +2,9 @@
 
 A Claude Code log holds every call's true usage *and* the conversation that produced it
 (prompts, replies, tool requests and results, with their sizes: the fold's items). So it is a
-real test of the content-to-tokens model that the Copilot reconstruction uses
-(``reconstruct.py``): the calls are handed to it with their usage removed, in the Copilot
-vocabulary (CALLS, EVENTS), either
+real test of the content-to-tokens model that the Copilot reconstruction uses (the engine's
+``scanner/copilot_tokens.rs`` and ``fit.rs``): the calls are handed to it with their usage
+removed, in the Copilot vocabulary (CALLS, EVENTS), either
 
 - ``with_totals=True``: as if only each session's per-model totals were known, the way a
   Copilot shutdown's ``modelMetrics`` states them (Σ input, cache read, cache write, output
@@ -27,7 +27,7 @@ import polars as pl
 
 from analytics.agents import AgentTables
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
-from analytics.engine.tokens import add_call_tokens
+from analytics.engine.tokens import call_tokens_and_fit
 
 #: Sessions with fewer calls say little about how a conversation grows; issue 19 measures
 #: sessions with at least this many.
@@ -74,7 +74,7 @@ def corpus_errors(
     if calls.is_empty():
         return _compared(calls, calls)
     items = items.join(kept, on="session_id", how="semi")
-    blind, _ = add_call_tokens(
+    blind, _, _ = call_tokens_and_fit(
         _as_calls(calls),
         _as_events(items, calls, with_totals=with_totals),
         _as_sessions(calls, with_totals=with_totals),
@@ -125,22 +125,10 @@ def _shutdown_file(session: pl.Expr) -> pl.Expr:
 
 
 def _as_events(items: pl.DataFrame, calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
-    """The conversation items as EVENTS, and with totals a ``session.shutdown`` after each
-    session's last call (its per-model totals are ``_totals``)."""
-    events = items.select(
-        "source_file",
-        "source_line",
-        "session_id",
-        "event_seq",
-        pl.lit(0, pl.Int32).alias("process_index"),
-        "event_type",
-        "timestamp",
-        "agent_id",
-        "tool_call_id",
-        "tool_name",
-        "content_bytes",
-        "tool_request_bytes",
-    )
+    """The conversation items as EVENTS (of one process; ``padded`` keeps the columns EVENTS
+    names), and with totals a ``session.shutdown`` after each session's last call (its
+    per-model totals are ``_totals``)."""
+    events = items.with_columns(pl.lit(0, pl.Int32).alias("process_index"))
     if with_totals:
         last = calls.group_by("session_id").agg(
             pl.max_horizontal(pl.col("event_seq").max(), pl.lit(0)).alias("_last")

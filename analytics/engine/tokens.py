@@ -66,26 +66,6 @@ _CALL_INPUT = list(CALLS)
 _SESSION_INPUT = ["session_id", "shutdown_mode", "shutdown_requests", "byok", "llm_calls"]
 
 
-def add_call_tokens(
-    calls: pl.DataFrame,
-    events: pl.DataFrame,
-    sessions: pl.DataFrame,
-    model_metrics: pl.DataFrame,
-    observed: pl.DataFrame | None = None,
-    *,
-    use_observed: bool = True,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return (CALLS + CALL_TOKENS, ISSUES). ``observed`` is an OBSERVED_USAGE frame.
-
-    ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
-    ``agentcost validate`` compares against the records to measure the reconstruction's error.
-    """
-    calls, issues, _ = call_tokens_and_fit(
-        calls, events, sessions, model_metrics, observed, use_observed=use_observed
-    )
-    return calls, issues
-
-
 def call_tokens_and_fit(
     calls: pl.DataFrame,
     events: pl.DataFrame,
@@ -96,6 +76,9 @@ def call_tokens_and_fit(
     use_observed: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(CALLS + CALL_TOKENS in session and event order, ISSUES, the sessions' figures).
+    ``observed`` is an OBSERVED_USAGE frame. ``use_observed=False`` ignores every per-call
+    record and reconstructs all calls: what ``agentcost validate`` compares against the
+    records to measure the reconstruction's error.
 
     The sessions' figures (session_id and ``SESSION_TOKENS``, one row per session) go to
     SESSIONS with ``with_call_totals``. The engine's pass runs the same stage on its folds

@@ -2,7 +2,7 @@
 
 Wherever a session has observed per-call tokens (session-store rows, OTel spans, SDK
 ``assistant.usage``), the calls are reconstructed again as if those records did not exist
-(``tokens.add_call_tokens(..., use_observed=False)``: calibrated to the shutdown totals where
+(``tokens.call_tokens_and_fit(..., use_observed=False)``: calibrated to the shutdown totals where
 the log has them) and compared call by call. The result is the reconstruction's measured
 error, per session and overall; the README quotes it.
 
@@ -19,7 +19,7 @@ from analytics.agents.discover import CLAUDE_CODE, COPILOT
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import beside_truth, corpus_errors
-from analytics.engine.tokens import add_call_tokens
+from analytics.engine.tokens import call_tokens_and_fit
 
 
 def reconstruction_errors(result: Analysis) -> pl.DataFrame:
@@ -68,7 +68,7 @@ def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
 def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
     copilot = result.calls.filter(pl.col("agent") != CLAUDE_CODE)
-    blind, _ = add_call_tokens(
+    blind, _, _ = call_tokens_and_fit(
         copilot, result.events, result.sessions, result.model_metrics, use_observed=False
     )
     return _compared(copilot.filter(pl.col("token_source") == "observed"), blind)
@@ -134,7 +134,7 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
     rebuilt = []
     copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
     if not copilot.is_empty():
-        calls, _ = add_call_tokens(
+        calls, _, _ = call_tokens_and_fit(
             conform(copilot, CALLS),
             analysis.events,
             analysis.sessions,
