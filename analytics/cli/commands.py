@@ -253,11 +253,11 @@ def _load(
     agent_items: bool = False,
 ) -> Analysis:
     """Run the analysis with the caches (unless ``agentcost --no-cache``) and a progress bar
-    on a terminal. No command reads a whole tree's ``events`` at once, so a large tree is
-    analysed in groups, with flat memory (``top`` reads each group's through
-    ``session_groups``). ``found``: what discovery already found under ``paths``. Only
-    commands that attribute context (``top``, the report) read the Claude Code and Codex
-    sessions' items: ``agent_items``."""
+    on a terminal. The analysis keeps no ``events``, so a large tree is analysed in groups,
+    with flat memory; a command that needs them has them read again (``Analysis.events``, or
+    a group at a time through ``session_groups``, as ``top`` does). ``found``: what
+    discovery already found under ``paths``. Only commands that attribute context (``top``,
+    the report) read the Claude Code and Codex sessions' items: ``agent_items``."""
     from analytics.engine.analyze import analyze as run
     from analytics.render.progress import progress_bar
 
