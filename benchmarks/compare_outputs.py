@@ -49,7 +49,7 @@ def run(source: Path, args: list[str], out: Path) -> tuple[int, bytes, dict[str,
         "TZ": "UTC",
     }
     done = subprocess.run(
-        [sys.executable, "-c", "from analytics.cli.commands import main; main()", *args],
+        [sys.executable, "-c", "from analytics.cli import main; main()", *args],
         env=env,
         capture_output=True,
         cwd=out,

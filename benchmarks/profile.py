@@ -26,6 +26,7 @@ from typing import Any
 
 from analytics import _scanner
 from analytics.agents.copilot import events as copilot_events
+from analytics.cache import fingerprints
 from analytics.cache import repriced as priced
 from analytics.cache import results as result_cache
 from analytics.core.pricing import rates
@@ -39,7 +40,8 @@ _CLI = "analytics.cli.commands"
 
 _STAGES: list[tuple[Any, str]] = [
     (analysis, "discover"),
-    (result_cache.ResultCache, "key"),
+    (fingerprints, "tree_key"),  # the whole tree's key: every input's identity
+    (fingerprints, "group_key"),
     (result_cache.ResultCache, "load_lazily"),  # every stored result is read through it
     (result_cache.ResultCache, "save"),
     (result_cache.ResultCache, "load_priced"),
