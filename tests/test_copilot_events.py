@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.agents.copilot.events import ParsedLog, read_events
 from analytics.engine.analyze import analyze
+from tests.reference.reader import ParsedLog, read_events
 
 SESSION = "0f3c2a8e-1b2d-4c5e-9f60-718293a4b5c6"
 START = {

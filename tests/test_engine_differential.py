@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics.agents.copilot.events import read_logs, scan_logs
+from analytics.agents.copilot.events import scan_logs
 from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.sdk_capture import read_capture
 from analytics.agents.copilot.simulate import SimulationParams, simulate, write_capture_tree
@@ -48,6 +48,7 @@ from tests.conftest import SAMPLE_LOGS
 from tests.reference import tokens as reference_tokens
 from tests.reference.calls import build_calls
 from tests.reference.events import drop_repeats, order_events, place_model_metrics, priced_lines
+from tests.reference.reader import read_logs
 from tests.reference.sessions import session_issues, summarize_sessions
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.agents.copilot.events import read_events
 from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.engine.analyze import Analysis, analyze
 from analytics.engine.tokens import call_tokens_and_fit
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.reference.calls import build_calls
 from tests.reference.events import drop_repeats, order_events
+from tests.reference.reader import read_events
 from tests.reference.sessions import summarize_sessions
 
 T0 = datetime(2026, 10, 9, 11, 0, tzinfo=UTC)

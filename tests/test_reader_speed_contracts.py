@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from analytics.agents.copilot import events as copilot_events
-from analytics.agents.copilot.events import read_logs
 from analytics.agents.discover import discover
 from analytics.render.progress import Bar, progress_bar
 from tests.conftest import SAMPLE_LOGS
+from tests.reference.reader import read_logs
 
 
 @pytest.mark.parametrize("chunk", [64, 1000, 50_000])

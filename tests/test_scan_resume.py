@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analytics.agents.copilot.events import ParsedLog, ScanState, read_logs
+from analytics.agents.copilot.events import ScanState
 from analytics.agents.discover import LogFile
+from tests.reference.reader import ParsedLog, read_logs
 
 
 def line(kind: str, event_id: str, second: int, **data: Any) -> bytes:

@@ -17,15 +17,13 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from analytics import _scanner
-from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.discover import LogFile
-from analytics.core.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
+from analytics.core.schema import ISSUES, MODEL_METRICS, empty
 
 #: Bytes of files scanned together on one thread (many small files share a batch). A batch
 #: has columns and string buffers of its own, so fewer batches hold less: with the pipeline's
@@ -40,64 +38,8 @@ Progress = Callable[[int, int], None]
 
 
 ScanState = _scanner.ScanState
-"""Where the scan of one log stopped (``ParsedLog.ends``): pass it back in ``read_logs``'s
+"""Where the scan of one log stopped (``ScannedLogs.ends``): pass it back in ``scan_logs``'s
 ``resume`` to read only the lines written since."""
-
-
-@dataclass(frozen=True)
-class ParsedLog:
-    """What log files yield: their events, their shutdown per-model totals, their problems;
-    with ``read_logs(..., resume=...)``, where each log's scan stopped (aligned with the logs;
-    empty otherwise)."""
-
-    events: pl.DataFrame
-    model_metrics: pl.DataFrame
-    issues: pl.DataFrame
-    ends: list[ScanState] = field(default_factory=list)
-
-
-def read_events(path: Path, session_hint: str) -> ParsedLog:
-    """Parse one Copilot events file.
-
-    ``session_hint`` names the session when the file has no ``session.start`` (a crash before
-    the first line was flushed, or an excerpt): the session directory name or the file stem.
-    An unreadable file yields one error issue and no events.
-    """
-    return read_logs([LogFile(path, session_hint)])
-
-
-def read_logs(
-    logs: Sequence[LogFile],
-    progress: Progress | None = None,
-    *,
-    resume: Sequence[ScanState | None] | None = None,
-) -> ParsedLog:
-    """Parse many events files into one set of tables, in file and line order.
-
-    Each file is read up to the size discovery saw (bytes written since are read next time).
-    A file holds one session or several one after another: each line belongs to the latest
-    ``session.start`` before it (earlier lines to the first one), a file without any to its
-    hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
-
-    ``resume``: as ``scan_logs``. The analysis itself never builds this table of events
-    (``engine.native.pass_group`` reads the scanned batches); the reference stages and the tests do.
-    """
-    scanned = scan_logs(logs, progress, resume=resume)
-    if scanned.tables:
-        events = pl.concat([batch_frame(table) for table in scanned.tables], rechunk=False)
-    else:
-        events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
-    events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
-    if scanned.failed:
-        lost = pl.Series(scanned.failed, dtype=pl.String).implode()
-        events = events.filter(~pl.col("source_file").is_in(lost))
-    issues = pl.concat([scanned.issues, _unknown_types(events)])
-    return ParsedLog(
-        events,
-        scanned.model_metrics,
-        issues.sort("file", "line", nulls_last=False, maintain_order=True),
-        scanned.ends,
-    )
 
 
 @dataclass(frozen=True)
@@ -131,7 +73,7 @@ def scan_logs(
     *,
     resume: Sequence[ScanState | None] | None = None,
 ) -> ScannedLogs:
-    """Scan many events files (see ``read_logs``) into the scanner's batches.
+    """Scan many events files into the scanner's batches.
 
     ``resume`` (aligned with ``logs``) reads each log from a state a previous read ended at
     (``ScannedLogs.ends``; None: from its start), for a log that grows: the lines, offsets,
@@ -307,18 +249,6 @@ def _text(value: object) -> str | None:
     if isinstance(value, Decimal) and value == value.to_integral_value():
         return str(int(value))
     return str(value)
-
-
-def _unknown_types(events: pl.DataFrame) -> pl.DataFrame:
-    """One warning per file and unknown event type, at its first line, with its count."""
-    unknown = (
-        events.filter(~pl.col("event_type").is_in(list(KNOWN_EVENT_TYPES)))
-        .group_by("source_file", "event_type")
-        .agg(pl.col("source_line").min().alias("line"), pl.len().alias("count"))
-        .sort("source_file", "line")
-        .rename({"source_file": "file"})
-    )
-    return unknown_type_issues(unknown)
 
 
 def _issues(rows: Sequence[IssueRow]) -> pl.DataFrame:
