@@ -16,7 +16,12 @@ from typer.testing import CliRunner
 
 from analytics.cli.commands import app
 from tests.readme_facts import empty, number, params
-from tests.test_claude_code_facts import _USAGE, expected_models
+from tests.test_claude_code_facts import (
+    expected_models,
+    session_prefixes,
+    usage_facts,
+    usage_figures,
+)
 from tests.test_codex_facts import FINAL
 
 
@@ -40,35 +45,10 @@ def calls_of(path: Path) -> pl.DataFrame:
 def test_claude_code_file_through_analyze(path: Path, row: dict[str, str]) -> None:
     calls = calls_of(path)
     assert set(calls["agent"]) <= {"claude-code"}
-    usage = _USAGE.fullmatch(row["usage over calls (last line of each call)"])
-    assert usage
-    uncached, cache_write, five_min, one_hour, cache_read, output = (
-        number(g) for g in usage.groups()
-    )
-    split = calls.filter(pl.col("cache_write_1h_tokens").is_not_null())
-    uncached_got = calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]
-    assert {
-        "calls": calls.height,
-        "in": int(uncached_got.sum()),
-        "cw": int(calls["cache_write_tokens"].sum()),
-        "5m": int((split["cache_write_tokens"] - split["cache_write_1h_tokens"]).sum()),
-        "1h": int(split["cache_write_1h_tokens"].sum()),
-        "cr": int(calls["cache_read_tokens"].sum()),
-        "out": int(calls["output_tokens"].sum()),
-    } == {
-        "calls": number(row["lines / assistant / **API calls**"].split("/")[2]),
-        "in": uncached,
-        "cw": cache_write,
-        "5m": five_min,
-        "1h": one_hour,
-        "cr": cache_read,
-        "out": output,
-    }
+    assert usage_figures(calls) == usage_facts(row)
     assert dict(calls.group_by("model").len().iter_rows()) == expected_models(row["models (calls)"])
-    count, _, prefixes = row["sessionIds"].partition(":")
-    wanted = sorted(p.strip(" `") for p in prefixes.split(","))
-    got = sorted({s[: len(wanted[0])] for s in calls["session_id"]})
-    assert set(got) <= set(wanted) and len(wanted) == number(count)
+    wanted = session_prefixes(row)
+    assert {s[: len(wanted[0])] for s in calls["session_id"]} <= set(wanted)
 
 
 @pytest.mark.parametrize(("path", "row"), params("codex"))

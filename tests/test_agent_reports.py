@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import sys
 import time
 from decimal import Decimal
@@ -36,9 +35,7 @@ from analytics.engine.analyze import Analysis, analyze
 from analytics.engine.watch import AgentFollow, agent_session_id, figures, latest_log
 from analytics.render.html_report import MAX_SELECTABLE
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
-
-AGENTCOST = Path(sys.executable).with_name("agentcost")
-ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+from tests.pty_watch import watching
 
 CLAUDE: list[dict[str, Any]] = [
     {"type": "user", "uuid": "u1", "sessionId": "cc-1", "timestamp": "2026-05-01T10:00:00Z",
@@ -273,47 +270,16 @@ def test_top_report_and_watch_on_a_real_log(agent: str, folder: str, tmp_path: P
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_watch_in_a_pty_shows_a_claude_code_call_appended(logs: Path, tmp_path: Path) -> None:
-    import pty
-
     session = next((logs / "claude").rglob("*.jsonl"))
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: agentcost watch on the terminal
-        os.environ.update(COLUMNS="100", LINES="30", AGENTCOST_CACHE_DIR=str(tmp_path / "c"))
-        os.execv(str(AGENTCOST), [str(AGENTCOST), "watch", str(session)])
-    screen = b""
-
-    def wait_for(text: str, seconds: float) -> bool:
-        nonlocal screen
-        started = time.monotonic()
-        while time.monotonic() - started < seconds:
-            if select.select([fd], [], [], 0.05)[0]:
-                try:
-                    screen += os.read(fd, 65536)
-                except OSError:
-                    break
-            if text.encode() in ANSI.sub(b"", screen):
-                return True
-        return False
-
-    try:
-        assert wait_for("calls so far  2", 20), screen.decode(errors="replace")
-        assert b"cc-1" in screen
+    with watching(session, tmp_path / "c") as screen:
+        assert screen.wait_for("calls so far  2", 20) is not None, screen.shown()
+        assert "cc-1" in screen.shown()
         more = {**CLAUDE[-1], "uuid": "a3", "requestId": "r3", "timestamp": "2026-05-01T10:00:09Z"}
         more["message"] = {**CLAUDE[-1]["message"], "id": "m3"}
         with session.open("a") as out:
             out.write(json.dumps(more) + "\n")
-        assert wait_for("calls so far  3", 2.0), screen.decode(errors="replace")
-        os.write(fd, b"q")
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG)[0] == 0:
-            time.sleep(0.05)
-    finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+        assert screen.wait_for("calls so far  3", 2.0) is not None, screen.shown()
+        screen.quit(b"q")
 
 
 def test_event_groups_hold_every_agents_items_once(logs: Path) -> None:

@@ -35,18 +35,11 @@ def expected_models(cell: str) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize(("path", "row"), params("claude-code"))
-def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
-    tables = claude_code.read_files([path])
-    calls, sessions = tables.calls, tables.sessions
-    lines, _, api_calls = (number(n) for n in row["lines / assistant / **API calls**"].split("/"))
-    usage = _USAGE.fullmatch(row["usage over calls (last line of each call)"])
-    assert usage, row["usage over calls (last line of each call)"]
-    uncached, cache_write, five_min, one_hour, cache_read, output = (
-        number(g) for g in usage.groups()
-    )
+def usage_figures(calls: pl.DataFrame) -> dict[str, int]:
+    """The usage figures of a facts row, summed over ``calls`` (CALLS columns): calls,
+    uncached input, cache writes (all, 5-minute and 1-hour where split), cache reads, output."""
     split = calls.filter(pl.col("cache_write_1h_tokens").is_not_null())
-    got = {
+    return {
         "calls": calls.height,
         "in": int(
             (calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]).sum()
@@ -56,25 +49,54 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
         "1h": int(split["cache_write_1h_tokens"].sum()),
         "cr": int(calls["cache_read_tokens"].sum()),
         "out": int(calls["output_tokens"].sum()),
-        "lines": int(sessions["lines_read"].sum()),
-        "without final usage": int((~calls["final_usage"]).sum()),
     }
-    assert got == {
-        "calls": api_calls,
+
+
+def usage_facts(row: dict[str, str]) -> dict[str, int]:
+    """The same figures as the facts ``row`` writes them (``usage_figures``' keys)."""
+    written = row["usage over calls (last line of each call)"]
+    usage = _USAGE.fullmatch(written)
+    assert usage, written
+    uncached, cache_write, five_min, one_hour, cache_read, output = (
+        number(g) for g in usage.groups()
+    )
+    return {
+        "calls": number(row["lines / assistant / **API calls**"].split("/")[2]),
         "in": uncached,
         "cw": cache_write,
         "5m": five_min,
         "1h": one_hour,
         "cr": cache_read,
         "out": output,
+    }
+
+
+def session_prefixes(row: dict[str, str]) -> list[str]:
+    """The session id prefixes the facts ``row`` names, sorted (as many as it counts)."""
+    count, _, prefixes = row["sessionIds"].partition(":")
+    named = sorted(p.strip(" `") for p in prefixes.split(","))
+    assert len(named) == number(count), row["sessionIds"]
+    return named
+
+
+@pytest.mark.parametrize(("path", "row"), params("claude-code"))
+def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
+    tables = claude_code.read_files([path])
+    calls, sessions = tables.calls, tables.sessions
+    lines, _, api_calls = (number(n) for n in row["lines / assistant / **API calls**"].split("/"))
+    got = {
+        **usage_figures(calls),
+        "lines": int(sessions["lines_read"].sum()),
+        "without final usage": int((~calls["final_usage"]).sum()),
+    }
+    assert got == {
+        **usage_facts(row),
         "lines": lines,
         "without final usage": number(row["calls w/o final usage"]),
     }
     per_model = dict(calls.group_by("model").len().iter_rows())
     assert per_model == expected_models(row["models (calls)"])
-    count, _, prefixes = row["sessionIds"].partition(":")
-    expected_sessions = sorted(p.strip(" `") for p in prefixes.split(","))
-    assert len(expected_sessions) == number(count)
+    expected_sessions = session_prefixes(row)
     assert sorted(s[: len(expected_sessions[0])] for s in sessions["session_id"]) == (
         expected_sessions
     )

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import select
 import shutil
 import sys
 import time
@@ -37,11 +35,10 @@ from analytics.engine.watch import (
     sparkline,
 )
 from tests.conftest import SAMPLE_LOGS
+from tests.pty_watch import watching
 
 SESSION = "24ccb34f-02d7-4b8f-aea1-6d95145b2643"
 NEWER = "99999999-0000-4000-8000-000000000001"
-ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
-AGENTCOST = Path(sys.executable).with_name("agentcost")
 
 
 def copy_of_a_session(tmp_path: Path) -> Path:
@@ -105,65 +102,29 @@ def turn(index: int, stamp: str) -> str:
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 @pytest.mark.parametrize("quit_key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
 def test_watch_in_a_pty_shows_appended_calls_and_quits(tmp_path: Path, quit_key: bytes) -> None:
-    import pty
-
     home = copy_of_a_session(tmp_path)
     log = home / "session-state" / SESSION / "events.jsonl"
     before = sorted(p.name for p in log.parent.iterdir())
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: agentcost watch on the terminal
-        os.environ.update(COLUMNS="100", LINES="30", AGENTCOST_CACHE_DIR=str(tmp_path / "cache"))
-        os.execv(str(AGENTCOST), [str(AGENTCOST), "watch", str(home)])
-    screen = b""
-
-    def wait_for(text: str, seconds: float) -> float | None:
-        """Seconds until ``text`` is on the screen, or None after ``seconds``."""
-        nonlocal screen
-        started = time.monotonic()
-        while time.monotonic() - started < seconds:
-            if select.select([fd], [], [], 0.05)[0]:
-                try:
-                    screen += os.read(fd, 65536)
-                except OSError:
-                    break
-            if text.encode() in ANSI.sub(b"", screen):
-                return time.monotonic() - started
-        return None
-
-    try:
-        assert wait_for("calls so far  6", 20) is not None, screen.decode(errors="replace")
-        screen = b""
+    with watching(home, tmp_path / "cache") as screen:
+        assert screen.wait_for("calls so far  6", 20) is not None, screen.shown()
+        screen.clear()
         with log.open("a") as out:
             out.write(turn(90, "2026-08-03T13:00:00.000Z"))
-        latency = wait_for("calls so far  7", 2.0)
-        assert latency is not None, f"no update within 2 s: {screen.decode(errors='replace')}"
-        screen = b""
+        latency = screen.wait_for("calls so far  7", 2.0)
+        assert latency is not None, f"no update within 2 s: {screen.shown()}"
+        screen.clear()
         with log.open("a") as out:
             out.write(turn(91, "2026-08-03T13:01:00.000Z"))
-        assert wait_for("calls so far  8", 2.0) is not None
-        screen = b""
+        assert screen.wait_for("calls so far  8", 2.0) is not None
+        screen.clear()
         newer = home / "session-state" / NEWER
         newer.mkdir()
         text = (SAMPLE_LOGS / "session-state" / SESSION / "events.jsonl").read_text()
         (newer / "events.jsonl").write_text(text.replace(SESSION, NEWER))
-        assert wait_for(f"session  {NEWER}", 6.0) is not None, screen.decode(errors="replace")
-        os.write(fd, quit_key)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail(f"agentcost watch did not quit on {quit_key!r}")
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+        assert screen.wait_for(f"session  {NEWER}", 6.0) is not None, screen.shown()
+        code = screen.quit(quit_key)
+        assert code is not None, f"agentcost watch did not quit on {quit_key!r}"
+        assert code == 0
     assert sorted(p.name for p in log.parent.iterdir()) == before  # nothing written there
 
 
