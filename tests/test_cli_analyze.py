@@ -8,9 +8,11 @@ written to ``tmp_path``.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -240,6 +242,49 @@ def test_cli_import_does_not_import_plotly() -> None:
     code = "import sys, analytics.cli.commands; print('plotly' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
+
+
+#: Runs ``agentcost`` in this process and says, as it leaves, whether numpy was loaded.
+_NUMPY_PROBE = (
+    "import os, sys\n"
+    "from analytics.cli import main\n"
+    "leave = os._exit\n"
+    "def _exit(code):\n"
+    "    print('numpy' in sys.modules, file=sys.stderr, flush=True)\n"
+    "    leave(code)\n"
+    "os._exit = _exit\n"
+    "sys.argv = ['agentcost', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None, reason="numpy is not installed: nothing to load"
+)
+@pytest.mark.parametrize("options", [["--format", "json"], ["--calls", "--format", "json"], []])
+def test_analyze_never_imports_numpy(tmp_path: Path, options: list[str]) -> None:
+    """Cold, warm and with one log touched: polars imports numpy (~0.04 s, and its BLAS threads
+    spin a core) if money reaches it as ``Decimal`` objects (``schema.money_text``)."""
+    from tests.conftest import SAMPLE_LOGS
+
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLE_LOGS, logs)
+    env = os.environ | {"AGENTCOST_CACHE_DIR": str(tmp_path / "cache"), "COPILOT_HOME": "/none"}
+
+    def loads_numpy() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", _NUMPY_PROBE, "analyze", str(logs), *options],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        return done.stderr.splitlines()[-1]
+
+    cold, warm = loads_numpy(), loads_numpy()
+    log = next(logs.glob("session-state/*/events.jsonl"))
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 10**9))
+    assert [cold, warm, loads_numpy()] == ["False"] * 3
 
 
 @pytest.mark.parametrize("command", [["analyze"], ["analyze", "--calls"], ["compare"], ["top"]])

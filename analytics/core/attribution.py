@@ -33,7 +33,7 @@ import polars as pl
 
 from analytics.core.apportion import apportion
 from analytics.core.periods import known_sum
-from analytics.core.schema import MONEY
+from analytics.core.schema import MONEY, money_lit
 from analytics.engine.tokens import (
     BYTES_PER_TOKEN,
     DEFAULT_TOOL_DEFINITIONS_TOKENS,
@@ -281,7 +281,7 @@ def _shares(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         pl.col("call_cost_usd").to_physical(), pl.col("tokens"), ["_call"], "item_seq", pl.Int128
     )
     return parts.with_columns(
-        (units.cast(pl.Decimal(38, 0)) * pl.lit(_UNIT, MONEY)).cast(MONEY).alias("cost_usd")
+        (units.cast(pl.Decimal(38, 0)) * money_lit(_UNIT)).cast(MONEY).alias("cost_usd")
     )
 
 

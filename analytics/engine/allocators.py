@@ -38,7 +38,8 @@ MMAP_THRESHOLD = 128 * 1024
 
 
 def tune() -> None:
-    """Set both allocators' options for this process (a no-op once polars is loaded)."""
+    """Set both allocators' options (and numpy's BLAS threads) for this process (a no-op
+    once polars is loaded)."""
     if "polars" in sys.modules:
         return
     given = os.environ.get("_RJEM_MALLOC_CONF", "")
@@ -46,6 +47,9 @@ def tune() -> None:
         os.environ["_RJEM_MALLOC_CONF"] = (
             f"{given},{JEMALLOC_OPTIONS}" if given else JEMALLOC_OPTIONS
         )
+    # numpy, where a command still loads it (plotly, Spark), starts one BLAS thread per core
+    # that spins a moment after each call; agentcost does no linear algebra.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not sys.platform.startswith("linux"):
         return
     try:

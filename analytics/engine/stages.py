@@ -35,7 +35,6 @@ them, and importing them is a tenth of such a run.
 from __future__ import annotations
 
 import dataclasses
-import io
 import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -154,11 +153,11 @@ def run_stages(
             tally.read(id(logs), sum(_size(log) for log in logs))
             return stored
         step = tally.step(id(logs)) if progress else None
+        # Kept while the next groups run, and no copy needed: the engine builds these tables
+        # in arrays of their own (only the events gathered for ``keep_events`` view the
+        # scanner's buffers), so a group's scanned lines are freed as soon as it is analysed.
         tables = _analyse(logs, step, observed, keep_events)
-        if keep_events:
-            return tables, None
-        tables = _detached(tables)
-        if not (cache and key):
+        if keep_events or not (cache and key):
             return tables, None
         ids = tables.sessions["session_id"].to_list()
         digest = records_digest(observed.of(ids))
@@ -472,26 +471,6 @@ class _Observed:
             _stack([rows for rows, _ in read], OBSERVED_USAGE),
             _stack([issues for _, issues in read], ISSUES),
         )
-
-
-def _detached(tables: Tables) -> Tables:
-    """The group's result tables in memory of their own.
-
-    A string polars takes from the events (a session id, a model, a path) stays a view into
-    the scanner's buffer it came from, and keeps that whole buffer alive. The results of
-    each group are kept while the next groups are analysed, so without this copy (through
-    Arrow IPC in memory: results are a few MB a group) the events of every group stay
-    resident, and peak memory grows with the tree instead of the group (measured on 1 GB:
-    +17 MB a 64 MB group).
-    """
-    return Tables.of({name: _copied(getattr(tables, name)) for name in TABLES})
-
-
-def _copied(frame: pl.DataFrame) -> pl.DataFrame:
-    buffer = io.BytesIO()
-    frame.write_ipc(buffer, compression="uncompressed")
-    buffer.seek(0)
-    return pl.read_ipc(buffer)
 
 
 def _ids(session_ids: list[str]) -> pl.Expr:

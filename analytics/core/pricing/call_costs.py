@@ -56,7 +56,7 @@ from analytics.core.pricing.rates import (
     request_usd,
     search_usd,
 )
-from analytics.core.schema import AGENT_CALLS, COSTS, MONEY, TIMESTAMP
+from analytics.core.schema import AGENT_CALLS, COSTS, MONEY, TIMESTAMP, money_lit, money_text
 
 #: The hint shown next to unpriced models.
 UNPRICED_HINT = "add it to a rate table with --rates FILE"
@@ -83,7 +83,7 @@ _PROMPT = "__prompt_tokens"
 _TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
 _PRICE_COLUMNS = tuple(f"p_{n}" for n in _TOKEN_PRICES)
 _FAST_COLUMNS = tuple(f"f_{n}" for n in _TOKEN_PRICES)
-_ZERO = pl.lit(Decimal(0), dtype=MONEY)
+_ZERO = money_lit(0)
 #: Token counts every priced call needs (cache writes are needed only where they cost more).
 _COUNTS = ("input_tokens", "cache_read_tokens", "output_tokens")
 
@@ -241,7 +241,7 @@ def _variants(table: RateTable) -> pl.DataFrame:
         for period in model.periods
         for row in _period_rows(model, period, table)
     ]
-    money = dict.fromkeys((*_PRICE_COLUMNS, *_FAST_COLUMNS), MONEY)
+    money = (*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search")
     schema = {
         "__resolved": pl.String(),
         "eff_from": TIMESTAMP,
@@ -253,11 +253,10 @@ def _variants(table: RateTable) -> pl.DataFrame:
         "win_start": pl.Int32(),
         "win_end": pl.Int32(),
         "win_days": pl.List(pl.Int8()),
-        **money,
-        "p_request": MONEY,
-        "p_web_search": MONEY,
+        **dict.fromkeys(money, pl.String()),
     }
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    # the prices come as text (``schema.money_text``), cast to MONEY here
+    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(pl.col(money).cast(MONEY))
 
 
 def _period_rows(
@@ -266,7 +265,10 @@ def _period_rows(
     """The variant rows of one price entry: its base prices, then each tier and window range."""
     latest = period is max(model.periods, key=_start)
     head = (model.id, period.effective_from, period.effective_until, latest, bool(period.tiers))
-    charges = (request_usd(period, table.usd_per_unit), search_usd(period, table.usd_per_unit))
+    charges = (
+        money_text(request_usd(period, table.usd_per_unit)),
+        money_text(search_usd(period, table.usd_per_unit)),
+    )
     no_window = (None, None, None, None)
     fast = period.fast_multiplier
 
@@ -302,9 +304,9 @@ def _start(period: PricePeriod) -> datetime:
     return period.effective_from or datetime.min.replace(tzinfo=UTC)
 
 
-def _per_token(prices: PriceSet, table: RateTable) -> list[object]:
+def _per_token(prices: PriceSet, table: RateTable) -> list[str | None]:
     """Dollars per token for input, cache read, 5-minute and 1-hour cache writes, output and
-    reasoning."""
+    reasoning, as text (``schema.money_text``)."""
     per_million = (
         prices.input,
         prices.cache_read,
@@ -313,7 +315,7 @@ def _per_token(prices: PriceSet, table: RateTable) -> list[object]:
         prices.output,
         prices.reasoning,
     )
-    return [table.usd_per_token(p) for p in per_million]
+    return [money_text(table.usd_per_token(p)) for p in per_million]
 
 
 def _minute(moment: time) -> int:
