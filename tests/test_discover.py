@@ -12,8 +12,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from analytics.agents.discover import Found, copilot_home, discover
+from analytics.agents.discover import Found, agent_of, copilot_home, discover, read_head
 from analytics.core.errors import InputError
 
 LOG = '{"type":"session.start","data":{},"timestamp":"2026-05-01T10:00:00.000Z"}\n'
@@ -184,3 +186,44 @@ def test_a_named_claude_code_session_brings_its_sub_agents(tmp_path: Path) -> No
     agent.write_text(line)
     found = discover([session])
     assert sorted(log.path.name for _, log in found.agent_logs) == ["agent-a1.jsonl", "s1.jsonl"]
+
+
+_FIRST_LINES = [
+    b'{"type":"session.start","data":{"sessionId":"s"}}',
+    b'{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"abc"}}',
+    b'{"type":"user","sessionId":"s1","uuid":"u1"}',
+    b'{"type":"permission-mode","permissionMode":"default","sessionId":"s1"}',
+    b'{"data":{}}',
+    b'{"other":1}',
+    b"not json",
+    b'{"broken',
+    b"",
+    b"\x00\x00",
+]
+
+
+@settings(max_examples=300)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from(_FIRST_LINES), st.integers(0, 6000)), min_size=0, max_size=10
+    ),
+    newline_at_end=st.booleans(),
+)
+def test_agent_of_reads_the_same_from_the_head_as_from_the_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[tuple[bytes, int]],
+    newline_at_end: bool,
+) -> None:
+    """Discovery reads a log's first bytes once (``read_head``) for both ``sniff`` and
+    ``agent_of``: a deciding line longer than those bytes, or past them, is read from the
+    file, so the agent is the one a read of the file alone gives."""
+    # padding makes lines longer than the head (a Codex session_meta holds a whole prompt)
+    text = b"\n".join(
+        line[:-1] + b',"pad":"' + b"x" * pad + b'"}' if line.endswith(b"}") else line + b"x" * pad
+        for line, pad in lines
+    )
+    path = tmp_path_factory.mktemp("head") / "log.jsonl"
+    path.write_bytes(text + (b"\n" if newline_at_end else b""))
+    head = read_head(path)
+    assert head is not None
+    assert agent_of(path, head) == agent_of(path)
