@@ -21,7 +21,7 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from analytics.cli.commands import app
+from analytics.cli.commands import _only_the_command_named, app
 
 RUNNER = CliRunner()
 
@@ -236,6 +236,31 @@ def test_every_command_has_help() -> None:
         result = run(name, "--help")
         assert result.exit_code == 0, (name, result.output)
         assert len(result.stdout.strip().splitlines()) > 2, name
+
+
+def test_a_run_builds_only_the_command_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main`` leaves on ``app`` only the command (or group) named first, and that
+    command's help is what it is beside the others; an option or an unknown name first
+    leaves every command."""
+
+    def built() -> list[str]:
+        group = typer.main.get_command(app)
+        assert isinstance(group, typer.core.TyperGroup)
+        return sorted(group.commands)
+
+    names = built()
+    assert {"analyze", "budget", "capture-to-log", "rates"} <= set(names)
+    for first in (["--no-cache"], ["analyse"], []):
+        _only_the_command_named(first)
+        assert built() == names
+    for name in names:
+        whole = run(name, "--help").stdout
+        monkeypatch.setattr(app, "registered_commands", list(app.registered_commands))
+        monkeypatch.setattr(app, "registered_groups", list(app.registered_groups))
+        _only_the_command_named([name])
+        assert built() == [name]
+        assert run(name, "--help").stdout == whole
+        monkeypatch.undo()
 
 
 def test_cli_import_does_not_import_plotly() -> None:
