@@ -67,3 +67,21 @@ def test_the_console_script_tunes_before_any_command() -> None:
         [sys.executable, "-c", script], env=clean, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [allocators.JEMALLOC_OPTIONS, "False"]
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_tune_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, expected: str) -> None:
+    """numpy, where a command loads it, starts one spinning BLAS thread per core; ``tune``
+    asks for one, and a value the user set wins."""
+    clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = clean if given is None else clean | {"OPENBLAS_NUM_THREADS": given}
+    probe = (
+        "import os\n"
+        "from analytics.engine.allocators import tune\n"
+        "tune()\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == expected

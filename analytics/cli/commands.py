@@ -774,6 +774,8 @@ def _only_the_command_named(first: Sequence[str]) -> None:
     first, when it names one (not an option, not a typo): typer builds a click command of
     every one registered on each run (~13 ms for all, 1 ms for one), and a run needs one.
     Its help, errors and behaviour are those it has beside the others."""
+    if not first or first[0].startswith("-"):  # an option first (--help, --no-cache)
+        return
     commands = [
         info
         for info in app.registered_commands
