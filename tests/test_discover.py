@@ -15,7 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics.agents.discover import Found, agent_of, copilot_home, discover, read_head
+from analytics.agents.discover import (
+    SNIFF_BYTES,
+    Found,
+    agent_of,
+    copilot_home,
+    discover,
+    read_head,
+)
 from analytics.core.errors import InputError
 
 LOG = '{"type":"session.start","data":{},"timestamp":"2026-05-01T10:00:00.000Z"}\n'
@@ -225,5 +232,5 @@ def test_agent_of_reads_the_same_from_the_head_as_from_the_file(
     path = tmp_path_factory.mktemp("head") / "log.jsonl"
     path.write_bytes(text + (b"\n" if newline_at_end else b""))
     head = read_head(path)
-    assert head is not None
+    assert head == path.read_bytes()[:SNIFF_BYTES]
     assert agent_of(path, head) == agent_of(path)

@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -270,12 +270,24 @@ _NAME_A_LOG = "name an events.jsonl file, a session directory or a Copilot home"
 
 def read_head(path: Path) -> bytes | None:
     """The first ``SNIFF_BYTES`` of ``path`` (all of a shorter file); None when it cannot be
-    read."""
+    read. Plain system calls: no buffered file object for one read (a fifth less time over
+    thousands of logs)."""
     try:
-        with open(path, "rb") as file:
-            return file.read(SNIFF_BYTES)
+        descriptor = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        head = b""
+        while len(head) < SNIFF_BYTES:  # a read may return less before the end
+            more = os.read(descriptor, SNIFF_BYTES - len(head))
+            if not more:
+                break
+            head += more
+        return head
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
 def sniff(path: Path, head: bytes | None = None) -> str | None:
@@ -335,13 +347,9 @@ def agent_of(path: Path, head: bytes | None = None) -> str | None:
     again only when the line that decides goes past them (one open per log saves about a
     fifth of discovering a tree of thousands of sessions)."""
     if head is not None:
-        *ended, rest = head.split(b"\n")
-        lines = [line + b"\n" for line in ended]
         whole = len(head) < SNIFF_BYTES  # the file ends inside ``head``
-        if whole and rest:
-            lines.append(rest)  # its last line, without a newline
-        decided, agent = _agent_in(lines[:_LINES_TRIED])
-        if decided or whole or len(lines) >= _LINES_TRIED:
+        decided, agent = _agent_in(_lines_in(head, whole=whole))
+        if decided or whole or head.count(b"\n") >= _LINES_TRIED:
             return agent
     try:
         with open(path, "rb") as file:
@@ -350,6 +358,21 @@ def agent_of(path: Path, head: bytes | None = None) -> str | None:
             return _agent_in(itertools.takewhile(bool, read))[1]
     except OSError:
         return COPILOT
+
+
+def _lines_in(head: bytes, *, whole: bool) -> Iterator[bytes]:
+    """The first ``_LINES_TRIED`` lines of ``head`` as ``readline`` gives them, one at a time
+    (the first usually decides): each with its newline, and, when ``head`` is the ``whole``
+    file, a last line without one."""
+    start = 0
+    for _ in range(_LINES_TRIED):
+        end = head.find(b"\n", start) + 1
+        if not end:
+            if whole and start < len(head):
+                yield head[start:]
+            return
+        yield head[start:end]
+        start = end
 
 
 def _agent_in(lines: Iterable[bytes]) -> tuple[bool, str | None]:
