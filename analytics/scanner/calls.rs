@@ -949,17 +949,24 @@ mod tests {
     }
 
     #[test]
+    fn a_test_group_removes_its_directory_when_dropped() {
+        let files = testing::group(&[("p/s1.jsonl", "{}\n"), ("p/s1/sub/a.jsonl", "")]);
+        let dir = files.dir().to_path_buf();
+        assert!(files.iter().all(|path| path.is_file()));
+        drop(files);
+        assert!(!dir.exists());
+    }
+
+    #[test]
     fn bad_lines_are_issues_and_the_rest_is_read() {
-        let dir = std::env::temp_dir().join(format!("agentcost-calls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("x.jsonl");
         let data = b"{\"a\":1}\n{\"a\":\xff2}\n{\"a\":\x00\x003}\n\n[1]\n{\"a\":4}\n{\"a\":";
-        std::fs::write(&path, data).expect("write");
+        let files = testing::group(&[("x.jsonl", data)]);
+        let (dir, path) = (files.dir(), &files[0]);
         let schema = Schema::new(&[("a", Shape::Scalar)]);
         let mut fields = Fields::new(&schema);
         let mut seen = Vec::new();
         let node = schema.find("a").expect("a");
-        let (lines, mut issues) = read_file(&path, 0, &schema, &mut fields, |line| {
+        let (lines, mut issues) = read_file(path, 0, &schema, &mut fields, |line| {
             seen.push((line.number, line.int(node)));
         });
         assert_eq!(lines, 7);
@@ -985,7 +992,6 @@ mod tests {
         assert!(issues
             .last()
             .is_some_and(|i| i.file == 3 && i.line.is_none()));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -993,30 +999,63 @@ mod tests {
 #[cfg(test)]
 pub mod testing {
     use std::collections::BTreeMap;
-    use std::path::PathBuf;
+    use std::ops::Deref;
+    use std::path::{Path, PathBuf};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::Folded;
 
-    /// Write `files` (relative path, text) under a new temporary directory; their paths.
-    pub fn group<T: AsRef<[u8]>>(files: &[(&str, T)]) -> Vec<PathBuf> {
+    /// A test's files under a temporary directory of their own, which goes when the group
+    /// is dropped (a failed assertion's unwinding included): it reads as the files' paths.
+    pub struct Group {
+        dir: PathBuf,
+        paths: Vec<PathBuf>,
+    }
+
+    impl Group {
+        /// The directory the files are in.
+        pub fn dir(&self) -> &Path {
+            &self.dir
+        }
+    }
+
+    impl Deref for Group {
+        type Target = [PathBuf];
+
+        fn deref(&self) -> &[PathBuf] {
+            &self.paths
+        }
+    }
+
+    impl Drop for Group {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// Write `files` (relative path, text) under a new temporary directory.
+    pub fn group<T: AsRef<[u8]>>(files: &[(&str, T)]) -> Group {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "agentcost-fold-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        files
-            .iter()
-            .map(|(name, text)| {
-                let path = dir.join(name);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).expect("a test directory");
-                }
-                std::fs::write(&path, text.as_ref()).expect("a test file");
-                path
-            })
-            .collect()
+        // Made before any file, so that the guard removes whatever a failed write left.
+        std::fs::create_dir_all(&dir).expect("a test directory");
+        let mut group = Group {
+            dir,
+            paths: Vec::new(),
+        };
+        for (name, text) in files {
+            let path = group.dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("a test directory");
+            }
+            std::fs::write(&path, text.as_ref()).expect("a test file");
+            group.paths.push(path);
+        }
+        group
     }
 
     /// The figures of a session's lines `base` folded by `fold` as one file, and whether

@@ -11,20 +11,25 @@
 //!    record's usage id (else api call id) an earlier record had; one warning per file, and
 //!    `byte_offset` of the lines kept reads as if the repeats were not there;
 //! 4. the shutdowns' per-model totals placed on the shutdown lines kept;
-//! 5. `copilot_fold::fold_session` on each session, sessions in parallel (rayon);
+//! 5. `copilot_fold::fold_session` on each session, sessions in parallel (rayon), and, when
+//!    the per-call rows beside the logs are given, the token stage
+//!    (`copilot_tokens::session_tokens`) on its fold right after: the session's events are
+//!    built once, for both, and dropped with the session's work;
 //! 6. the lines whose `tokenDetails` list quotes prices (not bring-your-own-key).
 //!
 //! The rows come from a [`Rows`] source (the binding reads the scanner's Arrow columns; the
 //! tests and the fuzz run use owned rows), and each session's events borrow from it. Pure safe
-//! Rust: nothing here panics on any input, and a session whose fold did is reported as such.
+//! Rust: nothing here panics on any input, and a session whose fold or token stage did is
+//! reported as such.
 #![forbid(unsafe_code)]
 
-use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
 
 use crate::copilot_fold::{fold_session, Event, Metric, SessionFold, Warning};
+use crate::copilot_tokens::{self, session_tokens, Observed, SessionTokens};
+use crate::hash::{FastMap, FastSet};
 
 /// What ordering and repeat detection read of a line (the fold reads [`Rows::event`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,9 +55,19 @@ pub trait Rows<'a>: Sync {
     }
     /// What ordering reads of line `row`.
     fn key(&self, row: usize) -> Key<'a>;
+    /// What ordering reads of every line, in order (a source may read its columns faster in
+    /// bulk than line by line).
+    fn keys(&self) -> Vec<Key<'a>> {
+        (0..self.len()).map(|row| self.key(row)).collect()
+    }
     /// Line `row` as the fold reads it (`seq`, `process` and `byte_offset` as scanned: the
     /// pass sets them).
     fn event(&self, row: usize) -> Event<'a>;
+    /// Lines `rows` as the fold reads them, in that order (rows mostly ascending: a source
+    /// may read runs of them faster than line by line).
+    fn events(&self, rows: &[usize]) -> Vec<Event<'a>> {
+        rows.iter().map(|&row| self.event(row)).collect()
+    }
     /// The line's `tokenDetails` text and whether it was a bring-your-own-key call.
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>);
 }
@@ -70,28 +85,72 @@ pub struct Session<'a> {
     pub byte_offsets: Vec<Option<i64>>,
     /// The fold (None: it panicked, a bug the caller reports as an issue).
     pub fold: Option<SessionFold<'a>>,
+    /// The token stage on the fold.
+    pub tokens: Tokens<'a>,
     /// Lines kept whose `tokenDetails` quote prices (positions in `rows`).
     pub priced: Vec<usize>,
+}
+
+/// What the token stage gave a session.
+#[derive(Debug, Default)]
+pub enum Tokens<'a> {
+    /// Not run: the per-call rows beside the logs were not given, or the fold failed.
+    #[default]
+    NotRun,
+    /// Its figures.
+    Done(SessionTokens<'a>),
+    /// The stage panicked on the session (a bug the caller reports as an issue).
+    Failed,
 }
 
 impl<'a> Session<'a> {
     /// The session's events in order, as its fold reads them (`seq`, `process` and
     /// `byte_offset` as the pass set them).
     pub fn events<R: Rows<'a> + ?Sized>(&self, rows: &R) -> Vec<Event<'a>> {
-        self.rows
-            .iter()
-            .zip(&self.processes)
-            .zip(&self.byte_offsets)
+        let mut events = rows.events(&self.rows);
+        for (at, (event, (&process, &byte_offset))) in events
+            .iter_mut()
+            .zip(self.processes.iter().zip(&self.byte_offsets))
             .enumerate()
-            .map(|(at, ((&row, &process), &byte_offset))| Event {
-                seq: i64::try_from(at).map_or(i64::MAX, |n| n.saturating_add(1)),
-                process,
-                byte_offset,
-                ..rows.event(row)
-            })
-            .collect()
+        {
+            event.seq = i64::try_from(at).map_or(i64::MAX, |n| n.saturating_add(1));
+            event.process = process;
+            event.byte_offset = byte_offset;
+        }
+        events
+    }
+
+    /// The fold of the session's `events` with its shutdowns' totals `metrics`, then, given
+    /// its per-call rows beside the logs (`observed`), the token stage on the fold; each
+    /// step's panic caught (the session's result then says so).
+    fn work(
+        &mut self,
+        events: &[Event<'a>],
+        metrics: &[Metric<'a>],
+        observed: Option<&[Observed<'a>]>,
+    ) {
+        self.fold = catch_unwind(AssertUnwindSafe(|| fold_session(events, metrics))).ok();
+        let (Some(fold), Some(observed)) = (&self.fold, observed) else {
+            return;
+        };
+        let session = copilot_tokens::Session {
+            id: self.id,
+            events,
+            calls: &fold.calls,
+            row: &fold.session,
+            metrics,
+            observed,
+        };
+        self.tokens = match catch_unwind(AssertUnwindSafe(|| session_tokens(&session, true))) {
+            Ok(tokens) => Tokens::Done(tokens),
+            Err(_) => Tokens::Failed,
+        };
     }
 }
+
+/// The per-call rows kept beside the logs (OBSERVED_USAGE), by session, each session's in
+/// their source's order.
+pub type ObservedRows<'a> = FastMap<&'a str, Vec<Observed<'a>>>;
 
 /// A group's pass.
 #[derive(Debug, Default)]
@@ -109,19 +168,22 @@ pub struct Pass<'a> {
 }
 
 /// The pass over `rows`, leaving out the lines of `failed` files; `metrics` are the
-/// shutdowns' per-model totals (by file and line), `known` the event types analysed.
+/// shutdowns' per-model totals (by file and line), `known` the event types analysed;
+/// `observed`: the per-call rows beside the logs, to run the token stage on each session's
+/// fold (None: not run).
 pub fn run<'a, R: Rows<'a> + ?Sized>(
     rows: &R,
-    failed: &HashSet<&str>,
+    failed: &FastSet<&str>,
     metrics: &[Metric<'a>],
-    known: &HashSet<&str>,
+    known: &FastSet<&str>,
+    observed: Option<&ObservedRows<'a>>,
 ) -> Pass<'a> {
-    let keys: Vec<Key<'a>> = (0..rows.len()).map(|row| rows.key(row)).collect();
+    let keys: Vec<Key<'a>> = rows.keys();
     let usable =
         |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
     let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
     // Rows by session (a run of rows of one session, the usual case, looks its slot up once).
-    let mut slots: HashMap<&'a str, usize> = HashMap::new();
+    let mut slots: FastMap<&'a str, usize> = FastMap::default();
     let mut grouped: Vec<(&'a str, Vec<usize>)> = Vec::new();
     let mut last: Option<(&'a str, usize)> = None;
     for row in (0..keys.len()).filter(usable) {
@@ -150,7 +212,9 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
         .zip(per_session.par_iter())
         .for_each(|(session, mine)| {
             let events = session.events(rows);
-            session.fold = catch_unwind(AssertUnwindSafe(|| fold_session(&events, mine))).ok();
+            let beside = observed.map(|o| o.get(session.id).map_or(&[][..], Vec::as_slice));
+            session.work(&events, mine, beside);
+            drop(events);
             session.priced = session
                 .rows
                 .iter()
@@ -211,6 +275,7 @@ fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Sessio
             .collect(),
         rows: members,
         fold: None,
+        tokens: Tokens::NotRun,
         priced: Vec::new(),
     };
     number(&mut session, keys);
@@ -237,10 +302,10 @@ fn number(session: &mut Session<'_>, keys: &[Key<'_>]) {
 
 /// Drop each session's repeated lines (`drop_repeats`); one warning per file that had them.
 fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warning<'a>> {
-    let mut repeated: HashSet<usize> = HashSet::new();
+    let mut repeated: FastSet<usize> = FastSet::default();
     for session in sessions.iter() {
-        let mut ids: HashSet<&str> = HashSet::new();
-        let mut records: HashSet<&str> = HashSet::new();
+        let mut ids: FastSet<&str> = FastSet::default();
+        let mut records: FastSet<&str> = FastSet::default();
         for &row in &session.rows {
             let Some(key) = keys.get(row) else { continue };
             let copy_of_id = key.event_id.is_some_and(|id| !ids.insert(id));
@@ -255,7 +320,7 @@ fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warni
         return Vec::new();
     }
     // Per file, in line order: the bytes of repeated lines before each line.
-    let mut by_file: HashMap<&'a str, Vec<usize>> = HashMap::new();
+    let mut by_file: FastMap<&'a str, Vec<usize>> = FastMap::default();
     for session in sessions.iter() {
         for &row in &session.rows {
             if let Some(key) = keys.get(row) {
@@ -263,7 +328,7 @@ fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warni
             }
         }
     }
-    let mut before: HashMap<usize, i64> = HashMap::new();
+    let mut before: FastMap<usize, i64> = FastMap::default();
     let mut warnings = Vec::new();
     let mut files: Vec<(&'a str, Vec<usize>)> = by_file.into_iter().collect();
     files.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -323,7 +388,7 @@ type Placed<'a> = (Vec<Option<(&'a str, i32)>>, Vec<Vec<Metric<'a>>>);
 
 /// The shutdowns' totals on the shutdown lines kept (`place_model_metrics`).
 fn place<'a>(sessions: &[Session<'a>], keys: &[Key<'a>], metrics: &[Metric<'a>]) -> Placed<'a> {
-    let mut at: HashMap<(&str, Option<i64>), (usize, i32)> = HashMap::new();
+    let mut at: FastMap<(&str, Option<i64>), (usize, i32)> = FastMap::default();
     for (index, session) in sessions.iter().enumerate() {
         for (&row, &process) in session.rows.iter().zip(&session.processes) {
             if let Some(key) = keys.get(row).filter(|k| k.kind == Some("session.shutdown")) {
@@ -353,9 +418,9 @@ fn quotes_prices((details, byok): (Option<&str>, Option<bool>)) -> bool {
 fn unknown_types<'a>(
     keys: &[Key<'a>],
     rows: impl Iterator<Item = usize>,
-    known: &HashSet<&str>,
+    known: &FastSet<&str>,
 ) -> Vec<(&'a str, &'a str, i64, i64)> {
-    let mut seen: HashMap<(&'a str, &'a str), (i64, i64)> = HashMap::new();
+    let mut seen: FastMap<(&'a str, &'a str), (i64, i64)> = FastMap::default();
     for key in rows.filter_map(|row| keys.get(row)) {
         let Some(kind) = key.kind.filter(|k| !known.contains(k)) else {
             continue;
@@ -438,7 +503,13 @@ mod tests {
             line("s", "a", 2, 9, "user.message"),
             line("s", "a", 1, 8, "user.message"),
         ];
-        let pass = run(&lines[..], &HashSet::new(), &[], &HashSet::new());
+        let pass = run(
+            &lines[..],
+            &FastSet::default(),
+            &[],
+            &FastSet::default(),
+            None,
+        );
         let session = &pass.sessions[0];
         assert_eq!(session.rows, vec![0, 1, 3, 2]);
         assert_eq!(session.processes, vec![0, 1, 1, 1]);
@@ -460,7 +531,13 @@ mod tests {
             line: 4,
             ..Metric::default()
         };
-        let pass = run(&lines[..], &HashSet::new(), &[metric], &HashSet::new());
+        let pass = run(
+            &lines[..],
+            &FastSet::default(),
+            &[metric],
+            &FastSet::default(),
+            None,
+        );
         let session = &pass.sessions[0];
         assert_eq!(session.rows, vec![0, 1, 3]);
         assert_eq!(session.byte_offsets, vec![Some(10), Some(20), Some(30)]);
@@ -477,9 +554,9 @@ mod tests {
             line("s", "gone", 1, 1, "session.start"),
         ];
         lines[0].token_details = Some(" [{}]");
-        let failed: HashSet<&str> = ["gone"].into_iter().collect();
-        let known: HashSet<&str> = ["session.usage_record"].into_iter().collect();
-        let pass = run(&lines[..], &failed, &[], &known);
+        let failed: FastSet<&str> = ["gone"].into_iter().collect();
+        let known: FastSet<&str> = ["session.usage_record"].into_iter().collect();
+        let pass = run(&lines[..], &failed, &[], &known, None);
         assert_eq!(pass.sessions[0].rows, vec![0]);
         assert_eq!(pass.sessions[0].priced, vec![0]);
         assert!(pass.unknown.is_empty());

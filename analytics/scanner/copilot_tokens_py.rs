@@ -3,7 +3,6 @@
 //! use_observed)`. Each frame comes in as an Arrow stream capsule of one chunk; each session
 //! is worked on its own, in parallel, with the GIL released.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -18,7 +17,9 @@ use super::{
     table, text_array, to_py, ArrowTable, EventColumns, Ints, Strs, FOLD_INTS, FOLD_STRS,
 };
 use crate::copilot_fold::{CallRow, Event, SessionRow};
+use crate::copilot_pass::ObservedRows;
 use crate::copilot_tokens::{session_tokens, CallTokens, Observed, Session, SessionTokens};
+use crate::hash::FastMap;
 
 /// The EVENTS columns the fold and the token stage read (`EventColumns`), for the caller to
 /// narrow the events it hands over.
@@ -61,7 +62,7 @@ pub(super) fn copilot_tokens(
     ];
     py.detach(|| {
         let [events, calls, sessions, metrics, records] = &frames;
-        fn grouped(b: &arrow_array::RecordBatch) -> HashMap<&str, Vec<usize>> {
+        fn grouped(b: &arrow_array::RecordBatch) -> FastMap<&str, Vec<usize>> {
             by_session(&Strs::of(column(b, "session_id")), b.num_rows())
                 .into_iter()
                 .collect()
@@ -71,7 +72,7 @@ pub(super) fn copilot_tokens(
         let call_row = call_reader(calls);
         let observed = observed_by_session(records);
         let metric_ids = Strs::of(column(metrics, "session_id"));
-        let mut placed: HashMap<&str, Vec<crate::copilot_fold::Metric>> = HashMap::new();
+        let mut placed: FastMap<&str, Vec<crate::copilot_fold::Metric>> = FastMap::default();
         for (i, metric) in super::pass::metric_list(metrics).into_iter().enumerate() {
             placed
                 .entry(metric_ids.get(i).unwrap_or(""))
@@ -79,7 +80,7 @@ pub(super) fn copilot_tokens(
                 .push(metric);
         }
         let ids = Strs::of(column(sessions, "session_id"));
-        let row_of: HashMap<&str, usize> = (0..sessions.num_rows())
+        let row_of: FastMap<&str, usize> = (0..sessions.num_rows())
             .map(|s| (ids.get(s).unwrap_or(""), s))
             .collect();
         let mut every: Vec<&str> = row_of.keys().chain(call_rows.keys()).copied().collect();
@@ -95,7 +96,7 @@ pub(super) fn copilot_tokens(
         let worked: Vec<(Vec<CallRow>, Option<SessionTokens>)> = every
             .par_iter()
             .map(|&id| {
-                let rows = |g: &HashMap<&str, Vec<usize>>| g.get(id).unwrap_or(&none).clone();
+                let rows = |g: &FastMap<&str, Vec<usize>>| g.get(id).unwrap_or(&none).clone();
                 let list: Vec<Event> = rows(&event_rows)
                     .into_iter()
                     .map(|i| columns.event(i))
@@ -124,8 +125,12 @@ pub(super) fn copilot_tokens(
             .collect();
         let parts: Vec<Part> = every
             .iter()
-            .zip(worked)
-            .map(|(&id, (calls, tokens))| Part { id, calls, tokens })
+            .zip(&worked)
+            .map(|(&id, (calls, tokens))| Part {
+                id,
+                calls,
+                tokens: tokens.as_ref(),
+            })
             .collect();
         token_tables(&parts).map_err(to_py)
     })
@@ -133,19 +138,17 @@ pub(super) fn copilot_tokens(
 
 /// One session's part of the token tables: its calls (as the fold gave them) and what the
 /// stage gave (None: it failed on the session).
-pub(super) struct Part<'a> {
+pub(super) struct Part<'p, 'a> {
     pub id: &'a str,
-    pub calls: Vec<CallRow<'a>>,
-    pub tokens: Option<SessionTokens<'a>>,
+    pub calls: &'p [CallRow<'a>],
+    pub tokens: Option<&'p SessionTokens<'a>>,
 }
 
 /// The OBSERVED_USAGE rows of a frame by session, each session's in the frame's order.
-pub(super) fn observed_by_session(
-    records: &arrow_array::RecordBatch,
-) -> HashMap<&str, Vec<Observed<'_>>> {
+pub(super) fn observed_by_session(records: &arrow_array::RecordBatch) -> ObservedRows<'_> {
     let ids = Strs::of(column(records, "session_id"));
     let row = observed_reader(records);
-    let mut out: HashMap<&str, Vec<Observed>> = HashMap::new();
+    let mut out = ObservedRows::default();
     for i in 0..records.num_rows() {
         out.entry(ids.get(i).unwrap_or(""))
             .or_default()
@@ -228,12 +231,12 @@ fn observed_reader<'a>(
 /// and fit), and the issues. A session the stage failed on keeps its calls' own model and
 /// output, gets no other figure, and is named in an error.
 pub(super) fn token_tables(
-    parts: &[Part<'_>],
+    parts: &[Part<'_, '_>],
 ) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
     let mut per_call: Vec<CallTokens> = Vec::new();
     let mut issues: Vec<(&str, Option<i64>, &str, String)> = Vec::new();
     for part in parts {
-        match &part.tokens {
+        match part.tokens {
             Some(out) => {
                 per_call.extend(out.calls.iter().cloned());
                 issues.extend(
@@ -288,7 +291,7 @@ pub(super) fn token_tables(
         ],
         per_call.len(),
     );
-    let each = || parts.iter().map(|p| p.tokens.as_ref());
+    let each = || parts.iter().map(|p| p.tokens);
     let total = |k: usize| {
         int_array(each().map(move |o| o.and_then(|o| o.totals.get(k).copied().flatten())))
     };

@@ -12,7 +12,9 @@
 //! determined it, and the constraints used with their root-mean-square relative misfit.
 #![forbid(unsafe_code)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::hash::{FastMap, FastSet};
 
 /// The content kinds' unknowns, in the order of the regressors.
 pub const RATES: [&str; 5] = ["tool", "prose", "json", "item", "task"];
@@ -107,12 +109,12 @@ pub type Rows = (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>);
 /// main fixed part the log states.
 pub fn constraint_rows(
     calls: &[(Regressors<'_>, Facts<'_>)],
-    runs: &HashMap<&str, i64>,
+    runs: &FastMap<&str, i64>,
     stated: Option<i64>,
 ) -> Rows {
     let mut members = Vec::new();
     let mut targets: Vec<(String, f64, f64, bool)> = Vec::new();
-    let mut seen_rows: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut seen_rows: FastSet<String> = FastSet::default();
     let mut target = |row: &str, y: i64, sd: f64, at_least: bool| {
         if seen_rows.insert(row.to_owned()) {
             let y = y as f64;
@@ -151,7 +153,7 @@ pub fn constraint_rows(
     // A sub-agent's totalTokens less its outputs: its calls' Σ input, where every one of its
     // calls states its output.
     let mut agents: Vec<&str> = Vec::new();
-    let mut by_agent: HashMap<&str, Vec<&(Regressors<'_>, Facts<'_>)>> = HashMap::new();
+    let mut by_agent: FastMap<&str, Vec<&(Regressors<'_>, Facts<'_>)>> = FastMap::default();
     for call in calls.iter().filter(|(_, f)| f.kind == "subagent") {
         let Some(agent) = call.1.agent.filter(|a| runs.contains_key(a)) else {
             continue;
@@ -209,7 +211,7 @@ pub fn constraint_rows(
 /// fixed part the log states: the constraint rows (`constraint_rows`), then the fit.
 pub fn fit_calls<'a>(
     calls: &[(Regressors<'a>, Facts<'_>)],
-    runs: &HashMap<&str, i64>,
+    runs: &FastMap<&str, i64>,
     stated: Option<i64>,
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
@@ -300,10 +302,10 @@ pub fn fit_session<'a, 'r>(
     targets: &[Target<'r>],
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
-    let by_seq: HashMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
+    let by_seq: FastMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
     // Each row's coefficients (summed over its members) and offset.
     let mut a: BTreeMap<&'r str, BTreeMap<&'a str, f64>> = BTreeMap::new();
-    let mut offsets: HashMap<&'r str, i64> = HashMap::new();
+    let mut offsets: FastMap<&'r str, i64> = FastMap::default();
     for member in members {
         let Some(call) = by_seq.get(&member.seq) else {
             continue;
@@ -325,7 +327,7 @@ pub fn fit_session<'a, 'r>(
             (t.row, t.y - off, 1.0 / (t.sd * t.sd), t.y, t.at_least)
         })
         .collect();
-    let index: HashMap<&'a str, usize> = priors
+    let index: FastMap<&'a str, usize> = priors
         .iter()
         .enumerate()
         .map(|(i, p)| (p.param, i))
@@ -334,7 +336,7 @@ pub fn fit_session<'a, 'r>(
     let links = links(priors);
     let mut theta = vec![0.0; n];
     let mut variance = vec![0.0; n];
-    let mut predicted: HashMap<&'r str, f64> = HashMap::new();
+    let mut predicted: FastMap<&'r str, f64> = FastMap::default();
     for _ in 0..ROUNDS {
         let mut matrix = vec![0.0; n * n];
         let mut vector = vec![0.0; n];
@@ -595,7 +597,7 @@ type Link = (i64, Option<i64>, [i64; 2], i64);
 /// The regressors of one session's calls (in `calls` order, which is event order).
 pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>> {
     // Each agent's conversation after each of its items, in event order.
-    let mut held: HashMap<&'a str, Vec<(i64, Held)>> = HashMap::new();
+    let mut held: FastMap<&'a str, Vec<(i64, Held)>> = FastMap::default();
     for item in items {
         let history = held.entry(item.agent).or_default();
         let last = history.last().map(|(_, h)| *h).unwrap_or_default();
@@ -630,7 +632,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
         now.offset = item.post_compaction_tokens.or(now.offset);
         history.push((item.seq, now));
     }
-    let mut first_of_agent: HashMap<&'a str, i64> = HashMap::new();
+    let mut first_of_agent: FastMap<&'a str, i64> = FastMap::default();
     let agents: Vec<Option<&'a str>> = calls
         .iter()
         .map(|c| {
@@ -648,7 +650,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
         }
     }
     // The previous call of each chain (agent, model): its end, user sums and epoch.
-    let mut chains: HashMap<Chain<'a>, Link> = HashMap::new();
+    let mut chains: FastMap<Chain<'a>, Link> = FastMap::default();
     calls
         .iter()
         .zip(agents)

@@ -106,6 +106,24 @@ fn accounted(batches: &[Batch]) -> usize {
     rows + errors
 }
 
+/// A run's directory of inputs under the temporary directory, removed when dropped (a failed
+/// assertion's unwinding included).
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[test]
 fn scanner_survives_damaged_input_for_a_stated_time() {
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
@@ -113,9 +131,8 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
     let scanner = Scanner::new(COPILOT);
-    let dir = std::env::temp_dir().join(format!("agentcost-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let path = dir.join("events.jsonl");
+    let dir = Scratch::new("agentcost-fuzz");
+    let path = dir.0.join("events.jsonl");
     let started = Instant::now();
     let (mut files, mut bytes, mut slowest) = (0u64, 0u64, Duration::ZERO);
     let mut runner = TestRunner::new(Config {
@@ -202,7 +219,6 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         files += 1;
         bytes += data.len() as u64;
     }
-    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "fuzz: {files} files, {bytes} bytes in {:.1} s, no panic, slowest file {slowest:?}",
         started.elapsed().as_secs_f64()
@@ -232,12 +248,12 @@ fn folds_survive_damaged_input_for_a_stated_time() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let dir = std::env::temp_dir().join(format!("agentcost-fold-fuzz-{}", std::process::id()));
+    let dir = Scratch::new("agentcost-fold-fuzz");
     let paths = [
-        dir.join("s1.jsonl"),
-        dir.join("s1/subagents/agent-a1.jsonl"),
+        dir.0.join("s1.jsonl"),
+        dir.0.join("s1/subagents/agent-a1.jsonl"),
     ];
-    std::fs::create_dir_all(dir.join("s1/subagents")).expect("a temporary directory");
+    std::fs::create_dir_all(dir.0.join("s1/subagents")).expect("a temporary directory");
     let started = Instant::now();
     let (mut groups, mut bytes) = (0u64, 0u64);
     let mut runner = TestRunner::new(Config {
@@ -274,7 +290,6 @@ fn folds_survive_damaged_input_for_a_stated_time() {
         }
         groups += 1;
     }
-    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "fold fuzz: {groups} groups, {bytes} bytes in {:.1} s, no panic",
         started.elapsed().as_secs_f64()
@@ -356,10 +371,10 @@ fn raw_event() -> impl Strategy<Value = Raw> {
 #[test]
 fn copilot_fold_survives_any_events_for_a_stated_time() {
     use _scanner::copilot_fold::{fold_session, Event, Metric};
-    use _scanner::copilot_pass::{run, Line};
-    use std::collections::HashSet;
-    let known: HashSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
+    use _scanner::copilot_pass::{run, Line, ObservedRows, Tokens};
     use _scanner::copilot_tokens::{session_tokens, Observed, Session};
+    use _scanner::hash::FastSet;
+    let known: FastSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -465,9 +480,29 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
                 event: *event,
             })
             .collect();
+        // Per-call rows beside the log, for the token stage (the pass's on session "s", and
+        // on the fold's calls below).
+        let observed: Vec<Observed> = raw_metrics
+            .iter()
+            .map(|(line, model, n)| Observed {
+                file: if line % 2 == 0 { "store" } else { "otel" },
+                agent_id: model.and_then(|i| WORDS.get(i).copied()),
+                tokens: [Some(*n), None, Some(n.wrapping_neg()), Some(1), None],
+                nano_aiu: Some("12"),
+            })
+            .collect();
+        let beside: ObservedRows = [("s", observed.clone())].into_iter().collect();
         let began = Instant::now();
-        let pass = std::panic::catch_unwind(|| run(&lines[..], &HashSet::new(), &metrics, &known))
-            .unwrap_or_else(|_| panic!("the Copilot pass panicked on {raw:?} {raw_metrics:?}"));
+        let pass = std::panic::catch_unwind(|| {
+            run(
+                &lines[..],
+                &FastSet::default(),
+                &metrics,
+                &known,
+                Some(&beside),
+            )
+        })
+        .unwrap_or_else(|_| panic!("the Copilot pass panicked on {raw:?} {raw_metrics:?}"));
         assert!(began.elapsed() < Duration::from_secs(5), "hang on {raw:?}");
         let kept: usize = pass.sessions.iter().map(|s| s.rows.len()).sum();
         assert!(kept <= lines.len() && (kept == lines.len()) == pass.repeats.is_empty());
@@ -478,6 +513,10 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
             assert_eq!(session.processes.len(), session.rows.len());
             assert_eq!(session.byte_offsets.len(), session.rows.len());
             assert!(fold.calls.iter().all(|c| c.seq >= 1));
+            let Tokens::Done(tokens) = &session.tokens else {
+                panic!("the token stage in the pass panicked on {raw:?} {raw_metrics:?}");
+            };
+            assert_eq!(tokens.calls.len(), fold.calls.len());
         }
         let began = Instant::now();
         let folded = std::panic::catch_unwind(|| fold_session(&events, &metrics))
@@ -491,16 +530,6 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
         for (i, call) in folded.calls.iter().enumerate() {
             assert_eq!(call.index, i64::try_from(i).unwrap_or(0) + 1);
         }
-        // The token stage on the fold's calls, with per-call rows beside the log.
-        let observed: Vec<Observed> = raw_metrics
-            .iter()
-            .map(|(line, model, n)| Observed {
-                file: if line % 2 == 0 { "store" } else { "otel" },
-                agent_id: model.and_then(|i| WORDS.get(i).copied()),
-                tokens: [Some(*n), None, Some(n.wrapping_neg()), Some(1), None],
-                nano_aiu: Some("12"),
-            })
-            .collect();
         for use_observed in [true, false] {
             let session = Session {
                 id: "s",

@@ -31,6 +31,7 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
 use crate::copilot::COPILOT;
 use crate::format::Rule;
+use crate::hash::FastMap;
 use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
 use crate::table::{Column, IntColumn, StrColumn, Table};
@@ -583,7 +584,8 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A string column read from polars (views, or offsets of either width).
+/// A string column read from polars (views, or offsets of either width); a column of nulls
+/// only (most of a batch's sparse columns) reads as `Null`, without a look at each row.
 enum Strs<'a> {
     View(&'a StringViewArray),
     Small(&'a arrow_array::StringArray),
@@ -594,7 +596,9 @@ enum Strs<'a> {
 impl<'a> Strs<'a> {
     fn of(array: &'a dyn Array) -> Strs<'a> {
         let any = array.as_any();
-        if let Some(a) = any.downcast_ref::<StringViewArray>() {
+        if array.null_count() == array.len() {
+            Strs::Null
+        } else if let Some(a) = any.downcast_ref::<StringViewArray>() {
             Strs::View(a)
         } else if let Some(a) = any.downcast_ref::<arrow_array::StringArray>() {
             Strs::Small(a)
@@ -605,6 +609,7 @@ impl<'a> Strs<'a> {
         }
     }
 
+    #[inline]
     fn get(&self, i: usize) -> Option<&'a str> {
         match self {
             Strs::View(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
@@ -615,33 +620,39 @@ impl<'a> Strs<'a> {
     }
 }
 
-/// A whole-number column read from polars (Int64, Int32 or UTC-millisecond timestamps).
+/// A whole-number column read from polars (Int64, Int32 or UTC-millisecond timestamps): its
+/// values and validity, resolved once; a column of nulls only reads as `Null`.
 enum Ints<'a> {
-    I64(&'a Int64Array),
-    I32(&'a Int32Array),
-    Time(&'a TimestampMillisecondArray),
+    I64(&'a [i64], Option<&'a NullBuffer>),
+    I32(&'a [i32], Option<&'a NullBuffer>),
     Null,
 }
 
 impl<'a> Ints<'a> {
     fn of(array: &'a dyn Array) -> Ints<'a> {
         let any = array.as_any();
-        if let Some(a) = any.downcast_ref::<Int64Array>() {
-            Ints::I64(a)
+        if array.null_count() == array.len() {
+            Ints::Null
+        } else if let Some(a) = any.downcast_ref::<Int64Array>() {
+            Ints::I64(a.values(), a.nulls())
         } else if let Some(a) = any.downcast_ref::<Int32Array>() {
-            Ints::I32(a)
+            Ints::I32(a.values(), a.nulls())
         } else if let Some(a) = any.downcast_ref::<TimestampMillisecondArray>() {
-            Ints::Time(a)
+            Ints::I64(a.values(), a.nulls())
         } else {
             Ints::Null
         }
     }
 
+    #[inline]
     fn get(&self, i: usize) -> Option<i64> {
+        let valid = |nulls: &Option<&NullBuffer>| nulls.is_none_or(|n| n.is_valid(i));
         match self {
-            Ints::I64(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
-            Ints::I32(a) => (i < a.len() && a.is_valid(i)).then(|| i64::from(a.value(i))),
-            Ints::Time(a) => (i < a.len() && a.is_valid(i)).then(|| a.value(i)),
+            Ints::I64(values, nulls) => values.get(i).copied().filter(|_| valid(nulls)),
+            Ints::I32(values, nulls) => values
+                .get(i)
+                .map(|&v| i64::from(v))
+                .filter(|_| valid(nulls)),
             Ints::Null => None,
         }
     }
@@ -812,7 +823,7 @@ impl<'a> EventColumns<'a> {
 
 /// Row indexes of each session, sessions in id order.
 fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
-    let mut at: std::collections::HashMap<&'a str, usize> = std::collections::HashMap::new();
+    let mut at: FastMap<&'a str, usize> = FastMap::default();
     let mut groups: Vec<(&'a str, Vec<usize>)> = Vec::new();
     for i in 0..rows {
         let id = ids.get(i).unwrap_or("");

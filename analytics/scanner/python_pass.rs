@@ -3,7 +3,6 @@
 //! the shutdowns' decoded per-model totals, and returns every table the analysis needs of the
 //! group. The events themselves are gathered into a table only when asked for (`columns`).
 
-use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -13,12 +12,14 @@ use arrow_schema::{ArrowError, Field, Schema};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use super::copilot_tokens_py::observed_by_session;
 use super::{
     column, copilot_tables, int_array, issue_table, read_frame, table, text_array, time_array,
     to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
 };
 use crate::copilot_fold::{Event, Metric, SessionFold};
-use crate::copilot_pass::{run, Key, Pass, Rows};
+use crate::copilot_pass::{run, Key, Pass, Rows, Tokens};
+use crate::hash::FastSet;
 
 /// One scanned batch as the pass reads it.
 struct Batch<'a> {
@@ -59,17 +60,9 @@ impl<'a> Batches<'a> {
         let local = row.checked_sub(*self.starts.get(index)?)?;
         Some((self.batches.get(index)?, local))
     }
-}
 
-impl<'a> Rows<'a> for Batches<'a> {
-    fn len(&self) -> usize {
-        self.starts.last().copied().unwrap_or(0)
-    }
-
-    fn key(&self, row: usize) -> Key<'a> {
-        let Some((batch, i)) = self.at(row) else {
-            return Key::default();
-        };
+    /// What ordering reads of row `i` of `batch`.
+    fn key_in(batch: &Batch<'a>, i: usize) -> Key<'a> {
         let (s, n) = (&batch.events.s, &batch.events.n);
         let text = |k: usize| s.get(k).and_then(|c| c.get(i));
         Key {
@@ -83,11 +76,74 @@ impl<'a> Rows<'a> for Batches<'a> {
             byte_offset: n.get(12).and_then(|c| c.get(i)),
         }
     }
+}
+
+/// Where a run of rows read in (mostly) ascending order stands: the batch of the last row
+/// and its bounds, so that a row of the same batch is found without a search.
+struct Cursor {
+    index: usize,
+    start: usize,
+    end: usize,
+}
+
+impl Cursor {
+    fn new() -> Cursor {
+        Cursor {
+            index: 0,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The batch and row within it of row `row` of `rows`.
+    fn at<'r, 'a>(&mut self, rows: &'r Batches<'a>, row: usize) -> Option<(&'r Batch<'a>, usize)> {
+        if !(self.start..self.end).contains(&row) {
+            self.index = rows.starts.partition_point(|&s| s <= row).checked_sub(1)?;
+            self.start = *rows.starts.get(self.index)?;
+            self.end = *rows.starts.get(self.index + 1)?;
+        }
+        Some((rows.batches.get(self.index)?, row.checked_sub(self.start)?))
+    }
+}
+
+impl<'a> Rows<'a> for Batches<'a> {
+    fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    fn key(&self, row: usize) -> Key<'a> {
+        self.at(row)
+            .map_or_else(Key::default, |(batch, i)| Batches::key_in(batch, i))
+    }
+
+    fn keys(&self) -> Vec<Key<'a>> {
+        let mut keys = Vec::with_capacity(self.len());
+        for (batch, (start, end)) in self
+            .batches
+            .iter()
+            .zip(self.starts.iter().zip(self.starts.iter().skip(1)))
+        {
+            keys.extend((0..end.saturating_sub(*start)).map(|i| Batches::key_in(batch, i)));
+        }
+        keys
+    }
 
     fn event(&self, row: usize) -> Event<'a> {
         self.at(row)
             .map(|(batch, i)| batch.events.event(i))
             .unwrap_or_default()
+    }
+
+    fn events(&self, rows: &[usize]) -> Vec<Event<'a>> {
+        let mut cursor = Cursor::new();
+        rows.iter()
+            .map(|&row| {
+                cursor
+                    .at(self, row)
+                    .map(|(batch, i)| batch.events.event(i))
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
@@ -139,29 +195,30 @@ pub(super) fn pass_copilot(
     py.detach(|| {
         let rows = Batches::of(&records);
         let totals = metric_list(&metrics);
-        let failed: HashSet<&str> = failed.iter().map(String::as_str).collect();
-        let known: HashSet<&str> = known.iter().map(String::as_str).collect();
+        let failed: FastSet<&str> = failed.iter().map(String::as_str).collect();
+        let known: FastSet<&str> = known.iter().map(String::as_str).collect();
+        let beside = observed.as_ref().map(observed_by_session);
         // The pass is written not to panic; were it to (a bug), each file of the group gets
         // an error issue instead of the whole analysis failing.
-        let (mut pass, lost) =
-            match catch_unwind(AssertUnwindSafe(|| run(&rows, &failed, &totals, &known))) {
-                Ok(pass) => (pass, Vec::new()),
-                Err(_) => {
-                    let pass = Pass {
-                        placed: vec![None; totals.len()],
-                        ..Pass::default()
-                    };
-                    (pass, files_of(&rows))
-                }
-            };
+        let pass = || run(&rows, &failed, &totals, &known, beside.as_ref());
+        let (mut pass, lost) = match catch_unwind(AssertUnwindSafe(pass)) {
+            Ok(pass) => (pass, Vec::new()),
+            Err(_) => {
+                let pass = Pass {
+                    placed: vec![None; totals.len()],
+                    ..Pass::default()
+                };
+                (pass, files_of(&rows))
+            }
+        };
         let events = columns
             .map(|names| gathered(&records, &rows, &pass, &names))
             .transpose()
             .map_err(to_py)?;
         let prices = priced(&rows, &pass);
-        let tokens = observed
-            .as_ref()
-            .map(|records| tokens(&rows, &pass, &totals, records))
+        let tokens = beside
+            .is_some()
+            .then(|| tokens(&pass))
             .transpose()
             .map_err(to_py)?;
         let placed = table(
@@ -223,53 +280,29 @@ pub(super) fn pass_copilot(
 
 /// The files of the group's lines, each once, in scan order.
 fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     (0..rows.len())
         .map(|row| rows.key(row).file)
         .filter(|file| seen.insert(*file))
         .collect()
 }
 
-/// The token stage (`copilot_tokens.rs`) on each session the pass folded, with its placed
-/// totals and its rows of `records` (OBSERVED_USAGE), sessions in parallel: its tables, the
-/// calls aligned with the fold's calls table.
-fn tokens(
-    rows: &Batches<'_>,
-    pass: &Pass<'_>,
-    totals: &[Metric<'_>],
-    records: &RecordBatch,
-) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
-    use super::copilot_tokens_py::{observed_by_session, token_tables, Part};
-    use crate::copilot_tokens::{session_tokens, Session};
-    use rayon::prelude::*;
-    use std::panic::{catch_unwind, AssertUnwindSafe};
-    let observed = observed_by_session(records);
-    let mut placed: std::collections::HashMap<&str, Vec<Metric<'_>>> =
-        std::collections::HashMap::new();
-    for (metric, at) in totals.iter().zip(&pass.placed) {
-        if let Some((session, _)) = at {
-            placed.entry(session).or_default().push(*metric);
-        }
-    }
-    let parts: Vec<Part<'_>> = pass
+/// The token stage's tables of the sessions the pass folded (`copilot_tokens_py::token_tables`):
+/// the calls aligned with the fold's calls table.
+fn tokens(pass: &Pass<'_>) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
+    use super::copilot_tokens_py::{token_tables, Part};
+    let parts: Vec<Part<'_, '_>> = pass
         .sessions
-        .par_iter()
+        .iter()
         .filter_map(|s| {
             let fold = s.fold.as_ref()?;
-            let events = s.events(rows);
-            let session = Session {
-                id: s.id,
-                events: &events,
-                calls: &fold.calls,
-                row: &fold.session,
-                metrics: placed.get(s.id).map_or(&[][..], Vec::as_slice),
-                observed: observed.get(s.id).map_or(&[][..], Vec::as_slice),
-            };
-            let tokens = catch_unwind(AssertUnwindSafe(|| session_tokens(&session, true))).ok();
             Some(Part {
                 id: s.id,
-                calls: fold.calls.clone(),
-                tokens,
+                calls: &fold.calls,
+                tokens: match &s.tokens {
+                    Tokens::Done(tokens) => Some(tokens),
+                    Tokens::NotRun | Tokens::Failed => None,
+                },
             })
         })
         .collect();
