@@ -30,7 +30,7 @@ from analytics.core.schema import (
     padded,
     with_nulls,
 )
-from analytics.engine.tokens import with_call_totals, with_tokens
+from analytics.engine.tokens import with_aligned_totals, with_tokens
 
 #: SESSIONS columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
@@ -115,12 +115,14 @@ def pass_group(
     chosen = None
     if events is not None and columns is not None:
         chosen = padded(frame(events), {name: EVENTS[name] for name in columns})
-    calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), SESSIONS)
     token_issues = None
-    if tokens is not None:
+    if tokens is None:
+        calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), SESSIONS)
+    else:
+        # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens
         calls = with_tokens(calls, figures)
-        sessions = with_call_totals(sessions, frame(totals))
+        sessions = with_aligned_totals(sessions, frame(totals))
         token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(
         calls=calls,

@@ -121,6 +121,14 @@ def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFra
     return conform(joined, SESSIONS)
 
 
+def with_aligned_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:
+    """``with_call_totals`` where ``totals`` has a row per session in the sessions' own
+    order (as the engine's pass gives them, ``engine.native.pass_group``): the figures are
+    set beside the rows, with no join to run."""
+    kept = sessions.drop(SESSION_TOKENS, strict=False)
+    return conform(kept.hstack(totals.drop("session_id").get_columns()), SESSIONS)
+
+
 def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     """Per session: system prompt + tool definitions in tokens (``fixed_tokens``), as the log
     states them (the first shutdown or compaction giving both); null where none does."""

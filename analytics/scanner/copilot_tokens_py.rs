@@ -132,7 +132,8 @@ pub(super) fn copilot_tokens(
                 tokens: tokens.as_ref(),
             })
             .collect();
-        token_tables(&parts).map_err(to_py)
+        let order: Vec<usize> = (0..parts.len()).collect();
+        token_tables(&parts, &order).map_err(to_py)
     })
 }
 
@@ -228,10 +229,12 @@ fn observed_reader<'a>(
 
 /// The stage's tables for `parts`: the columns it sets of the calls (aligned with the
 /// parts' calls, one after the other), the sessions' (`session_id`, their token sums, models
-/// and fit), and the issues. A session the stage failed on keeps its calls' own model and
-/// output, gets no other figure, and is named in an error.
+/// and fit; a row per part, parts in `order`: positions in `parts`), and the issues. A
+/// session the stage failed on keeps its calls' own model and output, gets no other figure,
+/// and is named in an error.
 pub(super) fn token_tables(
     parts: &[Part<'_, '_>],
+    order: &[usize],
 ) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
     let mut per_call: Vec<CallTokens> = Vec::new();
     let mut issues: Vec<(&str, Option<i64>, &str, String)> = Vec::new();
@@ -291,7 +294,8 @@ pub(super) fn token_tables(
         ],
         per_call.len(),
     );
-    let each = || parts.iter().map(|p| p.tokens);
+    let ordered: Vec<&Part> = order.iter().filter_map(|&i| parts.get(i)).collect();
+    let each = || ordered.iter().map(|p| p.tokens);
     let total = |k: usize| {
         int_array(each().map(move |o| o.and_then(|o| o.totals.get(k).copied().flatten())))
     };
@@ -309,7 +313,7 @@ pub(super) fn token_tables(
     };
     let session_table = table(
         vec![
-            ("session_id", text_array(parts.iter().map(|p| Some(p.id)))),
+            ("session_id", text_array(ordered.iter().map(|p| Some(p.id)))),
             ("input_tokens", total(0)),
             ("output_tokens", total(1)),
             ("cache_read_tokens", total(2)),
@@ -338,7 +342,7 @@ pub(super) fn token_tables(
                 parameter_lists(&fit().collect::<Vec<_>>())?,
             ),
         ],
-        parts.len(),
+        ordered.len(),
     );
     Ok((call_table, session_table, issue_table(&issues)))
 }

@@ -921,6 +921,11 @@ fn tool_lists(lists: &[Option<&Vec<(&str, i64)>>]) -> Result<ArrayRef, ArrowErro
     )?))
 }
 
+/// Where a session's row goes in the sessions table: by start time (unknown first), then id.
+fn session_rank<'a>(id: &'a str, row: &crate::copilot_fold::SessionRow) -> (Option<i64>, &'a str) {
+    (row.start_time, id)
+}
+
 /// Calls, sessions, call issues (orphan ends) and session issues (gaps, then rewinds).
 type CopilotTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
 
@@ -977,12 +982,11 @@ fn copilot_tables(
         ],
         calls.len(),
     );
-    // Sessions by start time (unknown first), then id.
     let mut rows: Vec<(&str, &crate::copilot_fold::SessionRow)> = folded
         .iter()
         .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, &f.session)))
         .collect();
-    rows.sort_by(|a, b| (a.1.start_time, a.0).cmp(&(b.1.start_time, b.0)));
+    rows.sort_by_key(|(id, row)| session_rank(id, row));
     let each = || rows.iter().map(|(id, s)| (*id, *s));
     let logged = |k: usize| int_array(each().map(move |(_, s)| s.logged.get(k).copied().flatten()));
     let tools: Vec<Option<&Vec<(&str, i64)>>> =

@@ -14,11 +14,11 @@ use pyo3::types::PyCapsule;
 
 use super::copilot_tokens_py::observed_by_session;
 use super::{
-    column, copilot_tables, int_array, issue_table, read_frame, table, text_array, time_array,
-    to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
+    column, copilot_tables, int_array, issue_table, read_frame, session_rank, table, text_array,
+    time_array, to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
 };
 use crate::copilot_fold::{Event, Metric, SessionFold};
-use crate::copilot_pass::{run, Key, Pass, Rows, Tokens};
+use crate::copilot_pass::{run, Key, Pass, Rows, Session, Tokens};
 use crate::hash::FastSet;
 
 /// One scanned batch as the pass reads it.
@@ -287,26 +287,30 @@ fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
         .collect()
 }
 
-/// The token stage's tables of the sessions the pass folded (`copilot_tokens_py::token_tables`):
-/// the calls aligned with the fold's calls table.
+/// The token stage's tables of the sessions the pass folded (`copilot_tokens_py::token_tables`),
+/// aligned with the fold's tables (`copilot_tables`): the calls row for row, the sessions
+/// row for row in their order (by start, then id), so that they join by position.
 fn tokens(pass: &Pass<'_>) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
     use super::copilot_tokens_py::{token_tables, Part};
-    let parts: Vec<Part<'_, '_>> = pass
+    let folded: Vec<(&Session<'_>, &SessionFold<'_>)> = pass
         .sessions
         .iter()
-        .filter_map(|s| {
-            let fold = s.fold.as_ref()?;
-            Some(Part {
-                id: s.id,
-                calls: &fold.calls,
-                tokens: match &s.tokens {
-                    Tokens::Done(tokens) => Some(tokens),
-                    Tokens::NotRun | Tokens::Failed => None,
-                },
-            })
+        .filter_map(|s| Some((s, s.fold.as_ref()?)))
+        .collect();
+    let parts: Vec<Part<'_, '_>> = folded
+        .iter()
+        .map(|(s, fold)| Part {
+            id: s.id,
+            calls: &fold.calls,
+            tokens: match &s.tokens {
+                Tokens::Done(tokens) => Some(tokens),
+                Tokens::NotRun | Tokens::Failed => None,
+            },
         })
         .collect();
-    token_tables(&parts)
+    let mut order: Vec<usize> = (0..folded.len()).collect();
+    order.sort_by_key(|&i| folded.get(i).map(|(s, f)| session_rank(s.id, &f.session)));
+    token_tables(&parts, &order)
 }
 
 /// A scanned batch's columns as a record batch.
