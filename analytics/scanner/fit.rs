@@ -303,8 +303,9 @@ pub fn fit_session<'a, 'r>(
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
     let by_seq: FastMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
-    // Each row's coefficients (summed over its members) and offset.
-    let mut a: BTreeMap<&'r str, BTreeMap<&'a str, f64>> = BTreeMap::new();
+    // Each row's coefficients (summed over its members, by unknown in name order: the order
+    // of every sum below) and offset.
+    let mut a: FastMap<&'r str, BTreeMap<&'a str, f64>> = FastMap::default();
     let mut offsets: FastMap<&'r str, i64> = FastMap::default();
     for member in members {
         let Some(call) = by_seq.get(&member.seq) else {
@@ -332,6 +333,15 @@ pub fn fit_session<'a, 'r>(
         .enumerate()
         .map(|(i, p)| (p.param, i))
         .collect();
+    // Each row's coefficients as (unknown's position, value), in the same order, unknowns
+    // without a prior left out: looked up once, not in every round.
+    let resolved: FastMap<&'r str, Vec<(usize, f64)>> = a
+        .iter()
+        .map(|(row, coefs)| {
+            let known = coefs.iter().filter_map(|(p, v)| Some((*index.get(p)?, *v)));
+            (*row, known.collect())
+        })
+        .collect();
     let n = priors.len();
     let links = links(priors);
     let mut theta = vec![0.0; n];
@@ -341,14 +351,14 @@ pub fn fit_session<'a, 'r>(
         let mut matrix = vec![0.0; n * n];
         let mut vector = vec![0.0; n];
         for (row, y, w, _, _) in &rows {
-            let Some(coefs) = a.get(row) else { continue };
-            for (p, vp) in coefs {
-                let Some(&i) = index.get(p) else { continue };
+            let Some(coefs) = resolved.get(row) else {
+                continue;
+            };
+            for &(i, vp) in coefs {
                 if let Some(cell) = vector.get_mut(i) {
                     *cell += w * vp * y;
                 }
-                for (q, vq) in coefs {
-                    let Some(&j) = index.get(q) else { continue };
+                for &(j, vq) in coefs {
                     if let Some(cell) = matrix.get_mut(i * n + j) {
                         *cell += w * vp * vq;
                     }
@@ -376,12 +386,12 @@ pub fn fit_session<'a, 'r>(
             .map(|&t| if t < 0.0 { 0.0 } else { t })
             .collect();
         variance = var;
-        predicted = a
+        predicted = resolved
             .iter()
             .map(|(row, coefs)| {
                 let value = coefs
                     .iter()
-                    .filter_map(|(p, v)| Some(v * theta.get(*index.get(p)?)?))
+                    .filter_map(|&(i, v)| Some(v * theta.get(i)?))
                     .sum();
                 (*row, value)
             })
