@@ -270,29 +270,23 @@ pub fn round_to(value: f64, places: i32) -> f64 {
     (value * scale).round_ties_even() / scale
 }
 
-/// The coefficients of a call's part: (unknown, value), zeros left out.
-fn coefficients<'a>(call: &Regressors<'a>, part: Part) -> Vec<(&'a str, f64)> {
-    let mut out = Vec::with_capacity(6);
-    let mut push = |name: &'a str, value: f64| {
-        if value != 0.0 {
-            out.push((name, value));
-        }
+/// The coefficients of a call's part: (unknown, value), the fixed part first, then the
+/// rates in `RATES` order, zeros left out (no list is built: a fit reads them per call).
+fn coefficients<'a, 'c>(
+    call: &'c Regressors<'a>,
+    part: Part,
+) -> impl Iterator<Item = (&'a str, f64)> + 'c {
+    let (fixed, rates) = match part {
+        Part::Fixed => (1.0, None),
+        Part::Prompt => (call.c_fixed, Some(&call.prompt)),
+        Part::Prefix => (call.c_fixed, Some(&call.prefix)),
     };
-    match part {
-        Part::Fixed => push(call.fixed_key, 1.0),
-        Part::Prompt | Part::Prefix => {
-            push(call.fixed_key, call.c_fixed);
-            let values = if part == Part::Prompt {
-                &call.prompt
-            } else {
-                &call.prefix
-            };
-            for (name, value) in RATES.iter().zip(values) {
-                push(name, *value);
-            }
-        }
-    }
-    out
+    let rates = rates
+        .into_iter()
+        .flat_map(|values| RATES.iter().copied().zip(*values));
+    std::iter::once((call.fixed_key, fixed))
+        .chain(rates)
+        .filter(|(_, value)| *value != 0.0)
 }
 
 /// Fit one session.
@@ -407,7 +401,6 @@ pub fn fit_session<'a, 'r>(
     let value_of = |name: &str| index.get(name).and_then(|&i| theta.get(i)).copied();
     let part_value = |call: &Regressors<'a>, part: Part| -> f64 {
         coefficients(call, part)
-            .iter()
             .filter_map(|(p, v)| Some(v * value_of(p)?))
             .sum()
     };
