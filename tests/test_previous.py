@@ -8,7 +8,9 @@ would, analyses it again, and compares every table with a fresh analysis.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import shutil
 import sqlite3
 from contextlib import closing
@@ -17,9 +19,12 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from analytics.agents.discover import discover
 from analytics.cache import repriced as priced
-from analytics.cache.results import SUFFIX, TABLES, ResultCache, flush
+from analytics.cache.results import BASE, SUFFIX, TABLES, Patched, ResultCache, flush, in_order
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
 from analytics.engine import stages as pipeline
@@ -86,8 +91,11 @@ def test_a_grown_log_takes_the_other_groups_from_the_previous_result(
     second = cached(logs)
     assert len(stored) == 1  # only the grown log's group: the others come with the result
     assert second.previous is not None
-    before, same = second.previous
+    before, same = second.previous.key, second.previous.same
     assert first.stored_as is not None and before == first.stored_as[1]
+    # the calls priced anew are those of every session not taken, as in the whole table
+    fresh = second.previous.calls().filter(~pl.col("session_id").is_in(list(same)))
+    assert fresh.equals(second.calls.filter(~pl.col("session_id").is_in(list(same))))
     assert second.stored_as is not None
     note = ResultCache().note(second.stored_as[1])
     assert note is not None
@@ -108,7 +116,7 @@ def test_changed_store_rows_keep_their_group_from_being_taken(
     stored.clear()
     result = cached(logs)
     assert len(stored) == 1  # its group: same files, other records, so not the same tables
-    assert result.previous is not None and session not in result.previous[1]
+    assert result.previous is not None and session not in result.previous.same
     assert_fresh(result, logs)
 
 
@@ -203,7 +211,7 @@ def test_a_changed_tree_prices_only_the_sessions_that_changed(
     assert second.previous is not None
     got = priced.priced(second, table, {}, ["sessions"])["sessions"]
     assert got.equals(full(second))
-    changed = second.calls.filter(~pl.col("session_id").is_in(list(second.previous[1])))
+    changed = second.calls.filter(~pl.col("session_id").is_in(list(second.previous.same)))
     assert priced_calls == [first.calls.height, changed.height]
     assert 0 < changed.height < second.calls.height
 
@@ -228,3 +236,98 @@ def test_other_quoted_prices_price_every_session_again(
     assert second.log_prices.height > 1
     assert priced.priced(second, table, {}, ["sessions"])["sessions"].equals(full(second))
     assert priced_calls == [first.calls.height, second.calls.height]
+
+
+def stage_calls(logs: Path) -> pl.DataFrame:
+    """The calls a fresh analysis stores (Copilot's, before the agent columns)."""
+    return pipeline.run_stages(discover([logs]), None, keep_events=False, group_bytes=1).calls
+
+
+def folder_of(result: Analysis) -> Path:
+    assert result.stored_as is not None
+    return ResultCache().root / result.stored_as[1]
+
+
+def test_a_result_made_from_the_previous_one_stores_its_calls_as_a_patch(logs: Path) -> None:
+    first = cached(logs)
+    whole = folder_of(first) / f"calls{SUFFIX}"
+    assert whole.is_file()
+    grow(logs, LIVE)
+    second = cached(logs)
+    base = folder_of(second) / f"calls{BASE}{SUFFIX}"
+    assert not (folder_of(second) / f"calls{SUFFIX}").exists()
+    assert base.stat().st_ino == whole.stat().st_ino  # the previous calls, linked, not written
+    assert second.stored_as is not None
+    loaded = ResultCache().load_table(second.stored_as[1], "calls")
+    assert loaded is not None and loaded.equals(stage_calls(logs))
+    grow(logs, LIVE)  # patched again: the same base, the same session dropped
+    third = cached(logs)
+    assert (folder_of(third) / f"calls{BASE}{SUFFIX}").stat().st_ino == whole.stat().st_ino
+    assert_fresh(third, logs)
+    assert_fresh(analyze([logs], use_cache=True, keep_events=False, group_bytes=1), logs)
+
+
+def test_calls_patched_too_much_are_stored_whole_again(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached(logs)
+    monkeypatch.setattr(pipeline, "PATCHED_AT_MOST", 10)  # one session of five is too many
+    grow(logs, LIVE)
+    second = cached(logs)
+    assert (folder_of(second) / f"calls{SUFFIX}").is_file()
+    assert not (folder_of(second) / f"calls{BASE}{SUFFIX}").exists()
+    assert_fresh(second, logs)
+
+
+def test_a_base_that_cannot_be_linked_is_written_again(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = cached(logs)
+
+    def no_link(*args: object) -> None:
+        raise OSError("links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_link)
+    grow(logs, LIVE)
+    second = cached(logs)
+    base = folder_of(second) / f"calls{BASE}{SUFFIX}"
+    assert base.read_bytes() == (folder_of(first) / f"calls{SUFFIX}").read_bytes()
+    assert base.stat().st_ino != (folder_of(first) / f"calls{SUFFIX}").stat().st_ino
+    assert_fresh(second, logs)
+
+
+_CALLS = st.lists(
+    st.tuples(st.sampled_from("abcdef"), st.integers(0, 30), st.integers(-5, 5)),
+    unique_by=lambda row: row[:2],
+    max_size=40,
+)
+
+
+@given(_CALLS, _CALLS, st.sets(st.sampled_from("abcdef")), st.sets(st.sampled_from("abcdef")))
+def test_a_patch_is_its_base_without_the_dropped_sessions_with_the_rows_added(
+    base: list[tuple[str, int, int]],
+    added: list[tuple[str, int, int]],
+    dropped: set[str],
+    later: set[str],
+) -> None:
+    """Patched twice, as a chain of runs patches: the rows of the sessions dropped go, from
+    the base and from what an earlier patch added; the table is in the calls' order."""
+
+    def frame(rows: list[tuple[str, int, int]]) -> pl.DataFrame:
+        schema = {"session_id": pl.String, "event_seq": pl.Int64, "tokens": pl.Int64}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    sessions = pl.col("session_id")
+    # the rows added are of sessions not kept from the base (as run_stages makes them)
+    new = frame(added).filter(sessions.is_in(sorted(dropped)))
+    buffer = io.BytesIO()
+    in_order([frame(base)]).write_ipc(buffer, compression="lz4")
+    patch = Patched.of(buffer.getvalue(), None).patched(dropped, [new])
+    patch = patch.patched(later, [])
+    expected = in_order(
+        [
+            frame(base).filter(~sessions.is_in(sorted(dropped | later))),
+            new.filter(~sessions.is_in(sorted(later))),
+        ]
+    )
+    assert patch().equals(expected)

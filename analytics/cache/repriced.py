@@ -90,16 +90,16 @@ def _repriced(
     sessions it shares unchanged, the others priced now (see the module docstring). None
     when that does not apply: no session shared, nothing kept, other quoted prices, or rows
     that do not match one for one."""
-    if result.previous is None or not result.previous[1]:
+    if result.previous is None or not result.previous.same:
         return None
-    before, same = result.previous
+    before, same = result.previous.key, result.previous.same
     kept = cache.load_priced(before, digest, names)
     quoted = cache.load_table(before, "log_prices")
     if kept is None or quoted is None or not quoted.equals(result.log_prices):
         return None
     unchanged = pl.col("session_id").is_in(pl.Series(sorted(same), dtype=pl.String).implode())
     calls, sessions = price_analysis(
-        result.calls.filter(~unchanged),
+        result.previous.calls().filter(~unchanged),
         result.sessions.filter(~unchanged),
         table,
         model_map,

@@ -8,6 +8,10 @@ one rewritten with its old size and mtime (its ``ctime`` changes).
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
 files (``_write`` says why not Parquet).
+A whole analysis made from the previous one of the same paths (``stages.Previous``: a live
+session changed one group of many) stores its calls as that one's, linked, without the changed
+groups' sessions and with their new rows (``Patched``): a touched run of the 1 GB benchmark
+tree then neither decodes the previous calls nor encodes 76,000 calls again.
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
 them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis:
 each group's own issues (``stages.GROUP_ISSUES``) and the tables a rate table priced it to
@@ -33,6 +37,7 @@ or slot waits for its own write first, so a run always sees its own results, and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import io
@@ -41,7 +46,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -51,12 +56,80 @@ import polars as pl
 from analytics.cache.location import cache_dir
 
 #: Bump when the stored tables change shape or format.
-FORMAT = 3
+FORMAT = 4
 #: Tables are stored as Arrow IPC files, LZ4-compressed (``_write``).
 SUFFIX = ".arrow"
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
 KEEP = 64
 TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
+#: The files of a table stored as ``Patched``, after its name: the earlier table, the rows
+#: added, the sessions whose rows of the earlier table are dropped.
+BASE, ADDED, DROPPED = "-base", "-added", "-dropped"
+
+
+@dataclasses.dataclass(frozen=True)
+class Patched:
+    """A table of calls as an earlier stored one (``base``: its IPC bytes, not decoded; and
+    ``source``, the file they were read from) without the rows of the sessions ``dropped``,
+    with the rows ``added``. Called, it gives the table.
+
+    A whole result made from the previous one (a live session changed one group of many) is
+    mostly that one's calls: it is stored as them (a link to the same file) and the changed
+    groups' calls, so neither the previous calls are decoded nor the new ones encoded again
+    (``stages.Previous``); the table is put together only when read.
+    """
+
+    base: bytes
+    source: Path | None
+    dropped: frozenset[str]
+    added: pl.DataFrame
+
+    @classmethod
+    def of(cls, data: bytes, source: Path | None) -> Patched:
+        """A whole stored table (its bytes) as a patch that changes nothing."""
+        schema = pl.read_ipc_schema(io.BytesIO(data))
+        return cls(data, source, frozenset(), pl.DataFrame(schema=schema))
+
+    def __call__(self) -> pl.DataFrame:
+        base = _decode(self.base)
+        kept = base.filter(~_among(self.dropped)) if self.dropped else base
+        return in_order([kept, self.added])
+
+    def patched(self, dropped: Collection[str], added: Sequence[pl.DataFrame]) -> Patched:
+        """This table without the rows of the sessions ``dropped``, with the rows ``added``."""
+        mine = self.added.filter(~_among(dropped)) if dropped else self.added
+        return Patched(
+            self.base, self.source, self.dropped | frozenset(dropped), pl.concat([mine, *added])
+        )
+
+    def write(self, folder: Path, name: str) -> None:
+        """Store this table as ``name`` in ``folder``: the earlier table linked (written again
+        only where it cannot be), the rows added and the sessions dropped."""
+        base = folder / f"{name}{BASE}{SUFFIX}"
+        try:
+            if self.source is None:
+                raise OSError("no file to link")
+            os.link(self.source, base)
+        except OSError:  # gone meanwhile (dropped as one of the oldest), or no links here
+            base.write_bytes(self.base)
+        _write(self.added, folder / f"{name}{ADDED}{SUFFIX}")
+        dropped = pl.DataFrame(
+            {"session_id": sorted(self.dropped)}, schema={"session_id": pl.String}
+        )
+        _write(dropped, folder / f"{name}{DROPPED}{SUFFIX}")
+
+
+def in_order(calls: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """Groups' calls as one table, in one order whatever the grouping."""
+    return pl.concat(calls).sort("session_id", "event_seq")
+
+
+def _among(sessions: Collection[str]) -> pl.Expr:
+    return pl.col("session_id").is_in(pl.Series(sorted(sessions), dtype=pl.String).implode())
+
+
+#: A table to store, or what gives it when it is written (``Patched``).
+Stored = pl.DataFrame | Callable[[], pl.DataFrame]
 
 
 class ResultCache:
@@ -113,18 +186,18 @@ class ResultCache:
         flush(f"result {key}")
         folder = self.root / key
         try:
-            tables = {
-                name: _read(folder / f"{name}{SUFFIX}") for name in TABLES if name not in deferred
-            }
-            raw = {name: (folder / f"{name}{SUFFIX}").read_bytes() for name in deferred}
+            tables = {name: _whole(folder, name) for name in TABLES if name not in deferred}
+            raw = {name: _raw(folder, name) for name in deferred}
             for data in raw.values():
-                pl.read_ipc_schema(io.BytesIO(data))
+                if isinstance(data, bytes):
+                    pl.read_ipc_schema(io.BytesIO(data))
             note = json.loads((folder / "note.json").read_text())
             os.utime(folder)  # most recently used: kept longest
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
         readers: dict[str, Callable[[], pl.DataFrame]] = {
-            name: functools.partial(_decode, data) for name, data in raw.items()
+            name: functools.partial(_decode, data) if isinstance(data, bytes) else data
+            for name, data in raw.items()
         }
         return tables, readers, note if isinstance(note, dict) else {}
 
@@ -142,12 +215,23 @@ class ResultCache:
         beside them), or None."""
         flush(f"result {key}")
         try:
-            return _read(self.root / key / f"{name}{SUFFIX}")
+            return _whole(self.root / key, name)
+        except (OSError, ValueError, pl.exceptions.PolarsError):
+            return None
+
+    def load_patchable(self, key: str, name: str) -> Patched | None:
+        """Table ``name`` of result ``key`` as a patch (``Patched``), to patch further without
+        decoding it; None when it cannot be read."""
+        flush(f"result {key}")
+        folder = self.root / key
+        try:
+            raw = _raw(folder, name)
+            return Patched.of(raw, folder / f"{name}{SUFFIX}") if isinstance(raw, bytes) else raw
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
 
     def save(
-        self, key: str, tables: dict[str, pl.DataFrame], note: dict[str, Any] | None = None
+        self, key: str, tables: Mapping[str, Stored], note: dict[str, Any] | None = None
     ) -> None:
         """Store ``tables`` (``TABLES``, and any other a caller keeps beside them: see
         ``load_table``) and ``note`` under ``key`` (best effort); drop the oldest."""
@@ -155,7 +239,13 @@ class ResultCache:
         try:
             temporary.mkdir(parents=True)
             for name, table in tables.items():
-                _write(table, temporary / f"{name}{SUFFIX}")
+                if isinstance(table, Patched):
+                    table.write(temporary, name)
+                else:
+                    _write(
+                        table if isinstance(table, pl.DataFrame) else table(),
+                        temporary / f"{name}{SUFFIX}",
+                    )
             (temporary / "note.json").write_text(json.dumps(note or {}))
             temporary.rename(self.root / key)
         except OSError:  # unwritable, or another run stored the same key first
@@ -214,12 +304,13 @@ class ResultCache:
     def save_later(
         self,
         key: str,
-        tables: dict[str, pl.DataFrame],
+        tables: Mapping[str, Stored],
         note: dict[str, Any] | None = None,
         slot: str | None = None,
     ) -> None:
         """``save`` (then ``remember`` under ``slot``) in the background: the tables are not
-        changed meanwhile (polars frames are immutable). A read of this key or slot, and
+        changed meanwhile (polars frames are immutable; one given as what gives it is taken
+        then). A read of this key or slot, and
         ``flush`` (or the interpreter's exit), waits for it."""
 
         def write() -> None:
@@ -285,6 +376,31 @@ def _read(path: Path) -> pl.DataFrame:
 
 def _decode(data: bytes) -> pl.DataFrame:
     return pl.read_ipc(io.BytesIO(data))
+
+
+def _raw(folder: Path, name: str) -> bytes | Patched:
+    """Table ``name`` of the result in ``folder``, read but not decoded: its bytes, or, when
+    it is stored as a patch, the patch (its base not decoded)."""
+    try:
+        return (folder / f"{name}{SUFFIX}").read_bytes()
+    except FileNotFoundError:
+        base = folder / f"{name}{BASE}{SUFFIX}"
+        if not base.is_file():
+            raise
+    dropped = _read(folder / f"{name}{DROPPED}{SUFFIX}")["session_id"].to_list()
+    added = _read(folder / f"{name}{ADDED}{SUFFIX}")
+    return dataclasses.replace(
+        Patched.of(base.read_bytes(), base), dropped=frozenset(dropped), added=added
+    )
+
+
+def _whole(folder: Path, name: str) -> pl.DataFrame:
+    """Table ``name`` of the result in ``folder``, decoded (put together, when a patch)."""
+    path = folder / f"{name}{SUFFIX}"
+    if path.is_file() or not (folder / f"{name}{BASE}{SUFFIX}").is_file():
+        return _read(path)
+    patch = _raw(folder, name)
+    return _decode(patch) if isinstance(patch, bytes) else patch()
 
 
 def records_digest(records: pl.DataFrame) -> str:

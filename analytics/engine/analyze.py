@@ -32,7 +32,7 @@ import polars as pl
 
 from analytics.agents.discover import COPILOT, Found, LogFile, discover
 from analytics.cache import fingerprints
-from analytics.cache.results import TABLES, ResultCache
+from analytics.cache.results import TABLES, ResultCache, Stored
 from analytics.core.schema import (
     AGENT_CALLS,
     ANALYSIS_CALLS,
@@ -52,6 +52,19 @@ from analytics.engine.stages import (
 
 if TYPE_CHECKING:
     from analytics.agents.copilot.events import Progress
+
+
+@dataclass(frozen=True)
+class Before:
+    """The previous stored analysis of the same paths, as what priced it still serves
+    (``analytics.cache.repriced``): its ``key``, the sessions whose tables are the same in
+    both (``same``: their groups' fingerprints are; perhaps none), and what gives the calls of
+    at least every other session (``calls``: those analysed anew, and the other agents'), so
+    that only those are priced, without the whole table of calls."""
+
+    key: str
+    same: frozenset[str]
+    calls: Callable[[], pl.DataFrame]
 
 
 @dataclass(frozen=True)
@@ -83,11 +96,9 @@ class Analysis:
     #: ``_with_agents``; ``agents.contract.as_events`` makes them EVENTS rows when events are
     #: read): never read again, kept whole, or None.
     agent_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
-    #: The key of the previous stored analysis of the same paths, and the sessions whose
-    #: tables are the same in both (their groups' fingerprints are; perhaps none): what
-    #: priced that one still prices these (``analytics.cache.repriced``). None when this one
-    #: was not analysed anew, or there is no previous one.
-    previous: tuple[str, frozenset[str]] | None = field(default=None, repr=False, compare=False)
+    #: The previous stored analysis of the same paths (``Before``). None when this one was
+    #: not analysed anew, or there is no previous one.
+    previous: Before | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def calls(self) -> pl.DataFrame:
@@ -215,10 +226,14 @@ def analyze(
                 "fingerprints": list(ran.fingerprints),
                 "members": [list(ids) for ids in ran.members],
             }
-            tables = {name: getattr(result, name) for name in TABLES}
+            # the calls are taken when written (``Tables.calls_source``)
+            saved: dict[str, Stored] = {
+                name: getattr(result, name) for name in TABLES if name != "calls"
+            }
+            saved["calls"] = result.calls_source
             if ran.group_issues is not None:
-                tables[GROUP_ISSUES] = ran.group_issues
-            results.save_later(key, tables, note, slot)
+                saved[GROUP_ISSUES] = ran.group_issues
+            results.save_later(key, saved, note, slot)
             result = dataclasses.replace(
                 result, stored_as=(results, key), previous=_unchanged(previous, ran)
             )
@@ -267,10 +282,17 @@ def _with_agents(result: Analysis, items: bool) -> Analysis:
     copilot_sessions = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]
 
-    def calls() -> pl.DataFrame:
-        mine = source if isinstance(source, pl.DataFrame) else source()
+    def every(mine: pl.DataFrame) -> pl.DataFrame:
         copilot = _as_copilot_calls(mine, copilot_sessions)
         return pl.concat([copilot, *others], how="vertical") if others else copilot
+
+    def calls() -> pl.DataFrame:
+        return every(source if isinstance(source, pl.DataFrame) else source())
+
+    before = result.previous
+    if before is not None:
+        fresh = before.calls
+        before = dataclasses.replace(before, calls=lambda: every(fresh()))
 
     sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
     issues = [result.issues, *(i for _, _, i, _ in parts)]
@@ -281,6 +303,7 @@ def _with_agents(result: Analysis, items: bool) -> Analysis:
     return dataclasses.replace(
         result,
         stored_as=stored,
+        previous=before,
         agent_events=pl.concat(events, how="vertical") if events else None,
         calls_source=calls,
         sessions=sessions.sort("start_time", "session_id", nulls_last=True),
@@ -327,9 +350,9 @@ def _decoded(
         return _run(found, None, None, keep_events, group_bytes, None)[0].calls
 
 
-def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[str]] | None:
-    """``Analysis.previous``: the previous result's key and the sessions of the groups whose
-    fingerprint it lists (none, when every group changed)."""
+def _unchanged(previous: Previous | None, ran: Tables) -> Before | None:
+    """``Analysis.previous``: the previous result's key, the sessions of the groups whose
+    fingerprint it lists (none, when every group changed), and the calls of the others."""
     if previous is None:
         return None
     known = {fingerprint for fingerprint in previous.fingerprints if fingerprint}
@@ -339,7 +362,8 @@ def _unchanged(previous: Previous | None, ran: Tables) -> tuple[str, frozenset[s
         if fingerprint in known
         for session in sessions
     )
-    return previous.key, same
+    fresh = ran.fresh_calls
+    return Before(previous.key, same, (lambda: fresh) if fresh is not None else lambda: ran.calls)
 
 
 def _run(
@@ -377,7 +401,7 @@ def _run(
     )
     issues = pl.concat([problems, tables.issues]) if problems.height else tables.issues
     analysis = Analysis(
-        calls_source=tables.calls,
+        calls_source=tables.calls_source,
         sessions=tables.sessions,
         model_metrics=tables.model_metrics,
         issues=issues.sort("file", "line", "severity", "message", nulls_last=False),

@@ -26,7 +26,8 @@ depends on which group finished first.
 With a result cache, the previous whole result of the same paths (``Previous``) also
 serves: a group whose fingerprint (key and records digest) it lists has the same tables, so
 its rows are taken from that one result, read while the changed groups are analysed, instead
-of from a stored result per group.
+of from a stored result per group. Its calls are not even decoded: the new result's are its
+calls patched (``results.Patched``), put together only for a command that reads them.
 
 The stages are imported where they run: a result loaded from the result cache needs none of
 them, and importing them is a tenth of such a run.
@@ -39,13 +40,14 @@ import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from analytics.agents.discover import Found, LogFile
 from analytics.cache import fingerprints
-from analytics.cache.results import TABLES, ResultCache, records_digest
+from analytics.cache.results import TABLES, Patched, ResultCache, in_order, records_digest
 from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
 
 if TYPE_CHECKING:
@@ -60,6 +62,10 @@ GROUP_BYTES = 64 * 2**20
 WORKERS = 2
 #: The table of each group's issues kept beside a whole result (``Tables.group_issues``).
 GROUP_ISSUES = "group_issues"
+#: A whole result's calls are stored as the previous result's patched (``results.Patched``)
+#: while the sessions dropped from its base are at most one in this many of its sessions;
+#: past that they are stored whole again, so reading them never costs much more than that.
+PATCHED_AT_MOST = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +74,10 @@ class Tables:
     ``groups``: the groups of sessions analysed, as the paths of their logs (``run_stages``
     sets it), which ``Analysis.event_groups`` reads events back in."""
 
-    calls: pl.DataFrame
+    #: CALLS, or what gives them (``calls``): with rows taken from the previous result, its
+    #: calls patched (``results.Patched``), put together only if asked for (a run that shows
+    #: sessions needs them only to store them, and stores the patch).
+    calls_source: pl.DataFrame | Callable[[], pl.DataFrame] = dataclasses.field(compare=False)
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
     issues: pl.DataFrame
@@ -83,12 +92,22 @@ class Tables:
     #: Each group's own issues (ISSUES and ``_group``, its index in ``groups``): the ones a
     #: later run takes with the group's rows (``Previous``). None with a single group.
     group_issues: pl.DataFrame | None = None
+    #: With rows taken from the previous result: the calls of the groups analysed (or
+    #: loaded) in this run, which hold every session not taken from it, in order; for
+    #: pricing those sessions alone (``analytics.cache.repriced``). None otherwise.
+    fresh_calls: pl.DataFrame | None = None
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per LLM call (schema.CALLS with tokens)."""
+        source = self.calls_source
+        return source if isinstance(source, pl.DataFrame) else source()
 
     @classmethod
     def of(cls, frames: Mapping[str, pl.DataFrame]) -> Tables:
         """Tables from stored frames (``results.TABLES``), without events."""
         return cls(
-            calls=frames["calls"],
+            calls_source=frames["calls"],
             sessions=frames["sessions"],
             model_metrics=frames["model_metrics"],
             issues=frames["issues"],
@@ -201,7 +220,9 @@ def run_stages(
         elif reused and entry.previous is not None:
             group_issues.append(reused.issues_of(entry.previous))
     kept = {entry.previous for entry in entries if entry.previous is not None}
+    fresh = None
     if reused and kept:
+        fresh = in_order([part.calls for part in parts]) if parts else reused.calls.added.clear()
         parts.insert(0, reused.rows(kept))
     members = tuple(entry.members for entry in entries)
     combined = _combine(parts, observed.issues([s for ids in members for s in ids]))
@@ -211,6 +232,7 @@ def run_stages(
         fingerprints=tuple(entry.fingerprint for entry in entries),
         members=members,
         group_issues=_numbered(group_issues) if len(entries) > 1 else None,
+        fresh_calls=fresh,
     )
 
 
@@ -271,9 +293,11 @@ def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, 
 
 @dataclasses.dataclass(frozen=True)
 class _Reused:
-    """The previous result's tables and group issues (``Previous``)."""
+    """The previous result's tables (its calls as a patch: ``results.Patched``, not decoded)
+    and group issues (``Previous``)."""
 
     tables: Tables
+    calls: Patched
     group_issues: pl.DataFrame
     previous: Previous
 
@@ -283,11 +307,18 @@ class _Reused:
         return _Entry(logs, None, previous.fingerprints[index], previous.members[index], index)
 
     def rows(self, indexes: set[int]) -> Tables:
-        """The previous result's rows of its groups ``indexes``, as one group's tables."""
+        """The previous result's rows of its groups ``indexes``, as one group's tables (its
+        calls as the previous ones without the other groups' sessions)."""
         ids = [s for index in sorted(indexes) for s in self.previous.members[index]]
         mine = pl.col("session_id").is_in(_ids(ids))
+        others = {
+            s
+            for index, members in enumerate(self.previous.members)
+            if index not in indexes
+            for s in members
+        }
         return Tables(
-            calls=self.tables.calls.filter(mine),
+            calls_source=self.calls.patched(others - set(ids), []),
             sessions=self.tables.sessions.filter(mine),
             model_metrics=self.tables.model_metrics.filter(mine),
             issues=self.group_issues.filter(pl.col("_group").is_in(sorted(indexes))).drop("_group"),
@@ -302,11 +333,14 @@ class _Reused:
     def read(cls, cache: ResultCache, previous: Previous) -> _Reused | None:
         """``previous``'s tables and group issues (not its note: ``Previous`` was read from
         it); None when they cannot be read."""
-        read = {name: cache.load_table(previous.key, name) for name in (*TABLES, GROUP_ISSUES)}
+        names = [name for name in (*TABLES, GROUP_ISSUES) if name != "calls"]
+        read = {name: cache.load_table(previous.key, name) for name in names}
         tables = {name: table for name, table in read.items() if table is not None}
-        if len(tables) < len(read) or "_group" not in tables[GROUP_ISSUES].columns:
+        calls = cache.load_patchable(previous.key, "calls")
+        if calls is None or len(tables) < len(read) or "_group" not in tables[GROUP_ISSUES]:
             return None
-        return cls(Tables.of(tables), tables[GROUP_ISSUES], previous)
+        tables["calls"] = calls.added  # its calls are the patch's (``rows``), never decoded
+        return cls(Tables.of(tables), calls, tables[GROUP_ISSUES], previous)
 
 
 def _same_groups(previous: Previous, keys: list[str | None], observed: _Observed) -> dict[int, int]:
@@ -542,11 +576,21 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
         "source_file", "source_line", maintain_order=True
     )
     price_issues = learned_prices(prices)[1]
+    sessions = pl.concat([r.sessions for r in results]).sort(
+        "start_time", "session_id", nulls_last=False
+    )
+    calls: pl.DataFrame | Callable[[], pl.DataFrame]
+    patches = [r.calls_source for r in results if isinstance(r.calls_source, Patched)]
+    if not patches:
+        calls = in_order([r.calls for r in results])
+    else:  # the previous result's, patched (one of ``results``: ``run_stages``)
+        (patch,) = patches
+        calls = patch.patched((), [r.calls for r in results if r.calls_source is not patch])
+        if len(calls.dropped) * PATCHED_AT_MOST > sessions.height:  # stored whole again
+            calls = calls.__call__
     return Tables(
-        calls=pl.concat([r.calls for r in results]).sort("session_id", "event_seq"),
-        sessions=pl.concat([r.sessions for r in results]).sort(
-            "start_time", "session_id", nulls_last=False
-        ),
+        calls_source=calls,
+        sessions=sessions,
         model_metrics=pl.concat([r.model_metrics for r in results]).sort(
             "source_file", "source_line", maintain_order=True
         ),
