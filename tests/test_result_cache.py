@@ -211,3 +211,11 @@ def test_a_truncated_stored_calls_table_is_a_miss(logs: Path) -> None:
     again, read = run([logs])
     assert read
     assert_same(again, analyze([logs]))
+
+
+def test_no_records_digest_as_their_columns_apart_from_any_records() -> None:
+    schema = {"session_id": pl.String, "tokens": pl.Int64}
+    none = result_cache.records_digest(pl.DataFrame(schema=schema))
+    one = result_cache.records_digest(pl.DataFrame({"session_id": ["a"], "tokens": [1]}))
+    assert none == result_cache.records_digest(pl.DataFrame(schema=schema)) != one
+    assert none != result_cache.records_digest(pl.DataFrame(schema={"session_id": pl.String}))

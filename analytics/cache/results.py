@@ -404,6 +404,10 @@ def _whole(folder: Path, name: str) -> pl.DataFrame:
 
 
 def records_digest(records: pl.DataFrame) -> str:
-    """A digest of per-call records (rows in a fixed order), for a group's note."""
-    ordered = records.sort(records.columns, nulls_last=False) if records.height else records
+    """A digest of per-call records (rows in a fixed order), for a group's note. No records
+    (most trees) digest as their columns alone, without the CSV writer (a group's digest is
+    taken for each group of a run)."""
+    if not records.height:
+        return hashlib.sha256(",".join(records.columns).encode()).hexdigest()
+    ordered = records.sort(records.columns, nulls_last=False)
     return hashlib.sha256(ordered.write_csv().encode()).hexdigest()

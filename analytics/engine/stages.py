@@ -575,7 +575,7 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
     prices = _stack([r.log_prices for r in results], LOG_PRICES).sort(
         "source_file", "source_line", maintain_order=True
     )
-    price_issues = learned_prices(prices)[1]
+    price_issues = learned_prices(prices)[1] if prices.height else empty(ISSUES)
     sessions = pl.concat([r.sessions for r in results]).sort(
         "start_time", "session_id", nulls_last=False
     )

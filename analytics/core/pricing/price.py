@@ -136,7 +136,9 @@ def _price_each(
     """Every call priced by the prices that apply to it (see the module docstring)."""
     if not is_copilot_table(table):
         return _billed(price_by_table(calls, table, model_map=model_map))
-    learned = learned_rate_table(log_prices) if log_prices is not None else None
+    # no price quoted (most trees): nothing to learn, and learning it costs ~10 ms a run
+    quoted = log_prices if log_prices is not None and log_prices.height else None
+    learned = learned_rate_table(quoted) if quoted is not None else None
     copilot = table if learned is None else add_missing_models(table, learned)
     own = {m.id for m in table.models}
     from_log = {m.id: m.source for m in copilot.models if m.id not in own}
