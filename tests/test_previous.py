@@ -331,3 +331,18 @@ def test_a_patch_is_its_base_without_the_dropped_sessions_with_the_rows_added(
         ]
     )
     assert patch().equals(expected)
+
+
+def test_a_previous_result_with_calls_of_no_group_is_not_taken(
+    logs: Path, stored: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its calls are patched a session at a time: calls of a session none of its groups
+    lists could not be dropped, so the groups are loaded instead."""
+    cached(logs)
+    real = Patched.sessions
+    monkeypatch.setattr(Patched, "sessions", lambda self: real(self) | {"a stray session"})
+    grow(logs, LIVE)
+    stored.clear()
+    result = cached(logs)
+    assert len(stored) == len(result.groups)  # each group loaded (or analysed) on its own
+    assert_fresh(result, logs)

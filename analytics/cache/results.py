@@ -95,6 +95,13 @@ class Patched:
         kept = base.filter(~_among(self.dropped)) if self.dropped else base
         return in_order([kept, self.added])
 
+    def sessions(self) -> set[str]:
+        """The sessions the table has rows of (only the base's ``session_id`` is decoded)."""
+        base = pl.read_ipc(io.BytesIO(self.base), columns=["session_id"])["session_id"]
+        return (set(base.unique().to_list()) - self.dropped) | set(
+            self.added["session_id"].unique().to_list()
+        )
+
     def patched(self, dropped: Collection[str], added: Sequence[pl.DataFrame]) -> Patched:
         """This table without the rows of the sessions ``dropped``, with the rows ``added``."""
         mine = self.added.filter(~_among(dropped)) if dropped else self.added

@@ -339,6 +339,9 @@ class _Reused:
         calls = cache.load_patchable(previous.key, "calls")
         if calls is None or len(tables) < len(read) or "_group" not in tables[GROUP_ISSUES]:
             return None
+        # its calls are patched by session (``rows``): each must be one of its groups'
+        if not calls.sessions() <= {s for ids in previous.members for s in ids}:
+            return None
         tables["calls"] = calls.added  # its calls are the patch's (``rows``), never decoded
         return cls(Tables.of(tables), calls, tables[GROUP_ISSUES], previous)
 
