@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use _scanner::copilot::COPILOT;
 use _scanner::scan::{Batch, FileSpec, Scanner, BLOCK};
-use _scanner::table::Column;
+use _scanner::table::{Bits, Column};
 
 fn logs(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -57,15 +57,26 @@ fn digest(batches: &mut [Batch]) -> (usize, usize, u64) {
         issues += batch.issues.len();
         for (name, column) in batch.events.names.iter().zip(&batch.events.columns) {
             name.hash(&mut h);
+            // Values as 64-bit integers and validity as a flag per row, whatever the column
+            // stores them in, so digests stay comparable across layouts.
+            let flags = |bits: &Bits| (0..bits.len()).map(|i| bits.get(i)).collect::<Vec<_>>();
             match column {
                 Column::Str(c) => (0..c.len()).for_each(|row| c.get(row).hash(&mut h)),
-                Column::Int(c) | Column::Int32(c) | Column::Time(c) => {
+                Column::Int(c) | Column::Time(c) => {
                     c.values.hash(&mut h);
-                    c.valid.hash(&mut h);
+                    flags(&c.valid).hash(&mut h);
+                }
+                Column::Int32(c) => {
+                    c.values
+                        .iter()
+                        .map(|&v| i64::from(v))
+                        .collect::<Vec<_>>()
+                        .hash(&mut h);
+                    flags(&c.valid).hash(&mut h);
                 }
                 Column::Bool(c) => {
-                    c.values.hash(&mut h);
-                    c.valid.hash(&mut h);
+                    flags(&c.values).hash(&mut h);
+                    flags(&c.valid).hash(&mut h);
                 }
             }
         }

@@ -21,7 +21,7 @@ use arrow_array::{
     TimestampMillisecondArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType, TimeUnit};
+use arrow_schema::{ArrowError, DataType};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
@@ -34,7 +34,7 @@ use crate::format::Rule;
 use crate::hash::FastMap;
 use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
-use crate::table::{Column, IntColumn, StrColumn, Table};
+use crate::table::{Bits, Column, IntColumn, StrColumn, Table};
 
 #[path = "copilot_tokens_py.rs"]
 mod copilot_tokens_py;
@@ -352,8 +352,15 @@ fn event_columns() -> Vec<&'static str> {
     scanner().column_names()
 }
 
-fn nulls(valid: Vec<bool>) -> Option<NullBuffer> {
-    let buffer = NullBuffer::from(valid);
+/// A bitmap as Arrow's, its bytes handed over.
+fn bitmap(bits: Bits) -> BooleanBuffer {
+    let len = bits.len();
+    BooleanBuffer::new(Buffer::from_vec(fitted(bits.into_bytes())), 0, len)
+}
+
+/// A column's validity (none when no row is null).
+fn nulls(valid: Bits) -> Option<NullBuffer> {
+    let buffer = NullBuffer::new(bitmap(valid));
     (buffer.null_count() > 0).then_some(buffer)
 }
 
@@ -361,10 +368,7 @@ fn strings(column: StrColumn) -> Result<ArrayRef, ArrowError> {
     let buffers: Vec<Buffer> = column
         .buffers
         .into_iter()
-        .map(|mut data| {
-            data.shrink_to_fit();
-            Buffer::from_vec(data)
-        })
+        .map(|data| Buffer::from_vec(fitted(data)))
         .collect();
     let array = StringViewArray::try_new(
         ScalarBuffer::from(fitted(column.views)),
@@ -400,32 +404,27 @@ fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
 /// One column as an Arrow array of `rows` rows.
 fn column_array(column: Column, rows: usize) -> Result<ArrayRef, ArrowError> {
     if column.len() < rows {
-        // A column without a value in the batch (see `Table`): all null, zeroed memory
-        // that is never written.
-        let kind = match column {
-            Column::Str(_) => DataType::Utf8View,
-            Column::Int(_) => DataType::Int64,
-            Column::Int32(_) => DataType::Int32,
-            Column::Bool(_) => DataType::Boolean,
-            Column::Time(_) => DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-        };
-        return Ok(new_null_array(&kind, rows));
+        // A column without a value in the batch (see `Table`): all null. Its zeroed values
+        // come from `calloc` (arrow's `new_null_array` writes its zeros), so their pages are
+        // made resident only if a reader looks at them; readers look at the validity first.
+        return Ok(match column {
+            Column::Str(_) => Arc::new(StringViewArray::new_null(rows)),
+            Column::Int(_) => Arc::new(Int64Array::new_null(rows)),
+            Column::Int32(_) => Arc::new(Int32Array::new_null(rows)),
+            Column::Bool(_) => Arc::new(BooleanArray::new_null(rows)),
+            Column::Time(_) => {
+                Arc::new(TimestampMillisecondArray::new_null(rows).with_timezone("UTC"))
+            }
+        });
     }
     Ok(match column {
         Column::Str(c) => strings(c)?,
         Column::Int(c) => ints(c),
-        Column::Int32(c) => {
-            let values: Vec<i32> = c
-                .values
-                .iter()
-                .map(|&v| i32::try_from(v).unwrap_or(i32::MAX))
-                .collect();
-            Arc::new(Int32Array::new(ScalarBuffer::from(values), nulls(c.valid)))
-        }
-        Column::Bool(c) => Arc::new(BooleanArray::new(
-            BooleanBuffer::from(c.values),
+        Column::Int32(c) => Arc::new(Int32Array::new(
+            ScalarBuffer::from(fitted(c.values)),
             nulls(c.valid),
         )),
+        Column::Bool(c) => Arc::new(BooleanArray::new(bitmap(c.values), nulls(c.valid))),
         Column::Time(c) => Arc::new(
             TimestampMillisecondArray::new(ScalarBuffer::from(fitted(c.values)), nulls(c.valid))
                 .with_timezone("UTC"),

@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use crate::format::{self, Dtype, Format, Rule};
 use crate::json::{self, Fields, Kind, Schema, Value};
-use crate::table::{BoolColumn, Column, IntColumn, StrColumn, Table};
+use crate::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
 pub const BLOCK: usize = 4 << 20;
@@ -407,15 +407,17 @@ fn append(mut into: Table, mut from: Table) -> Table {
                     a.push_opt(b.get(row).as_deref(), false);
                 }
             }
-            (Column::Int(a), Column::Int(b))
-            | (Column::Int32(a), Column::Int32(b))
-            | (Column::Time(a), Column::Time(b)) => {
+            (Column::Int(a), Column::Int(b)) | (Column::Time(a), Column::Time(b)) => {
                 a.values.extend(b.values);
-                a.valid.extend(b.valid);
+                a.valid.append(&b.valid);
+            }
+            (Column::Int32(a), Column::Int32(b)) => {
+                a.values.extend(b.values);
+                a.valid.append(&b.valid);
             }
             (Column::Bool(a), Column::Bool(b)) => {
-                a.values.extend(b.values);
-                a.valid.extend(b.valid);
+                a.values.append(&b.values);
+                a.valid.append(&b.valid);
             }
             _ => {}
         }
@@ -469,6 +471,9 @@ struct FileState {
     index: usize,
     first_row: usize,
     first_totals: usize,
+    /// The row within the file of each of its totals lines (their session is known once the
+    /// file is done).
+    totals_rows: Vec<usize>,
     /// Session starts in the file: (row within the file, the session id it names, its event
     /// id).
     starts: Vec<Start>,
@@ -488,7 +493,7 @@ struct Builder<'s> {
     source_line: IntColumn,
     byte_offset: IntColumn,
     session_id: StrColumn,
-    process_index: IntColumn,
+    process_index: Int32Column,
     columns: Vec<Column>,
     issues: Vec<Issue>,
     totals: Vec<Totals>,
@@ -521,7 +526,7 @@ impl<'s> Builder<'s> {
             source_line: IntColumn::default(),
             byte_offset: IntColumn::default(),
             session_id: StrColumn::default(),
-            process_index: IntColumn::default(),
+            process_index: Int32Column::default(),
             columns,
             issues: Vec::new(),
             totals: Vec::new(),
@@ -593,6 +598,7 @@ impl<'s> Builder<'s> {
             index,
             first_row: self.source_line.values.len(),
             first_totals: self.totals.len(),
+            totals_rows: Vec::new(),
             starts: Vec::new(),
             resumes: carry.resumes,
             offset: i64::try_from(carry.offset).unwrap_or(i64::MAX),
@@ -623,14 +629,8 @@ impl<'s> Builder<'s> {
             carry.lines = state.lines;
             carry.resumes = state.resumes;
         }
-        for totals in self.totals.iter_mut().skip(state.first_totals) {
-            let row = usize::try_from(totals.process).unwrap_or(0);
-            totals.process = self
-                .process_index
-                .values
-                .get(state.first_row + row)
-                .copied()
-                .unwrap_or(0);
+        let rows = self.totals.iter_mut().skip(state.first_totals);
+        for (totals, &row) in rows.zip(&state.totals_rows) {
             totals.session = self
                 .session_id
                 .get(state.first_row + row)
@@ -911,16 +911,18 @@ impl<'s> Builder<'s> {
                     file: state.index,
                     line: number,
                     session: String::new(),
-                    // The row for now; its process and session once the file is done.
-                    process: i64::try_from(row).unwrap_or(0),
+                    // Its session once the file is done.
+                    process: state.resumes,
                     json: String::from_utf8_lossy(&json).into_owned(),
                 });
+                state.totals_rows.push(row);
             }
         }
         let at = self.source_line.values.len();
         self.source_line.push(Some(number));
         self.byte_offset.push(Some(state.offset));
-        self.process_index.push(Some(state.resumes));
+        self.process_index
+            .push(Some(i32::try_from(state.resumes).unwrap_or(i32::MAX)));
         // Only the columns of the fields this line has (and those that are never null) are
         // filled; the others are padded with nulls when a later row, or the batch's end,
         // needs them to be.
@@ -1000,7 +1002,8 @@ impl<'s> Builder<'s> {
                 }
                 (Column::Time(c), Rule::Time(_)) => c.push(time),
                 (Column::Str(c), _) => c.push_null(),
-                (Column::Int(c) | Column::Int32(c) | Column::Time(c), _) => c.push(None),
+                (Column::Int(c) | Column::Time(c), _) => c.push(None),
+                (Column::Int32(c), _) => c.push(None),
                 (Column::Bool(c), _) => c.push(None),
             }
         }

@@ -3,8 +3,9 @@
 //! Strings are Arrow *views* (16 bytes per row: a short string inline, a longer one pointing
 //! into a data buffer), so a value repeated on many rows (a file's path, its session id, an
 //! event type, a model) is stored once and pointed at: [`StrColumn::push_shared`] keeps a
-//! small dictionary per column for that. polars' own string type is the same layout, so
-//! handing these over copies nothing.
+//! small dictionary per column for that. Validity (and booleans) are bitmaps, a bit per row,
+//! least significant bit first. polars' own string type and Arrow's bitmaps are the same
+//! layout, so handing these over copies nothing.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
@@ -51,11 +52,92 @@ impl WordHasher {
     }
 }
 
+/// A growable bitmap in Arrow's layout (bit `i` is bit `i % 8` of byte `i / 8`); the bits
+/// after the last are always zero, so appending zeros is only growing the bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Bits {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Bits {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Room for `n` more bits.
+    pub fn reserve(&mut self, n: usize) {
+        let bytes = (self.len + n).div_ceil(8);
+        self.bytes.reserve(bytes.saturating_sub(self.bytes.len()));
+    }
+
+    pub fn push(&mut self, bit: bool) {
+        if self.len.is_multiple_of(8) {
+            self.bytes.push(0);
+        }
+        if let Some(byte) = self.bytes.last_mut() {
+            *byte |= u8::from(bit) << (self.len % 8);
+        }
+        self.len += 1;
+    }
+
+    /// Append `n` copies of `bit`, a byte at a time.
+    pub fn extend(&mut self, bit: bool, n: usize) {
+        let len = self.len + n;
+        if bit {
+            // The last byte's free bits, then whole bytes; the bits after `len` are cleared.
+            if let Some(byte) = self
+                .bytes
+                .last_mut()
+                .filter(|_| !self.len.is_multiple_of(8))
+            {
+                *byte |= 0xFF << (self.len % 8);
+            }
+            self.bytes.resize(len.div_ceil(8), 0xFF);
+            if let Some(byte) = self.bytes.last_mut().filter(|_| !len.is_multiple_of(8)) {
+                *byte &= 0xFF >> (8 - len % 8);
+            }
+        } else {
+            self.bytes.resize(len.div_ceil(8), 0);
+        }
+        self.len = len;
+    }
+
+    /// Append the bits of `other`.
+    pub fn append(&mut self, other: &Bits) {
+        (0..other.len).for_each(|i| self.push(other.get(i)));
+    }
+
+    /// Bit `i` (false past the end).
+    pub fn get(&self, i: usize) -> bool {
+        self.bytes
+            .get(i / 8)
+            .is_some_and(|byte| (byte >> (i % 8)) & 1 == 1)
+    }
+
+    /// The bytes (the last one's unused bits zero), for an Arrow buffer.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+impl FromIterator<bool> for Bits {
+    fn from_iter<I: IntoIterator<Item = bool>>(bits: I) -> Bits {
+        let mut out = Bits::default();
+        bits.into_iter().for_each(|bit| out.push(bit));
+        out
+    }
+}
+
 /// A nullable column of strings as Arrow views.
 #[derive(Default)]
 pub struct StrColumn {
     pub views: Vec<u128>,
-    pub valid: Vec<bool>,
+    pub valid: Bits,
     pub buffers: Vec<Vec<u8>>,
     shared: HashMap<Vec<u8>, u128, BuildHasherDefault<WordHasher>>,
     /// The last shared string pushed and its view (the same value often fills a run of rows).
@@ -80,8 +162,8 @@ impl StrColumn {
     /// Nulls up to `rows` rows.
     pub fn pad(&mut self, rows: usize) {
         if self.views.len() < rows {
+            self.valid.extend(false, rows - self.views.len());
             self.views.resize(rows, 0);
-            self.valid.resize(rows, false);
         }
     }
 
@@ -105,8 +187,8 @@ impl StrColumn {
     /// Append `n` rows of a shared string (see [`StrColumn::push_shared`]).
     pub fn push_shared_n(&mut self, text: &[u8], n: usize) {
         let view = self.shared_view(text);
-        self.views.extend(std::iter::repeat_n(view, n));
-        self.valid.extend(std::iter::repeat_n(true, n));
+        self.views.resize(self.views.len() + n, view);
+        self.valid.extend(true, n);
     }
 
     fn shared_view(&mut self, text: &[u8]) -> u128 {
@@ -185,7 +267,7 @@ impl StrColumn {
 
     /// The string of row `row` (None when null), for tests and checks.
     pub fn get(&self, row: usize) -> Option<Vec<u8>> {
-        if !self.valid.get(row).copied().unwrap_or(false) {
+        if !self.valid.get(row) {
             return None;
         }
         let bytes = self.views.get(row)?.to_le_bytes();
@@ -206,7 +288,7 @@ impl StrColumn {
 #[derive(Default)]
 pub struct Nullable<T> {
     pub values: Vec<T>,
-    pub valid: Vec<bool>,
+    pub valid: Bits,
 }
 
 impl<T: Default + Clone> Nullable<T> {
@@ -219,8 +301,8 @@ impl<T: Default + Clone> Nullable<T> {
     /// Nulls up to `rows` rows.
     pub fn pad(&mut self, rows: usize) {
         if self.values.len() < rows {
+            self.valid.extend(false, rows - self.values.len());
             self.values.resize(rows, T::default());
-            self.valid.resize(rows, false);
         }
     }
 
@@ -232,14 +314,42 @@ impl<T: Default + Clone> Nullable<T> {
 
 /// A nullable column of 64-bit integers.
 pub type IntColumn = Nullable<i64>;
-/// A nullable column of booleans.
-pub type BoolColumn = Nullable<bool>;
+/// A nullable column of 32-bit integers.
+pub type Int32Column = Nullable<i32>;
+
+/// A nullable column of booleans, values and validity both bitmaps (null rows are false).
+#[derive(Default)]
+pub struct BoolColumn {
+    pub values: Bits,
+    pub valid: Bits,
+}
+
+impl BoolColumn {
+    /// Room for `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        self.values.reserve(rows);
+        self.valid.reserve(rows);
+    }
+
+    /// Nulls up to `rows` rows.
+    pub fn pad(&mut self, rows: usize) {
+        if let Some(n) = rows.checked_sub(self.values.len()) {
+            self.values.extend(false, n);
+            self.valid.extend(false, n);
+        }
+    }
+
+    pub fn push(&mut self, value: Option<bool>) {
+        self.valid.push(value.is_some());
+        self.values.push(value.unwrap_or(false));
+    }
+}
 
 /// One output column, of any of the kinds above.
 pub enum Column {
     Str(StrColumn),
     Int(IntColumn),
-    Int32(IntColumn),
+    Int32(Int32Column),
     Bool(BoolColumn),
     /// Milliseconds since the epoch, UTC.
     Time(IntColumn),
@@ -250,7 +360,8 @@ impl Column {
     pub fn pad(&mut self, rows: usize) {
         match self {
             Column::Str(c) => c.pad(rows),
-            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.pad(rows),
+            Column::Int(c) | Column::Time(c) => c.pad(rows),
+            Column::Int32(c) => c.pad(rows),
             Column::Bool(c) => c.pad(rows),
         }
     }
@@ -259,7 +370,8 @@ impl Column {
     pub fn reserve(&mut self, rows: usize) {
         match self {
             Column::Str(c) => c.reserve(rows),
-            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.reserve(rows),
+            Column::Int(c) | Column::Time(c) => c.reserve(rows),
+            Column::Int32(c) => c.reserve(rows),
             Column::Bool(c) => c.reserve(rows),
         }
     }
@@ -267,7 +379,8 @@ impl Column {
     pub fn len(&self) -> usize {
         match self {
             Column::Str(c) => c.len(),
-            Column::Int(c) | Column::Int32(c) | Column::Time(c) => c.values.len(),
+            Column::Int(c) | Column::Time(c) => c.values.len(),
+            Column::Int32(c) => c.values.len(),
             Column::Bool(c) => c.values.len(),
         }
     }
@@ -294,6 +407,46 @@ impl Table {
         let rows = self.rows();
         for column in &mut self.columns {
             column.pad(rows);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+        /// Pushing, padding and appending bits agree with a list of flags, and the bytes hold
+        /// nothing after the last bit (Arrow's layout).
+        #[test]
+        fn bits_match_a_list_of_flags(steps in prop::collection::vec((any::<bool>(), 0usize..20, any::<bool>()), 0..40)) {
+            let mut bits = Bits::default();
+            let mut flags: Vec<bool> = Vec::new();
+            for (bit, n, one) in steps {
+                if one {
+                    bits.push(bit);
+                    flags.push(bit);
+                } else {
+                    bits.extend(bit, n);
+                    flags.extend(std::iter::repeat_n(bit, n));
+                }
+            }
+            let mut twice = bits.clone();
+            twice.append(&bits);
+            prop_assert_eq!(bits.len(), flags.len());
+            for (i, &flag) in flags.iter().enumerate() {
+                prop_assert_eq!(bits.get(i), flag);
+                prop_assert_eq!(twice.get(i + flags.len()), flag);
+            }
+            prop_assert!(!bits.get(flags.len()));
+            let collected: Bits = flags.iter().copied().collect();
+            prop_assert_eq!(&collected, &bits);
+            let bytes = bits.into_bytes();
+            prop_assert_eq!(bytes.len(), flags.len().div_ceil(8));
+            let set: u32 = bytes.iter().map(|b| b.count_ones()).sum();
+            prop_assert_eq!(set as usize, flags.iter().filter(|&&f| f).count());
         }
     }
 }
