@@ -12,9 +12,7 @@
 //! determined it, and the constraints used with their root-mean-square relative misfit.
 #![forbid(unsafe_code)]
 
-use std::collections::BTreeMap;
-
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastMap;
 
 /// The content kinds' unknowns, in the order of the regressors.
 pub const RATES: [&str; 5] = ["tool", "prose", "json", "item", "task"];
@@ -99,61 +97,76 @@ pub struct Facts<'a> {
     pub pre_compaction: Option<i64>,
 }
 
-/// Constraint rows: members (row, call, part) and targets (row, y, sd, at least).
-pub type Rows = (Vec<(String, i64, Part)>, Vec<(String, f64, f64, bool)>);
+/// What a constraint row sums, as `tests/reference/fit.py` names it (`in:{segment}:{model}`,
+/// `read:…`, `obs:{seq}`, `obsread:{seq}`, `agent:{id}`, `stated-fixed`, `pre:{seq}`): the
+/// name's parts, not its text, so that a row is found without formatting a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum RowKey<'a> {
+    In(i64, &'a str),
+    Read(i64, &'a str),
+    Obs(i64),
+    ObsRead(i64),
+    Agent(&'a str),
+    StatedFixed,
+    Pre(i64),
+}
+
+/// Constraint rows, each named by its position: members (row, call, part) and targets (row,
+/// y, sd, at least), and how many rows there are.
+pub type Rows = (Vec<(usize, i64, Part)>, Vec<(usize, f64, f64, bool)>, usize);
 
 /// Every constraint row of a session (see `constraints` in `tests/reference/fit.py`): the
-/// members as (row, call, part) and the targets as (row, y, sd, at least), rows named by what
-/// they sum.
+/// members as (row, call, part) and the targets as (row, y, sd, at least), each row numbered
+/// in the order it is first met (a row's target is given once, when it is first met).
 /// `runs`: each sub-agent's `totalTokens` (input + output of all its calls); `stated`: the
 /// main fixed part the log states.
-pub fn constraint_rows(
-    calls: &[(Regressors<'_>, Facts<'_>)],
+pub fn constraint_rows<'f>(
+    calls: &[(Regressors<'_>, Facts<'f>)],
     runs: &FastMap<&str, i64>,
     stated: Option<i64>,
 ) -> Rows {
     let mut members = Vec::new();
-    let mut targets: Vec<(String, f64, f64, bool)> = Vec::new();
-    let mut seen_rows: FastSet<String> = FastSet::default();
-    let mut target = |row: &str, y: i64, sd: f64, at_least: bool| {
-        if seen_rows.insert(row.to_owned()) {
+    let mut targets: Vec<(usize, f64, f64, bool)> = Vec::new();
+    let mut ids: FastMap<RowKey<'f>, usize> = FastMap::default();
+    // The row's number, and its target added where the row is new.
+    let mut row = |key: RowKey<'f>, y: i64, sd: f64, at_least: bool| -> usize {
+        let next = ids.len();
+        let id = *ids.entry(key).or_insert(next);
+        if id == next {
             let y = y as f64;
-            targets.push((row.to_owned(), y, y * sd + 100.0, at_least));
+            targets.push((id, y, y * sd + 100.0, at_least));
         }
+        id
     };
     for (x, f) in calls {
         let llm = f.kind != "compaction";
-        let group = || format!("{}:{}", f.segment.unwrap_or(0), f.model.unwrap_or(""));
+        let (segment, model) = (f.segment.unwrap_or(0), f.model.unwrap_or(""));
         if f.sum_ok && llm {
             if let Some(y) = f.total_input {
-                let row = format!("in:{}", group());
-                members.push((row.clone(), x.seq, Part::Prompt));
-                target(&row, y, SUM_SD, false);
+                let id = row(RowKey::In(segment, model), y, SUM_SD, false);
+                members.push((id, x.seq, Part::Prompt));
             }
             if let (Some(y), Some((seq, part))) = (f.total_read.filter(|y| *y > 0), f.previous) {
-                let row = format!("read:{}", group());
-                members.push((row.clone(), seq, part));
-                target(&row, y, SUM_SD, true);
+                let id = row(RowKey::Read(segment, model), y, SUM_SD, true);
+                members.push((id, seq, part));
             }
         }
         if f.observed && llm {
             if let Some(y) = f.input {
-                let row = format!("obs:{}", x.seq);
-                members.push((row.clone(), x.seq, Part::Prompt));
-                target(&row, y, SUM_SD, false);
+                let id = row(RowKey::Obs(x.seq), y, SUM_SD, false);
+                members.push((id, x.seq, Part::Prompt));
                 if let (Some(y), Some((seq, part))) = (f.cache_read.filter(|y| *y > 0), f.previous)
                 {
-                    let row = format!("obsread:{}", x.seq);
-                    members.push((row.clone(), seq, part));
-                    target(&row, y, SUM_SD, true);
+                    let id = row(RowKey::ObsRead(x.seq), y, SUM_SD, true);
+                    members.push((id, seq, part));
                 }
             }
         }
     }
     // A sub-agent's totalTokens less its outputs: its calls' Σ input, where every one of its
     // calls states its output.
-    let mut agents: Vec<&str> = Vec::new();
-    let mut by_agent: FastMap<&str, Vec<&(Regressors<'_>, Facts<'_>)>> = FastMap::default();
+    let mut agents: Vec<&'f str> = Vec::new();
+    let mut by_agent: FastMap<&'f str, Vec<&(Regressors<'_>, Facts<'f>)>> = FastMap::default();
     for call in calls.iter().filter(|(_, f)| f.kind == "subagent") {
         let Some(agent) = call.1.agent.filter(|a| runs.contains_key(a)) else {
             continue;
@@ -179,11 +192,10 @@ pub fn constraint_rows(
             .fold(0i64, i64::saturating_add);
         let y = total.saturating_sub(outputs);
         if y > 0 {
-            let row = format!("agent:{agent}");
+            let id = row(RowKey::Agent(agent), y, SUM_SD, false);
             for (x, _) in list {
-                members.push((row.clone(), x.seq, Part::Prompt));
+                members.push((id, x.seq, Part::Prompt));
             }
-            target(&row, y, SUM_SD, false);
         }
     }
     if let (Some(y), Some(first)) = (
@@ -194,17 +206,17 @@ pub fn constraint_rows(
             .map(|(x, _)| x.seq)
             .min(),
     ) {
-        members.push(("stated-fixed".to_owned(), first, Part::Fixed));
-        target("stated-fixed", y, SUM_SD, false);
+        let id = row(RowKey::StatedFixed, y, SUM_SD, false);
+        members.push((id, first, Part::Fixed));
     }
     for (x, f) in calls {
         if let (true, Some(y)) = (f.kind == "compaction", f.pre_compaction) {
-            let row = format!("pre:{}", x.seq);
-            members.push((row.clone(), x.seq, Part::Prompt));
-            target(&row, y, CONTEXT_SD, false);
+            let id = row(RowKey::Pre(x.seq), y, CONTEXT_SD, false);
+            members.push((id, x.seq, Part::Prompt));
         }
     }
-    (members, targets)
+    let count = ids.len();
+    (members, targets, count)
 }
 
 /// Fit one session from its calls (regressors and facts), its sub-agents' totals and the
@@ -215,26 +227,9 @@ pub fn fit_calls<'a>(
     stated: Option<i64>,
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
-    let (members, targets) = constraint_rows(calls, runs, stated);
-    let members: Vec<Member<'_>> = members
-        .iter()
-        .map(|(row, seq, part)| Member {
-            row,
-            seq: *seq,
-            part: *part,
-        })
-        .collect();
-    let targets: Vec<Target<'_>> = targets
-        .iter()
-        .map(|(row, y, sd, at_least)| Target {
-            row,
-            y: *y,
-            sd: *sd,
-            at_least: *at_least,
-        })
-        .collect();
-    let regressors: Vec<Regressors<'a>> = calls.iter().map(|(x, _)| x.clone()).collect();
-    fit_session(&regressors, &members, &targets, priors)
+    let (members, targets, count) = constraint_rows(calls, runs, stated);
+    let regressors: Vec<&Regressors<'a>> = calls.iter().map(|(x, _)| x).collect();
+    fit_rows(&regressors, &members, &targets, count, priors)
 }
 
 /// A call's fitted prompt, prefix and fixed part (whole tokens).
@@ -270,12 +265,21 @@ pub fn round_to(value: f64, places: i32) -> f64 {
     (value * scale).round_ties_even() / scale
 }
 
+/// The unknowns a call's parts read, as positions among the priors (None: no prior): its
+/// fixed part's, and the rates' in `RATES` order.
+#[derive(Clone, Copy)]
+struct Unknowns {
+    fixed: Option<usize>,
+    rates: [Option<usize>; 5],
+}
+
 /// The coefficients of a call's part: (unknown, value), the fixed part first, then the
 /// rates in `RATES` order, zeros left out (no list is built: a fit reads them per call).
-fn coefficients<'a, 'c>(
-    call: &'c Regressors<'a>,
+fn coefficients<'c>(
+    call: &'c Regressors<'_>,
+    unknowns: &'c Unknowns,
     part: Part,
-) -> impl Iterator<Item = (&'a str, f64)> + 'c {
+) -> impl Iterator<Item = (Option<usize>, f64)> + 'c {
     let (fixed, rates) = match part {
         Part::Fixed => (1.0, None),
         Part::Prompt => (call.c_fixed, Some(&call.prompt)),
@@ -283,69 +287,118 @@ fn coefficients<'a, 'c>(
     };
     let rates = rates
         .into_iter()
-        .flat_map(|values| RATES.iter().copied().zip(*values));
-    std::iter::once((call.fixed_key, fixed))
+        .flat_map(|values| unknowns.rates.iter().copied().zip(*values));
+    std::iter::once((unknowns.fixed, fixed))
         .chain(rates)
         .filter(|(_, value)| *value != 0.0)
 }
 
-/// Fit one session.
-pub fn fit_session<'a, 'r>(
+/// Fit one session (constraint rows named by text: numbered here, then `fit_rows`).
+pub fn fit_session<'a>(
     calls: &[Regressors<'a>],
-    members: &[Member<'r>],
-    targets: &[Target<'r>],
+    members: &[Member<'_>],
+    targets: &[Target<'_>],
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
-    let by_seq: FastMap<i64, &Regressors<'a>> = calls.iter().map(|c| (c.seq, c)).collect();
-    // Each row's coefficients (summed over its members, by unknown in name order: the order
-    // of every sum below) and offset.
-    let mut a: FastMap<&'r str, BTreeMap<&'a str, f64>> = FastMap::default();
-    let mut offsets: FastMap<&'r str, i64> = FastMap::default();
-    for member in members {
-        let Some(call) = by_seq.get(&member.seq) else {
-            continue;
-        };
-        for (name, value) in coefficients(call, member.part) {
-            *a.entry(member.row).or_default().entry(name).or_insert(0.0) += value;
-        }
-        if member.part != Part::Fixed {
-            let total = offsets.entry(member.row).or_insert(0);
-            *total = total.saturating_add(call.offset);
-        }
-    }
-    // (row, y less the offsets, weight, stated y, at least)
-    let mut rows: Vec<(&'r str, f64, f64, f64, bool)> = targets
+    let mut ids: FastMap<&str, usize> = FastMap::default();
+    let mut id = |row| {
+        let next = ids.len();
+        *ids.entry(row).or_insert(next)
+    };
+    let members: Vec<(usize, i64, Part)> =
+        members.iter().map(|m| (id(m.row), m.seq, m.part)).collect();
+    let targets: Vec<(usize, f64, f64, bool)> = targets
         .iter()
-        .filter(|t| a.contains_key(t.row))
-        .map(|t| {
-            let off = offsets.get(t.row).copied().unwrap_or(0) as f64;
-            (t.row, t.y - off, 1.0 / (t.sd * t.sd), t.y, t.at_least)
-        })
+        .map(|t| (id(t.row), t.y, t.sd, t.at_least))
         .collect();
+    let calls: Vec<&Regressors<'a>> = calls.iter().collect();
+    fit_rows(&calls, &members, &targets, ids.len(), priors)
+}
+
+/// Fit one session whose `count` constraint rows are numbered: members (row, call, part),
+/// targets (row, y, sd, at least).
+fn fit_rows<'a>(
+    calls: &[&Regressors<'a>],
+    members: &[(usize, i64, Part)],
+    targets: &[(usize, f64, f64, bool)],
+    count: usize,
+    priors: &[Prior<'a>],
+) -> Fitted<'a> {
     let index: FastMap<&'a str, usize> = priors
         .iter()
         .enumerate()
         .map(|(i, p)| (p.param, i))
         .collect();
-    // Each row's coefficients as (unknown's position, value), in the same order, unknowns
-    // without a prior left out: looked up once, not in every round.
-    let resolved: FastMap<&'r str, Vec<(usize, f64)>> = a
+    let rates = RATES.map(|name| index.get(name).copied());
+    let unknowns: Vec<Unknowns> = calls
         .iter()
-        .map(|(row, coefs)| {
-            let known = coefs.iter().filter_map(|(p, v)| Some((*index.get(p)?, *v)));
-            (*row, known.collect())
+        .map(|call| Unknowns {
+            fixed: index.get(call.fixed_key).copied(),
+            rates,
+        })
+        .collect();
+    let by_seq: FastMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
+    // Each row's coefficients (summed over its members in their order), as (unknown's
+    // position, value), unknowns without a prior left out, and whether it has any
+    // coefficient at all; and its offset.
+    let mut resolved: Vec<Vec<(usize, f64)>> = vec![Vec::new(); count];
+    let mut present = vec![false; count];
+    let mut offsets = vec![0i64; count];
+    for &(row, seq, part) in members {
+        let (Some(&c), Some(coefs), Some(has)) = (
+            by_seq.get(&seq),
+            resolved.get_mut(row),
+            present.get_mut(row),
+        ) else {
+            continue;
+        };
+        let (Some(call), Some(known)) = (calls.get(c), unknowns.get(c)) else {
+            continue;
+        };
+        for (unknown, value) in coefficients(call, known, part) {
+            *has = true;
+            let Some(i) = unknown else {
+                continue;
+            };
+            match coefs.iter_mut().find(|(j, _)| *j == i) {
+                Some((_, sum)) => *sum += value,
+                None => coefs.push((i, value)),
+            }
+        }
+        if part != Part::Fixed {
+            if let Some(total) = offsets.get_mut(row) {
+                *total = total.saturating_add(call.offset);
+            }
+        }
+    }
+    // In the unknowns' name order: the order of every sum below.
+    for coefs in &mut resolved {
+        coefs.sort_by(|(i, _), (j, _)| {
+            let name = |k: &usize| priors.get(*k).map(|p| p.param);
+            name(i).cmp(&name(j))
+        });
+    }
+    // (row, y less the offsets, weight, stated y, at least)
+    let mut rows: Vec<(usize, f64, f64, f64, bool)> = targets
+        .iter()
+        .filter(|t| present.get(t.0).copied().unwrap_or(false))
+        .map(|&(row, y, sd, at_least)| {
+            let off = offsets.get(row).copied().unwrap_or(0) as f64;
+            (row, y - off, 1.0 / (sd * sd), y, at_least)
         })
         .collect();
     let n = priors.len();
     let links = links(priors);
     let mut theta = vec![0.0; n];
     let mut variance = vec![0.0; n];
-    let mut predicted: FastMap<&'r str, f64> = FastMap::default();
+    let mut predicted = vec![0.0; count];
+    let mut matrix = vec![0.0; n * n];
+    let mut vector = vec![0.0; n];
     for _ in 0..ROUNDS {
-        let mut matrix = vec![0.0; n * n];
-        let mut vector = vec![0.0; n];
+        matrix.fill(0.0);
+        vector.fill(0.0);
         for (row, y, w, _, _) in &rows {
-            let Some(coefs) = resolved.get(row) else {
+            let Some(coefs) = resolved.get(*row) else {
                 continue;
             };
             for &(i, vp) in coefs {
@@ -375,45 +428,43 @@ pub fn fit_session<'a, 'r>(
         }
         let (solution, var) = crate::solve::solve_systems(&[n], &matrix, &vector);
         // Clipped at 0 (NaN, from a singular system, stays NaN as polars' clip leaves it).
-        theta = solution
-            .iter()
-            .map(|&t| if t < 0.0 { 0.0 } else { t })
-            .collect();
+        theta = solution;
+        for t in &mut theta {
+            if *t < 0.0 {
+                *t = 0.0;
+            }
+        }
         variance = var;
-        predicted = resolved
-            .iter()
-            .map(|(row, coefs)| {
-                let value = coefs
-                    .iter()
-                    .filter_map(|&(i, v)| Some(v * theta.get(i)?))
-                    .sum();
-                (*row, value)
-            })
-            .collect();
+        for (value, coefs) in predicted.iter_mut().zip(&resolved) {
+            *value = coefs
+                .iter()
+                .filter_map(|&(i, v)| Some(v * theta.get(i)?))
+                .sum();
+        }
         let before = rows.len();
         rows.retain(|(row, y, _, _, at_least)| {
-            !(*at_least && predicted.get(row).copied().unwrap_or(0.0) > *y)
+            !(*at_least && predicted.get(*row).copied().unwrap_or(0.0) > *y)
         });
         if rows.len() == before {
             break;
         }
     }
-    let value_of = |name: &str| index.get(name).and_then(|&i| theta.get(i)).copied();
-    let part_value = |call: &Regressors<'a>, part: Part| -> f64 {
-        coefficients(call, part)
-            .filter_map(|(p, v)| Some(v * value_of(p)?))
+    let part_value = |call: &Regressors<'a>, known: &Unknowns, part: Part| -> f64 {
+        coefficients(call, known, part)
+            .filter_map(|(p, v)| Some(v * theta.get(p?)?))
             .sum()
     };
     let estimates = calls
         .iter()
-        .map(|call| {
+        .zip(&unknowns)
+        .map(|(call, known)| {
             let off = call.offset as f64;
             let whole = |v: f64| round_to(v, 0) as i64;
             Estimate {
                 seq: call.seq,
-                prompt: whole(part_value(call, Part::Prompt) + off),
-                prefix: whole(part_value(call, Part::Prefix) + off),
-                fixed: whole(part_value(call, Part::Fixed)),
+                prompt: whole(part_value(call, known, Part::Prompt) + off),
+                prefix: whole(part_value(call, known, Part::Prefix) + off),
+                fixed: whole(part_value(call, known, Part::Fixed)),
             }
         })
         .collect();
@@ -447,7 +498,8 @@ pub fn fit_session<'a, 'r>(
         let squares: f64 = rows
             .iter()
             .map(|(row, y, _, stated, _)| {
-                let miss = (predicted.get(row).copied().unwrap_or(0.0) - y) / stated.abs().max(1.0);
+                let miss =
+                    (predicted.get(*row).copied().unwrap_or(0.0) - y) / stated.abs().max(1.0);
                 miss * miss
             })
             .sum();
