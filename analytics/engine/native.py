@@ -30,7 +30,7 @@ from analytics.core.schema import (
     padded,
     with_nulls,
 )
-from analytics.engine.tokens import with_aligned_totals, with_tokens
+from analytics.engine.tokens import with_call_totals, with_tokens
 
 #: SESSIONS columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
@@ -122,7 +122,7 @@ def pass_group(
         # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens
         calls = with_tokens(calls, figures)
-        sessions = with_aligned_totals(sessions, frame(totals))
+        sessions = with_call_totals(sessions, frame(totals))
         token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(
         calls=calls,

@@ -114,19 +114,15 @@ def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFra
     so that ``analyze``, ``--calls`` and the period reports agree to the token; the log's own
     totals stay beside them as the check they are (``logged_*``). A session without calls
     sent nothing (0); one whose calls give no figure at all is unknown (null).
+
+    ``totals`` with a row per session in the sessions' own order (as the engine's pass gives
+    them, ``engine.native.pass_group``) are set beside the rows; others are joined.
     """
-    joined = sessions.drop(SESSION_TOKENS, strict=False).join(
-        totals, on="session_id", how="left", maintain_order="left"
-    )
-    return conform(joined, SESSIONS)
-
-
-def with_aligned_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:
-    """``with_call_totals`` where ``totals`` has a row per session in the sessions' own
-    order (as the engine's pass gives them, ``engine.native.pass_group``): the figures are
-    set beside the rows, with no join to run."""
     kept = sessions.drop(SESSION_TOKENS, strict=False)
-    return conform(kept.hstack(totals.drop("session_id").get_columns()), SESSIONS)
+    if totals["session_id"].equals(sessions["session_id"]):
+        return conform(kept.hstack(totals.drop("session_id").get_columns()), SESSIONS)
+    joined = kept.join(totals, on="session_id", how="left", maintain_order="left")
+    return conform(joined, SESSIONS)
 
 
 def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:

@@ -13,7 +13,7 @@
 //! previous prompt in blocks of `AUTO_CACHE_BLOCK` tokens. Integer arithmetic throughout.
 #![forbid(unsafe_code)]
 
-use crate::hash::FastMap;
+use rustc_hash::FxHashMap;
 
 /// Automatic prompt caching reuses a prompt prefix in blocks of this size (tokens).
 pub const AUTO_CACHE_BLOCK: i64 = 128;
@@ -112,7 +112,7 @@ pub fn calibrate(rows: &[Row<'_>]) -> Vec<Calibrated> {
             source: None,
         })
         .collect();
-    let mut groups: FastMap<Total<'_>, Vec<usize>> = FastMap::default();
+    let mut groups: FxHashMap<Total<'_>, Vec<usize>> = FxHashMap::default();
     let mut order: Vec<Total<'_>> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         if !row.observed && row.apportion {

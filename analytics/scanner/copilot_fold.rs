@@ -22,7 +22,7 @@
 //! arithmetic saturates where the input decides it).
 #![forbid(unsafe_code)]
 
-use crate::hash::{FastMap, FastSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One event of a session, as the ordered EVENTS table holds it (only the columns the fold
 /// reads). Strings borrow from the caller's columns.
@@ -345,7 +345,7 @@ fn build_calls<'a>(events: &[Event<'a>], metrics: &[Metric<'a>]) -> Built<'a> {
     let mut turns = turns(&parts);
     // Ends: the first end of a turn closes it when in the start's process.
     let mut orphans = Vec::new();
-    let mut ends_seen: FastSet<usize> = FastSet::default();
+    let mut ends_seen: FxHashSet<usize> = FxHashSet::default();
     for &(t, event) in &parts {
         if event.kind != "assistant.turn_end" {
             continue;
@@ -376,7 +376,7 @@ fn build_calls<'a>(events: &[Event<'a>], metrics: &[Metric<'a>]) -> Built<'a> {
     let failed = turns.iter().skip(1).filter(|t| t.failed()).count();
     // Prompts: the first start after a person's (non-autopilot) user message, failed
     // attempts left out (the call after one answers the prompt).
-    let mut prompted: FastMap<usize, bool> = FastMap::default();
+    let mut prompted: FxHashMap<usize, bool> = FxHashMap::default();
     let mut previous: Option<&Event<'a>> = None;
     for &(t, event) in &parts {
         let start = event.kind == "assistant.turn_start";
@@ -466,7 +466,7 @@ fn agent_key<'a>(event: &Event<'a>) -> Option<&'a str> {
 
 /// Sub-agents by key: (name, model, the tool call that spawned it), from their life-cycle
 /// lines (first non-null of each, agent-id-keyed lines before tool-call-keyed ones).
-fn subagents<'a>(events: &[Event<'a>]) -> FastMap<&'a str, [Option<&'a str>; 3]> {
+fn subagents<'a>(events: &[Event<'a>]) -> FxHashMap<&'a str, [Option<&'a str>; 3]> {
     let life: Vec<&Event<'a>> = events
         .iter()
         .filter(|e| {
@@ -476,7 +476,7 @@ fn subagents<'a>(events: &[Event<'a>]) -> FastMap<&'a str, [Option<&'a str>; 3]>
             )
         })
         .collect();
-    let mut out: FastMap<&'a str, [Option<&'a str>; 3]> = FastMap::default();
+    let mut out: FxHashMap<&'a str, [Option<&'a str>; 3]> = FxHashMap::default();
     let keyed = life
         .iter()
         .filter_map(|e| e.agent_id.map(|k| (k, e)))
@@ -501,8 +501,8 @@ fn subagents<'a>(events: &[Event<'a>]) -> FastMap<&'a str, [Option<&'a str>; 3]>
 fn subagent_calls<'a>(events: &[Event<'a>]) -> Vec<Draft<'a>> {
     let captured = events.iter().any(|e| USAGE_RECORDS.contains(&e.kind));
     let started = subagents(events);
-    let mut previous_time: FastMap<Option<&'a str>, Option<i64>> = FastMap::default();
-    let mut keys_seen: FastSet<(Option<&'a str>, &'a str)> = FastSet::default();
+    let mut previous_time: FxHashMap<Option<&'a str>, Option<i64>> = FxHashMap::default();
+    let mut keys_seen: FxHashSet<(Option<&'a str>, &'a str)> = FxHashSet::default();
     let mut calls = Vec::new();
     for event in events {
         let agent = agent_key(event);
@@ -600,7 +600,7 @@ fn fill_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>]) {
     // Within each kind: the nearest earlier call's own model (itself included), else the
     // nearest later one's.
     let mut neighbour: Vec<Option<&'a str>> = vec![None; own.len()];
-    let mut later: FastMap<&'static str, Option<&'a str>> = FastMap::default();
+    let mut later: FxHashMap<&'static str, Option<&'a str>> = FxHashMap::default();
     for (at, (kind, model)) in own.iter().enumerate().rev() {
         let next = later.entry(kind).or_default();
         *next = model.or(*next);
@@ -608,7 +608,7 @@ fn fill_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>]) {
             *slot = *next;
         }
     }
-    let mut earlier: FastMap<&'static str, Option<&'a str>> = FastMap::default();
+    let mut earlier: FxHashMap<&'static str, Option<&'a str>> = FxHashMap::default();
     for (at, (kind, model)) in own.iter().enumerate() {
         let last = earlier.entry(kind).or_default();
         *last = model.or(*last);
@@ -648,7 +648,7 @@ fn fill_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>]) {
 /// lines', the session's current model, the shutdown's only model (`log`, `log`, `log`,
 /// `session`, `shutdown`).
 fn subagent_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>], metrics: &[Metric<'a>]) {
-    let mut tools: FastMap<&'a str, &'a str> = FastMap::default();
+    let mut tools: FxHashMap<&'a str, &'a str> = FxHashMap::default();
     for event in events {
         if !matches!(
             event.kind,

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 
 use crate::copilot_fold::{fold_session, Event, Metric, SessionFold, Warning};
 use crate::copilot_tokens::{self, session_tokens, Observed, SessionTokens};
-use crate::hash::{FastMap, FastSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What ordering and repeat detection read of a line (the fold reads [`Rows::event`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -150,7 +150,7 @@ impl<'a> Session<'a> {
 
 /// The per-call rows kept beside the logs (OBSERVED_USAGE), by session, each session's in
 /// their source's order.
-pub type ObservedRows<'a> = FastMap<&'a str, Vec<Observed<'a>>>;
+pub type ObservedRows<'a> = FxHashMap<&'a str, Vec<Observed<'a>>>;
 
 /// A group's pass.
 #[derive(Debug, Default)]
@@ -173,9 +173,9 @@ pub struct Pass<'a> {
 /// fold (None: not run).
 pub fn run<'a, R: Rows<'a> + ?Sized>(
     rows: &R,
-    failed: &FastSet<&str>,
+    failed: &FxHashSet<&str>,
     metrics: &[Metric<'a>],
-    known: &FastSet<&str>,
+    known: &FxHashSet<&str>,
     observed: Option<&ObservedRows<'a>>,
 ) -> Pass<'a> {
     let keys: Vec<Key<'a>> = rows.keys();
@@ -183,7 +183,7 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
         |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
     let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
     // Rows by session (a run of rows of one session, the usual case, looks its slot up once).
-    let mut slots: FastMap<&'a str, usize> = FastMap::default();
+    let mut slots: FxHashMap<&'a str, usize> = FxHashMap::default();
     let mut grouped: Vec<(&'a str, Vec<usize>)> = Vec::new();
     let mut last: Option<(&'a str, usize)> = None;
     for row in (0..keys.len()).filter(usable) {
@@ -302,10 +302,10 @@ fn number(session: &mut Session<'_>, keys: &[Key<'_>]) {
 
 /// Drop each session's repeated lines (`drop_repeats`); one warning per file that had them.
 fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warning<'a>> {
-    let mut repeated: FastSet<usize> = FastSet::default();
+    let mut repeated: FxHashSet<usize> = FxHashSet::default();
     for session in sessions.iter() {
-        let mut ids: FastSet<&str> = FastSet::default();
-        let mut records: FastSet<&str> = FastSet::default();
+        let mut ids: FxHashSet<&str> = FxHashSet::default();
+        let mut records: FxHashSet<&str> = FxHashSet::default();
         for &row in &session.rows {
             let Some(key) = keys.get(row) else { continue };
             let copy_of_id = key.event_id.is_some_and(|id| !ids.insert(id));
@@ -320,7 +320,7 @@ fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warni
         return Vec::new();
     }
     // Per file, in line order: the bytes of repeated lines before each line.
-    let mut by_file: FastMap<&'a str, Vec<usize>> = FastMap::default();
+    let mut by_file: FxHashMap<&'a str, Vec<usize>> = FxHashMap::default();
     for session in sessions.iter() {
         for &row in &session.rows {
             if let Some(key) = keys.get(row) {
@@ -328,7 +328,7 @@ fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warni
             }
         }
     }
-    let mut before: FastMap<usize, i64> = FastMap::default();
+    let mut before: FxHashMap<usize, i64> = FxHashMap::default();
     let mut warnings = Vec::new();
     let mut files: Vec<(&'a str, Vec<usize>)> = by_file.into_iter().collect();
     files.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -388,7 +388,7 @@ type Placed<'a> = (Vec<Option<(&'a str, i32)>>, Vec<Vec<Metric<'a>>>);
 
 /// The shutdowns' totals on the shutdown lines kept (`place_model_metrics`).
 fn place<'a>(sessions: &[Session<'a>], keys: &[Key<'a>], metrics: &[Metric<'a>]) -> Placed<'a> {
-    let mut at: FastMap<(&str, Option<i64>), (usize, i32)> = FastMap::default();
+    let mut at: FxHashMap<(&str, Option<i64>), (usize, i32)> = FxHashMap::default();
     for (index, session) in sessions.iter().enumerate() {
         for (&row, &process) in session.rows.iter().zip(&session.processes) {
             if let Some(key) = keys.get(row).filter(|k| k.kind == Some("session.shutdown")) {
@@ -418,9 +418,9 @@ fn quotes_prices((details, byok): (Option<&str>, Option<bool>)) -> bool {
 fn unknown_types<'a>(
     keys: &[Key<'a>],
     rows: impl Iterator<Item = usize>,
-    known: &FastSet<&str>,
+    known: &FxHashSet<&str>,
 ) -> Vec<(&'a str, &'a str, i64, i64)> {
-    let mut seen: FastMap<(&'a str, &'a str), (i64, i64)> = FastMap::default();
+    let mut seen: FxHashMap<(&'a str, &'a str), (i64, i64)> = FxHashMap::default();
     for key in rows.filter_map(|row| keys.get(row)) {
         let Some(kind) = key.kind.filter(|k| !known.contains(k)) else {
             continue;
@@ -505,9 +505,9 @@ mod tests {
         ];
         let pass = run(
             &lines[..],
-            &FastSet::default(),
+            &FxHashSet::default(),
             &[],
-            &FastSet::default(),
+            &FxHashSet::default(),
             None,
         );
         let session = &pass.sessions[0];
@@ -533,9 +533,9 @@ mod tests {
         };
         let pass = run(
             &lines[..],
-            &FastSet::default(),
+            &FxHashSet::default(),
             &[metric],
-            &FastSet::default(),
+            &FxHashSet::default(),
             None,
         );
         let session = &pass.sessions[0];
@@ -554,8 +554,8 @@ mod tests {
             line("s", "gone", 1, 1, "session.start"),
         ];
         lines[0].token_details = Some(" [{}]");
-        let failed: FastSet<&str> = ["gone"].into_iter().collect();
-        let known: FastSet<&str> = ["session.usage_record"].into_iter().collect();
+        let failed: FxHashSet<&str> = ["gone"].into_iter().collect();
+        let known: FxHashSet<&str> = ["session.usage_record"].into_iter().collect();
         let pass = run(&lines[..], &failed, &[], &known, None);
         assert_eq!(pass.sessions[0].rows, vec![0]);
         assert_eq!(pass.sessions[0].priced, vec![0]);

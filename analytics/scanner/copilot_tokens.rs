@@ -25,7 +25,7 @@
 use crate::calibrate::{calibrate, Row};
 use crate::copilot_fold::{CallRow, Event, Metric, SessionRow};
 use crate::fit::{fit_calls, regressors, CallIn, Facts, Item, Part, Prior, Regressors, XRow};
-use crate::hash::{FastMap, FastSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Per-call usage records in the log: `assistant.usage` (SDK captures) and
 /// `session.usage_record` (on disk).
@@ -141,9 +141,9 @@ pub struct Session<'s, 'a> {
 struct View<'s, 'a> {
     calls: Vec<&'s CallRow<'a>>,
     events: &'s [Event<'a>],
-    at_line: FastMap<(&'a str, i64), &'s Event<'a>>,
+    at_line: FxHashMap<(&'a str, i64), &'s Event<'a>>,
     main_seqs: Vec<i64>,
-    position: FastMap<i64, usize>,
+    position: FxHashMap<i64, usize>,
 }
 
 impl<'a> View<'_, 'a> {
@@ -183,7 +183,7 @@ impl<'a> View<'_, 'a> {
             w.nano = r.nano_aiu.or(w.nano);
         }
         // A main turn's first usage record.
-        let mut taken: FastSet<i64> = FastSet::default();
+        let mut taken: FxHashSet<i64> = FxHashSet::default();
         for r in records().filter(|e| e.main() && e.interaction_type != Some(COMPACTING)) {
             let Some(seq) = owner(&self.main_seqs, r.seq) else {
                 continue;
@@ -209,7 +209,7 @@ impl<'a> View<'_, 'a> {
     /// call's own): the weight for splitting a shutdown's output total over the calls whose
     /// output the log does not state.
     fn reply_bytes(&self, work: &mut [Work<'a>]) {
-        let mut turns: FastMap<usize, i64> = FastMap::default();
+        let mut turns: FxHashMap<usize, i64> = FxHashMap::default();
         for m in self
             .events
             .iter()
@@ -236,7 +236,7 @@ impl<'a> View<'_, 'a> {
     /// usage record of its turn says so, else its session's.
     fn byok(&self, session_byok: bool) -> Vec<Option<bool>> {
         let flagged = |e: &Event<'_>| e.kind == "session.usage_record" && e.is_byok.is_some();
-        let mut turns: FastMap<usize, bool> = FastMap::default();
+        let mut turns: FxHashMap<usize, bool> = FxHashMap::default();
         for r in self.events.iter().filter(|e| flagged(e) && e.main()) {
             if let Some(&i) = owner(&self.main_seqs, r.seq).and_then(|s| self.position.get(&s)) {
                 let any = turns.entry(i).or_insert(false);
@@ -323,7 +323,8 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
         .filter(|c| c.kind == "main")
         .map(|c| c.seq)
         .collect();
-    let position: FastMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
+    let position: FxHashMap<i64, usize> =
+        calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
     let view = View {
         calls,
         events,
@@ -422,10 +423,10 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
 fn first_at_lines<'s, 'a>(
     events: &'s [Event<'a>],
     named: impl Iterator<Item = (&'a str, i64)>,
-) -> FastMap<(&'a str, i64), &'s Event<'a>> {
-    let named: FastSet<(&'a str, i64)> = named.collect();
-    let lines: FastSet<i64> = named.iter().map(|&(_, line)| line).collect();
-    let mut at_line = FastMap::with_capacity_and_hasher(named.len(), Default::default());
+) -> FxHashMap<(&'a str, i64), &'s Event<'a>> {
+    let named: FxHashSet<(&'a str, i64)> = named.collect();
+    let lines: FxHashSet<i64> = named.iter().map(|&(_, line)| line).collect();
+    let mut at_line = FxHashMap::with_capacity_and_hasher(named.len(), Default::default());
     for event in events.iter().filter(|e| lines.contains(&e.line)) {
         let key = (event.file, event.line);
         if named.contains(&key) {
@@ -466,7 +467,7 @@ fn observed_beside_log<'a>(
     // Numbered among the session's main or sub-agent rows of every source, then only the
     // first source's kept.
     let mut counters = [0usize; 2];
-    let mut picked: FastMap<(bool, usize), &Observed<'a>> = FastMap::default();
+    let mut picked: FxHashMap<(bool, usize), &Observed<'a>> = FxHashMap::default();
     let mut rows = 0i64;
     for o in session.observed {
         let sub = o.agent_id.is_some();
@@ -539,10 +540,10 @@ fn segments<'a>(
     session: &Session<'_, 'a>,
     calls: &[&CallRow<'a>],
     work: &mut [Work<'a>],
-    at_line: &FastMap<(&str, i64), &Event<'a>>,
+    at_line: &FxHashMap<(&str, i64), &Event<'a>>,
 ) -> Vec<Total<'a>> {
     let cumulative = session.row.shutdown_mode == Some("cumulative");
-    let mut last_shutdown: FastMap<i32, i64> = FastMap::default();
+    let mut last_shutdown: FxHashMap<i32, i64> = FxHashMap::default();
     for e in session
         .events
         .iter()
@@ -570,7 +571,7 @@ fn segments<'a>(
             Some((segment, e.seq, m))
         })
         .collect();
-    let mut latest: FastMap<i64, i64> = FastMap::default();
+    let mut latest: FxHashMap<i64, i64> = FxHashMap::default();
     for &(segment, seq, _) in &placed {
         let at = latest.entry(segment).or_insert(seq);
         *at = (*at).max(seq);
@@ -653,7 +654,8 @@ fn assign_models<'a>(
     segments.sort_unstable();
     segments.dedup();
     let mut warnings = Vec::new();
-    let mut assigned: FastMap<(i64, &'static str, &'a str), Option<&'a str>> = FastMap::default();
+    let mut assigned: FxHashMap<(i64, &'static str, &'a str), Option<&'a str>> =
+        FxHashMap::default();
     for segment in segments {
         let here: Vec<usize> = (0..calls.len())
             .filter(|&i| counted(i) && work.get(i).is_some_and(|w| w.segment == segment))
@@ -665,7 +667,7 @@ fn assign_models<'a>(
             .collect();
         // The counts compared: calls per model (no model: a group of its own) against the
         // requests, where the shutdown states some, its counts differ, and the sums agree.
-        let mut per_model: FastMap<Option<&'a str>, i64> = FastMap::default();
+        let mut per_model: FxHashMap<Option<&'a str>, i64> = FxHashMap::default();
         for &i in &here {
             if let Some(w) = work.get(i) {
                 *per_model.entry(w.model).or_insert(0) += 1;
@@ -716,8 +718,8 @@ fn assign_models<'a>(
             .into_iter()
             .map(|((kind, name), n)| (kind, name, n))
             .collect();
-        let mut fixed: FastMap<&'a str, i64> = FastMap::default();
-        let mut mains: FastMap<&'a str, i64> = FastMap::default();
+        let mut fixed: FxHashMap<&'a str, i64> = FxHashMap::default();
+        let mut mains: FxHashMap<&'a str, i64> = FxHashMap::default();
         for &i in &named {
             let (Some(c), Some(w)) = (calls.get(i), work.get(i)) else {
                 continue;
@@ -770,7 +772,7 @@ fn assign_models<'a>(
 /// (None, why not).
 fn solve<'a>(
     units: &[(&'static str, &str, i64)],
-    fixed: &FastMap<&str, i64>,
+    fixed: &FxHashMap<&str, i64>,
     requests: &std::collections::BTreeMap<&'a str, i64>,
     main: Option<&str>,
 ) -> (Option<Vec<&'a str>>, Option<String>) {
@@ -792,7 +794,7 @@ fn solve<'a>(
     let mut pick = vec![0usize; units.len()];
     let total = tries.unwrap_or(0);
     for _ in 0..total {
-        let mut served: FastMap<&str, i64> = models
+        let mut served: FxHashMap<&str, i64> = models
             .iter()
             .map(|m| (*m, fixed.get(m).copied().unwrap_or(0)))
             .collect();
@@ -902,8 +904,8 @@ struct Keyed<'a> {
 }
 
 fn keyed<'a>(calls: &[&CallRow<'a>], work: &[Work<'a>], totals: &[Total<'a>]) -> Vec<Keyed<'a>> {
-    let mut counted: FastMap<(i64, Option<&str>), i64> = FastMap::default();
-    let mut seen: FastMap<(i64, Option<&str>), [i64; 5]> = FastMap::default();
+    let mut counted: FxHashMap<(i64, Option<&str>), i64> = FxHashMap::default();
+    let mut seen: FxHashMap<(i64, Option<&str>), [i64; 5]> = FxHashMap::default();
     for w in work.iter().filter(|w| w.covered) {
         let key = (w.segment, w.model);
         *counted.entry(key).or_insert(0) += 1;
@@ -1000,7 +1002,7 @@ fn reconstruct<'a>(
         .collect();
     let x: Vec<XRow<'a>> = regressors(&ins, &items);
     let priors = priors(events, &x);
-    let pre: FastMap<(&str, i64), i64> = events
+    let pre: FxHashMap<(&str, i64), i64> = events
         .iter()
         .filter(|e| e.kind == "session.compaction_complete")
         .filter_map(|e| Some(((e.file, e.line), e.pre_compaction_tokens?)))
@@ -1057,13 +1059,13 @@ fn reconstruct<'a>(
         stated_fixed(events),
         &prior_list,
     );
-    let se: FastMap<&str, f64> = fitted
+    let se: FxHashMap<&str, f64> = fitted
         .parameters
         .iter()
         .zip(&fitted.standard_errors)
         .map(|((name, _, _), sd)| (*name, *sd))
         .collect();
-    let by_seq: FastMap<i64, &crate::fit::Estimate> =
+    let by_seq: FxHashMap<i64, &crate::fit::Estimate> =
         fitted.estimates.iter().map(|e| (e.seq, e)).collect();
     let estimates = calls
         .iter()
@@ -1112,7 +1114,7 @@ fn priors(events: &[Event<'_>], x: &[XRow<'_>]) -> Vec<(String, f64, f64)> {
         .iter()
         .find(|e| e.kind == "system.message" && e.agent_id.is_none())
         .and_then(|e| e.content_bytes);
-    let mut seen: FastSet<&str> = FastSet::default();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut out = Vec::new();
     for r in x {
         if !seen.insert(r.fixed_key.as_str()) {
@@ -1142,14 +1144,14 @@ fn priors(events: &[Event<'_>], x: &[XRow<'_>]) -> Vec<(String, f64, f64)> {
 
 /// Each sub-agent's `totalTokens`, by its agent id and by its task's tool call id (the last
 /// line wins; a tool call id over an agent id).
-fn subagent_runs<'a>(events: &[Event<'a>]) -> FastMap<&'a str, i64> {
+fn subagent_runs<'a>(events: &[Event<'a>]) -> FxHashMap<&'a str, i64> {
     let runs = || {
         events
             .iter()
             .filter(|e| matches!(e.kind, "subagent.completed" | "subagent.failed"))
             .filter_map(|e| Some((e, e.total_tokens?)))
     };
-    let mut out = FastMap::default();
+    let mut out = FxHashMap::default();
     for (e, total) in runs() {
         if let Some(id) = e.agent_id {
             out.insert(id, total);
@@ -1237,7 +1239,7 @@ fn call_totals(row: &SessionRow<'_>, calls: &[CallTokens<'_>]) -> [Option<i64>; 
 
 /// A session's calls' models, most calls first (ties by name); None without any.
 fn models_by_calls<'a>(calls: &[CallTokens<'a>]) -> Option<Vec<&'a str>> {
-    let mut counts: FastMap<&'a str, i64> = FastMap::default();
+    let mut counts: FxHashMap<&'a str, i64> = FxHashMap::default();
     for model in calls.iter().filter_map(|c| c.model) {
         *counts.entry(model).or_insert(0) += 1;
     }

@@ -19,7 +19,7 @@ use super::{
 use crate::copilot_fold::{CallRow, Event, SessionRow};
 use crate::copilot_pass::ObservedRows;
 use crate::copilot_tokens::{session_tokens, CallTokens, Observed, Session, SessionTokens};
-use crate::hash::FastMap;
+use rustc_hash::FxHashMap;
 
 /// The EVENTS columns the fold and the token stage read (`EventColumns`), for the caller to
 /// narrow the events it hands over.
@@ -62,7 +62,7 @@ pub(super) fn copilot_tokens(
     ];
     py.detach(|| {
         let [events, calls, sessions, metrics, records] = &frames;
-        fn grouped(b: &arrow_array::RecordBatch) -> FastMap<&str, Vec<usize>> {
+        fn grouped(b: &arrow_array::RecordBatch) -> FxHashMap<&str, Vec<usize>> {
             by_session(&Strs::of(column(b, "session_id")), b.num_rows())
                 .into_iter()
                 .collect()
@@ -72,7 +72,7 @@ pub(super) fn copilot_tokens(
         let call_row = call_reader(calls);
         let observed = observed_by_session(records);
         let metric_ids = Strs::of(column(metrics, "session_id"));
-        let mut placed: FastMap<&str, Vec<crate::copilot_fold::Metric>> = FastMap::default();
+        let mut placed: FxHashMap<&str, Vec<crate::copilot_fold::Metric>> = FxHashMap::default();
         for (i, metric) in super::pass::metric_list(metrics).into_iter().enumerate() {
             placed
                 .entry(metric_ids.get(i).unwrap_or(""))
@@ -80,7 +80,7 @@ pub(super) fn copilot_tokens(
                 .push(metric);
         }
         let ids = Strs::of(column(sessions, "session_id"));
-        let row_of: FastMap<&str, usize> = (0..sessions.num_rows())
+        let row_of: FxHashMap<&str, usize> = (0..sessions.num_rows())
             .map(|s| (ids.get(s).unwrap_or(""), s))
             .collect();
         let mut every: Vec<&str> = row_of.keys().chain(call_rows.keys()).copied().collect();
@@ -96,7 +96,7 @@ pub(super) fn copilot_tokens(
         let worked: Vec<(Vec<CallRow>, Option<SessionTokens>)> = every
             .par_iter()
             .map(|&id| {
-                let rows = |g: &FastMap<&str, Vec<usize>>| g.get(id).unwrap_or(&none).clone();
+                let rows = |g: &FxHashMap<&str, Vec<usize>>| g.get(id).unwrap_or(&none).clone();
                 let list: Vec<Event> = rows(&event_rows)
                     .into_iter()
                     .map(|i| columns.event(i))

@@ -12,7 +12,7 @@
 //! determined it, and the constraints used with their root-mean-square relative misfit.
 #![forbid(unsafe_code)]
 
-use crate::hash::FastMap;
+use rustc_hash::FxHashMap;
 
 /// The content kinds' unknowns, in the order of the regressors.
 pub const RATES: [&str; 5] = ["tool", "prose", "json", "item", "task"];
@@ -122,12 +122,12 @@ pub type Rows = (Vec<(usize, i64, Part)>, Vec<(usize, f64, f64, bool)>, usize);
 /// main fixed part the log states.
 pub fn constraint_rows<'f>(
     calls: &[(Regressors<'_>, Facts<'f>)],
-    runs: &FastMap<&str, i64>,
+    runs: &FxHashMap<&str, i64>,
     stated: Option<i64>,
 ) -> Rows {
     let mut members = Vec::new();
     let mut targets: Vec<(usize, f64, f64, bool)> = Vec::new();
-    let mut ids: FastMap<RowKey<'f>, usize> = FastMap::default();
+    let mut ids: FxHashMap<RowKey<'f>, usize> = FxHashMap::default();
     // The row's number, and its target added where the row is new.
     let mut row = |key: RowKey<'f>, y: i64, sd: f64, at_least: bool| -> usize {
         let next = ids.len();
@@ -166,7 +166,7 @@ pub fn constraint_rows<'f>(
     // A sub-agent's totalTokens less its outputs: its calls' Σ input, where every one of its
     // calls states its output.
     let mut agents: Vec<&'f str> = Vec::new();
-    let mut by_agent: FastMap<&'f str, Vec<&(Regressors<'_>, Facts<'f>)>> = FastMap::default();
+    let mut by_agent: FxHashMap<&'f str, Vec<&(Regressors<'_>, Facts<'f>)>> = FxHashMap::default();
     for call in calls.iter().filter(|(_, f)| f.kind == "subagent") {
         let Some(agent) = call.1.agent.filter(|a| runs.contains_key(a)) else {
             continue;
@@ -223,7 +223,7 @@ pub fn constraint_rows<'f>(
 /// fixed part the log states: the constraint rows (`constraint_rows`), then the fit.
 pub fn fit_calls<'a>(
     calls: &[(Regressors<'a>, Facts<'_>)],
-    runs: &FastMap<&str, i64>,
+    runs: &FxHashMap<&str, i64>,
     stated: Option<i64>,
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
@@ -300,7 +300,7 @@ pub fn fit_session<'a>(
     targets: &[Target<'_>],
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
-    let mut ids: FastMap<&str, usize> = FastMap::default();
+    let mut ids: FxHashMap<&str, usize> = FxHashMap::default();
     let mut id = |row| {
         let next = ids.len();
         *ids.entry(row).or_insert(next)
@@ -324,7 +324,7 @@ fn fit_rows<'a>(
     count: usize,
     priors: &[Prior<'a>],
 ) -> Fitted<'a> {
-    let index: FastMap<&'a str, usize> = priors
+    let index: FxHashMap<&'a str, usize> = priors
         .iter()
         .enumerate()
         .map(|(i, p)| (p.param, i))
@@ -337,7 +337,7 @@ fn fit_rows<'a>(
             rates,
         })
         .collect();
-    let by_seq: FastMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
+    let by_seq: FxHashMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
     // Each row's coefficients (summed over its members in their order), as (unknown's
     // position, value), unknowns without a prior left out, and whether it has any
     // coefficient at all; and its offset.
@@ -652,7 +652,7 @@ type Link = (i64, Option<i64>, [i64; 2], i64);
 /// The regressors of one session's calls (in `calls` order, which is event order).
 pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>> {
     // Each agent's conversation after each of its items, in event order.
-    let mut held: FastMap<&'a str, Vec<(i64, Held)>> = FastMap::default();
+    let mut held: FxHashMap<&'a str, Vec<(i64, Held)>> = FxHashMap::default();
     for item in items {
         let history = held.entry(item.agent).or_default();
         let last = history.last().map(|(_, h)| *h).unwrap_or_default();
@@ -687,7 +687,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
         now.offset = item.post_compaction_tokens.or(now.offset);
         history.push((item.seq, now));
     }
-    let mut first_of_agent: FastMap<&'a str, i64> = FastMap::default();
+    let mut first_of_agent: FxHashMap<&'a str, i64> = FxHashMap::default();
     let agents: Vec<Option<&'a str>> = calls
         .iter()
         .map(|c| {
@@ -705,7 +705,7 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
         }
     }
     // The previous call of each chain (agent, model): its end, user sums and epoch.
-    let mut chains: FastMap<Chain<'a>, Link> = FastMap::default();
+    let mut chains: FxHashMap<Chain<'a>, Link> = FxHashMap::default();
     calls
         .iter()
         .zip(agents)

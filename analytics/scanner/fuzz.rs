@@ -373,8 +373,8 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
     use _scanner::copilot_fold::{fold_session, Event, Metric};
     use _scanner::copilot_pass::{run, Line, ObservedRows, Tokens};
     use _scanner::copilot_tokens::{session_tokens, Observed, Session};
-    use _scanner::hash::FastSet;
-    let known: FastSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
+    use rustc_hash::FxHashSet;
+    let known: FxHashSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -496,7 +496,7 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
         let pass = std::panic::catch_unwind(|| {
             run(
                 &lines[..],
-                &FastSet::default(),
+                &FxHashSet::default(),
                 &metrics,
                 &known,
                 Some(&beside),

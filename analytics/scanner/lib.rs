@@ -9,8 +9,8 @@
 //! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
 //! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row,
 //! `copilot_tokens` gives those calls their tokens and the session its sums and fit, and
-//! `copilot_pass` goes from a group's scanned lines to both in one pass. `hash` is the fast
-//! hasher of their maps.
+//! `copilot_pass` goes from a group's scanned lines to both in one pass. Their maps hash
+//! with `rustc_hash` (FxHash).
 
 pub mod calibrate;
 pub mod calls;
@@ -23,7 +23,6 @@ pub mod copilot_pass;
 pub mod copilot_tokens;
 pub mod fit;
 pub mod format;
-pub mod hash;
 pub mod json;
 pub mod scan;
 pub mod solve;

@@ -31,10 +31,10 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
 use crate::copilot::COPILOT;
 use crate::format::Rule;
-use crate::hash::FastMap;
 use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
 use crate::table::{Bits, Column, IntColumn, StrColumn, Table};
+use rustc_hash::FxHashMap;
 
 #[path = "copilot_tokens_py.rs"]
 mod copilot_tokens_py;
@@ -822,7 +822,7 @@ impl<'a> EventColumns<'a> {
 
 /// Row indexes of each session, sessions in id order.
 fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
-    let mut at: FastMap<&'a str, usize> = FastMap::default();
+    let mut at: FxHashMap<&'a str, usize> = FxHashMap::default();
     let mut groups: Vec<(&'a str, Vec<usize>)> = Vec::new();
     for i in 0..rows {
         let id = ids.get(i).unwrap_or("");

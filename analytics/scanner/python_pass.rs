@@ -19,7 +19,7 @@ use super::{
 };
 use crate::copilot_fold::{Event, Metric, SessionFold};
 use crate::copilot_pass::{run, Key, Pass, Rows, Session, Tokens};
-use crate::hash::FastSet;
+use rustc_hash::FxHashSet;
 
 /// One scanned batch as the pass reads it.
 struct Batch<'a> {
@@ -195,8 +195,8 @@ pub(super) fn pass_copilot(
     py.detach(|| {
         let rows = Batches::of(&records);
         let totals = metric_list(&metrics);
-        let failed: FastSet<&str> = failed.iter().map(String::as_str).collect();
-        let known: FastSet<&str> = known.iter().map(String::as_str).collect();
+        let failed: FxHashSet<&str> = failed.iter().map(String::as_str).collect();
+        let known: FxHashSet<&str> = known.iter().map(String::as_str).collect();
         let beside = observed.as_ref().map(observed_by_session);
         // The pass is written not to panic; were it to (a bug), each file of the group gets
         // an error issue instead of the whole analysis failing.
@@ -280,7 +280,7 @@ pub(super) fn pass_copilot(
 
 /// The files of the group's lines, each once, in scan order.
 fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
-    let mut seen = FastSet::default();
+    let mut seen = FxHashSet::default();
     (0..rows.len())
         .map(|row| rows.key(row).file)
         .filter(|file| seen.insert(*file))

@@ -8,8 +8,7 @@
 //! layout, so handing these over copies nothing.
 #![forbid(unsafe_code)]
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use rustc_hash::FxHashMap;
 
 /// Largest data buffer of a string column (view offsets are 32 bits).
 const BUFFER_LIMIT: usize = 1 << 30;
@@ -18,39 +17,6 @@ const BUFFER_LIMIT: usize = 1 << 30;
 /// ever copied twice.
 const FIRST_BUFFER: usize = 64 << 10;
 const BUFFER_STEP: usize = 8 << 20;
-
-/// A fast hash of short byte strings (FxHash's mixing, a word at a time) for the shared
-/// strings' dictionary: its keys are ids, models and paths read from local logs.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        }
-        let mut last = [0u8; 8];
-        for (to, from) in last.iter_mut().zip(chunks.remainder()) {
-            *to = *from;
-        }
-        self.add(u64::from_le_bytes(last));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(u64::try_from(n).unwrap_or(0));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
 
 /// A growable bitmap in Arrow's layout (bit `i` is bit `i % 8` of byte `i / 8`); the bits
 /// after the last are always zero, so appending zeros is only growing the bytes.
@@ -139,7 +105,7 @@ pub struct StrColumn {
     pub views: Vec<u128>,
     pub valid: Bits,
     pub buffers: Vec<Vec<u8>>,
-    shared: HashMap<Vec<u8>, u128, BuildHasherDefault<WordHasher>>,
+    shared: FxHashMap<Vec<u8>, u128>,
     /// The last shared string pushed and its view (the same value often fills a run of rows).
     last: Option<(Vec<u8>, u128)>,
 }
