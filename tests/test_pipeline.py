@@ -1,5 +1,6 @@
 """Analysing in groups of sessions (``analytics/engine/stages.py``) never changes a result, and
-with a result cache only the groups whose inputs changed are analysed again.
+with a result cache a lone group is stored and loaded while unchanged (a larger tree's groups
+are taken from its previous whole result: ``tests/test_previous.py``).
 
 ``run_stages`` with ``group_bytes=1`` puts every session in a group of its own; each table
 must equal the one-group analysis (``keep_events=True``) row for row. Covered: the sample
@@ -20,7 +21,7 @@ import polars as pl
 import pytest
 
 from analytics.agents.discover import Found, LogFile, discover
-from analytics.cache.results import ResultCache
+from analytics.cache.results import ResultCache, flush
 from analytics.engine import stages as pipeline
 from analytics.engine.stages import Tables, run_stages
 from tests.conftest import SAMPLE_LOGS
@@ -91,9 +92,9 @@ def test_every_log_is_analysed_once(group_bytes: int) -> None:
 
 
 def analysed_groups(
-    monkeypatch: pytest.MonkeyPatch, logs: Path, cache: ResultCache
+    monkeypatch: pytest.MonkeyPatch, logs: Path, cache: ResultCache, group_bytes: int
 ) -> tuple[Tables, list[set[str]]]:
-    """Run the stages in groups with a result cache; which groups were analysed (not loaded)."""
+    """Run the stages with a result cache; which groups were analysed (not loaded)."""
     analysed: list[set[str]] = []
     original = pipeline._analyse
 
@@ -102,8 +103,10 @@ def analysed_groups(
         return original(group, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pipeline, "_analyse", spy)
-    tables = run_stages(discover([logs]), None, keep_events=False, group_bytes=1, cache=cache)
+    found = discover([logs])
+    tables = run_stages(found, None, keep_events=False, group_bytes=group_bytes, cache=cache)
     monkeypatch.setattr(pipeline, "_analyse", original)
+    flush()
     return tables, analysed
 
 
@@ -117,31 +120,29 @@ def copied(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
-def test_a_grown_log_reanalyses_its_group_only(
+def test_the_groups_of_a_larger_tree_are_not_stored_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
+) -> None:
+    """Its whole result keeps them (``stages.Previous``, ``tests/test_previous.py``)."""
+    cache = ResultCache(tmp_path / "cache")
+    _, first = analysed_groups(monkeypatch, copied, cache, group_bytes=1)
+    _, second = analysed_groups(monkeypatch, copied, cache, group_bytes=1)
+    assert len(first) > 1 and second == first
+    assert not list(cache.root.glob("*/note.json"))
+
+
+def test_a_lone_group_is_stored_and_only_a_grown_one_analysed_again(
     monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
 ) -> None:
     cache = ResultCache(tmp_path / "cache")
-    _, first = analysed_groups(monkeypatch, copied, cache)
-    _, second = analysed_groups(monkeypatch, copied, cache)
-    assert len(first) > 1 and second == []
+    _, first = analysed_groups(monkeypatch, copied, cache, group_bytes=10**9)
+    _, second = analysed_groups(monkeypatch, copied, cache, group_bytes=10**9)
+    assert len(first) == 1 and second == []
     log = sorted(copied.glob("session-state/*/events.jsonl"))[-1]
     with log.open("a") as handle:
         handle.write(line("user.message", 59, content="one more prompt"))
-    tables, third = analysed_groups(monkeypatch, copied, cache)
-    assert len(third) == 1 and log.parent.name in third[0]
-    assert_same(tables, fresh(copied))
-
-
-def test_changed_store_rows_reanalyse_their_sessions_groups_only(
-    monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
-) -> None:
-    cache = ResultCache(tmp_path / "cache")
-    analysed_groups(monkeypatch, copied, cache)
-    with closing(sqlite3.connect(copied / "session-store.db")) as db, db:
-        (session,) = db.execute("SELECT session_id FROM assistant_usage_events LIMIT 1").fetchone()
-        db.execute("DELETE FROM assistant_usage_events WHERE session_id = ?", (session,))
-    tables, analysed = analysed_groups(monkeypatch, copied, cache)
-    assert len(analysed) == 1 and session in analysed[0]
+    tables, third = analysed_groups(monkeypatch, copied, cache, group_bytes=10**9)
+    assert third == first
     assert_same(tables, fresh(copied))
 
 

@@ -44,17 +44,17 @@ def logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def stored(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The keys of the groups loaded from their own stored result."""
-    keys: list[str] = []
-    real = pipeline._stored
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The groups analysed anew (each as its logs' session hints), in the order they ran."""
+    groups: list[list[str]] = []
+    real = pipeline._analyse
 
-    def spy(cache: ResultCache, key: str, observed: Any) -> Any:
-        keys.append(key)
-        return real(cache, key, observed)
+    def spy(logs: Any, *args: Any) -> Any:
+        groups.append([log.session_hint for log in logs])
+        return real(logs, *args)
 
-    monkeypatch.setattr(pipeline, "_stored", spy)
-    return keys
+    monkeypatch.setattr(pipeline, "_analyse", spy)
+    return groups
 
 
 def cached(logs: Path) -> Analysis:
@@ -80,16 +80,16 @@ def sessions_of(result: Analysis) -> list[str]:
 
 
 def test_a_grown_log_takes_the_other_groups_from_the_previous_result(
-    logs: Path, stored: list[str]
+    logs: Path, analysed: list[list[str]]
 ) -> None:
     first = cached(logs)
     assert len(first.groups) > 1 and first.previous is None
     live = LIVE
     assert first.issues.height and not first.issues["file"].str.contains(live).any()
     grow(logs, live)
-    stored.clear()
+    analysed.clear()
     second = cached(logs)
-    assert len(stored) == 1  # only the grown log's group: the others come with the result
+    assert analysed == [[live]]  # only the grown log's group: the others come with the result
     assert second.previous is not None
     before, same = second.previous.key, second.previous.same
     assert first.stored_as is not None and before == first.stored_as[1]
@@ -107,29 +107,29 @@ def test_a_grown_log_takes_the_other_groups_from_the_previous_result(
 
 
 def test_changed_store_rows_keep_their_group_from_being_taken(
-    logs: Path, stored: list[str]
+    logs: Path, analysed: list[list[str]]
 ) -> None:
     cached(logs)
     with closing(sqlite3.connect(logs / "session-store.db")) as db, db:
         (session,) = db.execute("SELECT session_id FROM assistant_usage_events LIMIT 1").fetchone()
         db.execute("DELETE FROM assistant_usage_events WHERE session_id = ?", (session,))
-    stored.clear()
+    analysed.clear()
     result = cached(logs)
-    assert len(stored) == 1  # its group: same files, other records, so not the same tables
+    assert len(analysed) == 1 and session in analysed[0]  # same files, other records
     assert result.previous is not None and session not in result.previous.same
     assert_fresh(result, logs)
 
 
 def test_a_previous_result_without_its_group_issues_is_not_taken(
-    logs: Path, stored: list[str], tmp_path: Path
+    logs: Path, analysed: list[list[str]], tmp_path: Path
 ) -> None:
     first = cached(logs)
     assert first.stored_as is not None
     (ResultCache().root / first.stored_as[1] / f"{GROUP_ISSUES}{SUFFIX}").unlink()
     grow(logs, sessions_of(first)[0])
-    stored.clear()
+    analysed.clear()
     result = cached(logs)
-    assert len(stored) == len(result.groups)  # every group loaded (or analysed) on its own
+    assert len(analysed) == len(result.groups)  # every group analysed again
     assert_fresh(result, logs)
 
 
@@ -334,15 +334,15 @@ def test_a_patch_is_its_base_without_the_dropped_sessions_with_the_rows_added(
 
 
 def test_a_previous_result_with_calls_of_no_group_is_not_taken(
-    logs: Path, stored: list[str], monkeypatch: pytest.MonkeyPatch
+    logs: Path, analysed: list[list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its calls are patched a session at a time: calls of a session none of its groups
-    lists could not be dropped, so the groups are loaded instead."""
+    lists could not be dropped, so every group is analysed instead."""
     cached(logs)
     real = Patched.sessions
     monkeypatch.setattr(Patched, "sessions", lambda self: real(self) | {"a stray session"})
     grow(logs, LIVE)
-    stored.clear()
+    analysed.clear()
     result = cached(logs)
-    assert len(stored) == len(result.groups)  # each group loaded (or analysed) on its own
+    assert len(analysed) == len(result.groups)  # each group analysed again
     assert_fresh(result, logs)

@@ -19,17 +19,18 @@ each group's own issues (``stages.GROUP_ISSUES``) and the tables a rate table pr
 the paths analysed (``fingerprints.paths_slot``), for the next analysis of those paths
 (``stages.Previous``). The newest ``KEEP`` results are kept.
 
-The pipeline also stores each *group* of sessions it analyses (``fingerprints.group_key``:
-the code and the group's log files), with a small JSON *note*: the group's session ids and a
-digest of the per-call records (session store, OTel) of those sessions. A group is reused only
-if its files are unchanged and those records still digest the same, so a live session (its
-log growing, its store rows added) costs the re-reading and re-analysis of its own group, not
-of the tree.
+A lone *group* of sessions (a session, a small tree: ``stages.run_stages``) is also stored on
+its own (``fingerprints.group_key``: the code and the group's log files), with a small JSON
+*note*: its session ids and a digest of the per-call records (session store, OTel) of those
+sessions. It is reused only if its files are unchanged and those records still digest the
+same, so another session's new store rows (which change the tree's key) cost it nothing. The
+groups of a larger tree are kept in its whole result instead (its note's fingerprints), for
+``stages.Previous``.
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped. The
-results are written in the background (``save_later``): each group's while the next ones
-are analysed, the whole analysis's while the caller prices and renders it. A read of a key
+results are written in the background (``save_later``): a lone group's and the whole
+analysis's while the caller prices and renders it. A read of a key
 or slot waits for its own write first, so a run always sees its own results, and ``flush``
 (which the command line calls before it exits) waits for them all.
 """

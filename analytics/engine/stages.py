@@ -10,24 +10,26 @@ everything (``keep_events``).
 
 Files are put in groups by a hash of their session hint (directory name or file stem), so a
 session's files share a group and a group keeps its files from run to run: with a result
-cache, an unchanged group is loaded instead of analysed (``fingerprints.group_key``), and a
-live session costs the re-reading and re-analysis of its own group only. A session whose files
+cache, an unchanged group is taken from the previous result instead of analysed
+(``fingerprints.group_key``, ``Previous``), and a live session costs the re-reading and
+re-analysis of its own group only. A session whose files
 name it differently (a file with no ``session.start`` beside one that has it) can still land in two
 groups; such groups are merged and analysed again, so grouping never changes a result.
 
-Groups are analysed two at a time (``WORKERS``). The stages after reading are bound by the
-count of polars operations more than by the data: each costs a fixed ~0.1-0.3 ms, part of it
-Python building expressions under the GIL, and the operation itself runs with the GIL
-released. Two groups in flight fill the second core with one group's operations while the
-other builds its next ones: on the 1 GB benchmark tree, cold, in alternating runs, 6.6-7.4 s
-against 8.7-9.2 s with one worker. Results are collected in group order, so the output never
-depends on which group finished first.
+Groups are analysed two at a time (``WORKERS``): the scan and the engine's pass run with
+the GIL released, so two groups in flight keep both cores of a small machine busy while the
+Python between them (discovery of the next group, conforming tables) waits its turn. Results
+are collected in group order, so the output never depends on which group finished first.
 
-With a result cache, the previous whole result of the same paths (``Previous``) also
-serves: a group whose fingerprint (key and records digest) it lists has the same tables, so
-its rows are taken from that one result, read while the changed groups are analysed, instead
-of from a stored result per group. Its calls are not even decoded: the new result's are its
-calls patched (``results.Patched``), put together only for a command that reads them.
+With a result cache, the previous whole result of the same paths (``Previous``) serves: a
+group whose fingerprint (key and records digest) it lists has the same tables, so its rows
+are taken from that one result, read while the changed groups are analysed. Its calls are not
+even decoded: the new result's are its calls patched (``results.Patched``), put together only
+for a command that reads them. The groups of a larger tree are not also stored one by one:
+on the 1 GB benchmark tree that cost a cold run 0.19 s (median wall of 5 alternating runs,
+1.65 against 1.46 s) and served nothing the whole result does not. A lone group (a session, a
+small tree) is stored on its own, as ``Previous`` does not serve it: its result then outlives
+a change to another session's per-call records, which changes the tree's key.
 
 The stages are imported where they run: a result loaded from the result cache needs none of
 them, and importing them is a tenth of such a run.
@@ -162,12 +164,15 @@ def run_stages(
     groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
     observed = _Observed(found, whole=len(groups) > 1)
     tally = _Tally(progress, sum(_size(log) for log in found.logs))
+    # Only a lone group is stored on its own (see the module docstring); a larger tree's
+    # groups are kept in its whole result, by fingerprint, for the next run (``previous``).
+    alone = len(groups) == 1
 
     def key_of(logs: list[LogFile]) -> str | None:
         return fingerprints.group_key(logs) if cache and not keep_events else None
 
     def run(logs: list[LogFile], key: str | None) -> tuple[Tables, str | None]:
-        stored = _stored(cache, key, observed) if cache and key else None
+        stored = _stored(cache, key, observed) if cache and key and alone else None
         if stored is not None:
             tally.read(id(logs), sum(_size(log) for log in logs))
             return stored
@@ -180,8 +185,9 @@ def run_stages(
             return tables, None
         ids = tables.sessions["session_id"].to_list()
         digest = records_digest(observed.of(ids))
-        note = {"sessions": ids, "records": digest}
-        cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note)
+        if alone:
+            note = {"sessions": ids, "records": digest}
+            cache.save_later(key, {name: getattr(tables, name) for name in TABLES}, note)
         return tables, _fingerprint(key, digest)
 
     keys = [key_of(logs) for logs in groups]
@@ -194,7 +200,7 @@ def run_stages(
     # The previous result is read while the changed groups are analysed.
     with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
         reading = reader.submit(_Reused.read, cache, usable) if cache and usable and taken else None
-        ran = _run_groups(run, groups, keys, todo, cache)
+        ran = _run_groups(run, groups, keys, todo)
         reused = reading.result() if reading else None
     if reused is None and taken:  # it could not be read: those groups are loaded after all
         ran |= {i: run(groups[i], keys[i]) for i in taken}
@@ -253,18 +259,12 @@ def _run_groups(
     groups: list[list[LogFile]],
     keys: list[str | None],
     todo: list[int],
-    cache: ResultCache | None,
 ) -> dict[int, tuple[Tables, str | None]]:
     """``run`` on the groups ``todo`` (indexes into ``groups``), ``WORKERS`` at a time."""
     if min(WORKERS, len(todo)) <= 1:  # one group (a session, a small tree): no thread
         return {i: run(groups[i], keys[i]) for i in todo}
-    # Groups to analyse start first, so their analysis overlaps the loading of the stored
-    # ones (a live session's group would otherwise wait for its turn).
-    held = {i: bool(cache and (key := keys[i]) and cache.holds(key)) for i in todo}
     with ThreadPoolExecutor(WORKERS) as workers:
-        started = {
-            i: workers.submit(run, groups[i], keys[i]) for i in sorted(todo, key=held.__getitem__)
-        }
+        started = {i: workers.submit(run, groups[i], keys[i]) for i in todo}
         return {i: started[i].result() for i in todo}
 
 
