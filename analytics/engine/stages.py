@@ -412,7 +412,8 @@ def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tab
     from analytics.core.schema import EVENTS
     from analytics.engine.native import pass_group
 
-    named = observed.of(_session_ids(scanned))
+    # most trees keep no per-call records: their sessions need not even be listed
+    named = observed.of(_session_ids(scanned)) if observed.kept else empty(OBSERVED_USAGE)
     passed = pass_group(scanned, list(EVENTS) if keep_events else None, named)
     del scanned
     ids = passed.sessions["session_id"]
@@ -471,6 +472,11 @@ class _Observed:
         self._whole = whole
         self._read_for: dict[tuple[str, ...] | None, tuple[pl.DataFrame, pl.DataFrame]] = {}
         self._lock = threading.Lock()  # groups in flight share the records read
+
+    @property
+    def kept(self) -> bool:
+        """Whether any records are kept beside the logs (a session store, an OTel export)."""
+        return bool(self._found.stores or self._found.otel)
 
     def of(self, session_ids: list[str]) -> pl.DataFrame:
         rows, _ = self._records(session_ids)

@@ -50,9 +50,9 @@ def log_prices(lines: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
     ('claude-haiku-4.5', 'output', '500000000000')
     """
     frames = []
-    if "token_details" in lines.columns:
+    if "token_details" in lines.columns and lines.height:
         frames.append(_entries(lines, pl.col("timestamp")))
-    if "token_details" in observed.columns:
+    if "token_details" in observed.columns and observed.height:
         frames.append(_entries(observed, pl.col("created_at")))
     present = [frame for frame in frames if frame.height]
     return pl.concat(present) if present else empty(LOG_PRICES)
