@@ -14,7 +14,7 @@
 //! 5. `copilot_fold::fold_session` on each session, sessions in parallel (rayon), and, when
 //!    the per-call rows beside the logs are given, the token stage
 //!    (`copilot_tokens::session_tokens`) on its fold right after: the session's events are
-//!    built once, for both, and dropped with the session's work;
+//!    built once, for both, into a buffer each worker refills session after session;
 //! 6. the lines whose `tokenDetails` list quotes prices (not bring-your-own-key).
 //!
 //! The rows come from a [`Rows`] source (the binding reads the scanner's Arrow columns; the
@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -63,10 +64,11 @@ pub trait Rows<'a>: Sync {
     /// Line `row` as the fold reads it (`seq`, `process` and `byte_offset` as scanned: the
     /// pass sets them).
     fn event(&self, row: usize) -> Event<'a>;
-    /// Lines `rows` as the fold reads them, in that order (rows mostly ascending: a source
-    /// may read runs of them faster than line by line).
-    fn events(&self, rows: &[usize]) -> Vec<Event<'a>> {
-        rows.iter().map(|&row| self.event(row)).collect()
+    /// Lines `rows` as the fold reads them, in that order, into `out`, emptied first (rows
+    /// mostly ascending: a source may read runs of them faster than line by line).
+    fn events_into(&self, rows: &[usize], out: &mut Vec<Event<'a>>) {
+        out.clear();
+        out.extend(rows.iter().map(|&row| self.event(row)));
     }
     /// The line's `tokenDetails` text and whether it was a bring-your-own-key call.
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>);
@@ -105,9 +107,9 @@ pub enum Tokens<'a> {
 
 impl<'a> Session<'a> {
     /// The session's events in order, as its fold reads them (`seq`, `process` and
-    /// `byte_offset` as the pass set them).
-    pub fn events<R: Rows<'a> + ?Sized>(&self, rows: &R) -> Vec<Event<'a>> {
-        let mut events = rows.events(&self.rows);
+    /// `byte_offset` as the pass set them), into `events`, emptied first.
+    pub fn events_into<R: Rows<'a> + ?Sized>(&self, rows: &R, events: &mut Vec<Event<'a>>) {
+        rows.events_into(&self.rows, events);
         for (at, (event, (&process, &byte_offset))) in events
             .iter_mut()
             .zip(self.processes.iter().zip(&self.byte_offsets))
@@ -117,7 +119,6 @@ impl<'a> Session<'a> {
             event.process = process;
             event.byte_offset = byte_offset;
         }
-        events
     }
 
     /// The fold of the session's `events` with its shutdowns' totals `metrics`, then, given
@@ -207,14 +208,29 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
         .collect();
     let repeats = drop_repeats(&mut sessions, &keys);
     let (placed, per_session) = place(&sessions, &keys, metrics);
+    // Each worker thread's events go into one buffer, refilled session after session: a
+    // line's event is hundreds of bytes, and a buffer past glibc's mmap threshold (the
+    // process sets it to 128 KiB) allocated per session would be mapped, faulted in page by
+    // page and unmapped each time. (rayon's `for_each_init` would make one per split of the
+    // work, which on a busy pool is near one per session.) Sized for the longest session up
+    // front (pages never written are never faulted in), a buffer never moves; one found busy
+    // (never, as the fold starts no parallel work) or poisoned gives way to a fresh one.
+    let longest = sessions.iter().map(|s| s.rows.len()).max().unwrap_or(0);
+    let buffers: Vec<Mutex<Vec<Event<'a>>>> = (0..rayon::current_num_threads())
+        .map(|_| Mutex::new(Vec::with_capacity(longest)))
+        .collect();
     sessions
         .par_iter_mut()
         .zip(per_session.par_iter())
         .for_each(|(session, mine)| {
-            let events = session.events(rows);
+            let mut own = Vec::new();
+            let mut held = rayon::current_thread_index()
+                .and_then(|at| buffers.get(at))
+                .and_then(|buffer| buffer.try_lock().ok());
+            let events = held.as_deref_mut().unwrap_or(&mut own);
+            session.events_into(rows, events);
             let beside = observed.map(|o| o.get(session.id).map_or(&[][..], Vec::as_slice));
-            session.work(&events, mine, beside);
-            drop(events);
+            session.work(events, mine, beside);
             session.priced = session
                 .rows
                 .iter()

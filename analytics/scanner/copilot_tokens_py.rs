@@ -236,12 +236,15 @@ pub(super) fn token_tables(
     parts: &[Part<'_, '_>],
     order: &[usize],
 ) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
-    let mut per_call: Vec<CallTokens> = Vec::new();
+    // The calls' figures are read where they are, part after part (a group's calls copied
+    // into one list would be a buffer of megabytes, faulted in afresh for every group); a
+    // failed part's calls keep their own model and output.
+    let mut kept: Vec<Vec<CallTokens>> = Vec::with_capacity(parts.len());
     let mut issues: Vec<(&str, Option<i64>, &str, String)> = Vec::new();
     for part in parts {
         match part.tokens {
             Some(out) => {
-                per_call.extend(out.calls.iter().cloned());
+                kept.push(Vec::new());
                 issues.extend(
                     out.warnings
                         .iter()
@@ -249,12 +252,17 @@ pub(super) fn token_tables(
                 );
             }
             None => {
-                per_call.extend(part.calls.iter().map(|c| CallTokens {
-                    model: c.model,
-                    model_source: c.model_source,
-                    tokens: [None, None, None, None, c.output_tokens],
-                    ..CallTokens::default()
-                }));
+                kept.push(
+                    part.calls
+                        .iter()
+                        .map(|c| CallTokens {
+                            model: c.model,
+                            model_source: c.model_source,
+                            tokens: [None, None, None, None, c.output_tokens],
+                            ..CallTokens::default()
+                        })
+                        .collect(),
+                );
                 let file = part.calls.first().map_or("", |c| c.file);
                 let message = format!(
                     "internal error in the Copilot token stage; session {} left without tokens",
@@ -264,7 +272,17 @@ pub(super) fn token_tables(
             }
         }
     }
-    let each = || per_call.iter();
+    let each = || {
+        parts
+            .iter()
+            .zip(&kept)
+            .flat_map(|(part, kept)| part.tokens.map_or(&kept[..], |t| &t.calls[..]))
+    };
+    let count = parts
+        .iter()
+        .zip(&kept)
+        .map(|(part, kept)| part.tokens.map_or(kept.len(), |t| t.calls.len()))
+        .sum();
     let token = |k: usize| int_array(each().map(move |c| c.tokens.get(k).copied().flatten()));
     let call_table = table(
         vec![
@@ -292,7 +310,7 @@ pub(super) fn token_tables(
             ("input_tokens_low", int_array(each().map(|c| c.input_low))),
             ("input_tokens_high", int_array(each().map(|c| c.input_high))),
         ],
-        per_call.len(),
+        count,
     );
     let ordered: Vec<&Part> = order.iter().filter_map(|&i| parts.get(i)).collect();
     let each = || ordered.iter().map(|p| p.tokens);

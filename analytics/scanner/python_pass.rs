@@ -134,16 +134,15 @@ impl<'a> Rows<'a> for Batches<'a> {
             .unwrap_or_default()
     }
 
-    fn events(&self, rows: &[usize]) -> Vec<Event<'a>> {
+    fn events_into(&self, rows: &[usize], out: &mut Vec<Event<'a>>) {
         let mut cursor = Cursor::new();
-        rows.iter()
-            .map(|&row| {
-                cursor
-                    .at(self, row)
-                    .map(|(batch, i)| batch.events.event(i))
-                    .unwrap_or_default()
-            })
-            .collect()
+        out.clear();
+        out.extend(rows.iter().map(|&row| {
+            cursor
+                .at(self, row)
+                .map(|(batch, i)| batch.events.event(i))
+                .unwrap_or_default()
+        }));
     }
 
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
@@ -351,7 +350,16 @@ pub(super) fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
 
 /// The priced lines kept (what `agents/copilot/log_prices.py` decodes into LOG_PRICES rows), in event order.
 fn priced(rows: &Batches<'_>, pass: &Pass<'_>) -> ArrowTable {
-    let lines: Vec<(&str, Event<'_>, Option<&str>)> = pass
+    // Each line's columns, not its whole event: a list of these is a tenth the size.
+    struct Line<'a> {
+        session: &'a str,
+        file: &'a str,
+        line: i64,
+        timestamp: Option<i64>,
+        model: Option<&'a str>,
+        details: Option<&'a str>,
+    }
+    let lines: Vec<Line<'_>> = pass
         .sessions
         .iter()
         .flat_map(|s| {
@@ -360,22 +368,32 @@ fn priced(rows: &Batches<'_>, pass: &Pass<'_>) -> ArrowTable {
                 .filter_map(|&at| s.rows.get(at))
                 .map(|&row| (s.id, row))
         })
-        .map(|(id, row)| (id, rows.event(row), rows.prices(row).0))
+        .map(|(session, row)| {
+            let event = rows.event(row);
+            Line {
+                session,
+                file: event.file,
+                line: event.line,
+                timestamp: event.timestamp,
+                model: event.model,
+                details: rows.prices(row).0,
+            }
+        })
         .collect();
     table(
         vec![
             (
                 "source_file",
-                text_array(lines.iter().map(|l| Some(l.1.file))),
+                text_array(lines.iter().map(|l| Some(l.file))),
             ),
+            ("source_line", int_array(lines.iter().map(|l| Some(l.line)))),
             (
-                "source_line",
-                int_array(lines.iter().map(|l| Some(l.1.line))),
+                "session_id",
+                text_array(lines.iter().map(|l| Some(l.session))),
             ),
-            ("session_id", text_array(lines.iter().map(|l| Some(l.0)))),
-            ("timestamp", time_array(lines.iter().map(|l| l.1.timestamp))),
-            ("model", text_array(lines.iter().map(|l| l.1.model))),
-            ("token_details", text_array(lines.iter().map(|l| l.2))),
+            ("timestamp", time_array(lines.iter().map(|l| l.timestamp))),
+            ("model", text_array(lines.iter().map(|l| l.model))),
+            ("token_details", text_array(lines.iter().map(|l| l.details))),
         ],
         lines.len(),
     )
