@@ -564,6 +564,61 @@ mod tests {
     }
 
     #[test]
+    fn each_session_is_folded_on_its_own_events_whatever_a_worker_folded_before() {
+        // Sessions of many lengths, each line at its own time: a worker's buffer that kept a
+        // longer session's events would show in the start or end of the next one it folds.
+        let ids: Vec<String> = (0..60).map(|i| format!("s{i:02}")).collect();
+        let lines: Vec<Line<'_>> = ids
+            .iter()
+            .enumerate()
+            .flat_map(|(i, id)| {
+                let count = (i * 7) % 13 + 1;
+                (1..=count).map(move |n| {
+                    let n = n as i64;
+                    line(id, id, n, i as i64 * 1000 + n, "user.message")
+                })
+            })
+            .collect();
+        let pass = run(
+            &lines[..],
+            &FxHashSet::default(),
+            &[],
+            &FxHashSet::default(),
+            None,
+        );
+        assert_eq!(pass.sessions.len(), ids.len());
+        for (i, session) in pass.sessions.iter().enumerate() {
+            let count = ((i * 7) % 13 + 1) as i64;
+            let row = &session.fold.as_ref().expect("folded").session;
+            let start = i as i64 * 1000;
+            assert_eq!(
+                (row.start_time, row.end_time),
+                (Some(start + 1), Some(start + count))
+            );
+        }
+    }
+
+    #[test]
+    fn a_sessions_events_replace_what_the_buffer_held() {
+        let lines = [
+            line("s", "f", 1, 1, "session.start"),
+            line("s", "f", 2, 2, "session.resume"),
+        ];
+        let pass = run(
+            &lines[..],
+            &FxHashSet::default(),
+            &[],
+            &FxHashSet::default(),
+            None,
+        );
+        let mut events = vec![Event::default(); 5];
+        pass.sessions[0].events_into(&lines[..], &mut events);
+        let read: Vec<(i64, i32, i64)> =
+            events.iter().map(|e| (e.seq, e.process, e.line)).collect();
+        assert_eq!(read, vec![(1, 0, 1), (2, 1, 2)]);
+    }
+
+    #[test]
     fn failed_files_are_left_out_and_priced_lines_found() {
         let mut lines = [
             line("s", "ok", 1, 1, "session.usage_record"),
