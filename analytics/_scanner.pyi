@@ -101,6 +101,7 @@ def pass_copilot(
     known: list[str],
     columns: list[str] | None = None,
     usage: object | None = None,
+    stages: dict[str, float] | None = None,
 ) -> tuple[
     tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable],
     ArrowTable,
@@ -115,7 +116,9 @@ def pass_copilot(
     (calls, sessions, orphan-end issues, session issues), repeated lines' issues, unknown
     event types, the totals' placement, the priced lines, the events' ``columns``, and, with
     ``usage`` (the OBSERVED_USAGE rows beside the logs, an Arrow stream capsule), the token
-    stage's tables (``copilot_tokens``) of the sessions folded."""
+    stage's tables (``copilot_tokens``) of the sessions folded. Given ``stages``, it adds
+    the pass's seconds to it by stage (``events``, ``order``, ``fold``, ``tokens``, ``fit``:
+    thread-seconds, summed over the sessions of its parallel steps; ``tables``: wall)."""
 
 def copilot_tokens(
     events: object,

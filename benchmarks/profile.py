@@ -4,15 +4,17 @@ Stage functions are wrapped in place (``analytics.engine.analyze`` names; the re
 it the native scanner's call, which runs on both cores). Per stage: wall seconds and CPU
 seconds of the thread that ran it (``time.thread_time``; the scanner's and polars' own threads
 are not counted, so the scan's CPU shows as its wall), summed over calls (two groups run at
-once, so stages overlap), and the process RSS after its last call. The warm run follows
-the cold one in the same process, so its RSS includes what the cold run left allocated (the
-benchmark table has the warm peak of a fresh process). Import and ``--help`` times are
-measured in fresh processes.
+once, so stages overlap), and the process RSS after its last call. Within the native pass,
+the engine's own stages as it measures them (``_scanner.pass_copilot``'s ``stages``). The
+warm run follows the cold one in the same process, so its RSS includes what the cold run left
+allocated (the benchmark table has the warm peak of a fresh process). Import and ``--help``
+times are measured in fresh processes.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import resource
@@ -59,6 +61,18 @@ _STAGES: list[tuple[Any, str]] = [
     (report, "render_json"),
     (result_cache, "flush"),
 ]
+#: The engine's stages within the native pass (the keys of ``_scanner.pass_copilot``'s
+#: ``stages``), each with its row's name: reading the lines' columns into each session's
+#: events; ordering, dropping repeats and placing the shutdown totals; the fold; the token
+#: stage less its fit and calibration; those two; building the Arrow tables returned.
+ENGINE_STAGES = (
+    ("events", "engine: events"),
+    ("order", "engine: order+repeats"),
+    ("fold", "engine: fold"),
+    ("tokens", "engine: tokens"),
+    ("fit", "engine: fit+calibration"),
+    ("tables", "engine: tables"),
+)
 #: The runs profiled, in order: empty cache; nothing changed; one log's mtime touched (the
 #: result cache misses for that log's group of sessions, which is read and analysed again;
 #: the other groups come from the previous result).
@@ -68,9 +82,12 @@ _RUNS = ("cold", "warm", "one file touched")
 def stages(tree: Path, cache_root: Path) -> str:
     """A markdown section: per-stage wall time of each of ``_RUNS`` on ``tree``."""
     timings: dict[str, list[tuple[float, float, float]]] = {}
+    engine_seconds: dict[str, float] = {}
     originals = [(owner, name, getattr(owner, name)) for owner, name in _STAGES]
     for owner, name, function in originals:
-        setattr(owner, name, _timed(_label(owner, name), function, timings))
+        reporting = (owner, name) == (_scanner, "pass_copilot")
+        measured = with_stages(function, engine_seconds) if reporting else function
+        setattr(owner, name, _timed(_label(owner, name), measured, timings))
     shutil.rmtree(cache_root, ignore_errors=True)
     previous = os.environ.get("AGENTCOST_CACHE_DIR")
     os.environ["AGENTCOST_CACHE_DIR"] = str(cache_root)
@@ -82,12 +99,16 @@ def stages(tree: Path, cache_root: Path) -> str:
                 first = min(tree.rglob("events.jsonl"))
                 os.utime(first)
             timings.clear()
+            engine_seconds.clear()
             began = time.perf_counter()
             result = analysis.analyze([tree], use_cache=True, keep_events=False)
             shown = priced.priced(result, table, {}, ["sessions"])["sessions"]
             report.render_json("sessions", shown, result.issues)
             result_cache.flush()  # the command waits for the cache's writes before it exits
             total = time.perf_counter() - began
+            for key, row in ENGINE_STAGES:
+                if key in engine_seconds:
+                    timings[row] = [(engine_seconds[key], math.nan, math.nan)]
             results.append((label, total, dict(timings), _rss_mb()))
     finally:
         for owner, name, function in originals:
@@ -101,12 +122,17 @@ def stages(tree: Path, cache_root: Path) -> str:
         calls = measured.get(name, [])
         if not calls:
             return "- | - | -"
-        wall, cpu = sum(c[0] for c in calls), sum(c[1] for c in calls)
-        return f"{wall:.2f} | {cpu:.2f} | {calls[-1][2]:.0f}"
+        wall, cpu, rss = sum(c[0] for c in calls), sum(c[1] for c in calls), calls[-1][2]
+        if math.isnan(cpu):  # an engine stage: its thread-seconds only
+            return f"{wall:.2f} | - | -"
+        return f"{wall:.2f} | {cpu:.2f} | {rss:.0f}"
 
+    labels = [_label(owner, name) for owner, name in _STAGES]
+    after = labels.index("pass_copilot") + 1
+    labels[after:after] = [row for _, row in ENGINE_STAGES]
     rows = [
         f"| {label} | " + " | ".join(cells(label, t) for _, _, t, _ in results) + " |"
-        for label in (_label(owner, name) for owner, name in _STAGES)
+        for label in labels
     ]
     totals = " | ".join(f"{total:.2f} | | {rss:.0f}" for _, total, _, rss in results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
@@ -118,7 +144,15 @@ def stages(tree: Path, cache_root: Path) -> str:
             "sessions. The pipeline analyses two groups at a time, on two worker threads, so "
             "a stage's wall seconds add up across both and the stages sum to more than the "
             "total. CPU seconds are those of the thread that ran the stage (the scanner's and "
-            "polars' own threads are not counted). Runs: cold (empty caches), warm (nothing "
+            "polars' own threads are not counted). The `engine:` rows split the native pass "
+            "(`pass_copilot`) into the stages the engine measures itself: reading the lines' "
+            "columns into each session's events, ordering the lines with repeats dropped and "
+            "shutdown totals placed, the per-session fold, the token stage (observed tokens, "
+            "segments, models), its fit and calibration, and building the Arrow tables it "
+            "returns. Their seconds are thread-seconds: the steps run per session are timed "
+            "on each session's thread and summed over the pass's sessions, which run in "
+            "parallel on both cores, so these rows can add up to more than the pass's wall. "
+            "Runs: cold (empty caches), warm (nothing "
             "changed: the result cache answers, as for an option not run before on the tree; "
             "a command run before replays its stored output instead, without any of these "
             "stages, `analytics/cache/output.py`), and one file touched (its mtime changed, as "
@@ -161,6 +195,16 @@ def _timed(
             into.setdefault(name, []).append(spent)
 
     return timed
+
+
+def with_stages(pass_copilot: Callable[..., Any], into: dict[str, float]) -> Callable[..., Any]:
+    """``pass_copilot`` adding each call's engine stage seconds to ``into``."""
+
+    @functools.wraps(pass_copilot)
+    def reporting(*args: Any, **kwargs: Any) -> Any:
+        return pass_copilot(*args, **kwargs, stages=into)
+
+    return reporting
 
 
 def _rss_mb() -> float:

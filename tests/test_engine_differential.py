@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from analytics import _scanner
 from analytics.agents.copilot.events import scan_logs
 from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.sdk_capture import read_capture
@@ -44,6 +45,7 @@ from analytics.agents.discover import LogFile
 from analytics.core.schema import EVENTS, OBSERVED_USAGE, empty, padded
 from analytics.engine import native as engine
 from analytics.engine import tokens
+from benchmarks.profile import ENGINE_STAGES, with_stages
 from tests.conftest import SAMPLE_LOGS
 from tests.reference import tokens as reference_tokens
 from tests.reference.calls import build_calls
@@ -226,6 +228,22 @@ def test_sample_logs_whole_and_one_file_at_a_time() -> None:
     assert_same(files, store)
     for path in files:
         assert_same([path])
+
+
+def test_the_pass_reports_where_its_time_went(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pass adds its engine stages' seconds to the dict the profile hands it (through
+    ``benchmarks.profile``'s wrapper, as ``make bench`` runs it), every stage's more than 0
+    on the sample logs with the token stage run, and they add up over passes."""
+    seconds: dict[str, float] = {}
+    monkeypatch.setattr(_scanner, "pass_copilot", with_stages(_scanner.pass_copilot, seconds))
+    store, _ = read_session_store(SAMPLE_LOGS / "session-store.db")
+    scanned = scan_logs(_logs(_copilot_logs(SAMPLE_LOGS)))
+    engine.pass_group(scanned, None, store)
+    assert set(seconds) == {key for key, _ in ENGINE_STAGES}
+    assert all(value > 0 for value in seconds.values()), seconds
+    once = dict(seconds)
+    engine.pass_group(scanned, None, store)
+    assert all(seconds[key] > once[key] for key in once), (once, seconds)
 
 
 @pytest.mark.skipif(not CAPTURES.is_dir(), reason=f"no SDK captures at {CAPTURES}")

@@ -17,6 +17,9 @@
 //!    built once, for both, into a buffer each worker refills session after session;
 //! 6. the lines whose `tokenDetails` list quotes prices (not bring-your-own-key).
 //!
+//! Each pass also says where its time went, stage by stage ([`Spent`]), for the benchmarks'
+//! profile: a few clock reads per session, none per line.
+//!
 //! The rows come from a [`Rows`] source (the binding reads the scanner's Arrow columns; the
 //! tests and the fuzz run use owned rows), and each session's events borrow from it. Pure safe
 //! Rust: nothing here panics on any input, and a session whose fold or token stage did is
@@ -25,11 +28,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 use crate::copilot_fold::{fold_session, Event, Metric, SessionFold, Warning};
-use crate::copilot_tokens::{self, session_tokens, Observed, SessionTokens};
+use crate::copilot_tokens::{self, session_tokens_timed, Observed, SessionTokens};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What ordering and repeat detection read of a line (the fold reads [`Rows::event`]).
@@ -123,16 +127,21 @@ impl<'a> Session<'a> {
 
     /// The fold of the session's `events` with its shutdowns' totals `metrics`, then, given
     /// its per-call rows beside the logs (`observed`), the token stage on the fold; each
-    /// step's panic caught (the session's result then says so).
+    /// step's panic caught (the session's result then says so). Returns the time each took.
     fn work(
         &mut self,
         events: &[Event<'a>],
         metrics: &[Metric<'a>],
         observed: Option<&[Observed<'a>]>,
-    ) {
+    ) -> Spent {
+        let folding = Instant::now();
         self.fold = catch_unwind(AssertUnwindSafe(|| fold_session(events, metrics))).ok();
+        let mut spent = Spent {
+            fold: folding.elapsed(),
+            ..Spent::default()
+        };
         let (Some(fold), Some(observed)) = (&self.fold, observed) else {
-            return;
+            return spent;
         };
         let session = copilot_tokens::Session {
             id: self.id,
@@ -142,10 +151,49 @@ impl<'a> Session<'a> {
             metrics,
             observed,
         };
-        self.tokens = match catch_unwind(AssertUnwindSafe(|| session_tokens(&session, true))) {
-            Ok(tokens) => Tokens::Done(tokens),
-            Err(_) => Tokens::Failed,
+        let stage = Instant::now();
+        let tokens = catch_unwind(AssertUnwindSafe(|| session_tokens_timed(&session, true)));
+        let whole = stage.elapsed();
+        (self.tokens, spent.fit) = match tokens {
+            Ok((tokens, fit)) => (Tokens::Done(tokens), fit),
+            Err(_) => (Tokens::Failed, Duration::ZERO),
         };
+        spent.tokens = whole.saturating_sub(spent.fit);
+        spent
+    }
+}
+
+/// Where a pass's time went, by stage, in seconds of thread time: the wall of the steps run
+/// on one thread, and for the steps run per session, in parallel, the sum over sessions (so
+/// these add up to more than the pass's wall when its sessions ran at once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Reading the lines' columns: what ordering reads of each line, each session's events
+    /// (for its fold and token stage) and whether its lines quote prices.
+    pub events: Duration,
+    /// Rows by session, each session's lines ordered, repeats dropped, shutdown totals placed,
+    /// unknown event types counted.
+    pub order: Duration,
+    /// The fold of each session (`copilot_fold::fold_session`).
+    pub fold: Duration,
+    /// The token stage on each fold, its reconstruction and calibration left out (observed
+    /// tokens, reply sizes, segments, models, each call's figures and the session's sums).
+    pub tokens: Duration,
+    /// The token stage's reconstruction (the fit of its growth model) and calibration.
+    pub fit: Duration,
+}
+
+impl Spent {
+    /// Both's times, stage by stage.
+    #[must_use]
+    pub fn plus(self, other: Spent) -> Spent {
+        Spent {
+            events: self.events.saturating_add(other.events),
+            order: self.order.saturating_add(other.order),
+            fold: self.fold.saturating_add(other.fold),
+            tokens: self.tokens.saturating_add(other.tokens),
+            fit: self.fit.saturating_add(other.fit),
+        }
     }
 }
 
@@ -166,6 +214,8 @@ pub struct Pass<'a> {
     /// Per input shutdown total (`run`'s `metrics`): the session and process of the kept
     /// shutdown line it belongs to, or None when that line is not kept.
     pub placed: Vec<Option<(&'a str, i32)>>,
+    /// Where the pass's time went.
+    pub spent: Spent,
 }
 
 /// The pass over `rows`, leaving out the lines of `failed` files; `metrics` are the
@@ -179,7 +229,10 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
     known: &FxHashSet<&str>,
     observed: Option<&ObservedRows<'a>>,
 ) -> Pass<'a> {
+    let reading = Instant::now();
     let keys: Vec<Key<'a>> = rows.keys();
+    let read = reading.elapsed();
+    let ordering = Instant::now();
     let usable =
         |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
     let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
@@ -208,6 +261,7 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
         .collect();
     let repeats = drop_repeats(&mut sessions, &keys);
     let (placed, per_session) = place(&sessions, &keys, metrics);
+    let order = ordering.elapsed();
     // Each worker thread's events go into one buffer, refilled session after session: a
     // line's event is hundreds of bytes, and a buffer past glibc's mmap threshold (the
     // process sets it to 128 KiB) allocated per session would be mapped, faulted in page by
@@ -220,18 +274,21 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
     let buffers: Vec<Mutex<Vec<Event<'a>>>> = (0..rayon::current_num_threads())
         .map(|_| Mutex::new(Vec::with_capacity(longest)))
         .collect();
-    sessions
+    let spent = sessions
         .par_iter_mut()
         .zip(per_session.par_iter())
-        .for_each(|(session, mine)| {
+        .map(|(session, mine)| {
+            let reading = Instant::now();
             let mut own = Vec::new();
             let mut held = rayon::current_thread_index()
                 .and_then(|at| buffers.get(at))
                 .and_then(|buffer| buffer.try_lock().ok());
             let events = held.as_deref_mut().unwrap_or(&mut own);
             session.events_into(rows, events);
+            let mut read = reading.elapsed();
             let beside = observed.map(|o| o.get(session.id).map_or(&[][..], Vec::as_slice));
-            session.work(events, mine, beside);
+            let spent = session.work(events, mine, beside);
+            let pricing = Instant::now();
             session.priced = session
                 .rows
                 .iter()
@@ -239,12 +296,23 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
                 .filter(|(_, &row)| quotes_prices(rows.prices(row)))
                 .map(|(at, _)| at)
                 .collect();
-        });
+            read = read.saturating_add(pricing.elapsed());
+            spent.plus(Spent {
+                events: read,
+                ..Spent::default()
+            })
+        })
+        .reduce(Spent::default, Spent::plus);
     Pass {
         sessions,
         repeats,
         unknown,
         placed,
+        spent: spent.plus(Spent {
+            events: read,
+            order,
+            ..Spent::default()
+        }),
     }
 }
 
@@ -596,6 +664,32 @@ mod tests {
                 (Some(start + 1), Some(start + count))
             );
         }
+    }
+
+    #[test]
+    fn the_pass_says_where_its_time_went() {
+        let ids: Vec<String> = (0..20).map(|i| format!("s{i:02}")).collect();
+        let lines: Vec<Line<'_>> = ids
+            .iter()
+            .flat_map(|id| (1..=30).map(move |n| line(id, id, n, n, "user.message")))
+            .collect();
+        let zero = Duration::ZERO;
+        let beside = ObservedRows::default();
+        let known = FxHashSet::default();
+        let spent = run(
+            &lines[..],
+            &FxHashSet::default(),
+            &[],
+            &known,
+            Some(&beside),
+        )
+        .spent;
+        assert!(spent.events > zero && spent.order > zero, "{spent:?}");
+        assert!(spent.fold > zero && spent.tokens > zero, "{spent:?}");
+        // Without the rows beside the logs the token stage does not run: nothing spent on it.
+        let spent = alone(&lines[..]).spent;
+        assert!(spent.fold > zero, "{spent:?}");
+        assert_eq!((spent.tokens, spent.fit), (zero, zero));
     }
 
     #[test]

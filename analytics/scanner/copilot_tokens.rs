@@ -26,6 +26,7 @@ use crate::calibrate::{calibrate, Row};
 use crate::copilot_fold::{CallRow, Event, Metric, SessionRow};
 use crate::fit::{fit_calls, regressors, CallIn, Facts, Item, Part, Prior, Regressors, XRow};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::time::{Duration, Instant};
 
 /// Per-call usage records in the log: `assistant.usage` (SDK captures) and
 /// `session.usage_record` (on disk).
@@ -298,6 +299,15 @@ fn add(sum: Option<i64>, value: Option<i64>) -> Option<i64> {
 /// The stage for one session (`use_observed` false: every per-call record ignored and every
 /// call reconstructed, what `agentcost validate` measures the reconstruction with).
 pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> SessionTokens<'a> {
+    session_tokens_timed(session, use_observed).0
+}
+
+/// [`session_tokens`], and the time its fit (the reconstruction) and calibration took of it,
+/// for the pass's profile of its stages (`copilot_pass::Spent`).
+pub fn session_tokens_timed<'a>(
+    session: &Session<'_, 'a>,
+    use_observed: bool,
+) -> (SessionTokens<'a>, Duration) {
     let events = session.events;
     // The calls in event order (the fold gives them so; sorted again for any caller).
     let mut order: Vec<usize> = (0..session.calls.len()).collect();
@@ -341,7 +351,9 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
     let totals = segments(session, calls, &mut work, at_line);
     warnings.extend(assign_models(session.id, calls, &mut work, &totals));
     let keyed = keyed(calls, &work, &totals);
+    let fitting = Instant::now();
     let (estimates, fit) = reconstruct(session, calls, &work, &keyed);
+    let mut fit_time = fitting.elapsed();
     let rows: Vec<Row<'_>> = calls
         .iter()
         .zip(&work)
@@ -363,7 +375,9 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
             tokens: w.tokens,
         })
         .collect();
+    let calibrating = Instant::now();
     let calibrated = calibrate(&rows);
+    fit_time = fit_time.saturating_add(calibrating.elapsed());
     let byok = view.byok(session.row.byok);
     let has_totals = session.row.shutdown_requests.is_some();
     let mut out: Vec<CallTokens<'a>> = calls
@@ -408,13 +422,14 @@ pub fn session_tokens<'a>(session: &Session<'_, 'a>, use_observed: bool) -> Sess
             *slot = figures;
         }
     }
-    SessionTokens {
+    let tokens = SessionTokens {
         totals: call_totals(session.row, &aligned),
         models: models_by_calls(&aligned),
         calls: aligned,
         fit,
         warnings,
-    }
+    };
+    (tokens, fit_time)
 }
 
 /// The first event at each (file, line) of `named` (the lines of the calls and of the

@@ -2,15 +2,17 @@
 //! the scanner's batches (`scan_copilot`'s Arrow tables, never a polars frame of events) and
 //! the shutdowns' decoded per-model totals, and returns every table the analysis needs of the
 //! group. The events themselves are gathered into a table only when asked for (`columns`).
+//! Given a dict (`stages`), it adds to it where the pass's time went, stage by stage.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::{make_array, Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
 use arrow_data::transform::MutableArrayData;
 use arrow_schema::{ArrowError, Field, Schema};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyDict};
 
 use super::copilot_tokens_py::observed_by_session;
 use super::{
@@ -18,7 +20,7 @@ use super::{
     time_array, to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
 };
 use crate::copilot_fold::{Event, Metric, SessionFold};
-use crate::copilot_pass::{run, Key, Pass, Rows, Session, Tokens};
+use crate::copilot_pass::{run, Key, Pass, Rows, Session, Spent, Tokens};
 use rustc_hash::FxHashSet;
 
 /// One scanned batch as the pass reads it.
@@ -172,9 +174,11 @@ type Passed = (
 /// the shutdowns' per-model totals `metrics` (a frame of one chunk, as an Arrow stream
 /// capsule), `known` event types; `columns`: the EVENTS columns to return (None: no events);
 /// `usage`: the OBSERVED_USAGE rows beside the logs (a frame of one chunk), to run the token
-/// stage on each session's fold in the same pass (None: the caller runs it).
+/// stage on each session's fold in the same pass (None: the caller runs it); `stages`: a dict
+/// to add the pass's seconds to, by stage (`add_stages`).
 #[pyfunction]
-#[pyo3(signature = (tables, metrics, failed, known, columns = None, usage = None))]
+#[pyo3(signature = (tables, metrics, failed, known, columns = None, usage = None, stages = None))]
+#[allow(clippy::too_many_arguments)] // the pass's inputs, and where its profile goes
 pub(super) fn pass_copilot(
     py: Python<'_>,
     tables: Vec<PyRef<'_, ArrowTable>>,
@@ -183,6 +187,7 @@ pub(super) fn pass_copilot(
     known: Vec<String>,
     columns: Option<Vec<String>>,
     usage: Option<Bound<'_, PyCapsule>>,
+    stages: Option<Bound<'_, PyDict>>,
 ) -> PyResult<Passed> {
     let records = tables
         .iter()
@@ -191,7 +196,7 @@ pub(super) fn pass_copilot(
         .map_err(to_py)?;
     let metrics = read_frame(&metrics)?;
     let observed = usage.as_ref().map(read_frame).transpose()?;
-    py.detach(|| {
+    let (passed, spent, tables) = py.detach(|| {
         let rows = Batches::of(&records);
         let totals = metric_list(&metrics);
         let failed: FxHashSet<&str> = failed.iter().map(String::as_str).collect();
@@ -210,6 +215,7 @@ pub(super) fn pass_copilot(
                 (pass, files_of(&rows))
             }
         };
+        let building = Instant::now();
         let events = columns
             .map(|names| gathered(&records, &rows, &pass, &names))
             .transpose()
@@ -265,7 +271,7 @@ pub(super) fn pass_copilot(
                 (s.id, s.fold.take(), first)
             })
             .collect();
-        Ok((
+        let passed = (
             copilot_tables(&folded).map_err(to_py)?,
             issue_table(&repeats),
             unknown,
@@ -273,8 +279,35 @@ pub(super) fn pass_copilot(
             prices,
             events,
             tokens,
-        ))
-    })
+        );
+        Ok::<_, PyErr>((passed, pass.spent, building.elapsed()))
+    })?;
+    if let Some(stages) = stages {
+        add_stages(&stages, spent, tables)?;
+    }
+    Ok(passed)
+}
+
+/// Add a pass's seconds to `stages`, by stage: `events`, `order`, `fold`, `tokens` and `fit`
+/// as the pass measured them ([`Spent`]: thread-seconds, summed over the sessions of its
+/// parallel steps), and `tables`, the wall of building the tables it returns.
+fn add_stages(stages: &Bound<'_, PyDict>, spent: Spent, tables: Duration) -> PyResult<()> {
+    let each = [
+        ("events", spent.events),
+        ("order", spent.order),
+        ("fold", spent.fold),
+        ("tokens", spent.tokens),
+        ("fit", spent.fit),
+        ("tables", tables),
+    ];
+    for (name, time) in each {
+        let before: f64 = match stages.get_item(name)? {
+            Some(value) => value.extract()?,
+            None => 0.0,
+        };
+        stages.set_item(name, before + time.as_secs_f64())?;
+    }
+    Ok(())
 }
 
 /// The files of the group's lines, each once, in scan order.
