@@ -60,6 +60,10 @@ def scan_copilot_from(
     """As ``scan_copilot``, each file from ``states[i]`` (None: its start); a last line
     without its newline is left for next time. Also returns each file's end state."""
 
+def release_buffers() -> int:
+    """Free the memory of scanned columns kept for the next scan's columns, and keep none
+    until the next scan (for when a run's scans are done); the bytes freed."""
+
 def event_columns() -> list[str]:
     """The event table's column names."""
 

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analytics import _scanner
 from analytics.agents.discover import Found, LogFile
 from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, Patched, ResultCache, in_order, records_digest
@@ -218,6 +219,9 @@ def run_stages(
         for logs, _ in merges:
             tables, fingerprint = run(logs, key_of(logs))
             entries.append(_Entry(logs, tables, fingerprint, _ids_of(tables)))
+    # The scans are done: the scanned columns' memory kept for the next scan is freed before
+    # the groups' tables are combined (where the run's peak RSS is).
+    _scanner.release_buffers()
     parts, group_issues = [], []
     for entry in entries:
         if entry.tables is not None:

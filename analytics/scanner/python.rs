@@ -13,6 +13,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
@@ -20,7 +21,7 @@ use arrow_array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
     TimestampMillisecondArray,
 };
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -33,7 +34,7 @@ use crate::copilot::COPILOT;
 use crate::format::Rule;
 use crate::json::Shape;
 use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
-use crate::table::{Bits, Column, IntColumn, StrColumn, Table};
+use crate::table::{Bits, Column, Recycled, StrColumn, Table, POOL};
 use rustc_hash::FxHashMap;
 
 #[path = "copilot_tokens_py.rs"]
@@ -159,6 +160,7 @@ fn scan_copilot(
 ) -> PyResult<Scanned> {
     let files = file_specs(paths, hints, sizes)?;
     let count = files.len();
+    POOL.open();
     let batches = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
             scanner().scan(&files, batch_bytes, block_bytes)
@@ -210,6 +212,7 @@ fn scan_copilot_from(
         .map(|s| s.map(|s| s.state).unwrap_or_default())
         .collect();
     let count = files.len();
+    POOL.open();
     let batches = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
             scanner().scan_from(&files, &from, batch_bytes, block_bytes)
@@ -228,6 +231,13 @@ fn scan_copilot_from(
             .map(|(_, state)| ScanState { state })
             .collect(),
     ))
+}
+
+/// Free the memory of scanned columns kept for the next scan's (see `table::Pool`), and keep
+/// none until the next scan: for when the scans of a run are done. Returns the bytes freed.
+#[pyfunction]
+fn release_buffers() -> usize {
+    POOL.release()
 }
 
 /// Batches as Python data, and their end states (file index, state).
@@ -364,14 +374,14 @@ fn nulls(valid: Bits) -> Option<NullBuffer> {
     (buffer.null_count() > 0).then_some(buffer)
 }
 
-fn strings(column: StrColumn) -> Result<ArrayRef, ArrowError> {
+fn strings(column: StrColumn, memory: Memory) -> Result<ArrayRef, ArrowError> {
     let buffers: Vec<Buffer> = column
         .buffers
         .into_iter()
-        .map(|data| Buffer::from_vec(fitted(data)))
+        .map(|data| memory.buffer(data))
         .collect();
     let array = StringViewArray::try_new(
-        ScalarBuffer::from(fitted(column.views)),
+        ScalarBuffer::from(memory.buffer(column.views)),
         buffers,
         nulls(column.valid),
     )?;
@@ -385,24 +395,63 @@ fn fitted<T>(mut values: Vec<T>) -> Vec<T> {
     values
 }
 
-fn ints(column: IntColumn) -> ArrayRef {
-    Arc::new(Int64Array::new(
-        ScalarBuffer::from(fitted(column.values)),
-        nulls(column.valid),
-    ))
+/// How a column's memory is handed to Arrow.
+#[derive(Clone, Copy)]
+enum Memory {
+    /// Fitted (see `fitted`), freed when Arrow drops it: for tables kept as results.
+    Fitted,
+    /// As it is, back to `table::POOL` when Arrow drops it: for the scanner's batches, read
+    /// once and dropped, whose memory the next batches' columns are built in. Not fitted, so
+    /// a small batch does not unmap the resident end of a recycled block (what was never
+    /// written of a fresh block is not resident anyway).
+    Recycled,
 }
 
+impl Memory {
+    fn buffer<T: Recycled + ArrowNativeType>(self, values: Vec<T>) -> Buffer {
+        match self {
+            Memory::Fitted => Buffer::from_vec(fitted(values)),
+            Memory::Recycled => recycled(values),
+        }
+    }
+}
+
+/// The owner of a column's memory while Arrow buffers point into it: when the last of them
+/// is dropped (polars released the array, or the batch's tables were dropped), the memory
+/// goes back to the pool the next batch's columns are taken from (`table::POOL`).
+struct Owner<T: Recycled>(Vec<T>);
+
+impl<T: Recycled> Drop for Owner<T> {
+    fn drop(&mut self) {
+        POOL.recycle(std::mem::take(&mut self.0));
+    }
+}
+
+/// A column's values as an Arrow buffer that gives its memory back to the pool.
+fn recycled<T: Recycled + ArrowNativeType>(values: Vec<T>) -> Buffer {
+    let len = std::mem::size_of_val(values.as_slice());
+    // A vector's pointer is never null (dangling but aligned when it holds nothing).
+    let pointer = NonNull::from(values.as_slice()).cast::<u8>();
+    let owner: Arc<Owner<T>> = Arc::new(Owner(values));
+    // SAFETY: `pointer` is the start of the `len` initialised bytes of the vector `owner`
+    // holds (moving a vector does not move its elements). The vector is never changed or
+    // freed while the owner lives, and the buffer keeps the owner alive as long as it or any
+    // slice or clone of it does: the bytes stay valid and unchanged for all of them.
+    unsafe { Buffer::from_custom_allocation(pointer, len, owner) }
+}
+
+/// A scanned batch's columns as Arrow arrays, in recycled memory.
 fn to_arrow(table: Table) -> Result<Vec<ArrayRef>, ArrowError> {
     let rows = table.rows();
     table
         .columns
         .into_iter()
-        .map(|column| column_array(column, rows))
+        .map(|column| column_array(column, rows, Memory::Recycled))
         .collect()
 }
 
 /// One column as an Arrow array of `rows` rows.
-fn column_array(column: Column, rows: usize) -> Result<ArrayRef, ArrowError> {
+fn column_array(column: Column, rows: usize, memory: Memory) -> Result<ArrayRef, ArrowError> {
     if column.len() < rows {
         // A column without a value in the batch (see `Table`): all null. Its zeroed values
         // come from `calloc` (arrow's `new_null_array` writes its zeros), so their pages are
@@ -418,16 +467,22 @@ fn column_array(column: Column, rows: usize) -> Result<ArrayRef, ArrowError> {
         });
     }
     Ok(match column {
-        Column::Str(c) => strings(c)?,
-        Column::Int(c) => ints(c),
+        Column::Str(c) => strings(c, memory)?,
+        Column::Int(c) => Arc::new(Int64Array::new(
+            ScalarBuffer::from(memory.buffer(c.values)),
+            nulls(c.valid),
+        )),
         Column::Int32(c) => Arc::new(Int32Array::new(
-            ScalarBuffer::from(fitted(c.values)),
+            ScalarBuffer::from(memory.buffer(c.values)),
             nulls(c.valid),
         )),
         Column::Bool(c) => Arc::new(BooleanArray::new(bitmap(c.values), nulls(c.valid))),
         Column::Time(c) => Arc::new(
-            TimestampMillisecondArray::new(ScalarBuffer::from(fitted(c.values)), nulls(c.valid))
-                .with_timezone("UTC"),
+            TimestampMillisecondArray::new(
+                ScalarBuffer::from(memory.buffer(c.values)),
+                nulls(c.valid),
+            )
+            .with_timezone("UTC"),
         ),
     })
 }
@@ -439,7 +494,7 @@ fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
         .columns
         .into_iter()
         .map(|column| match column {
-            Out::Plain(column) => column_array(column, rows),
+            Out::Plain(column) => column_array(column, rows, Memory::Fitted),
             Out::Strings(lists) => {
                 let mut builder = ListBuilder::new(StringBuilder::new());
                 for list in lists {
@@ -568,6 +623,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<ScanState>()?;
     module.add_function(wrap_pyfunction!(scan_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(scan_copilot_from, module)?)?;
+    module.add_function(wrap_pyfunction!(release_buffers, module)?)?;
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
     module.add_function(wrap_pyfunction!(solve_systems, module)?)?;

@@ -505,6 +505,8 @@ struct Builder<'s> {
     scratch: Vec<u8>,
     buffer: Vec<u8>,
     block: usize,
+    /// Rows the batch's columns are sized for (`Builder::reserve`).
+    room: usize,
 }
 
 impl<'s> Builder<'s> {
@@ -537,19 +539,19 @@ impl<'s> Builder<'s> {
             scratch: Vec::new(),
             buffer: Vec::new(),
             block: BLOCK,
+            room: 0,
         }
     }
 
-    /// Room for `rows` rows in every column.
+    /// Room for `rows` rows in every column: now in those filled on every row, in the others
+    /// when their first value comes (see `Column::reserve_first`).
     fn reserve(&mut self, rows: usize) {
         self.source_file.reserve(rows);
         self.source_line.reserve(rows);
         self.byte_offset.reserve(rows);
         self.session_id.reserve(rows);
         self.process_index.reserve(rows);
-        for column in &mut self.columns {
-            column.reserve(rows);
-        }
+        self.room = rows;
     }
 
     fn finish(mut self) -> Batch {
@@ -952,6 +954,7 @@ impl<'s> Builder<'s> {
             else {
                 continue;
             };
+            column.reserve_first(self.room);
             column.pad(at);
             let first = if typed.is_empty() {
                 first_present(&self.fields, nodes)

@@ -5,8 +5,11 @@
 //! event type, a model) is stored once and pointed at: [`StrColumn::push_shared`] keeps a
 //! small dictionary per column for that. Validity (and booleans) are bitmaps, a bit per row,
 //! least significant bit first. polars' own string type and Arrow's bitmaps are the same
-//! layout, so handing these over copies nothing.
+//! layout, so handing these over copies nothing. Once Arrow drops them, their memory goes to
+//! a [`Pool`] the next batches' columns are built in.
 #![forbid(unsafe_code)]
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
 
@@ -17,6 +20,148 @@ const BUFFER_LIMIT: usize = 1 << 30;
 /// ever copied twice.
 const FIRST_BUFFER: usize = 64 << 10;
 const BUFFER_STEP: usize = 8 << 20;
+
+/// Most bytes of freed column memory (capacity, of which only what was written is resident)
+/// a pool keeps: about two groups' columns, as two groups are scanned at a time (the
+/// columns of a group of 64 MB of Copilot logs hold some 32 MB).
+const KEPT_LIMIT: usize = 64 << 20;
+/// The smallest block a pool keeps.
+const KEPT_SMALLEST: usize = 64 << 10;
+
+/// Column memory freed by batches done with, for the next batch's columns ([`Pool::take`]).
+///
+/// The process maps every large block on its own and unmaps it on free (a fixed glibc mmap
+/// threshold, for peak RSS), so a batch's fresh columns cost a page fault per 4 KB written,
+/// some 4 us each; the memory of a batch before, taken from here, is already resident. It is
+/// kept only while the pool is open ([`Pool::open`], by each scan) and up to a bound;
+/// [`Pool::release`] frees it and closes the pool, so what the last scan leaves is not held
+/// while the rest of a run needs the memory.
+pub struct Pool {
+    kept: Mutex<Kept>,
+}
+
+/// What a [`Pool`] holds: blocks by element type, their bytes, and whether it keeps more.
+pub struct Kept {
+    views: Vec<Vec<u128>>,
+    longs: Vec<Vec<i64>>,
+    ints: Vec<Vec<i32>>,
+    bytes: Vec<Vec<u8>>,
+    size: usize,
+    open: bool,
+}
+
+impl Kept {
+    const EMPTY: Kept = Kept {
+        views: Vec::new(),
+        longs: Vec::new(),
+        ints: Vec::new(),
+        bytes: Vec::new(),
+        size: 0,
+        open: false,
+    };
+}
+
+/// The element types of recycled column memory.
+pub trait Recycled: Sized + Send + Sync + std::panic::RefUnwindSafe + 'static {
+    /// The pool's blocks of this type.
+    fn kept(kept: &mut Kept) -> &mut Vec<Vec<Self>>;
+}
+
+macro_rules! recycled {
+    ($($t:ty => $field:ident),*) => {$(
+        impl Recycled for $t {
+            fn kept(kept: &mut Kept) -> &mut Vec<Vec<Self>> {
+                &mut kept.$field
+            }
+        }
+    )*};
+}
+recycled!(u128 => views, i64 => longs, i32 => ints, u8 => bytes);
+
+/// The process's pool: the scanner's columns take from it, the Python binding gives their
+/// memory back when Arrow drops it.
+pub static POOL: Pool = Pool::new();
+
+impl Pool {
+    pub const fn new() -> Pool {
+        Pool {
+            kept: Mutex::new(Kept::EMPTY),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keep freed column memory from now on (a scan starts).
+    pub fn open(&self) {
+        self.lock().open = true;
+    }
+
+    /// Free the kept memory and keep none until the next [`Pool::open`]; the bytes freed.
+    pub fn release(&self) -> usize {
+        let mut kept = self.lock();
+        let freed = std::mem::replace(&mut *kept, Kept::EMPTY);
+        drop(kept); // freed outside the lock
+        freed.size
+    }
+
+    /// Bytes of memory kept.
+    pub fn kept_bytes(&self) -> usize {
+        self.lock().size
+    }
+
+    /// An empty vector with room for `n` values: the smallest kept one that has it, else the
+    /// largest, grown (growing a mapped block remaps its pages, it copies none), else a new one.
+    pub fn take<T: Recycled>(&self, n: usize) -> Vec<T> {
+        let mut guard = self.lock();
+        let kept = &mut *guard;
+        let list = T::kept(kept);
+        let best = list
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.capacity() >= n)
+            .min_by_key(|(_, v)| v.capacity())
+            .or_else(|| list.iter().enumerate().max_by_key(|(_, v)| v.capacity()))
+            .map(|(at, _)| at);
+        let Some(mut values) = best.map(|at| list.swap_remove(at)) else {
+            drop(guard);
+            return Vec::with_capacity(n);
+        };
+        kept.size = kept
+            .size
+            .saturating_sub(std::mem::size_of_val(values.spare_capacity_mut()));
+        drop(guard);
+        values.reserve(n);
+        values
+    }
+
+    /// Give back a column's memory once nothing reads it: kept for [`Pool::take`] while the
+    /// pool is open and has room, else freed. Small blocks are freed: the allocator's heap
+    /// reuses those (only large ones are mapped on their own), and kept they would be taken
+    /// and grown.
+    pub fn recycle<T: Recycled>(&self, mut values: Vec<T>) {
+        values.clear();
+        let bytes = std::mem::size_of_val(values.spare_capacity_mut());
+        if bytes < KEPT_SMALLEST {
+            return;
+        }
+        let mut kept = self.lock();
+        if kept.open && kept.size + bytes <= KEPT_LIMIT {
+            kept.size += bytes;
+            T::kept(&mut kept).push(values);
+            return;
+        }
+        drop(kept);
+        drop(values); // freed outside the lock
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool::new()
+    }
+}
 
 /// A growable bitmap in Arrow's layout (bit `i` is bit `i % 8` of byte `i / 8`); the bits
 /// after the last are always zero, so appending zeros is only growing the bytes.
@@ -119,8 +264,11 @@ impl StrColumn {
         self.views.is_empty()
     }
 
-    /// Room for `rows` more rows.
+    /// Room for `rows` more rows (in recycled memory, the first time).
     pub fn reserve(&mut self, rows: usize) {
+        if self.views.capacity() == 0 {
+            self.views = POOL.take(rows);
+        }
         self.views.reserve(rows);
         self.valid.reserve(rows);
     }
@@ -213,7 +361,7 @@ impl StrColumn {
                 .buffers
                 .last()
                 .map_or(FIRST_BUFFER, |b| (b.capacity() * 2).min(BUFFER_STEP));
-            self.buffers.push(Vec::with_capacity(len.max(next)));
+            self.buffers.push(POOL.take(len.max(next)));
         }
         let index = self.buffers.len() - 1;
         let buffer = self.buffers.last_mut().map_or(0, |b| {
@@ -257,9 +405,12 @@ pub struct Nullable<T> {
     pub valid: Bits,
 }
 
-impl<T: Default + Clone> Nullable<T> {
-    /// Room for `rows` more rows.
+impl<T: Default + Clone + Recycled> Nullable<T> {
+    /// Room for `rows` more rows (in recycled memory, the first time).
     pub fn reserve(&mut self, rows: usize) {
+        if self.values.capacity() == 0 {
+            self.values = POOL.take(rows);
+        }
         self.values.reserve(rows);
         self.valid.reserve(rows);
     }
@@ -332,13 +483,22 @@ impl Column {
         }
     }
 
-    /// Room for `rows` more rows.
-    pub fn reserve(&mut self, rows: usize) {
-        match self {
-            Column::Str(c) => c.reserve(rows),
-            Column::Int(c) | Column::Time(c) => c.reserve(rows),
-            Column::Int32(c) => c.reserve(rows),
-            Column::Bool(c) => c.reserve(rows),
+    /// Room for `rows` rows if the column has none yet: called before its first value, so a
+    /// column no row fills takes no memory (recycled memory goes to the columns written).
+    pub fn reserve_first(&mut self, rows: usize) {
+        let empty = match self {
+            Column::Str(c) => c.views.capacity() == 0,
+            Column::Int(c) | Column::Time(c) => c.values.capacity() == 0,
+            Column::Int32(c) => c.values.capacity() == 0,
+            Column::Bool(c) => c.values.bytes.capacity() == 0,
+        };
+        if empty {
+            match self {
+                Column::Str(c) => c.reserve(rows),
+                Column::Int(c) | Column::Time(c) => c.reserve(rows),
+                Column::Int32(c) => c.reserve(rows),
+                Column::Bool(c) => c.reserve(rows),
+            }
         }
     }
 
@@ -381,6 +541,43 @@ impl Table {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A pool keeps large blocks only while open and within its bound, gives the smallest
+    /// that fits (else the largest, grown), and frees all on release.
+    #[test]
+    fn pool_recycles_blocks_while_open() {
+        let pool = Pool::new();
+        let block = |n: usize| -> Vec<u128> { (0..n as u128).collect() };
+        pool.recycle(block(10_000));
+        assert_eq!(pool.kept_bytes(), 0, "closed: nothing kept");
+        pool.open();
+        pool.recycle(block(100));
+        assert_eq!(pool.kept_bytes(), 0, "a small block is freed");
+        let (small, large) = (block(8_000), block(20_000));
+        let small_at = small.as_ptr();
+        let (small_bytes, large_bytes) = (small.capacity() * 16, large.capacity() * 16);
+        pool.recycle(small);
+        pool.recycle(large);
+        assert_eq!(pool.kept_bytes(), small_bytes + large_bytes);
+        assert!(
+            pool.take::<i64>(8_000).capacity() >= 8_000,
+            "another type: a new block"
+        );
+        let taken = pool.take::<u128>(5_000);
+        assert!(taken.is_empty() && taken.capacity() >= 5_000);
+        assert_eq!(taken.as_ptr(), small_at, "the smallest block that fits");
+        assert_eq!(pool.kept_bytes(), large_bytes);
+        let grown = pool.take::<u128>(30_000);
+        assert!(grown.capacity() >= 30_000);
+        assert_eq!(pool.kept_bytes(), 0);
+        pool.recycle(vec![0i64; KEPT_LIMIT / 8 + 1]);
+        assert_eq!(pool.kept_bytes(), 0, "over the bound: freed");
+        pool.recycle(taken);
+        assert_eq!(pool.release(), small_bytes);
+        assert_eq!(pool.kept_bytes(), 0);
+        pool.recycle(grown);
+        assert_eq!(pool.kept_bytes(), 0, "released: closed again");
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
