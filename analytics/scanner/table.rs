@@ -9,6 +9,7 @@
 //! a [`Pool`] the next batches' columns are built in.
 #![forbid(unsafe_code)]
 
+use std::borrow::Cow;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
@@ -384,17 +385,49 @@ impl StrColumn {
         if !self.valid.get(row) {
             return None;
         }
-        let bytes = self.views.get(row)?.to_le_bytes();
-        let len = u32::from_le_bytes(bytes[..4].try_into().ok()?) as usize;
+        self.text(*self.views.get(row)?).map(Cow::into_owned)
+    }
+
+    /// The bytes a view points at (inline: copied out of it); None when it points outside the
+    /// data buffers.
+    fn text(&self, view: u128) -> Option<Cow<'_, [u8]>> {
+        let bytes = view.to_le_bytes();
+        let word = |at: usize| -> Option<usize> {
+            let four = bytes.get(at..at + 4)?.try_into().ok()?;
+            usize::try_from(u32::from_le_bytes(four)).ok()
+        };
+        let len = word(0)?;
         if len <= 12 {
-            return bytes.get(4..4 + len).map(<[u8]>::to_vec);
+            return bytes.get(4..4 + len).map(|b| Cow::Owned(b.to_vec()));
         }
-        let index = u32::from_le_bytes(bytes[8..12].try_into().ok()?) as usize;
-        let offset = u32::from_le_bytes(bytes[12..16].try_into().ok()?) as usize;
-        self.buffers
+        let (index, offset) = (word(8)?, word(12)?);
+        let text = self
+            .buffers
             .get(index)?
-            .get(offset..offset + len)
-            .map(<[u8]>::to_vec)
+            .get(offset..offset.checked_add(len)?)?;
+        Some(Cow::Borrowed(text))
+    }
+
+    /// The first row (null or not) whose view Arrow's validation would reject, None when
+    /// there is none: a string that is not UTF-8, a view pointing outside the data buffers
+    /// or whose prefix is not its string's, an inline view with bytes after its string. The
+    /// binding hands the scanner's columns to Arrow without that validation (`python.rs`),
+    /// which is sound only while this finds nothing; the fuzz target holds the scanner to it.
+    pub fn invalid_view(&self) -> Option<usize> {
+        self.views.iter().position(|view| {
+            let bytes = view.to_le_bytes();
+            let Some(text) = self.text(*view) else {
+                return true;
+            };
+            let fits = if text.len() <= 12 {
+                bytes
+                    .get(4 + text.len()..)
+                    .is_some_and(|pad| pad.iter().all(|&b| b == 0))
+            } else {
+                text.get(..4) == bytes.get(4..8)
+            };
+            !fits || std::str::from_utf8(&text).is_err()
+        })
     }
 }
 
@@ -541,6 +574,55 @@ impl Table {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The check the binding relies on finds nothing in a column built by its own pushes, and
+    /// finds each kind of view Arrow would reject.
+    #[test]
+    fn invalid_view_finds_what_arrow_rejects() {
+        let mut column = StrColumn::default();
+        column.push("short é".as_bytes());
+        column.push_null();
+        column.push_shared("a longer string, in a data buffer: ü".as_bytes());
+        column.pad(4);
+        assert_eq!(column.invalid_view(), None);
+        let bad = |edit: &dyn Fn(&mut StrColumn)| {
+            let mut broken = StrColumn::default();
+            broken.push(b"inline");
+            broken.push("a longer string, in a data buffer: ü".as_bytes());
+            edit(&mut broken);
+            broken.invalid_view()
+        };
+        let last_byte = |c: &mut StrColumn| {
+            if let Some(b) = c.buffers.last_mut().and_then(|b| b.last_mut()) {
+                *b = 0xFF; // half of `ü` made not UTF-8
+            }
+        };
+        assert_eq!(bad(&last_byte), Some(1));
+        let shorter = |c: &mut StrColumn| {
+            if let Some(b) = c.buffers.last_mut() {
+                b.pop(); // the view points past the buffer's end
+            }
+        };
+        assert_eq!(bad(&shorter), Some(1));
+        let prefix = |c: &mut StrColumn| {
+            if let Some(b) = c.buffers.last_mut().and_then(|b| b.first_mut()) {
+                *b = b'A'; // the view's prefix is no longer its string's
+            }
+        };
+        assert_eq!(bad(&prefix), Some(1));
+        let padding = |c: &mut StrColumn| {
+            if let Some(v) = c.views.first_mut() {
+                *v |= 1 << 120; // a byte after the inline string
+            }
+        };
+        assert_eq!(bad(&padding), Some(0));
+        let inline_utf8 = |c: &mut StrColumn| {
+            if let Some(v) = c.views.first_mut() {
+                *v |= 0xFF << 32; // the inline string's first byte
+            }
+        };
+        assert_eq!(bad(&inline_utf8), Some(0));
+    }
 
     /// A pool keeps large blocks only while open and within its bound, gives the smallest
     /// that fits (else the largest, grown), and frees all on release.
