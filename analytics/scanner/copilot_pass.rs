@@ -76,6 +76,11 @@ pub trait Rows<'a>: Sync {
     }
     /// The line's `tokenDetails` text and whether it was a bring-your-own-key call.
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>);
+    /// The positions in `rows` of the lines whose `tokenDetails` quote prices (rows mostly
+    /// ascending: a source may read runs of them faster than line by line).
+    fn priced(&self, rows: &[usize]) -> Vec<usize> {
+        priced_among(rows.iter().map(|&row| self.prices(row)))
+    }
 }
 
 /// One session after the pass.
@@ -289,13 +294,7 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
             let beside = observed.map(|o| o.get(session.id).map_or(&[][..], Vec::as_slice));
             let spent = session.work(events, mine, beside);
             let pricing = Instant::now();
-            session.priced = session
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, &row)| quotes_prices(rows.prices(row)))
-                .map(|(at, _)| at)
-                .collect();
+            session.priced = rows.priced(&session.rows);
             read = read.saturating_add(pricing.elapsed());
             spent.plus(Spent {
                 events: read,
@@ -497,6 +496,18 @@ fn place<'a>(sessions: &[Session<'a>], keys: &[Key<'a>], metrics: &[Metric<'a>])
 /// reads those: not bring-your-own-key lines, whose prices teach nothing).
 fn quotes_prices((details, byok): (Option<&str>, Option<bool>)) -> bool {
     byok != Some(true) && details.is_some_and(|d| d.trim_start().starts_with('['))
+}
+
+/// The positions of the lines that quote prices ([`quotes_prices`]) among lines' `prices`
+/// (`tokenDetails` and bring-your-own-key flag), in order ([`Rows::priced`]).
+pub fn priced_among<'s>(
+    prices: impl Iterator<Item = (Option<&'s str>, Option<bool>)>,
+) -> Vec<usize> {
+    prices
+        .enumerate()
+        .filter(|&(_, line)| quotes_prices(line))
+        .map(|(at, _)| at)
+        .collect()
 }
 
 /// Per file and event type not in `known`: its first line and count, files in name order.

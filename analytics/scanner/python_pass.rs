@@ -20,7 +20,7 @@ use super::{
     time_array, to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
 };
 use crate::copilot_fold::{Event, Metric, SessionFold};
-use crate::copilot_pass::{run, Key, Pass, Rows, Session, Spent, Tokens};
+use crate::copilot_pass::{priced_among, run, Key, Pass, Rows, Session, Spent, Tokens};
 use rustc_hash::FxHashSet;
 
 /// One scanned batch as the pass reads it.
@@ -77,6 +77,14 @@ impl<'a> Batches<'a> {
             record: text(14).or(text(8)),
             byte_offset: n.get(12).and_then(|c| c.get(i)),
         }
+    }
+}
+
+impl<'a> Batches<'a> {
+    /// The `tokenDetails` text of row `i` of `batch` and whether it was a
+    /// bring-your-own-key call.
+    fn prices_in(batch: &Batch<'a>, i: usize) -> (Option<&'a str>, Option<bool>) {
+        (batch.details.get(i), super::flag(batch.events.byok, i))
     }
 }
 
@@ -148,9 +156,17 @@ impl<'a> Rows<'a> for Batches<'a> {
     }
 
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
-        self.at(row).map_or((None, None), |(batch, i)| {
-            (batch.details.get(i), super::flag(batch.events.byok, i))
-        })
+        self.at(row)
+            .map_or((None, None), |(batch, i)| Batches::prices_in(batch, i))
+    }
+
+    fn priced(&self, rows: &[usize]) -> Vec<usize> {
+        let mut cursor = Cursor::new();
+        priced_among(rows.iter().map(|&row| {
+            cursor
+                .at(self, row)
+                .map_or((None, None), |(batch, i)| Batches::prices_in(batch, i))
+        }))
     }
 }
 
