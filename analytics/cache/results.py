@@ -166,11 +166,6 @@ class ResultCache:
             return None
         return key if key.isalnum() else None
 
-    def holds(self, key: str) -> bool:
-        """Whether a result is stored under ``key`` (``load`` may still find it unreadable)."""
-        flush(f"result {key}")
-        return (self.root / key / "note.json").is_file()
-
     def load(self, key: str) -> tuple[dict[str, pl.DataFrame], dict[str, Any]] | None:
         """The tables and the note stored under ``key``, or None (missing, partial or
         unreadable)."""
