@@ -10,10 +10,12 @@ class ArrowColumn:
     ) -> tuple[object, object]: ...
 
 class ArrowTable:
-    """The columns of one batch of files."""
+    """The columns of one batch of files, or one of the engine's tables; ``polars.DataFrame``
+    adopts it whole (Arrow C stream interface)."""
 
     def columns(self) -> list[tuple[str, ArrowColumn]]: ...
     def __len__(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 def scan_copilot(
     paths: Sequence[str],

@@ -19,7 +19,8 @@ import pytest
 from analytics.agents.discover import discover
 from analytics.cache import fingerprints
 from analytics.cache import results as result_cache
-from analytics.cache.results import FORMAT, KEEP, SUFFIX, TABLES, ResultCache, flush
+from analytics.cache.location import RESULTS_FORMAT as FORMAT
+from analytics.cache.results import KEEP, SUFFIX, TABLES, ResultCache, flush
 from analytics.engine import analyze as analysis
 from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import SAMPLE_LOGS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analytics.core.schema import ISSUES, conform, padded, with_nulls
+from analytics.core.schema import ISSUES, TIMESTAMP, conform, empty, padded, with_nulls
 
 
 def test_conform_names_a_missing_column_instead_of_inventing_it() -> None:
@@ -29,3 +29,32 @@ def test_padding_and_stated_nulls_are_explicit() -> None:
     stated = with_nulls(pl.DataFrame({"file": ["a"]}), {"line": pl.Int64()})
     assert stated.schema["line"] == pl.Int64()
     assert stated["line"].null_count() == 1
+
+
+def test_conform_keeps_a_conforming_frame_and_only_reorders_one_in_another_order() -> None:
+    frame = pl.DataFrame(
+        {"file": ["a"], "line": [1], "severity": ["error"], "message": ["m"]}, schema=ISSUES
+    )
+    assert conform(frame, ISSUES) is frame  # nothing to cast: the frame itself
+    shuffled = frame.select("message", "file", "severity", "line", pl.lit(0).alias("extra"))
+    out = conform(shuffled, ISSUES)
+    assert out.columns == list(ISSUES) and out.equals(frame)
+
+
+def test_conform_casts_when_only_a_detail_of_a_dtype_differs() -> None:
+    contract = {"at": TIMESTAMP}  # milliseconds, UTC
+    micro = pl.DataFrame({"at": [1_500]}, schema={"at": pl.Datetime("us", "UTC")})
+    out = conform(micro, contract)
+    assert out.schema["at"] == TIMESTAMP and out["at"].dt.epoch("us").to_list() == [1_000]
+    with pytest.raises(pl.exceptions.PolarsError):
+        conform(pl.DataFrame({"at": ["not a time"]}), contract)  # strict, as before
+    # a dtype class in a contract matches any of its kinds: such a contract always casts
+    assert conform(micro, {"at": pl.Datetime}).schema["at"] == pl.Datetime("us")
+
+
+def test_empty_frames_are_fresh_each_time() -> None:
+    first = empty(ISSUES)
+    first.insert_column(0, pl.Series("added", [], dtype=pl.Int64))
+    second = empty(ISSUES)
+    assert second.columns == list(ISSUES) and second.schema == pl.Schema(ISSUES)
+    assert second.height == 0

@@ -18,6 +18,16 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "agentcost"
 
 
+#: Bump when the stored results change shape or format (``results``).
+RESULTS_FORMAT = 4
+
+
+def results_dir(root: Path | None = None) -> Path:
+    """Where whole analyses are kept (``results.ResultCache``) under ``root`` (default:
+    ``cache_dir()``)."""
+    return (root or cache_dir()) / f"results-v{RESULTS_FORMAT}"
+
+
 def unwritable(directory: Path | None = None) -> str | None:
     """Why the cache directory (default ``cache_dir()``) cannot be written, or None when it
     can (it is created if missing). The caches tolerate a directory they cannot write (every

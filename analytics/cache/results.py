@@ -54,10 +54,8 @@ from typing import Any
 
 import polars as pl
 
-from analytics.cache.location import cache_dir
+from analytics.cache.location import results_dir
 
-#: Bump when the stored tables change shape or format.
-FORMAT = 4
 #: Tables are stored as Arrow IPC files, LZ4-compressed (``_write``).
 SUFFIX = ".arrow"
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
@@ -144,7 +142,7 @@ class ResultCache:
     """Analyses on disk under ``root`` (default: ``cache_dir()``), one directory per key."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or cache_dir()) / f"results-v{FORMAT}"
+        self.root = results_dir(root)
 
     def remember(self, slot: str, key: str) -> None:
         """Note ``key`` as the latest whole analysis of the paths whose slot is ``slot``

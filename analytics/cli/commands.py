@@ -409,6 +409,8 @@ class _Replays(NamedTuple):
     cache: OutputCache | None
     key: str | None
     found: Found | None
+    paths: list[Path]
+    use_cache: bool
 
     @classmethod
     def of(
@@ -429,14 +431,15 @@ class _Replays(NamedTuple):
         from analytics.core.timezones import local_zone
         from analytics.engine.inputs import discover
 
+        named, use_cache = paths or [], bool(ctx.find_root().obj)
         try:
-            found = discover(paths or [])
+            found = discover(named)
         except AgentcostError:
-            return cls(None, None, None)
-        if not ctx.find_root().obj or output_format is Format.parquet:
-            return cls(None, None, found)
+            return cls(None, None, None, named, use_cache)
+        if not use_cache or output_format is Format.parquet:
+            return cls(None, None, found, named, use_cache)
         if _say_if_nothing_is_cached():
-            return cls(None, None, found)
+            return cls(None, None, found, named, use_cache)
         wide = bool(options.get("wide"))
         layouts = [_layout(wide, output)] if output_format is Format.table else []
         if options.get("show_issues"):
@@ -449,13 +452,19 @@ class _Replays(NamedTuple):
             zone=timezone or str(local_zone()),
             layouts=[[layout.width, layout.colour] for layout in layouts],
         )
-        return cls(OutputCache(), key, found)
+        return cls(OutputCache(), key, found, named, use_cache)
 
     def replayed(self, output: Path | None) -> bool:
         """Print the stored output, if there is one, as the command printed it: the report
-        (to ``output`` or stdout), then stderr; exit with its status."""
+        (to ``output`` or stdout), then stderr; exit with its status. If there is none, the
+        command analyses next: the first groups of logs start being read meanwhile
+        (``engine.groups.scan_ahead``), while it imports what comes after the scan."""
         stored = self.cache.load(self.key) if self.cache and self.key else None
         if stored is None:
+            if self.found is not None:
+                from analytics.engine.groups import scan_ahead
+
+                scan_ahead(self.found, self.paths, use_cache=self.use_cache)
             return False
         if stored.report is not None:
             _print(stored.report, output)

@@ -41,8 +41,8 @@ from analytics.core.schema import (
     conform,
     with_nulls,
 )
+from analytics.engine import groups as grouping
 from analytics.engine.stages import (
-    GROUP_BYTES,
     GROUP_ISSUES,
     Previous,
     Tables,
@@ -191,7 +191,7 @@ def analyze(
     use_cache: bool = False,
     progress: Progress | None = None,
     keep_events: bool = True,
-    group_bytes: int = GROUP_BYTES,
+    group_bytes: int | None = None,
     found: Found | None = None,
     agent_items: bool = True,
 ) -> Analysis:
@@ -210,6 +210,7 @@ def analyze(
     ``discover(paths)`` gives, when the caller already has it.
     """
     found = found or discover(paths)
+    group_bytes = group_bytes or grouping.GROUP_BYTES  # as ``grouping.scan_ahead`` reads it
     results = ResultCache() if use_cache else None
     key = fingerprints.tree_key(found) if results else None
     stored = results.load_lazily(key, ["calls"]) if results and key else None

@@ -1,12 +1,12 @@
 """Run every stage, from log files to per-call tokens, in groups of sessions.
 
 Sessions are independent: a session's calls, totals and tokens depend on its own events (and
-its own per-call records) only. So a large tree is analysed a group of files at a time
-(about ``GROUP_BYTES`` of logs each): the group's events are built, turned into calls,
-sessions and tokens, and dropped before the next group is read. Peak memory then follows the
-group size and the result tables, not the size of the tree. Callers that need the events
-themselves (context attribution, the HTML report, exports) ask for one group holding
-everything (``keep_events``).
+its own per-call records) only. So a large tree is analysed a group of files at a time (about
+``GROUP_BYTES`` of logs each, ``engine.groups``): the group's events are built, turned into
+calls, sessions and tokens, and dropped before the next group is read. Peak memory then follows
+the group size and the result tables, not the size of the tree. Callers that need the events
+themselves (context attribution, the HTML report, exports) ask for one group holding everything
+(``keep_events``).
 
 Files are put in groups by a hash of their session hint (directory name or file stem), so a
 session's files share a group and a group keeps its files from run to run: with a result
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -52,17 +51,11 @@ from analytics.agents.discover import Found, LogFile
 from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, Patched, ResultCache, in_order, records_digest
 from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
+from analytics.engine.groups import GROUP_BYTES, WORKERS, groups_of, size
 
 if TYPE_CHECKING:
     from analytics.agents.copilot.events import Progress, ScannedLogs
 
-#: Log bytes analysed together when events need not be kept. Smaller groups hold less at
-#: once and the stages' joins and windows cost less than linearly more per group; on the
-#: 1 GB benchmark tree 64 MB gave the lowest peak (about 290 MB against 345 MB at 192 MB)
-#: and no slower a run.
-GROUP_BYTES = 64 * 2**20
-#: Groups analysed at once (see the module docstring); each holds its own events meanwhile.
-WORKERS = 2
 #: The table of each group's issues kept beside a whole result (``Tables.group_issues``).
 GROUP_ISSUES = "group_issues"
 #: A whole result's calls are stored as the previous result's patched (``results.Patched``)
@@ -162,9 +155,9 @@ def run_stages(
 ) -> Tables:
     """Analyse ``found``'s logs: in one group (``keep_events``), else in groups of about
     ``group_bytes``, each taken from ``previous`` or loaded from ``cache`` when unchanged."""
-    groups = [found.logs] if keep_events else _groups(found.logs, group_bytes)
+    groups = [found.logs] if keep_events else groups_of(found.logs, group_bytes)
     observed = _Observed(found, whole=len(groups) > 1)
-    tally = _Tally(progress, sum(_size(log) for log in found.logs))
+    tally = _Tally(progress, sum(size(log) for log in found.logs))
     # Only a lone group is stored on its own (see the module docstring); a larger tree's
     # groups are kept in its whole result, by fingerprint, for the next run (``previous``).
     alone = len(groups) == 1
@@ -175,7 +168,7 @@ def run_stages(
     def run(logs: list[LogFile], key: str | None) -> tuple[Tables, str | None]:
         stored = _stored(cache, key, observed) if cache and key and alone else None
         if stored is not None:
-            tally.read(id(logs), sum(_size(log) for log in logs))
+            tally.read(id(logs), sum(size(log) for log in logs))
             return stored
         step = tally.step(id(logs)) if progress else None
         # Kept while the next groups run, and no copy needed: the engine builds these tables
@@ -196,7 +189,7 @@ def run_stages(
     usable = previous if cache and len(groups) > 1 else None
     taken = _same_groups(usable, keys, observed) if usable else {}
     for i in taken:
-        tally.read(id(groups[i]), sum(_size(log) for log in groups[i]))
+        tally.read(id(groups[i]), sum(size(log) for log in groups[i]))
     todo = [i for i in range(len(groups)) if i not in taken]
     # The previous result is read while the changed groups are analysed.
     with ThreadPoolExecutor(1, thread_name_prefix="agentcost-previous") as reader:
@@ -522,34 +515,6 @@ class _Observed:
 
 def _ids(session_ids: list[str]) -> pl.Expr:
     return pl.lit(pl.Series(session_ids, dtype=pl.String).implode())
-
-
-def _groups(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
-    """Logs in about total / ``group_bytes`` groups, by a hash of their session hint.
-
-    The number of groups is a power of two (at most the number of logs, rounded up), so it
-    changes only when the tree doubles or halves, and a log stays in its group as other logs
-    grow. No logs at all are one empty group, analysed like any other (to empty tables).
-    """
-    buckets = log_buckets(logs, group_bytes)
-    count = max(buckets.values(), default=0) + 1
-    groups: list[list[LogFile]] = [[] for _ in range(count)]
-    for log in logs:
-        groups[buckets[str(log.path)]].append(log)
-    return [group for group in groups if group] or [[]]
-
-
-def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
-    """Each log's group (by its path): a hash of its session hint, over a power-of-two count."""
-    total = sum(_size(log) for log in logs)
-    count = 1
-    while count * group_bytes < total and count < len(logs):
-        count *= 2
-    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
-
-
-def _size(log: LogFile) -> int:
-    return log.stat.st_size if log.stat else 0
 
 
 def _split_sessions(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
+from analytics.agents.copilot.events import batch_frame as _frame
 from analytics.core.schema import (
     CALL_TOKENS,
     CALLS,
@@ -142,7 +143,3 @@ def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("content_bytes").filter(system_text).first() + BYTES_PER_TOKEN - 1
     ) // BYTES_PER_TOKEN + DEFAULT_TOOL_DEFINITIONS_TOKENS
     return events.group_by("session_id").agg(pl.coalesce(_STATED_FIXED, estimated).alias("_fixed"))
-
-
-def _frame(table: _scanner.ArrowTable) -> pl.DataFrame:
-    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])

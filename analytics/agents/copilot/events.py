@@ -22,16 +22,9 @@ from typing import Any
 import polars as pl
 
 from analytics import _scanner
+from analytics.agents.copilot.scan_ahead import BATCH_BYTES, BLOCK_BYTES, scan, scan_inputs
 from analytics.agents.discover import LogFile
 from analytics.core.schema import ISSUES, MODEL_METRICS, empty
-
-#: Bytes of files scanned together on one thread (many small files share a batch). A batch
-#: has columns and string buffers of its own, so fewer batches hold less: with the pipeline's
-#: groups of 64 MB, analysed two at a time (both cores scan), 64 MB batches took the cold
-#: peak on the 1 GB benchmark tree from 285-289 MB (16 MB batches) to 257 MB, in the same time.
-BATCH_BYTES = 64 * 2**20
-#: Bytes read from a file at once (a line may be longer: it is read whole all the same).
-BLOCK_BYTES = 4 * 2**20
 
 Progress = Callable[[int, int], None]
 """Called with (bytes read so far, bytes to read)."""
@@ -85,9 +78,7 @@ def scan_logs(
     names, hints, sizes = scan_inputs(logs)
     ends: list[ScanState] = []
     if resume is None:
-        tables, issue_columns, totals, failures = _scanner.scan_copilot(
-            names, hints, sizes, BATCH_BYTES, BLOCK_BYTES
-        )
+        tables, issue_columns, totals, failures = scan(logs)
     else:
         if len(resume) != len(logs):
             raise ValueError("resume must hold one state (or None) per log")
@@ -132,19 +123,11 @@ def unknown_type_issues(unknown: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def scan_inputs(logs: Sequence[LogFile]) -> tuple[list[str], list[str], list[int | None]]:
-    """What the scanner is given for ``logs``: paths, session hints, and the size discovery
-    saw of each (the scan stops there)."""
-    return (
-        [str(log.path) for log in logs],
-        [log.session_hint for log in logs],
-        [log.stat.st_size if log.stat else None for log in logs],
-    )
-
-
 def batch_frame(table: _scanner.ArrowTable) -> pl.DataFrame:
-    """One batch's columns as a frame; polars adopts each column's buffers (no copy)."""
-    return pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
+    """A table of the engine as a frame: polars adopts its buffers (no copy), every column
+    in one call (the Arrow stream protocol), which costs half of a ``polars.Series`` per
+    column on the engine's small result tables."""
+    return pl.DataFrame(table)
 
 
 def _failure(name: str, errno: int | None, text: str) -> str:
