@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from analytics import _scanner
 from analytics.agents.copilot import scan_ahead
 from analytics.agents.discover import discover
+from analytics.cache.results import flush
 from analytics.cli.commands import app
 from analytics.engine import groups
 from tests.conftest import SAMPLE_LOGS
@@ -102,6 +103,7 @@ def test_scans_begin_only_when_every_group_will_be_read(
     assert sorted(counted) == sorted([str(log.path) for log in group] for group in first)
     result = RUNNER.invoke(app, ["analyze", str(logs), "--format", "json"])
     assert result.exit_code == 0, result.output
+    flush()  # the result is written in the background (the command waits before it exits)
     counted.clear()
     (logs / "session-store.db").touch()  # the tree changed: its earlier result serves groups
     groups.scan_ahead(discover([logs]), [logs], use_cache=True)

@@ -126,8 +126,17 @@ class Patched:
 
 
 def in_order(calls: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    """Groups' calls as one table, in one order whatever the grouping."""
-    return pl.concat(calls).sort("session_id", "event_seq")
+    """Groups' calls as one table, in one order whatever the grouping: by session id, then
+    event. The groups of a tree are usually runs of session ids (``engine.groups.bucket``),
+    each in that order already: their calls are then checked, not sorted again (a sort of the
+    1 GB benchmark tree's 76,000 calls is 0.02-0.03 s of the run's serial end)."""
+    whole = pl.concat(calls)
+    session, event = pl.col("session_id"), pl.col("event_seq")
+    after = (session > session.shift()) | ((session == session.shift()) & (event > event.shift()))
+    known = session.null_count() + event.null_count() == 0  # a sort puts nulls first
+    if whole.select(known & after.fill_null(True).all()).item():  # null: the first row
+        return whole
+    return whole.sort("session_id", "event_seq")
 
 
 def _among(sessions: Collection[str]) -> pl.Expr:

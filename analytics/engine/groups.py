@@ -44,12 +44,27 @@ def groups_of(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
 
 
 def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
-    """Each log's group (by its path): a hash of its session hint, over a power-of-two count."""
+    """Each log's group (by its path), over a power-of-two count: by its session hint."""
     total = sum(size(log) for log in logs)
     count = 1
     while count * group_bytes < total and count < len(logs):
         count *= 2
-    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
+    return {str(log.path): bucket(log.session_hint, count) for log in logs}
+
+
+def bucket(hint: str, count: int) -> int:
+    """The group of a session hint among ``count``: a hint that starts with eight lowercase
+    hex digits (a session id, a UUID: Copilot names each session's directory so) by those
+    digits, in order; any other by its CRC-32. Session ids are then split into runs, and
+    the groups' calls, each group's in session order, come in order when put together
+    (``results.in_order``)."""
+    head = hint[:8]
+    if len(head) == 8 and all(digit in _HEX for digit in head):
+        return int(head, 16) * count >> 32
+    return zlib.crc32(hint.encode()) % count
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def size(log: LogFile) -> int:
