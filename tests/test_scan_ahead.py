@@ -97,7 +97,8 @@ def test_scans_begin_only_when_every_group_will_be_read(
     monkeypatch.setattr(groups, "GROUP_BYTES", 1)  # every session a group of its own
     assert len(groups.groups_of(found.logs, 1)) > groups.WORKERS
     groups.scan_ahead(found, [logs], use_cache=True)
-    first = groups.groups_of(found.logs, 1)[: groups.WORKERS]
+    every = groups.groups_of(found.logs, 1)
+    first = [every[i] for i in groups.largest_first(every)[: groups.WORKERS]]
     for group in first:
         scan_ahead.scan(group)  # taken: each waits for its scan, none is made again
     assert sorted(counted) == sorted([str(log.path) for log in group] for group in first)
@@ -110,8 +111,9 @@ def test_scans_begin_only_when_every_group_will_be_read(
     assert counted == []
     found = discover([logs])
     groups.scan_ahead(found, [logs], use_cache=False)  # --no-cache reads them all
-    for group in groups.groups_of(found.logs, 1)[: groups.WORKERS]:
-        scan_ahead.scan(group)
+    every = groups.groups_of(found.logs, 1)
+    for i in groups.largest_first(every)[: groups.WORKERS]:
+        scan_ahead.scan(every[i])
     assert len(counted) == groups.WORKERS
 
 

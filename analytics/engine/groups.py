@@ -67,14 +67,21 @@ def bucket(hint: str, count: int) -> int:
 _HEX = frozenset("0123456789abcdef")
 
 
+def largest_first(groups: Sequence[Sequence[LogFile]]) -> list[int]:
+    """The order in which groups are analysed: the largest (in bytes) first, ties in their
+    own order. Two at a time, the run then ends on small groups, and a core waits less for
+    the other's last group."""
+    return sorted(range(len(groups)), key=lambda i: -sum(size(log) for log in groups[i]))
+
+
 def size(log: LogFile) -> int:
     """The log's size as discovery saw it (0 when it could not be inspected)."""
     return log.stat.st_size if log.stat else 0
 
 
 def scan_ahead(found: Found, paths: Sequence[Path], *, use_cache: bool) -> None:
-    """Begin scanning the first ``WORKERS`` groups of ``found`` (as ``run_stages`` will
-    analyse them first), when the analysis of ``paths`` will read every group: a tree of
+    """Begin scanning the ``WORKERS`` groups of ``found`` that ``run_stages`` analyses first
+    (``largest_first``), when the analysis of ``paths`` will read every group: a tree of
     several groups, with no stored result of these inputs and no earlier result of these
     paths to take unchanged groups from (``use_cache``; ``stages.Previous``). Otherwise any
     scan begun before is dropped and nothing starts.
@@ -85,7 +92,7 @@ def scan_ahead(found: Found, paths: Sequence[Path], *, use_cache: bool) -> None:
     if len(groups) < 2 or (use_cache and _stored(found, paths)):
         ahead.forget()
         return
-    ahead.start(groups[:WORKERS], WORKERS)
+    ahead.start([groups[i] for i in largest_first(groups)[:WORKERS]], WORKERS)
 
 
 def _stored(found: Found, paths: Sequence[Path]) -> bool:

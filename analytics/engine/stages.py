@@ -51,7 +51,7 @@ from analytics.agents.discover import Found, LogFile
 from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, Patched, ResultCache, in_order, records_digest
 from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
-from analytics.engine.groups import GROUP_BYTES, WORKERS, groups_of, size
+from analytics.engine.groups import GROUP_BYTES, WORKERS, groups_of, largest_first, size
 
 if TYPE_CHECKING:
     from analytics.agents.copilot.events import Progress, ScannedLogs
@@ -257,11 +257,13 @@ def _run_groups(
     keys: list[str | None],
     todo: list[int],
 ) -> dict[int, tuple[Tables, str | None]]:
-    """``run`` on the groups ``todo`` (indexes into ``groups``), ``WORKERS`` at a time."""
+    """``run`` on the groups ``todo`` (indexes into ``groups``), ``WORKERS`` at a time, the
+    largest first (``largest_first``), so the last to finish are small ones."""
     if min(WORKERS, len(todo)) <= 1:  # one group (a session, a small tree): no thread
         return {i: run(groups[i], keys[i]) for i in todo}
     with ThreadPoolExecutor(WORKERS) as workers:
-        started = {i: workers.submit(run, groups[i], keys[i]) for i in todo}
+        order = largest_first([groups[i] for i in todo])
+        started = {todo[j]: workers.submit(run, groups[todo[j]], keys[todo[j]]) for j in order}
         return {i: started[i].result() for i in todo}
 
 
