@@ -21,6 +21,7 @@ use arrow_array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
     TimestampMillisecondArray,
 };
+use arrow_buffer::bit_iterator::BitIndexIterator;
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType};
 use pyo3::exceptions::PyValueError;
@@ -718,6 +719,66 @@ impl<'a> Strs<'a> {
             Strs::Null => None,
         }
     }
+
+    /// `f(row, value)` for each row of `start..start + count` with a value, in order (rows
+    /// past the column's end have none): the column's kind and validity are looked at once,
+    /// not per row, and a null row costs nothing where the validity's bits are all clear.
+    #[inline]
+    fn each_in(&self, start: usize, count: usize, mut f: impl FnMut(usize, &'a str)) {
+        match self {
+            Strs::View(a) => valid_rows(a.len(), a.nulls(), start, count, |i| f(i, a.value(i))),
+            Strs::Small(a) => valid_rows(a.len(), a.nulls(), start, count, |i| f(i, a.value(i))),
+            Strs::Large(a) => valid_rows(a.len(), a.nulls(), start, count, |i| f(i, a.value(i))),
+            Strs::Null => {}
+        }
+    }
+
+    /// `set(item, value)` for each row of `start..start + out.len()` with a value, on the
+    /// row's item of `out` (`out[0]` is row `start`).
+    #[inline]
+    fn each<T>(&self, start: usize, out: &mut [T], set: impl Fn(&mut T, &'a str)) {
+        self.each_in(start, out.len(), |i, v| {
+            if let Some(item) = out.get_mut(i.wrapping_sub(start)) {
+                set(item, v);
+            }
+        });
+    }
+}
+
+/// `f(row)` for each row of `start..start + count` (those below `len`) that `nulls` says is
+/// valid, in order. Bits are read a word at a time (`BitIndexIterator`), so the null rows of
+/// a sparse column are skipped, not tested one by one.
+#[inline]
+fn valid_rows(
+    len: usize,
+    nulls: Option<&NullBuffer>,
+    start: usize,
+    count: usize,
+    mut f: impl FnMut(usize),
+) {
+    let end = start.saturating_add(count).min(len);
+    if start >= end {
+        return;
+    }
+    match nulls {
+        None => (start..end).for_each(f),
+        Some(nulls) => {
+            let (bits, offset) = (nulls.validity(), nulls.offset());
+            let within = nulls.len() >= end
+                && offset
+                    .checked_add(end)
+                    .is_some_and(|last| last.div_ceil(8) <= bits.len());
+            if within {
+                BitIndexIterator::new(bits, offset + start, end - start)
+                    .for_each(|at| f(start + at));
+            } else {
+                // Not an Arrow array's validity (it covers its rows): read row by row.
+                (start..end)
+                    .filter(|&i| i < nulls.len() && nulls.is_valid(i))
+                    .for_each(f);
+            }
+        }
+    }
 }
 
 /// A whole-number column read from polars (Int64, Int32 or UTC-millisecond timestamps): its
@@ -756,6 +817,35 @@ impl<'a> Ints<'a> {
             Ints::Null => None,
         }
     }
+
+    /// `set(item, value)` for each row of `start..start + out.len()` with a value, on the
+    /// row's item of `out` (`out[0]` is row `start`); see `Strs::each_in`.
+    #[inline]
+    fn each<T>(&self, start: usize, out: &mut [T], set: impl Fn(&mut T, i64)) {
+        let count = out.len();
+        let mut put = |i: usize, v: i64| {
+            if let Some(item) = out.get_mut(i.wrapping_sub(start)) {
+                set(item, v);
+            }
+        };
+        match self {
+            Ints::I64(values, nulls) => {
+                valid_rows(values.len(), *nulls, start, count, |i| {
+                    if let Some(&v) = values.get(i) {
+                        put(i, v);
+                    }
+                });
+            }
+            Ints::I32(values, nulls) => {
+                valid_rows(values.len(), *nulls, start, count, |i| {
+                    if let Some(&v) = values.get(i) {
+                        put(i, i64::from(v));
+                    }
+                });
+            }
+            Ints::Null => {}
+        }
+    }
 }
 
 fn flags(array: &dyn Array) -> Option<&BooleanArray> {
@@ -764,6 +854,24 @@ fn flags(array: &dyn Array) -> Option<&BooleanArray> {
 
 fn flag(array: Option<&BooleanArray>, i: usize) -> Option<bool> {
     array.and_then(|a| (i < a.len() && a.is_valid(i)).then(|| a.value(i)))
+}
+
+/// `set(item, value)` for each row of `start..start + out.len()` with a value, on the row's
+/// item of `out` (`out[0]` is row `start`); see `Strs::each_in`.
+#[inline]
+fn each_flag<T>(
+    array: Option<&BooleanArray>,
+    start: usize,
+    out: &mut [T],
+    set: impl Fn(&mut T, bool),
+) {
+    let Some(a) = array else { return };
+    let values = a.values();
+    valid_rows(a.len(), a.nulls(), start, out.len(), |i| {
+        if let Some(item) = out.get_mut(i.wrapping_sub(start)) {
+            set(item, i < values.len() && values.value(i));
+        }
+    });
 }
 
 /// The columns of a frame passed in through the Arrow PyCapsule stream protocol
@@ -869,55 +977,75 @@ impl<'a> EventColumns<'a> {
         }
     }
 
+    /// Row `i` as the fold reads it.
     fn event(&self, i: usize) -> crate::copilot_fold::Event<'a> {
-        let s = |k: usize| self.s.get(k).and_then(|c| c.get(i));
-        let n = |k: usize| self.n.get(k).and_then(|c| c.get(i));
-        crate::copilot_fold::Event {
-            file: s(0).unwrap_or(""),
-            kind: s(2).unwrap_or(""),
-            agent_id: s(3),
-            parent_tool_call_id: s(4),
-            turn_id: s(5),
-            interaction_id: s(6),
-            model: s(7),
-            api_call_id: s(8),
-            tool_call_id: s(9),
-            tool_name: s(10),
-            initiator: s(11),
-            text: s(12),
-            interaction_type: s(13),
-            usage_id: s(14),
-            cwd: s(15),
-            repository: s(16),
-            copilot_version: s(17),
-            status_detail: s(18),
-            total_nano_aiu: s(19),
-            total_premium_requests: s(20),
-            info_type: s(21),
-            nano_aiu: s(22),
-            line: n(0).unwrap_or(0),
-            seq: n(1).unwrap_or(0),
-            process: n(2).and_then(|p| i32::try_from(p).ok()).unwrap_or(0),
-            timestamp: n(3),
-            output_tokens: n(4),
-            duration_ms: n(5),
-            total_api_duration_ms: n(6),
-            input_tokens: n(7),
-            cache_read_tokens: n(8),
-            cache_write_tokens: n(9),
-            reasoning_tokens: n(10),
-            events_file_size_bytes: n(11),
-            byte_offset: n(12),
-            is_autopilot: flag(self.autopilot, i),
-            is_byok: flag(self.byok, i),
-            content_bytes: n(13),
-            tool_request_bytes: n(14),
-            total_tokens: n(15),
-            system_tokens: n(16),
-            tool_definitions_tokens: n(17),
-            pre_compaction_tokens: n(18),
-            post_compaction_tokens: n(19),
+        let mut event = [crate::copilot_fold::Event::default()];
+        self.fill(i, &mut event);
+        let [event] = event;
+        event
+    }
+
+    /// Rows `start..start + out.len()` as the fold reads them, into `out` (`out[0]` is row
+    /// `start`), which holds default events: column by column, each column's values set
+    /// where it has them (most columns are null on most lines, and a null costs nothing).
+    fn fill(&self, start: usize, out: &mut [crate::copilot_fold::Event<'a>]) {
+        let [file, _session, kind, agent_id, parent_tool_call_id, turn_id, interaction_id, model, api_call_id, tool_call_id, tool_name, initiator, text, interaction_type, usage_id, cwd, repository, copilot_version, status_detail, total_nano_aiu, total_premium_requests, info_type, nano_aiu] =
+            &self.s;
+        let [line, seq, process, timestamp, output_tokens, duration_ms, total_api_duration_ms, input_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, events_file_size_bytes, byte_offset, content_bytes, tool_request_bytes, total_tokens, system_tokens, tool_definitions_tokens, pre_compaction_tokens, post_compaction_tokens] =
+            &self.n;
+        file.each(start, out, |e, v| e.file = v);
+        kind.each(start, out, |e, v| e.kind = v);
+        macro_rules! some {
+            ($($column:ident),*) => {
+                $($column.each(start, out, |e, v| e.$column = Some(v));)*
+            };
         }
+        some!(
+            agent_id,
+            parent_tool_call_id,
+            turn_id,
+            interaction_id,
+            model,
+            api_call_id,
+            tool_call_id,
+            tool_name,
+            initiator,
+            text,
+            interaction_type,
+            usage_id,
+            cwd,
+            repository,
+            copilot_version,
+            status_detail,
+            total_nano_aiu,
+            total_premium_requests,
+            info_type,
+            nano_aiu
+        );
+        line.each(start, out, |e, v| e.line = v);
+        seq.each(start, out, |e, v| e.seq = v);
+        process.each(start, out, |e, v| e.process = i32::try_from(v).unwrap_or(0));
+        some!(
+            timestamp,
+            output_tokens,
+            duration_ms,
+            total_api_duration_ms,
+            input_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            reasoning_tokens,
+            events_file_size_bytes,
+            byte_offset,
+            content_bytes,
+            tool_request_bytes,
+            total_tokens,
+            system_tokens,
+            tool_definitions_tokens,
+            pre_compaction_tokens,
+            post_compaction_tokens
+        );
+        each_flag(self.autopilot, start, out, |e, v| e.is_autopilot = Some(v));
+        each_flag(self.byok, start, out, |e, v| e.is_byok = Some(v));
     }
 }
 
@@ -939,20 +1067,132 @@ fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
     groups
 }
 
+/// Largest data buffer of a result's string column (view offsets are 32 bits).
+const TEXT_BLOCK: usize = 1 << 30;
+
+/// A string column of `values` (a result table's), built in one go: the views sized up
+/// front, the long strings copied into one data buffer, and a long string that repeats the
+/// one before it (a session's file, id or model on each of its calls) pointing at the bytes
+/// already there instead of copying them again.
 fn text_array<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
-    Arc::new(values.collect::<StringViewArray>())
+    use arrow_buffer::NullBufferBuilder;
+    let mut views: Vec<u128> = Vec::with_capacity(values.size_hint().0);
+    let mut valid = NullBufferBuilder::new(views.capacity());
+    let mut blocks: Vec<Buffer> = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut last: Option<(&'a str, u128)> = None;
+    let mut oversized = false;
+    for value in values {
+        let Some(text) = value else {
+            views.push(0);
+            valid.append_null();
+            continue;
+        };
+        valid.append_non_null();
+        let bytes = text.as_bytes();
+        if let Some(view) = inline_view(bytes) {
+            views.push(view);
+            continue;
+        }
+        if let Some((before, view)) = last {
+            if std::ptr::eq(before, text) || before == text {
+                views.push(view);
+                continue;
+            }
+        }
+        if data.len().saturating_add(bytes.len()) > TEXT_BLOCK && !data.is_empty() {
+            blocks.push(Buffer::from_vec(std::mem::take(&mut data)));
+        }
+        // A block holds at most TEXT_BLOCK bytes but for a string longer than that, alone
+        // in its block: all fit in 32 bits unless a string is 4 GiB or more.
+        oversized |= u32::try_from(bytes.len()).is_err();
+        let block = u32::try_from(blocks.len()).unwrap_or(u32::MAX);
+        let offset = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let view = long_view(bytes, block, offset);
+        data.extend_from_slice(bytes);
+        views.push(view);
+        last = Some((text, view));
+    }
+    if !data.is_empty() {
+        blocks.push(Buffer::from_vec(data));
+    }
+    let rows = views.len();
+    let views = ScalarBuffer::from(views);
+    let valid = valid.finish();
+    if oversized {
+        // A string Arrow cannot hold (its length is 32 bits): `try_new` turns it down.
+        return match StringViewArray::try_new(views, blocks, valid) {
+            Ok(array) => Arc::new(array),
+            Err(_) => Arc::new(StringViewArray::new_null(rows)),
+        };
+    }
+    debug_assert!(
+        StringViewArray::try_new(views.clone(), blocks.clone(), valid.clone()).is_ok(),
+        "a string view Arrow rejects"
+    );
+    // SAFETY: what `try_new` would check holds by construction (its check, UTF-8 of every
+    // string and bounds of every view, cost a third of building the tables; a debug
+    // assertion runs it): each view is of a `&str`'s bytes (UTF-8), a short one inline
+    // (`inline_view`: length, bytes, zero padding), a long one (`long_view`, under 4 GiB:
+    // `oversized` is false) with the index of the block its bytes were copied into and
+    // their offset there, or the view of the same string copied just before; a null's view
+    // is zero; the validity has one bit per view.
+    Arc::new(unsafe { StringViewArray::new_unchecked(views, blocks.into(), valid) })
+}
+
+/// The view of a string of at most 12 bytes, held in the view itself (Arrow's layout: the
+/// length in the low 32 bits, then the bytes, zero-padded); None for a longer one.
+#[inline]
+fn inline_view(bytes: &[u8]) -> Option<u128> {
+    let len = u32::try_from(bytes.len()).ok().filter(|&n| n <= 12)?;
+    let mut view = [0u8; 16];
+    view.get_mut(4..4 + bytes.len())?.copy_from_slice(bytes);
+    Some(u128::from_le_bytes(view) | u128::from(len))
+}
+
+/// The view of a string of more than 12 bytes at `offset` in data buffer `block` (Arrow's
+/// layout: length, first four bytes, buffer index, offset; 32 bits each, low to high).
+#[inline]
+fn long_view(bytes: &[u8], block: u32, offset: u32) -> u128 {
+    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    let prefix = bytes
+        .first_chunk::<4>()
+        .map_or(0, |p| u32::from_le_bytes(*p));
+    u128::from(len) | u128::from(prefix) << 32 | u128::from(block) << 64 | u128::from(offset) << 96
+}
+
+/// Values and validity (none when no value is missing) of a column of `values`.
+fn nullable<T: Default>(values: impl Iterator<Item = Option<T>>) -> (Vec<T>, Option<NullBuffer>) {
+    let mut out: Vec<T> = Vec::with_capacity(values.size_hint().0);
+    let mut valid = arrow_buffer::NullBufferBuilder::new(out.capacity());
+    for value in values {
+        match value {
+            Some(v) => {
+                out.push(v);
+                valid.append_non_null();
+            }
+            None => {
+                out.push(T::default());
+                valid.append_null();
+            }
+        }
+    }
+    (out, valid.finish())
 }
 
 fn int_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
-    Arc::new(values.collect::<Int64Array>())
+    let (values, valid) = nullable(values);
+    Arc::new(Int64Array::new(ScalarBuffer::from(values), valid))
+}
+
+fn int32_array(values: impl Iterator<Item = Option<i32>>) -> ArrayRef {
+    let (values, valid) = nullable(values);
+    Arc::new(Int32Array::new(ScalarBuffer::from(values), valid))
 }
 
 fn time_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
-    Arc::new(
-        values
-            .collect::<TimestampMillisecondArray>()
-            .with_timezone("UTC"),
-    )
+    let (values, valid) = nullable(values);
+    Arc::new(TimestampMillisecondArray::new(ScalarBuffer::from(values), valid).with_timezone("UTC"))
 }
 
 fn bool_array(values: impl Iterator<Item = Option<bool>>) -> ArrayRef {
@@ -1063,7 +1303,7 @@ fn copilot_tables(
             ),
             (
                 "process_index",
-                Arc::new(each().map(|(_, c)| Some(c.process)).collect::<Int32Array>()),
+                int32_array(each().map(|(_, c)| Some(c.process))),
             ),
             ("start_time", time_array(each().map(|(_, c)| c.start_time))),
             ("end_time", time_array(each().map(|(_, c)| c.end_time))),

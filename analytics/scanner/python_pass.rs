@@ -4,6 +4,7 @@
 //! group. The events themselves are gathered into a table only when asked for (`columns`).
 //! Given a dict (`stages`), it adds to it where the pass's time went, stage by stage.
 
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +23,11 @@ use super::{
 use crate::copilot_fold::{Event, Metric, SessionFold};
 use crate::copilot_pass::{priced_among, run, Key, Pass, Rows, Session, Spent, Tokens};
 use rustc_hash::FxHashSet;
+
+/// Lines whose keys are read at once, column after column: a block of keys (128 bytes each)
+/// that stays in the cache while each column is read into it. (A session's events are read
+/// whole: a few hundred lines.)
+const KEY_BLOCK: usize = 256;
 
 /// One scanned batch as the pass reads it.
 struct Batch<'a> {
@@ -63,20 +69,49 @@ impl<'a> Batches<'a> {
         Some((self.batches.get(index)?, local))
     }
 
-    /// What ordering reads of row `i` of `batch`.
-    fn key_in(batch: &Batch<'a>, i: usize) -> Key<'a> {
-        let (s, n) = (&batch.events.s, &batch.events.n);
-        let text = |k: usize| s.get(k).and_then(|c| c.get(i));
-        Key {
-            session: batch.session.get(i).unwrap_or(""),
-            file: text(0).unwrap_or(""),
-            line: n.first().and_then(|c| c.get(i)),
-            timestamp: n.get(3).and_then(|c| c.get(i)),
-            kind: text(2),
-            event_id: batch.event_id.get(i),
-            record: text(14).or(text(8)),
-            byte_offset: n.get(12).and_then(|c| c.get(i)),
+    /// Runs of `rows` that are consecutive rows of one batch, in order: `f(batch, first row
+    /// in the batch, positions in rows)` (a row outside the batches is left out).
+    fn runs(&self, rows: &[usize], mut f: impl FnMut(&Batch<'a>, usize, Range<usize>)) {
+        let mut cursor = Cursor::new();
+        // The run being gathered: batch index, its first row in the batch, first position.
+        let mut run: Option<(usize, usize, usize)> = None;
+        for (at, &row) in rows.iter().enumerate() {
+            let found = cursor.at(self, row).map(|(_, i)| (cursor.index, i));
+            if let (Some((batch, first, from)), Some((index, i))) = (run, found) {
+                if batch == index && first.checked_add(at.saturating_sub(from)) == Some(i) {
+                    continue;
+                }
+            }
+            if let Some((batch, first, from)) = run.take() {
+                if let Some(batch) = self.batches.get(batch) {
+                    f(batch, first, from..at);
+                }
+            }
+            run = found.map(|(index, i)| (index, i, at));
         }
+        if let Some((batch, first, from)) = run {
+            if let Some(batch) = self.batches.get(batch) {
+                f(batch, first, from..rows.len());
+            }
+        }
+    }
+
+    /// What ordering reads of rows `start..start + out.len()` of `batch`, into `out` (of
+    /// default keys), column by column.
+    fn keys_in(batch: &Batch<'a>, start: usize, out: &mut [Key<'a>]) {
+        let (s, n) = (&batch.events.s, &batch.events.n);
+        let [file, _, kind, _, _, _, _, _, api_call_id, .., usage_id, _, _, _, _, _, _, _, _] = s;
+        let [line, _, _, timestamp, .., byte_offset, _, _, _, _, _, _, _] = n;
+        batch.session.each(start, out, |k, v| k.session = v);
+        file.each(start, out, |k, v| k.file = v);
+        line.each(start, out, |k, v| k.line = Some(v));
+        timestamp.each(start, out, |k, v| k.timestamp = Some(v));
+        kind.each(start, out, |k, v| k.kind = Some(v));
+        batch.event_id.each(start, out, |k, v| k.event_id = Some(v));
+        // A usage record's usage id, else its api call id.
+        api_call_id.each(start, out, |k, v| k.record = Some(v));
+        usage_id.each(start, out, |k, v| k.record = Some(v));
+        byte_offset.each(start, out, |k, v| k.byte_offset = Some(v));
     }
 }
 
@@ -122,18 +157,27 @@ impl<'a> Rows<'a> for Batches<'a> {
     }
 
     fn key(&self, row: usize) -> Key<'a> {
-        self.at(row)
-            .map_or_else(Key::default, |(batch, i)| Batches::key_in(batch, i))
+        let mut key = [Key::default()];
+        if let Some((batch, i)) = self.at(row) {
+            Batches::keys_in(batch, i, &mut key);
+        }
+        let [key] = key;
+        key
     }
 
     fn keys(&self) -> Vec<Key<'a>> {
-        let mut keys = Vec::with_capacity(self.len());
+        let mut keys = vec![Key::default(); self.len()];
         for (batch, (start, end)) in self
             .batches
             .iter()
             .zip(self.starts.iter().zip(self.starts.iter().skip(1)))
         {
-            keys.extend((0..end.saturating_sub(*start)).map(|i| Batches::key_in(batch, i)));
+            if let Some(out) = keys.get_mut(*start..*end) {
+                // In blocks that stay in the cache while each column is read into them.
+                for (block, out) in out.chunks_mut(KEY_BLOCK).enumerate() {
+                    Batches::keys_in(batch, block * KEY_BLOCK, out);
+                }
+            }
         }
         keys
     }
@@ -145,14 +189,13 @@ impl<'a> Rows<'a> for Batches<'a> {
     }
 
     fn events_into(&self, rows: &[usize], out: &mut Vec<Event<'a>>) {
-        let mut cursor = Cursor::new();
         out.clear();
-        out.extend(rows.iter().map(|&row| {
-            cursor
-                .at(self, row)
-                .map(|(batch, i)| batch.events.event(i))
-                .unwrap_or_default()
-        }));
+        out.resize(rows.len(), Event::default());
+        self.runs(rows, |batch, first, at| {
+            if let Some(out) = out.get_mut(at) {
+                batch.events.fill(first, out);
+            }
+        });
     }
 
     fn prices(&self, row: usize) -> (Option<&'a str>, Option<bool>) {
@@ -161,12 +204,18 @@ impl<'a> Rows<'a> for Batches<'a> {
     }
 
     fn priced(&self, rows: &[usize]) -> Vec<usize> {
-        let mut cursor = Cursor::new();
-        priced_among(rows.iter().map(|&row| {
-            cursor
-                .at(self, row)
-                .map_or((None, None), |(batch, i)| Batches::prices_in(batch, i))
-        }))
+        // Only the lines with a `tokenDetails` text can quote prices: those are looked at
+        // (the column's nulls skipped a word of rows at a time), each by `priced_among`.
+        let mut priced = Vec::new();
+        self.runs(rows, |batch, first, at| {
+            batch.details.each_in(first, at.len(), |i, details| {
+                let line = (Some(details), super::flag(batch.events.byok, i));
+                if !priced_among(std::iter::once(line)).is_empty() {
+                    priced.push(at.start + i.saturating_sub(first));
+                }
+            });
+        });
+        priced
     }
 }
 
