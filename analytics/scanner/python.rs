@@ -1070,74 +1070,109 @@ fn by_session<'a>(ids: &Strs<'a>, rows: usize) -> Vec<(&'a str, Vec<usize>)> {
 /// Largest data buffer of a result's string column (view offsets are 32 bits).
 const TEXT_BLOCK: usize = 1 << 30;
 
-/// A string column of `values` (a result table's), built in one go: the views sized up
-/// front, the long strings copied into one data buffer, and a long string that repeats the
-/// one before it (a session's file, id or model on each of its calls) pointing at the bytes
-/// already there instead of copying them again.
+/// A string column of `values` (a result table's): see [`Texts`].
 fn text_array<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
-    use arrow_buffer::NullBufferBuilder;
-    let mut views: Vec<u128> = Vec::with_capacity(values.size_hint().0);
-    let mut valid = NullBufferBuilder::new(views.capacity());
-    let mut blocks: Vec<Buffer> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut last: Option<(&'a str, u128)> = None;
-    let mut oversized = false;
-    for value in values {
+    let mut texts = Texts::with_capacity(values.size_hint().0);
+    values.for_each(|value| texts.push(value));
+    texts.finish()
+}
+
+/// A result table's string column, built in one go: the views sized up front, the long
+/// strings copied into one data buffer, and a long string that repeats the one before it (a
+/// session's file, id or model on each of its calls) pointing at the bytes already there
+/// instead of copying them again.
+struct Texts<'a> {
+    views: Vec<u128>,
+    valid: arrow_buffer::NullBufferBuilder,
+    blocks: Vec<Buffer>,
+    data: Vec<u8>,
+    /// The last long string copied, and its view.
+    last: Option<(&'a str, u128)>,
+    /// Whether a string was too long for a view (4 GiB or more).
+    oversized: bool,
+}
+
+impl<'a> Texts<'a> {
+    fn with_capacity(rows: usize) -> Texts<'a> {
+        Texts {
+            views: Vec::with_capacity(rows),
+            valid: arrow_buffer::NullBufferBuilder::new(rows),
+            blocks: Vec::new(),
+            data: Vec::new(),
+            last: None,
+            oversized: false,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, value: Option<&'a str>) {
         let Some(text) = value else {
-            views.push(0);
-            valid.append_null();
-            continue;
+            self.views.push(0);
+            self.valid.append_null();
+            return;
         };
-        valid.append_non_null();
+        self.valid.append_non_null();
         let bytes = text.as_bytes();
         if let Some(view) = inline_view(bytes) {
-            views.push(view);
-            continue;
+            self.views.push(view);
+            return;
         }
-        if let Some((before, view)) = last {
+        if let Some((before, view)) = self.last {
             if std::ptr::eq(before, text) || before == text {
-                views.push(view);
-                continue;
+                self.views.push(view);
+                return;
             }
         }
-        if data.len().saturating_add(bytes.len()) > TEXT_BLOCK && !data.is_empty() {
-            blocks.push(Buffer::from_vec(std::mem::take(&mut data)));
+        if self.data.len().saturating_add(bytes.len()) > TEXT_BLOCK && !self.data.is_empty() {
+            self.blocks
+                .push(Buffer::from_vec(std::mem::take(&mut self.data)));
         }
         // A block holds at most TEXT_BLOCK bytes but for a string longer than that, alone
         // in its block: all fit in 32 bits unless a string is 4 GiB or more.
-        oversized |= u32::try_from(bytes.len()).is_err();
-        let block = u32::try_from(blocks.len()).unwrap_or(u32::MAX);
-        let offset = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        self.oversized |= u32::try_from(bytes.len()).is_err();
+        let block = u32::try_from(self.blocks.len()).unwrap_or(u32::MAX);
+        let offset = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
         let view = long_view(bytes, block, offset);
-        data.extend_from_slice(bytes);
-        views.push(view);
-        last = Some((text, view));
+        self.data.extend_from_slice(bytes);
+        self.views.push(view);
+        self.last = Some((text, view));
     }
-    if !data.is_empty() {
-        blocks.push(Buffer::from_vec(data));
+
+    fn finish(self) -> ArrayRef {
+        let Texts {
+            views,
+            mut valid,
+            mut blocks,
+            data,
+            oversized,
+            ..
+        } = self;
+        if !data.is_empty() {
+            blocks.push(Buffer::from_vec(data));
+        }
+        let rows = views.len();
+        let views = ScalarBuffer::from(views);
+        let valid = valid.finish();
+        if oversized {
+            // A string Arrow cannot hold (its length is 32 bits): `try_new` turns it down.
+            return match StringViewArray::try_new(views, blocks, valid) {
+                Ok(array) => Arc::new(array),
+                Err(_) => Arc::new(StringViewArray::new_null(rows)),
+            };
+        }
+        debug_assert!(
+            StringViewArray::try_new(views.clone(), blocks.clone(), valid.clone()).is_ok(),
+            "a string view Arrow rejects"
+        );
+        // SAFETY: what `try_new` would check holds by construction (its check, UTF-8 of every
+        // string and bounds of every view, cost a third of building the tables; a debug
+        // assertion runs it): each view is of a `&str`'s bytes (UTF-8), a short one inline
+        // (`inline_view`: length, bytes, zero padding), a long one (`long_view`, under 4 GiB:
+        // `oversized` is false) with the index of the block its bytes were copied into and
+        // their offset there, or the view of the same string copied just before; a null's
+        // view is zero; the validity has one bit per view.
+        Arc::new(unsafe { StringViewArray::new_unchecked(views, blocks.into(), valid) })
     }
-    let rows = views.len();
-    let views = ScalarBuffer::from(views);
-    let valid = valid.finish();
-    if oversized {
-        // A string Arrow cannot hold (its length is 32 bits): `try_new` turns it down.
-        return match StringViewArray::try_new(views, blocks, valid) {
-            Ok(array) => Arc::new(array),
-            Err(_) => Arc::new(StringViewArray::new_null(rows)),
-        };
-    }
-    debug_assert!(
-        StringViewArray::try_new(views.clone(), blocks.clone(), valid.clone()).is_ok(),
-        "a string view Arrow rejects"
-    );
-    // SAFETY: what `try_new` would check holds by construction (its check, UTF-8 of every
-    // string and bounds of every view, cost a third of building the tables; a debug
-    // assertion runs it): each view is of a `&str`'s bytes (UTF-8), a short one inline
-    // (`inline_view`: length, bytes, zero padding), a long one (`long_view`, under 4 GiB:
-    // `oversized` is false) with the index of the block its bytes were copied into and
-    // their offset there, or the view of the same string copied just before; a null's view
-    // is zero; the validity has one bit per view.
-    Arc::new(unsafe { StringViewArray::new_unchecked(views, blocks.into(), valid) })
 }
 
 /// The view of a string of at most 12 bytes, held in the view itself (Arrow's layout: the
@@ -1161,38 +1196,75 @@ fn long_view(bytes: &[u8], block: u32, offset: u32) -> u128 {
     u128::from(len) | u128::from(prefix) << 32 | u128::from(block) << 64 | u128::from(offset) << 96
 }
 
-/// Values and validity (none when no value is missing) of a column of `values`.
-fn nullable<T: Default>(values: impl Iterator<Item = Option<T>>) -> (Vec<T>, Option<NullBuffer>) {
-    let mut out: Vec<T> = Vec::with_capacity(values.size_hint().0);
-    let mut valid = arrow_buffer::NullBufferBuilder::new(out.capacity());
-    for value in values {
+/// A result table's number column: values and validity (none when no value is missing).
+struct Nums<T> {
+    values: Vec<T>,
+    valid: arrow_buffer::NullBufferBuilder,
+}
+
+impl<T: Default> Nums<T> {
+    fn with_capacity(rows: usize) -> Nums<T> {
+        Nums {
+            values: Vec::with_capacity(rows),
+            valid: arrow_buffer::NullBufferBuilder::new(rows),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, value: Option<T>) {
         match value {
             Some(v) => {
-                out.push(v);
-                valid.append_non_null();
+                self.values.push(v);
+                self.valid.append_non_null();
             }
             None => {
-                out.push(T::default());
-                valid.append_null();
+                self.values.push(T::default());
+                self.valid.append_null();
             }
         }
     }
-    (out, valid.finish())
+
+    fn finish(self) -> (ScalarBuffer<T>, Option<NullBuffer>)
+    where
+        T: ArrowNativeType,
+    {
+        let Nums { values, mut valid } = self;
+        (ScalarBuffer::from(values), valid.finish())
+    }
+}
+
+impl Nums<i64> {
+    fn ints(self) -> ArrayRef {
+        let (values, valid) = self.finish();
+        Arc::new(Int64Array::new(values, valid))
+    }
+
+    fn times(self) -> ArrayRef {
+        let (values, valid) = self.finish();
+        Arc::new(TimestampMillisecondArray::new(values, valid).with_timezone("UTC"))
+    }
+}
+
+impl Nums<i32> {
+    fn ints(self) -> ArrayRef {
+        let (values, valid) = self.finish();
+        Arc::new(Int32Array::new(values, valid))
+    }
+}
+
+/// Values and validity (none when no value is missing) of a column of `values`.
+fn nullable<T: Default>(values: impl Iterator<Item = Option<T>>) -> Nums<T> {
+    let mut nums = Nums::with_capacity(values.size_hint().0);
+    values.for_each(|value| nums.push(value));
+    nums
 }
 
 fn int_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
-    let (values, valid) = nullable(values);
-    Arc::new(Int64Array::new(ScalarBuffer::from(values), valid))
-}
-
-fn int32_array(values: impl Iterator<Item = Option<i32>>) -> ArrayRef {
-    let (values, valid) = nullable(values);
-    Arc::new(Int32Array::new(ScalarBuffer::from(values), valid))
+    nullable(values).ints()
 }
 
 fn time_array(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
-    let (values, valid) = nullable(values);
-    Arc::new(TimestampMillisecondArray::new(ScalarBuffer::from(values), valid).with_timezone("UTC"))
+    nullable(values).times()
 }
 
 fn bool_array(values: impl Iterator<Item = Option<bool>>) -> ArrayRef {
@@ -1277,50 +1349,64 @@ fn copilot_tables(
         .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, f)))
         .flat_map(|(id, f)| f.calls.iter().map(move |c| (id, c)))
         .collect();
-    let each = || calls.iter().map(|(id, c)| (*id, *c));
+    // The calls' columns in one pass over them (a column at a time would go over the list,
+    // some megabytes, once per column).
+    let n = calls.len();
+    let mut texts: [Texts<'_>; 9] = std::array::from_fn(|_| Texts::with_capacity(n));
+    let mut ints: [Nums<i64>; 6] = std::array::from_fn(|_| Nums::with_capacity(n));
+    let mut process = Nums::<i32>::with_capacity(n);
+    for &(id, c) in &calls {
+        let [file, session, kind, model, model_source, agent_id, agent_name, parent, interaction] =
+            &mut texts;
+        file.push(Some(c.file));
+        session.push(Some(id));
+        kind.push(Some(c.kind));
+        model.push(c.model);
+        model_source.push(c.model_source);
+        agent_id.push(c.agent_id);
+        agent_name.push(c.agent_name);
+        parent.push(c.parent_tool_call_id);
+        interaction.push(c.interaction_id);
+        let [line, seq, index, start, end, output] = &mut ints;
+        line.push(Some(c.line));
+        seq.push(Some(c.seq));
+        index.push(Some(c.index));
+        start.push(c.start_time);
+        end.push(c.end_time);
+        output.push(c.output_tokens);
+        process.push(Some(c.process));
+    }
+    let [file, session, kind, model, model_source, agent_id, agent_name, parent, interaction] =
+        texts.map(Texts::finish);
+    let [line, seq, index, start, end, output] = ints;
     let call_table = table(
         vec![
-            ("source_file", text_array(each().map(|(_, c)| Some(c.file)))),
-            ("source_line", int_array(each().map(|(_, c)| Some(c.line)))),
-            ("session_id", text_array(each().map(|(id, _)| Some(id)))),
-            ("event_seq", int_array(each().map(|(_, c)| Some(c.seq)))),
-            ("call_index", int_array(each().map(|(_, c)| Some(c.index)))),
-            ("kind", text_array(each().map(|(_, c)| Some(c.kind)))),
-            ("model", text_array(each().map(|(_, c)| c.model))),
-            (
-                "model_source",
-                text_array(each().map(|(_, c)| c.model_source)),
-            ),
-            ("agent_id", text_array(each().map(|(_, c)| c.agent_id))),
-            ("agent_name", text_array(each().map(|(_, c)| c.agent_name))),
-            (
-                "parent_tool_call_id",
-                text_array(each().map(|(_, c)| c.parent_tool_call_id)),
-            ),
-            (
-                "interaction_id",
-                text_array(each().map(|(_, c)| c.interaction_id)),
-            ),
-            (
-                "process_index",
-                int32_array(each().map(|(_, c)| Some(c.process))),
-            ),
-            ("start_time", time_array(each().map(|(_, c)| c.start_time))),
-            ("end_time", time_array(each().map(|(_, c)| c.end_time))),
+            ("source_file", file),
+            ("source_line", line.ints()),
+            ("session_id", session),
+            ("event_seq", seq.ints()),
+            ("call_index", index.ints()),
+            ("kind", kind),
+            ("model", model),
+            ("model_source", model_source),
+            ("agent_id", agent_id),
+            ("agent_name", agent_name),
+            ("parent_tool_call_id", parent),
+            ("interaction_id", interaction),
+            ("process_index", process.ints()),
+            ("start_time", start.times()),
+            ("end_time", end.times()),
             (
                 "interrupted",
-                bool_array(each().map(|(_, c)| Some(c.interrupted))),
+                bool_array(calls.iter().map(|(_, c)| Some(c.interrupted))),
             ),
             (
                 "user_initiated",
-                bool_array(each().map(|(_, c)| Some(c.user_initiated))),
+                bool_array(calls.iter().map(|(_, c)| Some(c.user_initiated))),
             ),
-            (
-                "output_tokens",
-                int_array(each().map(|(_, c)| c.output_tokens)),
-            ),
+            ("output_tokens", output.ints()),
         ],
-        calls.len(),
+        n,
     );
     let mut rows: Vec<(&str, &crate::copilot_fold::SessionRow)> = folded
         .iter()
