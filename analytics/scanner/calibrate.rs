@@ -60,32 +60,41 @@ pub fn apportion(total: Option<i64>, weights: &[i64]) -> Vec<Option<i64>> {
     let count = i128::try_from(weights.len()).unwrap_or(i128::MAX).max(1);
     let denominator = if sum > 0 { sum } else { count };
     let total = i128::from(total);
+    // (divided in 64 bits where both numbers fit, the usual case: the same quotient and
+    // remainder, without the 128-bit division's software routine)
+    let small = i64::try_from(denominator).ok();
     let mut parts: Vec<(i128, i128)> = weights
         .iter()
         .map(|&w| {
             let w = if sum > 0 { i128::from(w) } else { 1 };
             let scaled = total.saturating_mul(w);
-            (
-                scaled.div_euclid(denominator),
-                scaled.rem_euclid(denominator),
-            )
+            match (small, i64::try_from(scaled)) {
+                (Some(d), Ok(s)) => (i128::from(s.div_euclid(d)), i128::from(s.rem_euclid(d))),
+                _ => (
+                    scaled.div_euclid(denominator),
+                    scaled.rem_euclid(denominator),
+                ),
+            }
         })
         .collect();
     let leftover = total - parts.iter().map(|p| p.0).sum::<i128>();
-    // Ranks by the largest remainder first, then the later row first.
-    let mut order: Vec<usize> = (0..parts.len()).collect();
-    order.sort_by(|&a, &b| {
-        let key = |i: usize| {
-            (
-                denominator - parts.get(i).map_or(0, |p| p.1),
-                usize::MAX - i,
-            )
-        };
-        key(a).cmp(&key(b))
-    });
-    for (rank, &i) in order.iter().enumerate() {
-        if i128::try_from(rank + 1).unwrap_or(i128::MAX) <= leftover {
-            if let Some(part) = parts.get_mut(i) {
+    // The `leftover` first by the largest remainder, then the later row, get one more: which
+    // rows those are, not their order, decides the shares (no two rows rank alike, so a
+    // selection finds them; with nothing left over, none).
+    if leftover > 0 {
+        let mut order: Vec<(i128, usize)> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (denominator - p.1, usize::MAX - i))
+            .collect();
+        let take = usize::try_from(leftover)
+            .unwrap_or(usize::MAX)
+            .min(order.len());
+        if take > 0 && take < order.len() {
+            order.select_nth_unstable(take - 1);
+        }
+        for &(_, later) in order.iter().take(take) {
+            if let Some(part) = parts.get_mut(usize::MAX - later) {
                 part.0 += 1;
             }
         }
@@ -112,26 +121,30 @@ pub fn calibrate(rows: &[Row<'_>]) -> Vec<Calibrated> {
             source: None,
         })
         .collect();
-    let mut groups: FxHashMap<Total<'_>, Vec<usize>> = FxHashMap::default();
-    let mut order: Vec<Total<'_>> = Vec::new();
+    // The groups in the order first met (a run of one group's rows, the usual case, looks
+    // its slot up once).
+    let mut slots: FxHashMap<Total<'_>, usize> = FxHashMap::default();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut last: Option<(Total<'_>, usize)> = None;
     for (i, row) in rows.iter().enumerate() {
         if !row.observed && row.apportion {
             let key = (row.session, row.segment, row.model);
-            groups
-                .entry(key)
-                .or_insert_with(|| {
-                    order.push(key);
-                    Vec::new()
-                })
-                .push(i);
+            let slot = match last {
+                Some((k, slot)) if k == key => slot,
+                _ => *slots.entry(key).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                }),
+            };
+            last = Some((key, slot));
+            if let Some(members) = groups.get_mut(slot) {
+                members.push(i);
+            }
         } else if !row.observed {
             out[i] = estimated(row);
         }
     }
-    for key in order {
-        let Some(members) = groups.get(&key) else {
-            continue;
-        };
+    for members in &groups {
         let group: Vec<&Row> = members.iter().filter_map(|&i| rows.get(i)).collect();
         for (i, figures) in members.iter().zip(scaled(&group)) {
             if let Some(slot) = out.get_mut(*i) {
@@ -256,5 +269,69 @@ mod tests {
         assert_eq!(apportion(Some(5), &[0, 0]), vec![Some(2), Some(3)]);
         assert_eq!(apportion(None, &[1]), vec![None]);
         assert_eq!(apportion(Some(7), &[]), Vec::<Option<i64>>::new());
+    }
+
+    /// The apportioning as first written: every row ranked by a full sort, in 128 bits.
+    fn ranked(total: i64, weights: &[i64]) -> Vec<Option<i64>> {
+        let sum: i128 = weights.iter().map(|&w| i128::from(w)).sum();
+        let count = i128::try_from(weights.len()).unwrap_or(i128::MAX).max(1);
+        let denominator = if sum > 0 { sum } else { count };
+        let total = i128::from(total);
+        let mut parts: Vec<(i128, i128)> = weights
+            .iter()
+            .map(|&w| {
+                let w = if sum > 0 { i128::from(w) } else { 1 };
+                let scaled = total.saturating_mul(w);
+                (
+                    scaled.div_euclid(denominator),
+                    scaled.rem_euclid(denominator),
+                )
+            })
+            .collect();
+        let leftover = total - parts.iter().map(|p| p.0).sum::<i128>();
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&i| (denominator - parts[i].1, usize::MAX - i));
+        for (rank, &i) in order.iter().enumerate() {
+            if i128::try_from(rank + 1).unwrap() <= leftover {
+                parts[i].0 += 1;
+            }
+        }
+        parts
+            .into_iter()
+            .map(|(share, _)| Some(i64::try_from(share).unwrap_or(i64::MAX)))
+            .collect()
+    }
+
+    #[test]
+    fn shares_are_those_of_a_full_ranking_in_128_bits() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let scales = [1i64, 3, 1_000, 1 << 40, i64::MAX];
+        for _ in 0..20_000 {
+            let scale = scales[(next() % 5) as usize];
+            let n = (next() % 12) as usize;
+            let weights: Vec<i64> = (0..n)
+                .map(|_| match next() % 6 {
+                    0 => 0,
+                    1 => -((next() % 5) as i64),
+                    _ => (next() as i64).rem_euclid(scale),
+                })
+                .collect();
+            let total = match next() % 4 {
+                0 => 0,
+                1 => -((next() % 100) as i64),
+                _ => (next() as i64).rem_euclid(scale),
+            };
+            assert_eq!(
+                apportion(Some(total), &weights),
+                ranked(total, &weights),
+                "{total} {weights:?}"
+            );
+        }
     }
 }

@@ -210,10 +210,79 @@ const SESSION_MODEL_EVENTS: [&str; 4] = [
 /// CLI versions from this one write cumulative shutdown counters.
 const CUMULATIVE_SINCE: i64 = 1_000_066;
 
+/// The lines of the kinds the fold's steps read, each in event order, found in one pass over
+/// a session's events (a step that reads a few kinds reads them here, not every event).
+#[derive(Default)]
+struct ByKind<'e, 'a> {
+    /// `session.shutdown`.
+    shutdowns: Vec<&'e Event<'a>>,
+    /// `session.usage_checkpoint`.
+    checkpoints: Vec<&'e Event<'a>>,
+    /// `session.usage_record`.
+    records: Vec<&'e Event<'a>>,
+    /// `USAGE_RECORDS`: `assistant.usage` and `session.usage_record`.
+    usage: Vec<&'e Event<'a>>,
+    /// `tool.execution_start`.
+    tool_starts: Vec<&'e Event<'a>>,
+    /// `tool.execution_start` and `tool.execution_complete`.
+    tools: Vec<&'e Event<'a>>,
+    /// `subagent.started`, `subagent.completed` and `subagent.failed`.
+    life: Vec<&'e Event<'a>>,
+    /// `session.compaction_start` and `session.compaction_complete`.
+    compactions: Vec<&'e Event<'a>>,
+    /// `session.start`.
+    starts: Vec<&'e Event<'a>>,
+    /// `SESSION_MODEL_EVENTS`.
+    selections: Vec<&'e Event<'a>>,
+    /// The last process of the session (0 without events).
+    max_process: i32,
+}
+
+impl<'e, 'a> ByKind<'e, 'a> {
+    fn of(events: &'e [Event<'a>]) -> Self {
+        let mut by = ByKind::default();
+        let mut max_process = None;
+        for event in events {
+            max_process = max_process.max(Some(event.process));
+            match event.kind {
+                "session.shutdown" => by.shutdowns.push(event),
+                "session.usage_checkpoint" => by.checkpoints.push(event),
+                "session.usage_record" => {
+                    by.records.push(event);
+                    by.usage.push(event);
+                }
+                "assistant.usage" => by.usage.push(event),
+                "tool.execution_start" => {
+                    by.tool_starts.push(event);
+                    by.tools.push(event);
+                }
+                "tool.execution_complete" => by.tools.push(event),
+                "subagent.started" | "subagent.completed" | "subagent.failed" => {
+                    by.life.push(event);
+                }
+                "session.compaction_start" | "session.compaction_complete" => {
+                    by.compactions.push(event);
+                }
+                "session.start" => {
+                    by.starts.push(event);
+                    by.selections.push(event);
+                }
+                "session.resume" | "session.model_change" | "session.auto_mode_resolved" => {
+                    by.selections.push(event);
+                }
+                _ => {}
+            }
+        }
+        by.max_process = max_process.unwrap_or(0);
+        by
+    }
+}
+
 /// Fold one session's events (ordered by `seq`) and its shutdowns' per-model totals.
 pub fn fold_session<'a>(events: &[Event<'a>], metrics: &[Metric<'a>]) -> SessionFold<'a> {
-    let (calls, orphans, failed) = build_calls(events, metrics);
-    let (session, gaps) = summarize(events, &calls, metrics, failed);
+    let by = ByKind::of(events);
+    let (calls, orphans, failed) = build_calls(events, &by, metrics);
+    let (session, gaps) = summarize(events, &by, &calls, metrics, failed);
     let rewinds = rewind_warnings(events, &session);
     SessionFold {
         calls,
@@ -340,7 +409,7 @@ pub fn failed_calls<'a>(events: &[Event<'a>]) -> Vec<Failed<'a>> {
 type Built<'a> = (Vec<CallRow<'a>>, Vec<Warning<'a>>, i64);
 
 /// CALLS of one session (ordered and numbered), the orphan ends, and the failed calls' count.
-fn build_calls<'a>(events: &[Event<'a>], metrics: &[Metric<'a>]) -> Built<'a> {
+fn build_calls<'a>(events: &[Event<'a>], by: &ByKind<'_, 'a>, metrics: &[Metric<'a>]) -> Built<'a> {
     let parts = main_parts(events);
     let mut turns = turns(&parts);
     // Ends: the first end of a turn closes it when in the start's process.
@@ -431,14 +500,18 @@ fn build_calls<'a>(events: &[Event<'a>], metrics: &[Metric<'a>]) -> Built<'a> {
             ..Draft::default()
         })
         .collect();
-    drafts.extend(subagent_calls(events));
-    drafts.extend(compaction_calls(events).into_iter().map(|row| Draft {
-        row,
-        ..Draft::default()
-    }));
+    drafts.extend(subagent_calls(events, by));
+    drafts.extend(
+        compaction_calls(&by.compactions)
+            .into_iter()
+            .map(|row| Draft {
+                row,
+                ..Draft::default()
+            }),
+    );
     drafts.sort_by_key(|d| d.row.seq);
-    fill_models(&mut drafts, events);
-    subagent_models(&mut drafts, events, metrics);
+    fill_models(&mut drafts, &by.selections);
+    subagent_models(&mut drafts, &by.tools, metrics);
     let calls = drafts
         .into_iter()
         .enumerate()
@@ -466,16 +539,7 @@ fn agent_key<'a>(event: &Event<'a>) -> Option<&'a str> {
 
 /// Sub-agents by key: (name, model, the tool call that spawned it), from their life-cycle
 /// lines (first non-null of each, agent-id-keyed lines before tool-call-keyed ones).
-fn subagents<'a>(events: &[Event<'a>]) -> FxHashMap<&'a str, [Option<&'a str>; 3]> {
-    let life: Vec<&Event<'a>> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                "subagent.started" | "subagent.completed" | "subagent.failed"
-            )
-        })
-        .collect();
+fn subagents<'a>(life: &[&Event<'a>]) -> FxHashMap<&'a str, [Option<&'a str>; 3]> {
     let mut out: FxHashMap<&'a str, [Option<&'a str>; 3]> = FxHashMap::default();
     let keyed = life
         .iter()
@@ -498,15 +562,27 @@ fn subagents<'a>(events: &[Event<'a>]) -> FxHashMap<&'a str, [Option<&'a str>; 3
 
 /// One call per sub-agent message (or per sub-agent usage record where the session has
 /// them), one per usage id (else api call id) and agent.
-fn subagent_calls<'a>(events: &[Event<'a>]) -> Vec<Draft<'a>> {
-    let captured = events.iter().any(|e| USAGE_RECORDS.contains(&e.kind));
-    let started = subagents(events);
+fn subagent_calls<'a>(events: &[Event<'a>], by: &ByKind<'_, 'a>) -> Vec<Draft<'a>> {
+    let captured = !by.usage.is_empty();
+    let started = subagents(&by.life);
     let mut previous_time: FxHashMap<Option<&'a str>, Option<i64>> = FxHashMap::default();
     let mut keys_seen: FxHashSet<(Option<&'a str>, &'a str)> = FxHashSet::default();
     let mut calls = Vec::new();
+    // The previous line's agent and time, not yet in `previous_time` (a run of one agent's
+    // lines, the usual case, is not hashed line by line).
+    let mut run: Option<(Option<&'a str>, Option<i64>)> = None;
     for event in events {
         let agent = agent_key(event);
-        let before = previous_time.insert(agent, event.timestamp).flatten();
+        let before = match run {
+            Some((previous, time)) if previous == agent => time,
+            _ => {
+                if let Some((previous, time)) = run {
+                    previous_time.insert(previous, time);
+                }
+                previous_time.get(&agent).copied().flatten()
+            }
+        };
+        run = Some((agent, event.timestamp));
         let is_call = if captured {
             USAGE_RECORDS.contains(&event.kind)
                 && (event.initiator == Some("sub-agent")
@@ -557,10 +633,10 @@ fn subagent_calls<'a>(events: &[Event<'a>]) -> Vec<Draft<'a>> {
 }
 
 /// One call per `session.compaction_complete`, started at the latest compaction start.
-fn compaction_calls<'a>(events: &[Event<'a>]) -> Vec<CallRow<'a>> {
+fn compaction_calls<'a>(compactions: &[&Event<'a>]) -> Vec<CallRow<'a>> {
     let (mut started, mut start_model) = (None, None);
     let mut calls = Vec::new();
-    for event in events {
+    for event in compactions {
         match event.kind {
             "session.compaction_start" => {
                 started = event.timestamp.or(started);
@@ -589,8 +665,8 @@ fn compaction_calls<'a>(events: &[Event<'a>]) -> Vec<CallRow<'a>> {
 /// model (main calls), else the nearest earlier call of the kind that names one, else the
 /// nearest later one; `model_source` says which (`log`, `session`). Also each call's
 /// `current` model (the selected one, else the latest main call's own), for sub-agents.
-fn fill_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>]) {
-    let selected: Vec<(i64, &'a str)> = events
+fn fill_models<'a>(drafts: &mut [Draft<'a>], selections: &[&Event<'a>]) {
+    let selected: Vec<(i64, &'a str)> = selections
         .iter()
         .filter(|e| SESSION_MODEL_EVENTS.contains(&e.kind) && e.main())
         .filter_map(|e| e.model.filter(|m| *m != "auto").map(|m| (e.seq, m)))
@@ -647,9 +723,13 @@ fn fill_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>]) {
 /// Models of sub-agent calls: the call's own, its agent's tool lines', its life-cycle
 /// lines', the session's current model, the shutdown's only model (`log`, `log`, `log`,
 /// `session`, `shutdown`).
-fn subagent_models<'a>(drafts: &mut [Draft<'a>], events: &[Event<'a>], metrics: &[Metric<'a>]) {
+fn subagent_models<'a>(
+    drafts: &mut [Draft<'a>],
+    tool_lines: &[&Event<'a>],
+    metrics: &[Metric<'a>],
+) {
     let mut tools: FxHashMap<&'a str, &'a str> = FxHashMap::default();
-    for event in events {
+    for event in tool_lines {
         if !matches!(
             event.kind,
             "tool.execution_complete" | "tool.execution_start"
@@ -748,6 +828,7 @@ fn version_number(version: &str) -> Option<i64> {
 /// The SESSIONS row of one session, and the shutdowns that show bytes missing before them.
 fn summarize<'a>(
     events: &[Event<'a>],
+    by: &ByKind<'_, 'a>,
     calls: &[CallRow<'a>],
     metrics: &[Metric<'a>],
     failed: i64,
@@ -756,8 +837,8 @@ fn summarize<'a>(
         failed_calls: failed,
         ..SessionRow::default()
     };
-    overview(events, &mut row);
-    let gaps = gaps(events);
+    overview(events, by.max_process, &mut row);
+    let gaps = gaps(by);
     // Calls by kind and model.
     let mut last_interrupted = None;
     let mut by_model: Vec<(&'a str, i64)> = Vec::new();
@@ -783,7 +864,7 @@ fn summarize<'a>(
     row.models = (!by_model.is_empty()).then(|| by_model.iter().map(|(m, _)| *m).collect());
     // Tools.
     let mut tools: Vec<(&'a str, i64)> = Vec::new();
-    for event in events.iter().filter(|e| e.kind == "tool.execution_start") {
+    for event in &by.tool_starts {
         let name = event.tool_name.unwrap_or("?");
         match tools.iter_mut().find(|(t, _)| *t == name) {
             Some((_, n)) => *n += 1,
@@ -795,9 +876,9 @@ fn summarize<'a>(
     row.tool_calls = (!tools.is_empty()).then_some(tools);
     // Shutdowns and how to read them.
     let llm: Vec<&CallRow<'a>> = calls.iter().filter(|c| c.kind != "compaction").collect();
-    let shutdowns: Vec<Shutdown> = events
+    let shutdowns: Vec<Shutdown> = by
+        .shutdowns
         .iter()
-        .filter(|e| e.kind == "session.shutdown")
         .map(|e| {
             let mine: Vec<&Metric<'a>> = metrics
                 .iter()
@@ -827,7 +908,7 @@ fn summarize<'a>(
     row.shutdowns = count(shutdowns.len());
     let with_requests: Vec<&Shutdown> = shutdowns.iter().filter(|s| s.requests.is_some()).collect();
     row.shutdown_mode = (!shutdowns.is_empty()).then(|| {
-        let checkpoints = events.iter().any(|e| e.kind == "session.usage_checkpoint");
+        let checkpoints = !by.checkpoints.is_empty();
         let version = events
             .iter()
             .find_map(|e| e.copilot_version)
@@ -902,13 +983,22 @@ fn summarize<'a>(
         any_output = Some(llm.iter().any(|c| c.output_tokens.is_some()));
     }
     // The log's own bill.
-    let bills: Vec<&Event<'a>> = events
-        .iter()
-        .filter(|e| {
-            matches!(e.kind, "session.shutdown" | "session.usage_checkpoint")
-                && e.total_nano_aiu.is_some()
-        })
-        .collect();
+    // (shutdowns and checkpoints in event order: merged by `seq`, which orders the events)
+    let bills: Vec<&Event<'a>> = if by.checkpoints.is_empty() {
+        by.shutdowns
+            .iter()
+            .copied()
+            .filter(|e| e.total_nano_aiu.is_some())
+            .collect()
+    } else {
+        events
+            .iter()
+            .filter(|e| {
+                matches!(e.kind, "session.shutdown" | "session.usage_checkpoint")
+                    && e.total_nano_aiu.is_some()
+            })
+            .collect()
+    };
     let mut billed: Option<String> = None;
     if !bills.is_empty() {
         let shutdown_bills = || bills.iter().filter(|e| e.kind == "session.shutdown");
@@ -936,10 +1026,7 @@ fn summarize<'a>(
         }
     }
     // Usage records: the tokens and bill without a shutdown.
-    let records: Vec<&Event<'a>> = events
-        .iter()
-        .filter(|e| e.kind == "session.usage_record")
-        .collect();
+    let records = &by.records;
     let (mut record_count, mut record_tokens, mut record_nano, mut byok_records) =
         (None, [None; 5], None, None);
     if !records.is_empty() {
@@ -1016,7 +1103,7 @@ fn summarize<'a>(
     let spent = row.logged[0].map(|v| v > 0);
     row.byok = or(byok_records, and(spent, billed_zero)).unwrap_or(false);
     // Status.
-    (row.status, row.status_detail) = Ending::of(events).status(last_interrupted);
+    (row.status, row.status_detail) = Ending::of(events, by.max_process).status(last_interrupted);
     // Why the counts differ.
     let gap = gaps.first().map(|g| g.message.clone());
     row.calls_delta_reason = match row.calls_delta {
@@ -1041,11 +1128,15 @@ fn summarize<'a>(
 }
 
 /// Identity, place, time and conversation counts of a session.
-fn overview<'a>(events: &[Event<'a>], row: &mut SessionRow<'a>) {
+fn overview<'a>(events: &[Event<'a>], max_process: i32, row: &mut SessionRow<'a>) {
     let mut spans: Vec<(i32, Option<i64>, Option<i64>)> = Vec::new();
-    let max_process = events.iter().map(|e| e.process).max().unwrap_or(0);
     for event in events {
-        if !row.files.contains(&event.file) {
+        // (the scanner's lines of a file share its name's bytes: mostly no comparing)
+        if !row
+            .files
+            .iter()
+            .any(|f| std::ptr::eq(*f, event.file) || *f == event.file)
+        {
             row.files.push(event.file);
         }
         row.start_time = crate::calls::min_time(row.start_time, event.timestamp);
@@ -1093,9 +1184,9 @@ struct Ending<'a> {
 }
 
 impl<'a> Ending<'a> {
-    fn of(events: &[Event<'a>]) -> Ending<'a> {
+    /// `max_process`: the session's last process.
+    fn of(events: &[Event<'a>], max_process: i32) -> Ending<'a> {
         let mut ending = Ending::default();
-        let max_process = events.iter().map(|e| e.process).max().unwrap_or(0);
         let mut last_seq = None;
         for event in events {
             match event.kind {
@@ -1153,17 +1244,16 @@ impl<'a> Ending<'a> {
 }
 
 /// Shutdown lines that show bytes missing before them.
-fn gaps<'a>(events: &[Event<'a>]) -> Vec<Warning<'a>> {
+fn gaps<'a>(by: &ByKind<'_, 'a>) -> Vec<Warning<'a>> {
     let mut starts: Vec<(&'a str, Option<i64>)> = Vec::new();
-    for event in events.iter().filter(|e| e.kind == "session.start") {
+    for event in &by.starts {
         match starts.iter_mut().find(|(f, _)| *f == event.file) {
             Some((_, low)) => *low = crate::calls::min_time(*low, event.byte_offset),
             None => starts.push((event.file, event.byte_offset)),
         }
     }
-    events
+    by.shutdowns
         .iter()
-        .filter(|e| e.kind == "session.shutdown")
         .filter_map(|e| {
             let stated = e.events_file_size_bytes?;
             let start = starts.iter().find(|(f, _)| *f == e.file)?.1?;

@@ -238,15 +238,18 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
     let keys: Vec<Key<'a>> = rows.keys();
     let read = reading.elapsed();
     let ordering = Instant::now();
-    let usable =
-        |row: &usize| failed.is_empty() || keys.get(*row).is_some_and(|k| !failed.contains(k.file));
-    let unknown = unknown_types(&keys, (0..keys.len()).filter(usable), known);
-    // Rows by session (a run of rows of one session, the usual case, looks its slot up once).
+    // One pass over the lines (a group's keys are many megabytes: each pass is a trip
+    // through memory): the unknown event types counted and the rows put by session (a run
+    // of rows of one session, the usual case, looks its slot up once).
+    let mut unknown = Unknown::default();
     let mut slots: FxHashMap<&'a str, usize> = FxHashMap::default();
     let mut grouped: Vec<(&'a str, Vec<usize>)> = Vec::new();
     let mut last: Option<(&'a str, usize)> = None;
-    for row in (0..keys.len()).filter(usable) {
-        let Some(key) = keys.get(row) else { continue };
+    for (row, key) in keys.iter().enumerate() {
+        if !failed.is_empty() && failed.contains(key.file) {
+            continue;
+        }
+        unknown.add(key, known);
         let slot = match last {
             Some((session, slot)) if session == key.session => slot,
             _ => *slots.entry(key.session).or_insert_with(|| {
@@ -259,12 +262,25 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
             rows.push(row);
         }
     }
+    let unknown = unknown.finish();
     grouped.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // Each session's repeated lines found right after its lines are ordered (its keys still
+    // in cache).
+    let longest = grouped
+        .iter()
+        .map(|(_, rows)| rows.len())
+        .max()
+        .unwrap_or(0);
+    let mut repeats = Repeats::with_capacity(longest);
     let mut sessions: Vec<Session<'a>> = grouped
         .into_iter()
-        .map(|(id, members)| ordered(id, members, &keys))
+        .map(|(id, members)| {
+            let session = ordered(id, members, &keys);
+            repeats.find(&session, &keys);
+            session
+        })
         .collect();
-    let repeats = drop_repeats(&mut sessions, &keys);
+    let repeats = drop_repeats(&mut sessions, &keys, &repeats.rows);
     let (placed, per_session) = place(&sessions, &keys, metrics);
     let order = ordering.elapsed();
     // Each worker thread's events go into one buffer, refilled session after session: a
@@ -318,27 +334,50 @@ pub fn run<'a, R: Rows<'a> + ?Sized>(
 /// One session's lines in order (`order_events`): files by their first timestamp (unknown
 /// first), then name; lines by number (unknown first), then as scanned.
 fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Session<'a> {
-    // A session has a file or a few: a list is quicker than a map.
+    // A session has a file or a few: a list is quicker than a map (and a line's file is
+    // mostly the one of the line before). Each line's file, as its place in the list.
     let mut starts: Vec<(&'a str, Option<i64>)> = Vec::new();
-    for key in members.iter().filter_map(|&row| keys.get(row)) {
-        match starts.iter_mut().find(|(file, _)| *file == key.file) {
-            Some((_, start)) => *start = crate::calls::min_time(*start, key.timestamp),
-            None => starts.push((key.file, key.timestamp)),
+    let mut file_of: Vec<usize> = Vec::with_capacity(members.len());
+    let mut last = usize::MAX;
+    for &row in &members {
+        let key = keys.get(row).copied().unwrap_or_default();
+        let at = match starts.get(last) {
+            Some((file, _)) if same(file, key.file) => last,
+            _ => match starts.iter().position(|(file, _)| same(file, key.file)) {
+                Some(at) => at,
+                None => {
+                    starts.push((key.file, None));
+                    starts.len() - 1
+                }
+            },
+        };
+        if keys.get(row).is_some() {
+            if let Some((_, start)) = starts.get_mut(at) {
+                *start = crate::calls::min_time(*start, key.timestamp);
+            }
+        }
+        file_of.push(at);
+        last = at;
+    }
+    // Each file's rank by its first timestamp (unknown first), then name: the order of
+    // (first timestamp, name) for lines of different files (no two files rank alike).
+    let mut by_start: Vec<usize> = (0..starts.len()).collect();
+    let start_name = |at: usize| starts.get(at).map(|&(file, start)| (start, file));
+    by_start.sort_by(|&a, &b| start_name(a).cmp(&start_name(b)));
+    let mut file_rank = vec![0usize; starts.len()];
+    for (rank, &at) in by_start.iter().enumerate() {
+        if let Some(slot) = file_rank.get_mut(at) {
+            *slot = rank;
         }
     }
-    let start_of = |file: &str| {
-        starts
-            .iter()
-            .find(|(f, _)| *f == file)
-            .and_then(|(_, start)| *start)
-    };
     // Each line's rank, computed once (a log's lines are mostly in order already: then no
     // sort at all).
-    let ranks: Vec<(Option<i64>, &'a str, Option<i64>)> = members
+    let ranks: Vec<(usize, Option<i64>)> = members
         .iter()
-        .map(|&row| {
-            let key = keys.get(row).copied().unwrap_or_default();
-            (start_of(key.file), key.file, key.line)
+        .zip(&file_of)
+        .map(|(&row, &at)| {
+            let line = keys.get(row).and_then(|k| k.line);
+            (file_rank.get(at).copied().unwrap_or(0), line)
         })
         .collect();
     if !ranks.is_sorted() {
@@ -366,6 +405,12 @@ fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Sessio
     session
 }
 
+/// Whether two strings are equal: the same bytes (the scanner's lines of a file share its
+/// name's) without comparing them, else compared.
+fn same(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
 /// `process_index` of each line: the `session.resume` lines up to it (itself included).
 fn number(session: &mut Session<'_>, keys: &[Key<'_>]) {
     let mut resumes: i32 = 0;
@@ -384,22 +429,48 @@ fn number(session: &mut Session<'_>, keys: &[Key<'_>]) {
         .collect();
 }
 
-/// Drop each session's repeated lines (`drop_repeats`); one warning per file that had them.
-fn drop_repeats<'a>(sessions: &mut [Session<'a>], keys: &[Key<'a>]) -> Vec<Warning<'a>> {
-    let mut repeated: FxHashSet<usize> = FxHashSet::default();
-    for session in sessions.iter() {
-        let mut ids: FxHashSet<&str> = FxHashSet::default();
-        let mut records: FxHashSet<&str> = FxHashSet::default();
+/// The repeated lines of sessions (`drop_repeats`): a line with an event id an earlier line
+/// of its session had, or a usage record with a usage id (else api call id) an earlier one
+/// had.
+struct Repeats<'a> {
+    rows: FxHashSet<usize>,
+    /// The ids seen in the session at hand (emptied for each: sized once).
+    ids: FxHashSet<&'a str>,
+    records: FxHashSet<&'a str>,
+}
+
+impl<'a> Repeats<'a> {
+    fn with_capacity(lines: usize) -> Self {
+        Repeats {
+            rows: FxHashSet::default(),
+            ids: FxHashSet::with_capacity_and_hasher(lines, Default::default()),
+            records: FxHashSet::default(),
+        }
+    }
+
+    /// The repeated lines of `session` (its lines in order) added to `rows`.
+    fn find(&mut self, session: &Session<'a>, keys: &[Key<'a>]) {
+        self.ids.clear();
+        self.records.clear();
         for &row in &session.rows {
             let Some(key) = keys.get(row) else { continue };
-            let copy_of_id = key.event_id.is_some_and(|id| !ids.insert(id));
+            let copy_of_id = key.event_id.is_some_and(|id| !self.ids.insert(id));
             let copy_of_record = key.kind == Some("session.usage_record")
-                && key.record.is_some_and(|r| !records.insert(r));
+                && key.record.is_some_and(|r| !self.records.insert(r));
             if copy_of_id || copy_of_record {
-                repeated.insert(row);
+                self.rows.insert(row);
             }
         }
     }
+}
+
+/// Drop each session's `repeated` lines (`drop_repeats`, [`Repeats`]); one warning per file
+/// that had them.
+fn drop_repeats<'a>(
+    sessions: &mut [Session<'a>],
+    keys: &[Key<'a>],
+    repeated: &FxHashSet<usize>,
+) -> Vec<Warning<'a>> {
     if repeated.is_empty() {
         return Vec::new();
     }
@@ -511,27 +582,33 @@ pub fn priced_among<'s>(
 }
 
 /// Per file and event type not in `known`: its first line and count, files in name order.
-fn unknown_types<'a>(
-    keys: &[Key<'a>],
-    rows: impl Iterator<Item = usize>,
-    known: &FxHashSet<&str>,
-) -> Vec<(&'a str, &'a str, i64, i64)> {
-    let mut seen: FxHashMap<(&'a str, &'a str), (i64, i64)> = FxHashMap::default();
-    for key in rows.filter_map(|row| keys.get(row)) {
+#[derive(Default)]
+struct Unknown<'a> {
+    seen: FxHashMap<(&'a str, &'a str), (i64, i64)>,
+}
+
+impl<'a> Unknown<'a> {
+    /// Count a line.
+    fn add(&mut self, key: &Key<'a>, known: &FxHashSet<&str>) {
         let Some(kind) = key.kind.filter(|k| !known.contains(k)) else {
-            continue;
+            return;
         };
         let line = key.line.unwrap_or(0);
-        let entry = seen.entry((key.file, kind)).or_insert((line, 0));
+        let entry = self.seen.entry((key.file, kind)).or_insert((line, 0));
         entry.0 = entry.0.min(line);
         entry.1 = entry.1.saturating_add(1);
     }
-    let mut out: Vec<_> = seen
-        .into_iter()
-        .map(|((file, kind), (line, n))| (file, kind, line, n))
-        .collect();
-    out.sort_unstable_by(|a, b| (a.0, a.2, a.1).cmp(&(b.0, b.2, b.1)));
-    out
+
+    /// (file, type, first line, count), files in name order, then first line, then type.
+    fn finish(self) -> Vec<(&'a str, &'a str, i64, i64)> {
+        let mut out: Vec<_> = self
+            .seen
+            .into_iter()
+            .map(|((file, kind), (line, n))| (file, kind, line, n))
+            .collect();
+        out.sort_unstable_by(|a, b| (a.0, a.2, a.1).cmp(&(b.0, b.2, b.1)));
+        out
+    }
 }
 
 /// Owned lines for tests and the fuzz run: the events as given (their `seq`, `process` and

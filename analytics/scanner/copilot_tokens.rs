@@ -996,32 +996,58 @@ fn reconstruct<'a>(
             end_time: c.end_time,
         })
         .collect();
-    const ITEMS: [&str; 5] = [
-        "user.message",
-        "assistant.message",
-        "tool.execution_complete",
-        "skill.invoked",
-        "session.compaction_complete",
-    ];
-    let items: Vec<Item<'a>> = events
-        .iter()
-        .filter(|e| ITEMS.contains(&e.kind))
-        .map(|e| Item {
-            seq: e.seq,
-            kind: e.kind,
-            agent: e.agent_id.or(e.parent_tool_call_id).unwrap_or("main"),
-            content_bytes: e.content_bytes.unwrap_or(0),
-            tool_request_bytes: e.tool_request_bytes.unwrap_or(0),
-            post_compaction_tokens: e.post_compaction_tokens,
-        })
-        .collect();
+    // What the fit reads of the events, in one pass: the items that add to a conversation
+    // (or restart it), the compactions' stated sizes, the sub-agents' runs, the main system
+    // message's size and the fixed part the log states.
+    let mut items: Vec<Item<'a>> = Vec::new();
+    let mut pre: FxHashMap<(&str, i64), i64> = FxHashMap::default();
+    let mut runs: Vec<(&Event<'a>, i64)> = Vec::new();
+    let mut system: Option<Option<i64>> = None;
+    let mut stated: Option<i64> = None;
+    for e in events {
+        let item = match e.kind {
+            "user.message" | "assistant.message" | "tool.execution_complete" | "skill.invoked" => {
+                true
+            }
+            "session.compaction_complete" => {
+                if let Some(tokens) = e.pre_compaction_tokens {
+                    pre.insert((e.file, e.line), tokens);
+                }
+                true
+            }
+            "subagent.completed" | "subagent.failed" => {
+                if let Some(total) = e.total_tokens {
+                    runs.push((e, total));
+                }
+                false
+            }
+            "system.message" => {
+                if system.is_none() && e.agent_id.is_none() {
+                    system = Some(e.content_bytes);
+                }
+                false
+            }
+            _ => false,
+        };
+        if item {
+            items.push(Item {
+                seq: e.seq,
+                kind: e.kind,
+                agent: e.agent_id.or(e.parent_tool_call_id).unwrap_or("main"),
+                content_bytes: e.content_bytes.unwrap_or(0),
+                tool_request_bytes: e.tool_request_bytes.unwrap_or(0),
+                post_compaction_tokens: e.post_compaction_tokens,
+            });
+        }
+        if stated.is_none() {
+            stated = e
+                .system_tokens
+                .zip(e.tool_definitions_tokens)
+                .map(|(system, tools)| system.saturating_add(tools));
+        }
+    }
     let x: Vec<XRow<'a>> = regressors(&ins, &items);
-    let priors = priors(events, &x);
-    let pre: FxHashMap<(&str, i64), i64> = events
-        .iter()
-        .filter(|e| e.kind == "session.compaction_complete")
-        .filter_map(|e| Some(((e.file, e.line), e.pre_compaction_tokens?)))
-        .collect();
+    let priors = priors(system.flatten(), &x);
     let facts: Vec<(Regressors<'_>, Facts<'_>)> = calls
         .iter()
         .zip(work)
@@ -1068,12 +1094,7 @@ fn reconstruct<'a>(
             sd: *sd,
         })
         .collect();
-    let fitted = fit_calls(
-        &facts,
-        &subagent_runs(events),
-        stated_fixed(events),
-        &prior_list,
-    );
+    let fitted = fit_calls(&facts, &subagent_runs(&runs), stated, &prior_list);
     let se: FxHashMap<&str, f64> = fitted
         .parameters
         .iter()
@@ -1082,6 +1103,9 @@ fn reconstruct<'a>(
         .collect();
     let by_seq: FxHashMap<i64, &crate::fit::Estimate> =
         fitted.estimates.iter().map(|e| (e.seq, e)).collect();
+    // The rates' standard errors, and the last fixed part's (calls name one or a few).
+    let rate_se = crate::fit::RATES.map(|name| se.get(name).copied().unwrap_or(0.0));
+    let mut last_fixed: Option<(&str, Option<f64>)> = None;
     let estimates = calls
         .iter()
         .zip(&x)
@@ -1094,13 +1118,17 @@ fn reconstruct<'a>(
                     p.prefix
                 }
             });
-            let terms = std::iter::once(se.get(r.fixed_key.as_str()).map(|s| r.c_fixed as f64 * s))
-                .chain(
-                    crate::fit::RATES
-                        .iter()
-                        .zip([r.x[0], r.x[1], r.x[2], r.x[3], 0])
-                        .map(|(name, v)| Some(v as f64 * se.get(name).copied().unwrap_or(0.0))),
-                );
+            let fixed_se = match last_fixed {
+                Some((key, s)) if key == r.fixed_key => s,
+                _ => se.get(r.fixed_key.as_str()).copied(),
+            };
+            last_fixed = Some((r.fixed_key.as_str(), fixed_se));
+            let terms = std::iter::once(fixed_se.map(|s| r.c_fixed as f64 * s)).chain(
+                rate_se
+                    .iter()
+                    .zip([r.x[0], r.x[1], r.x[2], r.x[3], 0])
+                    .map(|(s, v)| Some(v as f64 * s)),
+            );
             let variance: f64 = terms.flatten().map(|t| t * t).sum();
             Estimated {
                 estimate: own.map_or(0, |e| e.prompt).max(1),
@@ -1123,12 +1151,9 @@ fn reconstruct<'a>(
 }
 
 /// Every unknown of a session and its prior (name, mean, sd): each fixed part, in the order
-/// of the calls that first name it, then the content kinds.
-fn priors(events: &[Event<'_>], x: &[XRow<'_>]) -> Vec<(String, f64, f64)> {
-    let system = events
-        .iter()
-        .find(|e| e.kind == "system.message" && e.agent_id.is_none())
-        .and_then(|e| e.content_bytes);
+/// of the calls that first name it, then the content kinds. `system`: the size of the main
+/// agent's first system message.
+fn priors<'x>(system: Option<i64>, x: &'x [XRow<'_>]) -> Vec<(&'x str, f64, f64)> {
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     let mut out = Vec::new();
     for r in x {
@@ -1149,43 +1174,30 @@ fn priors(events: &[Event<'_>], x: &[XRow<'_>]) -> Vec<(String, f64, f64)> {
         } else {
             MAIN_FIXED_PRIOR
         };
-        out.push((r.fixed_key.clone(), mean, sd));
+        out.push((r.fixed_key.as_str(), mean, sd));
     }
     for (name, (mean, sd)) in crate::fit::RATES.iter().zip(RATE_PRIORS) {
-        out.push(((*name).to_owned(), mean, sd));
+        out.push((*name, mean, sd));
     }
     out
 }
 
-/// Each sub-agent's `totalTokens`, by its agent id and by its task's tool call id (the last
-/// line wins; a tool call id over an agent id).
-fn subagent_runs<'a>(events: &[Event<'a>]) -> FxHashMap<&'a str, i64> {
-    let runs = || {
-        events
-            .iter()
-            .filter(|e| matches!(e.kind, "subagent.completed" | "subagent.failed"))
-            .filter_map(|e| Some((e, e.total_tokens?)))
-    };
+/// Each sub-agent's `totalTokens` (its `subagent.completed` and `subagent.failed` lines that
+/// state one, in order), by its agent id and by its task's tool call id (the last line wins;
+/// a tool call id over an agent id).
+fn subagent_runs<'a>(runs: &[(&Event<'a>, i64)]) -> FxHashMap<&'a str, i64> {
     let mut out = FxHashMap::default();
-    for (e, total) in runs() {
+    for &(e, total) in runs {
         if let Some(id) = e.agent_id {
             out.insert(id, total);
         }
     }
-    for (e, total) in runs() {
+    for &(e, total) in runs {
         if let Some(id) = e.tool_call_id {
             out.insert(id, total);
         }
     }
     out
-}
-
-/// `systemTokens + toolDefinitionsTokens` of the first line that gives both: the main fixed
-/// part as the log states it.
-pub fn stated_fixed(events: &[Event<'_>]) -> Option<i64> {
-    events
-        .iter()
-        .find_map(|e| Some(e.system_tokens?.saturating_add(e.tool_definitions_tokens?)))
 }
 
 /// An estimated call's 80% interval for its input: ± `Z80` relative standard errors (the

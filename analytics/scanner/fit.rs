@@ -125,17 +125,27 @@ pub fn constraint_rows<'f>(
     runs: &FxHashMap<&str, i64>,
     stated: Option<i64>,
 ) -> Rows {
-    let mut members = Vec::new();
+    let mut members = Vec::with_capacity(calls.len().saturating_mul(2));
     let mut targets: Vec<(usize, f64, f64, bool)> = Vec::new();
     let mut ids: FxHashMap<RowKey<'f>, usize> = FxHashMap::default();
+    // The two rows last named (a call's input row, then its cache-read row, again and again
+    // for the calls of one total), found without hashing.
+    let mut recent: [Option<(RowKey<'f>, usize)>; 2] = [None, None];
     // The row's number, and its target added where the row is new.
     let mut row = |key: RowKey<'f>, y: i64, sd: f64, at_least: bool| -> usize {
+        if let Some(id) = recent
+            .iter()
+            .find_map(|r| r.filter(|(k, _)| *k == key).map(|(_, id)| id))
+        {
+            return id;
+        }
         let next = ids.len();
         let id = *ids.entry(key).or_insert(next);
         if id == next {
             let y = y as f64;
             targets.push((id, y, y * sd + 100.0, at_least));
         }
+        recent = [Some((key, id)), recent[0]];
         id
     };
     for (x, f) in calls {
@@ -330,11 +340,17 @@ fn fit_rows<'a>(
         .map(|(i, p)| (p.param, i))
         .collect();
     let rates = RATES.map(|name| index.get(name).copied());
+    // (a session's calls name a fixed part or a few: the last one's looked up once)
+    let mut last: Option<(&str, Option<usize>)> = None;
     let unknowns: Vec<Unknowns> = calls
         .iter()
-        .map(|call| Unknowns {
-            fixed: index.get(call.fixed_key).copied(),
-            rates,
+        .map(|call| {
+            let fixed = match last {
+                Some((key, fixed)) if key == call.fixed_key => fixed,
+                _ => index.get(call.fixed_key).copied(),
+            };
+            last = Some((call.fixed_key, fixed));
+            Unknowns { fixed, rates }
         })
         .collect();
     let by_seq: FxHashMap<i64, usize> = calls.iter().enumerate().map(|(i, c)| (c.seq, i)).collect();
@@ -371,12 +387,29 @@ fn fit_rows<'a>(
             }
         }
     }
-    // In the unknowns' name order: the order of every sum below.
+    // In the unknowns' name order: the order of every sum below. (Each unknown's rank among
+    // the names, alike for alike names, stands for its name: the stable sort keeps the same
+    // order.)
+    let mut by_name: Vec<usize> = (0..priors.len()).collect();
+    by_name.sort_by(|&a, &b| {
+        let name = |k: usize| priors.get(k).map(|p| p.param);
+        name(a).cmp(&name(b))
+    });
+    let mut rank = vec![0usize; priors.len()];
+    let mut previous: Option<(&str, usize)> = None;
+    for (at, &k) in by_name.iter().enumerate() {
+        let name = priors.get(k).map_or("", |p| p.param);
+        let r = match previous {
+            Some((seen, r)) if seen == name => r,
+            _ => at,
+        };
+        previous = Some((name, r));
+        if let Some(slot) = rank.get_mut(k) {
+            *slot = r;
+        }
+    }
     for coefs in &mut resolved {
-        coefs.sort_by(|(i, _), (j, _)| {
-            let name = |k: &usize| priors.get(*k).map(|p| p.param);
-            name(i).cmp(&name(j))
-        });
+        coefs.sort_by_key(|(i, _)| rank.get(*i).copied());
     }
     // (row, y less the offsets, weight, stated y, at least)
     let mut rows: Vec<(usize, f64, f64, f64, bool)> = targets
@@ -649,44 +682,98 @@ type Chain<'a> = (Option<&'a str>, Option<&'a str>);
 /// A chain's last call: its seq, when it ended, its user bytes and items so far, its epoch.
 type Link = (i64, Option<i64>, [i64; 2], i64);
 
+/// An agent's conversation after `item`, from what it held before (`last`).
+fn after(last: Held, item: &Item<'_>) -> Held {
+    let reset = item.kind == "session.compaction_complete";
+    let mut now = if reset {
+        Held {
+            sums: [0; 6],
+            epoch: last.epoch + 1,
+            offset: None,
+        }
+    } else {
+        last
+    };
+    let size = item.content_bytes;
+    let request = item.tool_request_bytes;
+    let add: [i64; 6] = match item.kind {
+        "tool.execution_complete" => [size, 0, 0, 1, 0, 0],
+        "user.message" => [0, size, 0, 1, size, 1],
+        "skill.invoked" => [0, size, 0, 1, 0, 0],
+        "assistant.message" => [0, size.saturating_sub(request), request, 1, 0, 0],
+        // A compaction that states no size (Claude Code, Codex): the agent goes on from
+        // its fixed part and the summary, which counts as prose (real Claude Code logs:
+        // the call after one sends the fixed part again, not a prompt of nothing).
+        "session.compaction_complete" if item.post_compaction_tokens.is_none() => {
+            [0, size, 0, 1, 0, 0]
+        }
+        _ => [0; 6],
+    };
+    for (sum, value) in now.sums.iter_mut().zip(add) {
+        *sum = sum.saturating_add(value);
+    }
+    now.offset = item.post_compaction_tokens.or(now.offset);
+    now
+}
+
+/// What each agent's conversation holds before each call: the items before it (by `seq`)
+/// applied in order.
+enum Before<'a> {
+    /// Calls and items both in `seq` order (the token stage's case): one sweep, each agent's
+    /// conversation so far, and the next item to apply.
+    Sweep(FxHashMap<&'a str, Held>, usize),
+    /// Any other order: each agent's conversation after each of its items, in item order.
+    Histories(FxHashMap<&'a str, Vec<(i64, Held)>>),
+}
+
+impl<'a> Before<'a> {
+    fn new(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Self {
+        if calls.is_sorted_by_key(|c| c.seq) && items.is_sorted_by_key(|i| i.seq) {
+            return Before::Sweep(FxHashMap::default(), 0);
+        }
+        let mut held: FxHashMap<&'a str, Vec<(i64, Held)>> = FxHashMap::default();
+        for item in items {
+            let history = held.entry(item.agent).or_default();
+            let last = history.last().map(|(_, h)| *h).unwrap_or_default();
+            history.push((item.seq, after(last, item)));
+        }
+        Before::Histories(held)
+    }
+
+    /// What `agent` holds before the call at `seq` (calls asked in `seq` order).
+    fn at(&mut self, items: &[Item<'a>], agent: Option<&'a str>, seq: i64) -> Held {
+        match self {
+            Before::Sweep(now, next) => {
+                // (the same agent's items come in runs: its slot is looked up once a run)
+                let mut slot: Option<(&'a str, &mut Held)> = None;
+                while let Some(item) = items.get(*next).filter(|i| i.seq < seq) {
+                    let held = match slot.take() {
+                        Some((agent, held)) if agent == item.agent => held,
+                        _ => now.entry(item.agent).or_default(),
+                    };
+                    *held = after(*held, item);
+                    slot = Some((item.agent, held));
+                    *next += 1;
+                }
+                agent.and_then(|a| now.get(a)).copied().unwrap_or_default()
+            }
+            Before::Histories(held) => agent
+                .and_then(|a| held.get(a))
+                .and_then(|history| {
+                    let at = history.partition_point(|(s, _)| *s < seq);
+                    at.checked_sub(1)
+                        .and_then(|i| history.get(i))
+                        .map(|(_, h)| *h)
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// The regressors of one session's calls (in `calls` order, which is event order).
 pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>> {
-    // Each agent's conversation after each of its items, in event order.
-    let mut held: FxHashMap<&'a str, Vec<(i64, Held)>> = FxHashMap::default();
-    for item in items {
-        let history = held.entry(item.agent).or_default();
-        let last = history.last().map(|(_, h)| *h).unwrap_or_default();
-        let reset = item.kind == "session.compaction_complete";
-        let mut now = if reset {
-            Held {
-                sums: [0; 6],
-                epoch: last.epoch + 1,
-                offset: None,
-            }
-        } else {
-            last
-        };
-        let size = item.content_bytes;
-        let request = item.tool_request_bytes;
-        let add: [i64; 6] = match item.kind {
-            "tool.execution_complete" => [size, 0, 0, 1, 0, 0],
-            "user.message" => [0, size, 0, 1, size, 1],
-            "skill.invoked" => [0, size, 0, 1, 0, 0],
-            "assistant.message" => [0, size.saturating_sub(request), request, 1, 0, 0],
-            // A compaction that states no size (Claude Code, Codex): the agent goes on from
-            // its fixed part and the summary, which counts as prose (real Claude Code logs:
-            // the call after one sends the fixed part again, not a prompt of nothing).
-            "session.compaction_complete" if item.post_compaction_tokens.is_none() => {
-                [0, size, 0, 1, 0, 0]
-            }
-            _ => [0; 6],
-        };
-        for (sum, value) in now.sums.iter_mut().zip(add) {
-            *sum = sum.saturating_add(value);
-        }
-        now.offset = item.post_compaction_tokens.or(now.offset);
-        history.push((item.seq, now));
-    }
+    // Each agent's conversation before each call.
+    let mut before = Before::new(calls, items);
     let mut first_of_agent: FxHashMap<&'a str, i64> = FxHashMap::default();
     let agents: Vec<Option<&'a str>> = calls
         .iter()
@@ -706,19 +793,13 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
     }
     // The previous call of each chain (agent, model): its end, user sums and epoch.
     let mut chains: FxHashMap<Chain<'a>, Link> = FxHashMap::default();
+    // Each fixed part's name, formatted once (who, model, name).
+    let mut names: Vec<(&'a str, &'a str, String)> = Vec::new();
     calls
         .iter()
         .zip(agents)
         .map(|(call, agent)| {
-            let state = agent
-                .and_then(|a| held.get(a))
-                .and_then(|history| {
-                    let at = history.partition_point(|(seq, _)| *seq < call.seq);
-                    at.checked_sub(1)
-                        .and_then(|i| history.get(i))
-                        .map(|(_, h)| *h)
-                })
-                .unwrap_or_default();
+            let state = before.at(items, agent, call.seq);
             let [tool, prose, json, item, user_bytes, user_items] = state.sums;
             let previous = chains.insert(
                 (agent, call.model),
@@ -744,9 +825,18 @@ pub fn regressors<'a>(calls: &[CallIn<'a>], items: &[Item<'a>]) -> Vec<XRow<'a>>
             } else {
                 call.agent_name.unwrap_or("subagent")
             };
+            let model = call.model.unwrap_or("?");
+            let fixed_key = match names.iter().find(|(w, m, _)| *w == who && *m == model) {
+                Some((_, _, name)) => name.clone(),
+                None => {
+                    let name = format!("fixed:{who}|{model}");
+                    names.push((who, model, name.clone()));
+                    name
+                }
+            };
             XRow {
                 agent,
-                fixed_key: format!("fixed:{who}|{}", call.model.unwrap_or("?")),
+                fixed_key,
                 c_fixed: i64::from(state.epoch == 0 || state.offset.is_none()),
                 x: [tool, prose, json, item],
                 p: [

@@ -45,6 +45,8 @@ pub fn solve_systems(sizes: &[usize], matrices: &[f64], vectors: &[f64]) -> (Vec
 /// Gauss-Jordan on the `n` rows of `width` values in `aug`, in place.
 fn eliminate(aug: &mut [f64], n: usize, width: usize) {
     let at = |aug: &[f64], r: usize, c: usize| aug.get(r * width + c).copied().unwrap_or(0.0);
+    // The pivot row scaled, refilled for each column.
+    let mut pivot_row: Vec<f64> = Vec::with_capacity(width);
     for col in 0..n {
         // The first row at or below `col` with the largest |value| in column `col`.
         let mut pivot = col;
@@ -59,7 +61,8 @@ fn eliminate(aug: &mut [f64], n: usize, width: usize) {
             }
         }
         let head = at(aug, col, col);
-        let pivot_row: Vec<f64> = (0..width).map(|c| at(aug, col, c) / head).collect();
+        pivot_row.clear();
+        pivot_row.extend((0..width).map(|c| at(aug, col, c) / head));
         for (r, row) in aug.chunks_exact_mut(width).enumerate() {
             if r == col {
                 row.copy_from_slice(&pivot_row);
