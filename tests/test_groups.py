@@ -8,15 +8,24 @@ groups of whole sessions, in any order of groups, gives the sorted table.
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
+from pathlib import Path
 
 import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
+from analytics.agents.discover import LogFile
 from analytics.cache.results import in_order
-from analytics.engine.groups import bucket
+from analytics.engine.groups import bucket, groups_of
+
+
+def logs_named(hints: list[str], size: int = 1000) -> list[LogFile]:
+    """Logs of ``size`` bytes each, one per session hint (only the size of the stat counts)."""
+    stat = os.stat_result((0o100644, 0, 0, 1, 0, 0, size, 0, 0, 0))
+    return [LogFile(Path(f"/logs/{hint}/events.jsonl"), hint, "", stat) for hint in hints]
 
 
 @given(st.lists(st.uuids(), min_size=2, max_size=40), st.sampled_from([1, 2, 4, 16, 1024]))
@@ -25,6 +34,20 @@ def test_session_ids_fall_in_runs(ids: list[uuid.UUID], count: int) -> None:
     buckets = [bucket(hint, count) for hint in hints]
     assert buckets == sorted(buckets)
     assert all(0 <= b < count for b in buckets)
+
+
+def test_random_ids_make_even_runs_and_time_ordered_ids_fall_back_to_checksums() -> None:
+    rng = random.Random(7)
+    v4 = sorted(str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(256))
+    groups = groups_of(logs_named(v4), 16_000)  # 16 groups of about 16 logs
+    assert len(groups) == 16 and max(map(len, groups)) <= 2 * 16 + 1
+    # each group a run of ids: the groups in order hold the ids in order
+    assert [log.session_hint for group in groups for log in group] == v4
+    # UUID v7: a month of sessions shares its first eight hex digits' top, so runs would put
+    # them all in one group; they are spread by checksum instead
+    v7 = [f"0193{i:04x}-0000-7000-8000-{i:012x}" for i in range(256)]
+    spread = groups_of(logs_named(v7), 16_000)
+    assert len(spread) == 16 and max(map(len, spread)) <= 2 * 16 + 1
 
 
 def test_other_hints_are_spread_by_their_checksum() -> None:

@@ -32,9 +32,9 @@ from analytics.engine.analyze import Analysis, analyze
 from analytics.engine.stages import GROUP_ISSUES, Previous
 from tests.conftest import SAMPLE_LOGS
 
-#: A sample session alone in its group (with one byte a group: ``engine.groups.bucket``);
-#: another group holds the sample's two issues.
-LIVE = "6c2b0476-58de-4348-be1c-d5ccae36508e"
+#: A sample session alone in its group (with one byte a group: ``engine.groups``); another
+#: group holds the sample's two issues.
+LIVE = "38b50b0c-0ec0-4319-8c2a-e9a293fc3517"
 
 
 @pytest.fixture

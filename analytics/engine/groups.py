@@ -44,12 +44,25 @@ def groups_of(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
 
 
 def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
-    """Each log's group (by its path), over a power-of-two count: by its session hint."""
+    """Each log's group (by its path), over a power-of-two count: by its session hint, in
+    runs of session ids (``bucket``) while that spreads the bytes evenly, else by checksum.
+
+    Random session ids (UUID v4, as Copilot's) spread evenly over their leading digits. Ids
+    that do not (time-ordered ones, UUID v7: a few months of sessions share their first
+    digits) would put most of a tree in one group, whose memory is the run's peak; the test
+    is that no group holds more than twice its share plus its largest log."""
     total = sum(size(log) for log in logs)
     count = 1
     while count * group_bytes < total and count < len(logs):
         count *= 2
-    return {str(log.path): bucket(log.session_hint, count) for log in logs}
+    runs = {str(log.path): bucket(log.session_hint, count) for log in logs}
+    held = [0] * count
+    for log in logs:
+        held[runs[str(log.path)]] += size(log)
+    largest = max((size(log) for log in logs), default=0)
+    if max(held, default=0) <= 2 * total / count + largest:
+        return runs
+    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
 
 
 def bucket(hint: str, count: int) -> int:
