@@ -26,12 +26,13 @@ def scan_copilot(
 ) -> tuple[
     list[ArrowTable],
     tuple[list[int], list[int | None], list[str], list[str]],
-    list[tuple[int, int, str, int, str]],
+    tuple[ArrowTable, tuple[list[int], list[int], list[str]]],
     list[tuple[int, int | None, str]],
 ]:
     """Scan Copilot event logs: event tables per batch; issues as columns (file index, line,
-    severity, message); per-model totals (file index, line, session, process, JSON text);
-    unreadable files (file index, errno, message)."""
+    severity, message); the shutdowns' per-model totals, decoded: MODEL_METRICS rows with a
+    file index (``file``) for their path, and their lines' warnings as columns (file index,
+    line, message); unreadable files (file index, errno, message)."""
 
 class ScanState:
     """Where the scan of one file stopped; pass it back to ``scan_copilot_from``."""
@@ -54,7 +55,7 @@ def scan_copilot_from(
     tuple[
         list[ArrowTable],
         tuple[list[int], list[int | None], list[str], list[str]],
-        list[tuple[int, int, str, int, str]],
+        tuple[ArrowTable, tuple[list[int], list[int], list[str]]],
         list[tuple[int, int | None, str]],
     ],
     list[ScanState],

@@ -3,7 +3,7 @@
 ``python -m benchmarks.floor TREE`` starts the interpreter and tunes the allocators as the
 command does, discovers the logs under ``TREE``, begins the first groups' scans and imports
 polars meanwhile, as the command does (``engine.groups.scan_ahead``), and has the native
-scanner read every log, in the pipeline's groups, two groups at a time
+scanner read every log, in the pipeline's groups, two groups at a time, largest first
 (``analytics/engine/stages.py``). It then drops what the scanner returned and leaves as the
 command does (``os._exit`` once its output is flushed, without tearing down the
 interpreter): no events frame, no calls, sessions, tokens, prices or report.
@@ -25,7 +25,13 @@ allocators.tune()
 
 from analytics.agents.copilot import scan_ahead  # noqa: E402
 from analytics.agents.discover import LogFile, discover  # noqa: E402
-from analytics.engine.groups import GROUP_BYTES, WORKERS, groups_of  # noqa: E402
+from analytics.engine.groups import (  # noqa: E402
+    GROUP_BYTES,
+    WORKERS,
+    first_scans,
+    groups_of,
+    largest_first,
+)
 
 
 def scan(logs: list[LogFile]) -> int:
@@ -39,11 +45,11 @@ def main() -> None:
     found = discover([tree])
     groups = groups_of(found.logs, GROUP_BYTES)
     if len(groups) > 1:  # as ``scan_ahead`` begins them for a cold command
-        scan_ahead.start(groups[:WORKERS], WORKERS)
+        scan_ahead.start(first_scans(groups), WORKERS)
     import polars  # noqa: F401  (the command imports it while those scans run)
 
     with ThreadPoolExecutor(WORKERS) as workers:
-        batches = sum(workers.map(scan, groups))
+        batches = sum(workers.map(scan, [groups[i] for i in largest_first(groups)]))
     print(f"{len(found.logs)} logs, {len(groups)} groups, {batches} batches")
 
 

@@ -31,6 +31,7 @@ from analytics import _scanner
 
 MAX_DEPTH = 256
 BOM_IGNORED = "byte order mark (U+FEFF) at the start of the line ignored"
+TOTALS_OUT_OF_RANGE = "shutdown modelMetrics has a number beyond a double's range; read as null"
 #: Unicode White_Space (what the scanner's blank-line check and Rust's char::is_whitespace use).
 WHITE_SPACE = frozenset(
     (*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029)
@@ -157,21 +158,23 @@ def _compact_number(number: Num) -> str | None:
     return sign + body
 
 
-def compact(value: Any) -> str | None:
-    """Compact JSON of a value (None if a number in it is out of range)."""
+def compact(value: Any, *, nulls: bool = False) -> str | None:
+    """Compact JSON of a value: None if a number in it is out of range, or with ``nulls``
+    that number written as ``null``."""
     if isinstance(value, Obj):
         parts = []
         for key, item in value:
-            text = compact(item)
+            text = compact(item, nulls=nulls)
             if text is None:
                 return None
             parts.append(f"{json.dumps(key, ensure_ascii=False)}:{text}")
         return "{" + ",".join(parts) + "}"
     if isinstance(value, list):
-        items = [compact(item) for item in value]
+        items = [compact(item, nulls=nulls) for item in value]
         return None if None in items else "[" + ",".join(items) + "]"  # type: ignore[arg-type]
     if isinstance(value, Num):
-        return _compact_number(value)
+        text = _compact_number(value)
+        return "null" if text is None and nulls else text
     if isinstance(value, str):
         return json.dumps(_clean(value), ensure_ascii=False)
     return {True: "true", False: "false", None: "null"}[value]
@@ -322,6 +325,11 @@ class Reader:
             row = {"source_line": number, "byte_offset": at, "process_index": resumes}
             row.update(self.columns_of(found, kind, time))
             row["_totals"] = self.totals(found, kind)
+            if (
+                row["_totals"] is not None
+                and compact(found.get(self.settings["totals"][1])) is None
+            ):
+                issues.append((number, "warning", TOTALS_OUT_OF_RANGE))
             rows.append(row)
         # Parts: the first from line 1, then one from each new start after the first. A start
         # repeating an earlier line's id goes back to the part its original began (if that
@@ -359,7 +367,7 @@ class Reader:
         value = found.get(field)
         if kind != totals_type or value is None:
             return None
-        return _clean(value) if isinstance(value, str) else compact(value)
+        return _clean(value) if isinstance(value, str) else compact(value, nulls=True)
 
     def columns_of(self, found: dict[str, Any], kind: str, time: int | None) -> dict[str, Any]:
         def first(paths: list[str]) -> Any:

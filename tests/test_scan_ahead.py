@@ -61,7 +61,10 @@ def test_a_scan_begun_is_taken_for_the_same_logs_and_equals_a_scan_now(
     assert len(counted) == 2
     for left, right in zip(frames(taken), frames(fresh), strict=True):
         assert left.equals(right, null_equal=True)
-    assert taken[1:] == fresh[1:]
+    (metrics, warnings), (again, warned) = taken[2], fresh[2]
+    assert pl.DataFrame(metrics).equals(pl.DataFrame(again), null_equal=True)
+    assert len(metrics) > 0
+    assert (taken[1], warnings, taken[3]) == (fresh[1], warned, fresh[3])
 
 
 def test_a_log_changed_since_its_scan_began_is_read_again(
@@ -98,7 +101,9 @@ def test_scans_begin_only_when_every_group_will_be_read(
     assert len(groups.groups_of(found.logs, 1)) > groups.WORKERS
     groups.scan_ahead(found, [logs], use_cache=True)
     every = groups.groups_of(found.logs, 1)
-    first = [every[i] for i in groups.largest_first(every)[: groups.WORKERS]]
+    first = groups.first_scans(every)
+    assert len(first) == min(groups.AHEAD, len(every))
+    assert first == [every[i] for i in groups.largest_first(every)[: len(first)]]
     for group in first:
         scan_ahead.scan(group)  # taken: each waits for its scan, none is made again
     assert sorted(counted) == sorted([str(log.path) for log in group] for group in first)
@@ -111,10 +116,10 @@ def test_scans_begin_only_when_every_group_will_be_read(
     assert counted == []
     found = discover([logs])
     groups.scan_ahead(found, [logs], use_cache=False)  # --no-cache reads them all
-    every = groups.groups_of(found.logs, 1)
-    for i in groups.largest_first(every)[: groups.WORKERS]:
-        scan_ahead.scan(every[i])
-    assert len(counted) == groups.WORKERS
+    first = groups.first_scans(groups.groups_of(found.logs, 1))
+    for group in first:
+        scan_ahead.scan(group)
+    assert len(counted) == len(first)
 
 
 def test_scanning_ahead_never_changes_an_output(

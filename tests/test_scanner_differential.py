@@ -2,10 +2,11 @@
 
 ``tests/reference_reader.py`` reads the same bytes the slow, obvious way. Compared: every
 column of every event (timestamps as UTC milliseconds), every issue (line, severity, message)
-and the per-model totals text of shutdown lines, on ``sample_logs/``, every real log, and
-hypothesis-generated damaged input: real lines truncated, with NUL runs, flipped bits and
-inserted JSON punctuation, arbitrary bytes, and generated events with odd values (deep
-nesting, numbers of every form, escapes, lone surrogates, duplicate keys, wrong shapes).
+and the per-model totals of shutdown lines, decoded (``tests/reference/model_metrics.py`` is
+the reference decoder), on ``sample_logs/``, every real log, and hypothesis-generated damaged
+input: real lines truncated, with NUL runs, flipped bits and inserted JSON punctuation,
+arbitrary bytes, and generated events with odd values (deep nesting, numbers of every form,
+escapes, lone surrogates, duplicate keys, wrong shapes).
 ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the number of generated cases (10,000 by default).
 """
 
@@ -25,12 +26,11 @@ from hypothesis import strategies as st
 from analytics import _scanner
 from analytics.agents.copilot.events import batch_frame
 from tests.conftest import SAMPLE_LOGS
+from tests.reference.model_metrics import decode as decode_model_metrics
 from tests.reference_reader import Reader
 
 READER = Reader()
 EXAMPLES = int(os.environ.get("AGENTCOST_DIFFERENTIAL_EXAMPLES", "10000"))
-#: Issues the reader adds after the scan (from whole-file facts), not the scanner's.
-_AFTER_SCAN = ("unknown event type", "modelMetrics", "shutdown modelMetrics")
 
 
 def native(path: Path, hint: str) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], list[Any]]:
@@ -41,19 +41,30 @@ def native(path: Path, hint: str) -> tuple[list[dict[str, Any]], list[tuple[Any,
     if events.height:
         events = events.with_columns(pl.col("timestamp").dt.epoch("ms"))
     _, lines, severities, messages = issues
+    metrics, (_, warning_lines, warnings) = totals
+    rows = pl.DataFrame(metrics).drop("file", "session_id", "process_index").to_dicts()
     return (
         events.drop("source_file").to_dicts() if events.height else [],
         sorted(zip(lines, severities, messages, strict=True)),
-        [(line, text) for _, line, _, _, text in totals],
+        [rows, list(zip(warning_lines, warnings, strict=True))],
     )
 
 
 def reference(
     data: bytes, hint: str
 ) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]], list[Any]]:
+    """The reader's events and issues, and its shutdowns' totals decoded by the reference
+    decoder: (rows, (line, warning) pairs)."""
     rows, issues = READER.read(data, hint)
-    totals = [(row["source_line"], row.pop("_totals")) for row in rows]
-    return rows, sorted(issues), [(line, text) for line, text in totals if text is not None]
+    metrics, warnings = [], []
+    for row in rows:
+        text = row.pop("_totals")
+        if text is None:
+            continue
+        decoded, said = decode_model_metrics(text)
+        metrics += [{"source_line": row["source_line"], **item} for item in decoded]
+        warnings += [(row["source_line"], message) for message in said]
+    return rows, sorted(issues), [metrics, warnings]
 
 
 def assert_same(path: Path, hint: str = "hint") -> None:

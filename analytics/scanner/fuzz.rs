@@ -4,7 +4,8 @@
 //! test: `scan` would otherwise turn it into an issue and hide it), must not hang (each file is
 //! timed), and must account for every line: one row, or an error, or a blank-line warning.
 //! Each file is also scanned in two goes (`scan_from`, cut at a random line end): the two
-//! account for the same lines, but a last line without its newline, which waits.
+//! account for the same lines, but a last line without its newline, which waits. Every
+//! shutdown's per-model totals, and the file's raw bytes, go through `model_metrics::decode`.
 //! The Claude Code and Codex folds get the same treatment (damaged agent lines, spread over
 //! two files of a group, as sub-agent files too): no panic, no hang, and every line either
 //! read into a session or an error.
@@ -25,6 +26,7 @@ use proptest::test_runner::{Config, TestRunner};
 
 use _scanner::calls::Folded;
 use _scanner::copilot::COPILOT;
+use _scanner::model_metrics;
 use _scanner::scan::{Batch, FileSpec, Resume, Scanner};
 use _scanner::table::{Column, Table};
 
@@ -33,6 +35,8 @@ const SEEDS: &[&[u8]] = &[
     br#"{"type":"assistant.message","data":{"content":"a\nb\u00e9","toolRequests":[{"name":"bash","arguments":{"cmd":"ls -la","n":1.50}}],"outputTokens":12},"id":"e2","timestamp":"2026-05-01T10:00:01.000Z"}"#,
     br#"{"type":"tool.execution_complete","data":{"toolCallId":"t","success":true,"result":{"content":"ok","detailedContent":"x"}},"timestamp":"2026-05-01T10:00:02Z"}"#,
     br#"{"type":"session.shutdown","data":{"shutdownType":"routine","totalNanoAiu":305426000.0,"modelMetrics":{"m":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":10}}},"tokenDetails":[{"tokenType":"input","tokenCount":15}]},"timestamp":"2026-05-01T10:00:03Z"}"#,
+    br#"{"type":"session.shutdown","data":{"modelMetrics":{"a b":{"requests":{"count":1e30,"cost":1.5e-7},"usage":{"inputTokens":99999999999999999999,"outputTokens":-0.0}},"a b":[],"c":{"totalNanoAiu":1e400}}},"timestamp":"2026-05-01T10:00:03Z"}"#,
+    br#"{"type":"session.shutdown","data":{"modelMetrics":"{\"m\": {\"requests\": {\"count\": 2.0, \"cost\": 1.50}}, \"n\": NaN}"},"timestamp":"2026-05-01T10:00:03Z"}"#,
     br#"{"type":"session.usage_record","data":{"usage":{"model":"m","inputTokens":"12","isByok":"TRUE","provider":{"id":"copilot"},"accounting":{"usageId":"u"},"copilotUsage":{"totalNanoAiu":1e3,"tokenDetails":[]}}},"timestamp":"2026-05-01T10:00:04+02:00"}"#,
 ];
 
@@ -173,7 +177,14 @@ fn scanner_survives_damaged_input_for_a_stated_time() {
         for batch in &batches {
             assert!(batch.failures.is_empty(), "scanner lost the file {data:?}");
             assert_views_valid(&batch.events, &data);
+            for totals in &batch.totals {
+                std::panic::catch_unwind(|| model_metrics::decode(totals.json.as_bytes()))
+                    .unwrap_or_else(|_| panic!("panic decoding {:?}", totals.json));
+            }
         }
+        // the decoder on the raw bytes too (a modelMetrics given as a string can hold any text)
+        std::panic::catch_unwind(|| model_metrics::decode(&data))
+            .unwrap_or_else(|_| panic!("panic decoding {data:?}"));
         let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
         if lines.last().is_some_and(|l| l.is_empty()) {
             lines.pop();

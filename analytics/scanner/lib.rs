@@ -1,8 +1,9 @@
 //! agentcost's native log scanner (`analytics._scanner`): JSONL agent logs in, columnar
 //! EVENTS and ISSUES out, every line accounted for.
 //!
-//! The core (`json`, `format`, `copilot`, `table`, `scan`, `compact`) is safe Rust that
-//! cannot panic on any input and builds without Python; `python` is the PyO3 binding, which
+//! The core (`json`, `format`, `copilot`, `table`, `scan`, `compact`, and `model_metrics`,
+//! which decodes the shutdowns' per-model totals) is safe Rust that cannot panic on any input
+//! and builds without Python; `python` is the PyO3 binding, which
 //! hands the columns to polars through the Arrow C data interface. `solve` is a small
 //! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
 //! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
@@ -24,6 +25,7 @@ pub mod copilot_tokens;
 pub mod fit;
 pub mod format;
 pub mod json;
+pub mod model_metrics;
 pub mod scan;
 pub mod solve;
 pub mod table;

@@ -34,7 +34,8 @@ use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSI
 use crate::copilot::COPILOT;
 use crate::format::Rule;
 use crate::json::Shape;
-use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, BLOCK};
+use crate::model_metrics::ModelRow;
+use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, Totals, BLOCK};
 use crate::table::{Bits, Column, Recycled, StrColumn, Table, POOL};
 use rustc_hash::FxHashMap;
 
@@ -166,14 +167,20 @@ impl ScanState {
 }
 
 /// What `scan_copilot` returns: event tables (one per batch, in file order); issues as
-/// columns (file index, line, severity, message); per-model totals as rows (file index,
-/// line, session, process, JSON text); unreadable files (file index, errno, message).
+/// columns (file index, line, severity, message); the shutdowns' per-model totals decoded
+/// (`model_metrics`): a table of MODEL_METRICS rows with each row's file index (`file`)
+/// instead of its path, and their warnings as columns (file index, line, message);
+/// unreadable files (file index, errno, message).
 type Scanned = (
     Vec<ArrowTable>,
     (Vec<usize>, Vec<Option<i64>>, Vec<&'static str>, Vec<String>),
-    Vec<(usize, i64, String, i64, String)>,
+    ModelMetrics,
     Vec<(usize, Option<i32>, String)>,
 );
+
+/// The shutdowns' per-model totals: MODEL_METRICS rows (`file`: the file's index, for its
+/// path), and their lines' warnings as columns (file index, line, message).
+type ModelMetrics = (ArrowTable, (Vec<usize>, Vec<i64>, Vec<String>));
 
 /// Scan Copilot event logs: `paths[i]` with session hint `hints[i]`, reading up to
 /// `sizes[i]` bytes (None: to the end), `block_bytes` at once, in batches of about
@@ -285,12 +292,7 @@ fn to_python(batches: Vec<Batch>) -> PyResult<(Scanned, Vec<(usize, Resume)>)> {
             issues.2.push(issue.severity);
             issues.3.push(issue.message);
         }
-        totals.extend(
-            batch
-                .totals
-                .into_iter()
-                .map(|t| (t.file, t.line, t.session, t.process, t.json)),
-        );
+        totals.extend(batch.totals);
         failures.extend(
             batch
                 .failures
@@ -305,7 +307,56 @@ fn to_python(batches: Vec<Batch>) -> PyResult<(Scanned, Vec<(usize, Resume)>)> {
             rows,
         });
     }
-    Ok(((tables, issues, totals, failures), ends))
+    Ok(((tables, issues, model_metrics(&totals), failures), ends))
+}
+
+/// The shutdowns' per-model totals decoded (`crate::model_metrics`), in the order of their
+/// lines.
+fn model_metrics(totals: &[Totals]) -> ModelMetrics {
+    let mut warnings = (Vec::new(), Vec::new(), Vec::new());
+    let mut rows = Vec::new();
+    for line in totals {
+        let decoded = crate::model_metrics::decode(line.json.as_bytes());
+        for message in decoded.warnings {
+            warnings.0.push(line.file);
+            warnings.1.push(line.line);
+            warnings.2.push(message);
+        }
+        rows.extend(decoded.rows.into_iter().map(|row| (line, row)));
+    }
+    let each = || rows.iter();
+    let count = |pick: fn(&ModelRow) -> Option<i64>| int_array(each().map(|(_, r)| pick(r)));
+    let columns = vec![
+        (
+            "file",
+            int_array(each().map(|(l, _)| i64::try_from(l.file).ok())),
+        ),
+        ("source_line", int_array(each().map(|(l, _)| Some(l.line)))),
+        (
+            "session_id",
+            text_array(each().map(|(l, _)| Some(l.session.as_str()))),
+        ),
+        (
+            "process_index",
+            nullable(each().map(|(l, _)| i32::try_from(l.process).ok())).ints(),
+        ),
+        ("model", text_array(each().map(|(_, r)| r.model.as_deref()))),
+        ("requests_count", count(|r| r.requests_count)),
+        (
+            "requests_cost",
+            text_array(each().map(|(_, r)| r.requests_cost.as_deref())),
+        ),
+        ("input_tokens", count(|r| r.input_tokens)),
+        ("output_tokens", count(|r| r.output_tokens)),
+        ("cache_read_tokens", count(|r| r.cache_read_tokens)),
+        ("cache_write_tokens", count(|r| r.cache_write_tokens)),
+        ("reasoning_tokens", count(|r| r.reasoning_tokens)),
+        (
+            "total_nano_aiu",
+            text_array(each().map(|(_, r)| r.total_nano_aiu.as_deref())),
+        ),
+    ];
+    (table(columns, rows.len()), warnings)
 }
 
 /// Every file lost to a panic that escaped the scanner's own guards (a last resort).

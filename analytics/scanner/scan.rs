@@ -62,7 +62,11 @@ pub struct Issue {
     pub message: String,
 }
 
-/// The per-model totals field of one line, as JSON text, for the caller to decode.
+/// The warning of a per-model totals field with a number no double holds (read as null).
+pub const TOTALS_OUT_OF_RANGE: &str =
+    "shutdown modelMetrics has a number beyond a double's range; read as null";
+
+/// The per-model totals field of one line, as JSON text, for `model_metrics` to decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Totals {
     pub file: usize,
@@ -897,16 +901,19 @@ impl<'s> Builder<'s> {
         }
         if tid == scanner.totals_type {
             let value = self.fields.get(scanner.totals_node);
-            // As a JSON path lookup gives it: a string's text, else compact JSON (none when a
-            // number in it is out of range).
+            // A string's text, else compact JSON, where a number beyond a double's range is
+            // null (the line says so: the other models' totals are still read).
             let json = match value.kind {
                 Kind::Missing | Kind::Null => None,
                 Kind::Str => format::text(line, value).map(Cow::into_owned),
-                _ => value.measured.map(|_| {
+                _ => {
+                    if value.measured.is_none() {
+                        self.issue(state, number, "warning", TOTALS_OUT_OF_RANGE.into());
+                    }
                     let mut out = Vec::new();
                     compact(line, value, &mut out);
-                    out
-                }),
+                    Some(out)
+                }
             };
             if let Some(json) = json {
                 self.totals.push(Totals {

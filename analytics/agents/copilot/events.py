@@ -5,19 +5,16 @@ is done by the native scanner (``analytics._scanner``, Rust, in ``analytics/scan
 reads each file once, checks every line (every line becomes an event or an issue with its file
 and line), extracts only the fields EVENTS needs with a streaming JSON tokenizer on all cores,
 and hands the columns to polars through the Arrow C data interface, without a Python object
-per row. What is left here is small: the per-model totals of the few shutdown lines (keyed by
-model name, decoded with ``json`` as exact decimals), one warning per file and unknown event
-type, and the messages of files that could not be read.
+per row; it also decodes the shutdown lines' per-model totals (keyed by model name, numbers as
+exact decimals). What is left here is small: those rows given their files' paths, one warning
+per file and unknown event type, and the messages of files that could not be read.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Any
 
 import polars as pl
 
@@ -135,103 +132,26 @@ def _failure(name: str, errno: int | None, text: str) -> str:
     return str(OSError(errno, os.strerror(errno), name)) if errno is not None else text
 
 
-Totals = tuple[int, int, str, int, str]  # (file, line, session, process, modelMetrics JSON)
 IssueRow = tuple[str, int | None, str, str]
+#: The scanner's decoded per-model totals: MODEL_METRICS rows with a file index (``file``)
+#: for their path, and the warnings of their lines as columns (file index, line, message).
+Totals = tuple[_scanner.ArrowTable, tuple[list[int], list[int], list[str]]]
 
 
-def _model_metrics(
-    totals: Sequence[Totals], names: Sequence[str]
-) -> tuple[pl.DataFrame, list[IssueRow]]:
-    """Per-model totals of every ``session.shutdown`` with ``modelMetrics``.
-
-    ``modelMetrics`` is keyed by model name, which no fixed table of fields can describe, so
-    the few shutdown lines' values are decoded here with ``json`` (one per process, never a
-    hot loop), numbers as exact decimals.
-    """
-    rows: list[dict[str, Any]] = []
-    issues: list[IssueRow] = []
-    for file, line, session, process, text in totals:
-        where = names[file]
-        try:
-            per_model = json.loads(text, parse_float=Decimal)
-        except ValueError:
-            per_model = None
-        if not isinstance(per_model, dict):
-            issues.append(
-                (where, line, "warning", "shutdown modelMetrics is not an object; ignored")
-            )
-            continue
-        if not per_model:  # ``{}``: no model was billed in this process (0 requests)
-            rows.append(
-                {
-                    "source_file": where,
-                    "source_line": line,
-                    "session_id": session,
-                    "process_index": process,
-                    "model": None,
-                    **dict.fromkeys(_ZERO_WHEN_EMPTY, 0),
-                }
-            )
-        for model, values in per_model.items():
-            if not isinstance(values, dict):
-                issues.append((where, line, "warning", f"modelMetrics[{model!r}] is not an object"))
-                continue
-            requests = _object(values.get("requests"))
-            usage = _object(values.get("usage"))
-            rows.append(
-                {
-                    "source_file": where,
-                    "source_line": line,
-                    "session_id": session,
-                    "process_index": process,
-                    "model": model,
-                    "requests_count": _whole(requests.get("count")),
-                    "requests_cost": _text(requests.get("cost")),
-                    "input_tokens": _whole(usage.get("inputTokens")),
-                    "output_tokens": _whole(usage.get("outputTokens")),
-                    "cache_read_tokens": _whole(usage.get("cacheReadTokens")),
-                    "cache_write_tokens": _whole(usage.get("cacheWriteTokens")),
-                    "reasoning_tokens": _whole(usage.get("reasoningTokens")),
-                    "total_nano_aiu": _text(values.get("totalNanoAiu")),
-                }
-            )
-    if not rows:
+def _model_metrics(totals: Totals, names: Sequence[str]) -> tuple[pl.DataFrame, list[IssueRow]]:
+    """Per-model totals of every ``session.shutdown`` with ``modelMetrics``, as the scanner
+    decoded them (``analytics/scanner/model_metrics.rs``: keyed by model name, numbers as exact
+    decimals), each row given its file's path; and the warnings of those lines."""
+    table, (files, lines, messages) = totals
+    issues: list[IssueRow] = [
+        (names[file], line, "warning", message)
+        for file, line, message in zip(files, lines, messages, strict=True)
+    ]
+    if not len(table):
         return empty(MODEL_METRICS), issues
-    return pl.DataFrame(rows, schema=MODEL_METRICS), issues
-
-
-#: The counters of an empty ``modelMetrics`` (``{}``): zero, not unknown.
-_ZERO_WHEN_EMPTY = (
-    "requests_count",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-)
-
-
-def _object(value: object) -> dict[str, Any]:
-    """A JSON object, or an empty one when the value is anything else."""
-    return value if isinstance(value, dict) else {}
-
-
-def _whole(value: object) -> int | None:
-    """A JSON number as an int, or None when absent or not a whole number."""
-    if isinstance(value, bool) or not isinstance(value, int | Decimal):
-        return None
-    return int(value) if value == int(value) else None
-
-
-def _text(value: object) -> str | None:
-    """A JSON number as its exact decimal text (``305426000.0`` -> ``"305426000"``), or None.
-
-    Numbers arrive as ``int`` or ``Decimal`` (never float), so no digit is lost.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | Decimal):
-        return None
-    if isinstance(value, Decimal) and value == value.to_integral_value():
-        return str(int(value))
-    return str(value)
+    rows = pl.DataFrame(table)
+    paths = pl.Series("source_file", names, dtype=pl.String()).gather(rows["file"])
+    return rows.with_columns(paths).select(MODEL_METRICS.keys()), issues
 
 
 def _issues(rows: Sequence[IssueRow]) -> pl.DataFrame:
