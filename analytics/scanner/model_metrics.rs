@@ -79,36 +79,18 @@ pub fn decode(text: &[u8]) -> Decoded {
         let usage = member(&values, b"usage")
             .and_then(object)
             .unwrap_or_default();
-        let mut whole = |members: &[(Vec<u8>, &[u8])], key: &str| {
-            let number = member(members, key.as_bytes()).and_then(Number::of)?;
-            let value = number.whole();
-            if value.is_none() && number.integral().is_some() {
-                out.warnings.push(format!(
-                    "modelMetrics[{}] {key} is a whole number beyond 64 bits; left out",
-                    quoted(&model)
-                ));
-            }
-            value
+        let mut read = Figures {
+            model: &model,
+            warnings: &mut out.warnings,
         };
-        let requests_count = whole(&requests, "count");
-        let input_tokens = whole(&usage, "inputTokens");
-        let output_tokens = whole(&usage, "outputTokens");
-        let cache_read_tokens = whole(&usage, "cacheReadTokens");
-        let cache_write_tokens = whole(&usage, "cacheWriteTokens");
-        let reasoning_tokens = whole(&usage, "reasoningTokens");
-        let mut money = |members: &[(Vec<u8>, &[u8])], key: &str| {
-            let number = member(members, key.as_bytes()).and_then(Number::of)?;
-            let text = number.text();
-            if text.is_none() {
-                out.warnings.push(format!(
-                    "modelMetrics[{}] {key} is too long a number; left out",
-                    quoted(&model)
-                ));
-            }
-            text
-        };
-        let requests_cost = money(&requests, "cost");
-        let total_nano_aiu = money(&values, "totalNanoAiu");
+        let requests_count = read.count(&requests, "count");
+        let input_tokens = read.count(&usage, "inputTokens");
+        let output_tokens = read.count(&usage, "outputTokens");
+        let cache_read_tokens = read.count(&usage, "cacheReadTokens");
+        let cache_write_tokens = read.count(&usage, "cacheWriteTokens");
+        let reasoning_tokens = read.count(&usage, "reasoningTokens");
+        let requests_cost = read.money(&requests, "cost");
+        let total_nano_aiu = read.money(&values, "totalNanoAiu");
         out.rows.push(ModelRow {
             model: Some(model),
             requests_count,
@@ -122,6 +104,49 @@ pub fn decode(text: &[u8]) -> Decoded {
         });
     }
     out
+}
+
+/// The figures of one model's object, and the warnings of those that cannot be kept.
+struct Figures<'a> {
+    model: &'a str,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Figures<'_> {
+    /// A counter: a whole number in 64 bits.
+    fn count(&mut self, members: &[(Vec<u8>, &[u8])], key: &str) -> Option<i64> {
+        self.read(
+            members,
+            key,
+            Number::whole,
+            "is a whole number beyond 64 bits",
+        )
+    }
+
+    /// Money, as exact decimal text.
+    fn money(&mut self, members: &[(Vec<u8>, &[u8])], key: &str) -> Option<String> {
+        self.read(members, key, Number::text, "is too long a number")
+    }
+
+    /// The number `key` of `members` as `get` reads it; a whole number it cannot read (`why`)
+    /// is a warning. Anything else it cannot read (a fraction as a count, a string, a
+    /// boolean) is left out without one, as the Python reader did.
+    fn read<T>(
+        &mut self,
+        members: &[(Vec<u8>, &[u8])],
+        key: &str,
+        get: fn(&Number) -> Option<T>,
+        why: &str,
+    ) -> Option<T> {
+        let number = member(members, key.as_bytes()).and_then(Number::of)?;
+        let value = get(&number);
+        if value.is_none() && number.integral().is_some() {
+            let model = quoted(self.model);
+            self.warnings
+                .push(format!("modelMetrics[{model}] {key} {why}; left out"));
+        }
+        value
+    }
 }
 
 /// A name in double quotes, with `"`, `\` and control characters escaped, as Python's
