@@ -5,8 +5,10 @@
 //! `__arrow_c_array__` protocol, which `polars.Series(...)` accepts), so polars adopts the
 //! buffers without a copy and without a Python object per row. Each column is exported on its
 //! own: a value polars keeps from one column (a session id in a result table) then keeps that
-//! column's buffers alive, not the whole batch's. Issues, per-model totals and
-//! unreadable files are few and leave as Python lists. The GIL is released while scanning.
+//! column's buffers alive, not the whole batch's. The shutdowns' per-model totals, decoded
+//! (`model_metrics.rs`), leave as one `ArrowTable` of MODEL_METRICS rows; issues, the totals'
+//! warnings and unreadable files are few and leave as Python lists. The GIL is released while
+//! scanning.
 //!
 //! `fold_claude_code(groups)` and `fold_codex(groups)` fold Claude Code and Codex logs (see
 //! `claude.rs`, `codex.rs`): calls, sessions and issues, each an `ArrowTable`.
