@@ -391,7 +391,10 @@ def _event(draw: st.DrawFn, index: int) -> dict[str, Any]:
     if kind == "session.shutdown" and draw(st.booleans()):
         data["modelMetrics"] = {
             model: {
-                "requests": {"count": draw(st.integers(0, 6))},
+                # now and then a count left out, or beyond 64 bits (both unknown)
+                "requests": draw(st.sampled_from([{}, {"count": 1e30}]))
+                if draw(st.integers(0, 4)) == 0
+                else {"count": draw(st.integers(0, 6))},
                 "usage": {"inputTokens": draw(st.integers(0, 9999)), "outputTokens": 7},
             }
             for model in draw(st.lists(st.sampled_from(["m1", "m2"]), max_size=2, unique=True))

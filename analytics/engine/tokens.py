@@ -64,7 +64,14 @@ SESSION_TOKENS = [
 ]
 #: What the stage hands the engine of the calls and sessions.
 _CALL_INPUT = list(CALLS)
-_SESSION_INPUT = ["session_id", "shutdown_mode", "shutdown_requests", "byok", "llm_calls"]
+_SESSION_INPUT = [
+    "session_id",
+    "shutdown_mode",
+    "shutdown_requests",
+    "token_totals_source",
+    "byok",
+    "llm_calls",
+]
 
 
 def call_tokens_and_fit(

@@ -769,14 +769,26 @@ fn subagent_models<'a>(
     }
 }
 
-/// One shutdown line: its request and token sums and the calls counted before it.
+/// One shutdown line: whether it has per-model totals, its request and token sums, and the
+/// calls counted before it.
 struct Shutdown {
     seq: i64,
     process: i32,
+    metrics: bool,
     requests: Option<i64>,
     tokens: [Option<i64>; 5],
     calls_before: i64,
     calls_in_process: i64,
+}
+
+/// The sum of `values`, None when there are none or one is unknown.
+fn known_sum(mut values: impl Iterator<Item = Option<i64>>) -> Option<i64> {
+    let mut any = false;
+    let sum = values.try_fold(0i64, |sum, n| {
+        any = true;
+        n.map(|n| sum.saturating_add(n))
+    });
+    sum.filter(|_| any)
 }
 
 /// Kleene AND and OR of nullable booleans (polars' rules).
@@ -894,11 +906,10 @@ fn summarize<'a>(
             Shutdown {
                 seq: e.seq,
                 process: e.process,
-                requests: (!mine.is_empty()).then(|| {
-                    mine.iter()
-                        .filter_map(|m| m.requests)
-                        .fold(0i64, i64::saturating_add)
-                }),
+                metrics: !mine.is_empty(),
+                // Unknown when a model's count is (left out, or beyond 64 bits): the others'
+                // sum would be a total the calls agree with, or not, by chance.
+                requests: known_sum(mine.iter().map(|m| m.requests)),
                 tokens,
                 calls_before: count(before.clone().count()),
                 calls_in_process: count(before.filter(|c| c.process == e.process).count()),
@@ -906,7 +917,7 @@ fn summarize<'a>(
         })
         .collect();
     row.shutdowns = count(shutdowns.len());
-    let with_requests: Vec<&Shutdown> = shutdowns.iter().filter(|s| s.requests.is_some()).collect();
+    let with_requests: Vec<&Shutdown> = shutdowns.iter().filter(|s| s.metrics).collect();
     row.shutdown_mode = (!shutdowns.is_empty()).then(|| {
         let checkpoints = !by.checkpoints.is_empty();
         let version = events
@@ -916,12 +927,7 @@ fn summarize<'a>(
         let errors = |f: fn(&Shutdown) -> i64| -> i64 {
             with_requests
                 .iter()
-                .map(|s| {
-                    s.requests
-                        .unwrap_or(0)
-                        .saturating_sub(f(s))
-                        .saturating_abs()
-                })
+                .filter_map(|s| s.requests.map(|r| r.saturating_sub(f(s)).saturating_abs()))
                 .fold(0, i64::saturating_add)
         };
         if checkpoints || version.is_some_and(|v| v >= CUMULATIVE_SINCE) {
@@ -943,12 +949,7 @@ fn summarize<'a>(
             row.shutdown_requests = last.requests;
             shutdown_tokens = last.tokens;
         } else {
-            row.shutdown_requests = Some(
-                with_requests
-                    .iter()
-                    .filter_map(|s| s.requests)
-                    .fold(0, i64::saturating_add),
-            );
+            row.shutdown_requests = known_sum(with_requests.iter().map(|s| s.requests));
             for (i, slot) in shutdown_tokens.iter_mut().enumerate() {
                 *slot = with_requests
                     .iter()
@@ -1054,14 +1055,17 @@ fn summarize<'a>(
         .llm_calls
         .saturating_sub(row.compaction_calls)
         .saturating_sub(uncovered_calls.unwrap_or(0));
+    // A request total to check the calls against, and token totals to take (a shutdown with
+    // per-model totals has both, unless a model's count is unknown).
     let has_truth = row.shutdown_requests.is_some();
+    let has_totals = !with_requests.is_empty();
     row.calls_checked = has_truth.then_some(covered_calls);
     row.calls_delta = row
         .shutdown_requests
         .map(|r| covered_calls.saturating_sub(r));
     row.calls_agree = row.calls_delta.map(|d| d == 0);
-    let from_records = !has_truth && record_count.is_some_and(|n| n > 0);
-    let partial = has_truth && uncovered_calls.is_some_and(|n| n > 0);
+    let from_records = !has_totals && record_count.is_some_and(|n| n > 0);
+    let partial = has_totals && uncovered_calls.is_some_and(|n| n > 0);
     let extra = if uncovered_has_output == Some(true) {
         uncovered_output
     } else {
@@ -1069,7 +1073,7 @@ fn summarize<'a>(
     };
     // input, output, cache read, cache write, reasoning
     for (i, slot) in row.logged.iter_mut().enumerate() {
-        *slot = if has_truth {
+        *slot = if has_totals {
             if i == 1 {
                 shutdown_tokens[1]
                     .zip(extra)
@@ -1087,7 +1091,7 @@ fn summarize<'a>(
     }
     row.token_totals_source = if from_records {
         Some("usage_records")
-    } else if !has_truth {
+    } else if !has_totals {
         (any_output == Some(true)).then_some("messages")
     } else if partial {
         Some("shutdown+messages")

@@ -379,7 +379,11 @@ pub fn session_tokens_timed<'a>(
     let calibrated = calibrate(&rows);
     fit_time = fit_time.saturating_add(calibrating.elapsed());
     let byok = view.byok(session.row.byok);
-    let has_totals = session.row.shutdown_requests.is_some();
+    // the shutdown's token totals were taken (its request total may still be unknown)
+    let has_totals = matches!(
+        session.row.token_totals_source,
+        Some("shutdown" | "shutdown+messages")
+    );
     let mut out: Vec<CallTokens<'a>> = calls
         .iter()
         .zip(&work)

@@ -91,6 +91,7 @@ pub(super) fn copilot_tokens(
             Ints::of(column(sessions, "shutdown_requests")),
             Ints::of(column(sessions, "llm_calls")),
         );
+        let source = Strs::of(column(sessions, "token_totals_source"));
         let byok = flags(column(sessions, "byok"));
         let none = Vec::new();
         let worked: Vec<(Vec<CallRow>, Option<SessionTokens>)> = every
@@ -107,6 +108,10 @@ pub(super) fn copilot_tokens(
                     .map_or_else(SessionRow::default, |&s| SessionRow {
                         shutdown_mode: known(mode.get(s), &["cumulative", "per_process"]),
                         shutdown_requests: requests.get(s),
+                        token_totals_source: known(
+                            source.get(s),
+                            &["shutdown", "shutdown+messages", "usage_records", "messages"],
+                        ),
                         llm_calls: llm.get(s).unwrap_or(0),
                         byok: flag(byok, s).unwrap_or(false),
                         ..SessionRow::default()

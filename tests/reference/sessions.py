@@ -315,7 +315,9 @@ def _shutdowns(events: pl.DataFrame, calls: pl.DataFrame, metrics: pl.DataFrame)
         "session_id", "source_file", "source_line", "event_seq", "process_index"
     )
     sums = metrics.group_by("source_file", "source_line").agg(
-        pl.col("requests_count").sum().alias("requests"),
+        pl.len().alias("_metrics"),
+        # unknown when any model's count is: the others' sum is no total to check against
+        _known_sum(pl.col("requests_count")).alias("requests"),
         *(pl.col(c).sum().alias(c) for c in _TOKENS),
         *(pl.col(c).is_not_null().any().alias(f"_has_{c}") for c in _TOKENS),
     )
@@ -327,6 +329,7 @@ def _shutdowns(events: pl.DataFrame, calls: pl.DataFrame, metrics: pl.DataFrame)
         suffix="_call",
     )
     return joined.group_by("session_id", "event_seq", "process_index", maintain_order=True).agg(
+        pl.col("_metrics").first().is_not_null().alias("_metrics"),
         pl.col("requests").first(),
         *(pl.when(pl.col(f"_has_{c}").first()).then(pl.col(c).first()).alias(c) for c in _TOKENS),
         (pl.col("event_seq_call") < pl.col("event_seq")).sum().alias("calls_before"),
@@ -337,6 +340,11 @@ def _shutdowns(events: pl.DataFrame, calls: pl.DataFrame, metrics: pl.DataFrame)
         .sum()
         .alias("calls_in_process"),
     )
+
+
+def _known_sum(values: pl.Expr) -> pl.Expr:
+    """The sum of ``values``, null when one of them is."""
+    return pl.when(values.is_null().any()).then(None).otherwise(values.sum())
 
 
 def _shutdown_mode(events: pl.DataFrame, shutdowns: pl.DataFrame) -> pl.DataFrame:
@@ -352,7 +360,7 @@ def _shutdown_mode(events: pl.DataFrame, shutdowns: pl.DataFrame) -> pl.DataFram
         pl.col("copilot_version").drop_nulls().first().alias("copilot_version"),
     )
     fit = (
-        shutdowns.filter(pl.col("requests").is_not_null())
+        shutdowns.filter(pl.col("_metrics"))
         .group_by("session_id")
         .agg(
             pl.len().alias("_with_metrics"),
@@ -384,7 +392,7 @@ def _shutdown_mode(events: pl.DataFrame, shutdowns: pl.DataFrame) -> pl.DataFram
 def _ground_truth(shutdowns: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
     """Session totals from the shutdowns: the last one if cumulative, else their sum."""
     ordered = shutdowns.join(mode.select("session_id", "shutdown_mode"), on="session_id").filter(
-        pl.col("requests").is_not_null()
+        pl.col("_metrics")
     )
     cumulative = pl.col("shutdown_mode").first() == "cumulative"
     return (
@@ -393,7 +401,7 @@ def _ground_truth(shutdowns: pl.DataFrame, mode: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.when(cumulative)
             .then(pl.col("requests").last())
-            .otherwise(pl.col("requests").sum())
+            .otherwise(_known_sum(pl.col("requests")))
             .alias("shutdown_requests"),
             *(
                 pl.when(cumulative)
@@ -472,7 +480,8 @@ def _token_totals() -> list[pl.Expr]:
     own totals are its calls' sums, ``tokens.with_call_totals``): shutdown figures, plus
     output of calls after the last shutdown; without a shutdown, the sums of the usage
     records; the bill likewise."""
-    has_truth = pl.col("shutdown_requests").is_not_null()
+    # a shutdown with per-model totals (its request total may still be unknown)
+    has_truth = pl.col("_covered_until").is_not_null()
     records = ~has_truth & (pl.col("_records") > 0).fill_null(False)
     extra = pl.when(pl.col("_uncovered_has_output")).then(pl.col("_uncovered_output")).otherwise(0)
     partial = has_truth & (pl.col("_uncovered_calls") > 0)

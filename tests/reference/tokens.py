@@ -487,7 +487,11 @@ def _segments(calls: pl.DataFrame, sessions: pl.DataFrame, events: pl.DataFrame)
     mode = sessions.select(
         "session_id",
         "shutdown_mode",
-        pl.col("shutdown_requests").is_not_null().alias("_has_totals"),
+        # the shutdown's token totals were taken (its request total may still be unknown)
+        pl.col("token_totals_source")
+        .is_in(["shutdown", "shutdown+messages"])
+        .fill_null(False)
+        .alias("_has_totals"),
     )
     final = last_shutdown.group_by("session_id").agg(
         pl.col("_shutdown_seq").max().alias("_final_seq")
