@@ -96,6 +96,22 @@ def test_numbers_out_of_range_are_reported_not_fatal(tmp_path: Path) -> None:
     ]
 
 
+def test_negative_counts_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    rows, warnings = _decoded(
+        tmp_path,
+        '{"a":{"requests":{"count":-3,"cost":-1},"usage":{"inputTokens":-0,"outputTokens":-7.0}}}',
+    )
+    assert [(r["requests_count"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        (None, 0, None)
+    ]
+    # money is not a count: its text is kept as written
+    assert rows[0]["requests_cost"] == "-1"
+    assert [message for _, message in warnings] == [
+        'modelMetrics["a"] count is negative; left out',
+        'modelMetrics["a"] outputTokens is negative; left out',
+    ]
+
+
 def test_a_bad_shutdown_is_a_warning_with_file_and_line_in_the_command(tmp_path: Path) -> None:
     session = tmp_path / "s1"
     session.mkdir()

@@ -113,14 +113,22 @@ struct Figures<'a> {
 }
 
 impl Figures<'_> {
-    /// A counter: a whole number in 64 bits.
+    /// A counter: a whole number in 64 bits, not below zero (a negative count of requests or
+    /// tokens is no count at all: summed, it would take real ones away).
     fn count(&mut self, members: &[(Vec<u8>, &[u8])], key: &str) -> Option<i64> {
-        self.read(
+        let count = self.read(
             members,
             key,
             Number::whole,
             "is a whole number beyond 64 bits",
-        )
+        )?;
+        if count < 0 {
+            let model = quoted(self.model);
+            self.warnings
+                .push(format!("modelMetrics[{model}] {key} is negative; left out"));
+            return None;
+        }
+        Some(count)
     }
 
     /// Money, as exact decimal text.
@@ -667,6 +675,18 @@ mod tests {
                 r#"modelMetrics["m"] inputTokens is a whole number beyond 64 bits; left out"#,
                 r#"modelMetrics["m"] cost is too long a number; left out"#,
             ]
+        );
+    }
+
+    #[test]
+    fn negative_counts_are_left_out() {
+        let got = rows(r#"{"m":{"requests":{"count":-2,"cost":-1},"usage":{"inputTokens":-0}}}"#);
+        assert_eq!(got.rows[0].requests_count, None);
+        assert_eq!(got.rows[0].input_tokens, Some(0));
+        assert_eq!(got.rows[0].requests_cost.as_deref(), Some("-1"));
+        assert_eq!(
+            got.warnings,
+            [r#"modelMetrics["m"] count is negative; left out"#]
         );
     }
 

@@ -60,6 +60,9 @@ def decode(text: str) -> tuple[list[dict[str, Any]], list[str]]:
                 warnings.append(
                     f"modelMetrics[{name}] {key} is a whole number beyond 64 bits; left out"
                 )
+            elif row[column] is not None and row[column] < 0:
+                row[column] = None
+                warnings.append(f"modelMetrics[{name}] {key} is negative; left out")
         for column, where, key in MONEY:
             value = (_object(values.get(where)) if where else values).get(key)
             row[column] = _text(value)
