@@ -112,7 +112,8 @@ def test_negative_counts_are_left_out_with_a_warning(tmp_path: Path) -> None:
     ]
 
 
-def test_a_bad_shutdown_is_a_warning_with_file_and_line_in_the_command(tmp_path: Path) -> None:
+def _session_with_shutdown(tmp_path: Path, metrics: str) -> Path:
+    """A session ``s1`` of a start and a shutdown with ``metrics``; its log's path."""
     session = tmp_path / "s1"
     session.mkdir()
     start = json.dumps(
@@ -122,9 +123,17 @@ def test_a_bad_shutdown_is_a_warning_with_file_and_line_in_the_command(tmp_path:
             "data": {"sessionId": "s1", "copilotVersion": "0.0.400"},
         }
     )
-    bad = '{"count":1e30},"usage":{"outputTokens":7}}}'
-    lines = [start, _shutdown('{"gpt-5":{"requests":' + bad)]
-    (session / "events.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log = session / "events.jsonl"
+    log.write_text("\n".join([start, _shutdown(metrics)]) + "\n", encoding="utf-8")
+    return log
+
+
+_UNREADABLE_COUNT = '{"gpt-5":{"requests":{"count":1e30},"usage":{"outputTokens":7}}}'
+
+
+def test_a_bad_shutdown_is_a_warning_with_file_and_line_in_the_command(tmp_path: Path) -> None:
+    log = _session_with_shutdown(tmp_path, _UNREADABLE_COUNT)
+    session = log.parent
     result = CliRunner().invoke(
         app, ["--no-cache", "analyze", str(tmp_path), "--format", "json"], catch_exceptions=False
     )
@@ -139,6 +148,15 @@ def test_a_bad_shutdown_is_a_warning_with_file_and_line_in_the_command(tmp_path:
         (str(session / "events.jsonl"), 2, "warning")
     ]
     assert "beyond 64 bits" in report["issues"][0]["message"]
+
+
+def test_the_table_says_requests_unknown_not_no_shutdown_totals(tmp_path: Path) -> None:
+    # the shutdown's token totals are there; only its request count is not
+    _session_with_shutdown(tmp_path, _UNREADABLE_COUNT)
+    result = CliRunner().invoke(app, ["--no-cache", "analyze", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "requests unknown" in result.stdout
+    assert "no shutdown totals" not in result.stdout
 
 
 _NUMBERS = st.one_of(

@@ -352,13 +352,17 @@ def _money_total(series: pl.Series, unpriced: object) -> str:
 
 def _check() -> pl.Expr:
     """``ok 5=5`` when counted calls equal the shutdown's requests, else the difference and the
-    cause the log shows (``/rewind``, ``lines missing from the log``, ...)."""
+    cause the log shows (``/rewind``, ``lines missing from the log``, ...); with no request
+    total, whether the log has usage records or a shutdown's token totals instead."""
     cause = pl.col("calls_delta_reason").str.split(":").list.first()
     return (
         pl.when(pl.col("shutdown_requests").is_null())
         .then(
             pl.when(pl.col("token_totals_source") == "usage_records")
             .then(pl.lit("no shutdown; usage records"))
+            # token totals taken from a shutdown whose request count was unreadable
+            .when(pl.col("token_totals_source").str.starts_with("shutdown"))
+            .then(pl.lit("requests unknown"))
             .otherwise(pl.lit("no shutdown totals"))
         )
         .when(pl.col("calls_agree"))
