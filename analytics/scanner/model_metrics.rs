@@ -123,9 +123,7 @@ impl Figures<'_> {
             "is a whole number beyond 64 bits",
         )?;
         if count < 0 {
-            let model = quoted(self.model);
-            self.warnings
-                .push(format!("modelMetrics[{model}] {key} is negative; left out"));
+            self.left_out(key, "is negative");
             return None;
         }
         Some(count)
@@ -149,11 +147,16 @@ impl Figures<'_> {
         let number = member(members, key.as_bytes()).and_then(Number::of)?;
         let value = get(&number);
         if value.is_none() && number.integral().is_some() {
-            let model = quoted(self.model);
-            self.warnings
-                .push(format!("modelMetrics[{model}] {key} {why}; left out"));
+            self.left_out(key, why);
         }
         value
+    }
+
+    /// The warning for a figure `key` left out, and why.
+    fn left_out(&mut self, key: &str, why: &str) {
+        let model = quoted(self.model);
+        self.warnings
+            .push(format!("modelMetrics[{model}] {key} {why}; left out"));
     }
 }
 
