@@ -190,11 +190,25 @@ def _price(
     frame = usage.with_row_index(_ROW).with_columns(
         _resolved_models(calls, table, model_map or {}), prompt.alias(_PROMPT)
     )
-    chosen = frame.select(_ROW).join(
-        _choose_variants(frame, _variants(table), table), on=_ROW, how="left", maintain_order="left"
+    variants = _variants(table)
+    chosen = _choose_variants(frame, variants, table)
+    # each call keeps its row: the chosen variant's prices are taken by its index and set
+    # beside the calls, not joined to a copy
+    prices = variants.select(
+        pl.col("__resolved").alias("__matched"),
+        "has_tiers",
+        *_PRICE_COLUMNS,
+        *_FAST_COLUMNS,
+        "p_request",
+        "p_web_search",
+    ).select(pl.all().gather(chosen))
+    known = ~pl.col("has_tiers") | pl.col(_PROMPT).is_not_null()
+    joined = (
+        frame.hstack(prices.get_columns())
+        .with_columns(pl.when(pl.col("__matched").is_not_null()).then(known).alias("__tier_known"))
+        .drop("has_tiers")
+        .with_columns(_flags())
     )
-    # each call keeps its row: the chosen prices are set beside the calls, not joined to a copy
-    joined = frame.hstack(chosen.drop(_ROW).get_columns()).with_columns(_flags())
     kept = [c for c in calls.columns if c not in COSTS and c not in AGENT_COSTS]
     return (
         joined.with_columns(
@@ -234,7 +248,7 @@ def _resolved_models(
 def _variants(table: RateTable) -> pl.DataFrame:
     """One row per model x price entry x (base | tier | window hour range), in $ per token:
     the standard prices, the fast-mode prices (null without a ``fast_multiplier``), and the
-    per-request and per-web-search charges."""
+    per-request and per-web-search charges; in the order a call's variants are tried."""
     rows = [
         row
         for model in table.models
@@ -255,8 +269,14 @@ def _variants(table: RateTable) -> pl.DataFrame:
         "win_days": pl.List(pl.Int8()),
         **dict.fromkeys(money, pl.String()),
     }
-    # the prices come as text (``schema.money_text``), cast to MONEY here
-    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(pl.col(money).cast(MONEY))
+    # the prices come as text (``schema.money_text``), cast to MONEY here; a call's variants
+    # are tried in this order (``_choose_variants``): the largest tier first, a window before
+    # none, else the table's order
+    return (
+        pl.DataFrame(rows, schema=schema, orient="row")
+        .with_columns(pl.col(money).cast(MONEY))
+        .sort(["above", "win_tz"], descending=[True, False], nulls_last=True, maintain_order=True)
+    )
 
 
 def _period_rows(
@@ -328,32 +348,27 @@ def _day_numbers(days: tuple[str, ...]) -> list[int]:
     return [WEEKDAYS.index(d) + 1 for d in days]
 
 
-def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTable) -> pl.DataFrame:
-    """For each call row, the one variant that applies: largest tier, a window before none.
+def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTable) -> pl.Series:
+    """For each call row, the row of ``variants`` that applies (null: none): of those whose
+    entry, tier and window apply, the first, as ``_variants`` orders them by preference.
 
-    The calls meet the variants by what decides the choice alone; the chosen variant's prices
-    are joined after, one row per call, so no row per (call, candidate variant) carries them.
-    """
-    variants = variants.with_row_index(_VARIANT)
-    prices = [*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search"]
+    The calls meet the variants by what decides the choice alone, in the calls' order and
+    each call's variants in theirs, so the first applicable one of a call is its choice: no
+    sort, and no join to put the choices back in the calls' order (they are scattered into
+    a column of every call)."""
     candidates = frame.select(_ROW, "__resolved", "start_time", _PROMPT).join(
-        variants.drop(prices), on="__resolved", how="inner"
+        variants.select(
+            pl.exclude(*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search")
+        ).with_row_index(_VARIANT),
+        on="__resolved",
+        how="inner",
+        maintain_order="left_right",
     )
     local = _local_clock(candidates, table)
     applies = _in_period() & _in_tier() & _in_window(local)
-    return (
-        candidates.filter(applies)
-        .sort([_ROW, "above", "win_tz"], descending=[False, True, False], nulls_last=True)
-        .unique(subset=_ROW, keep="first", maintain_order=True)
-        .select(
-            _ROW,
-            _VARIANT,
-            pl.col("__resolved").alias("__matched"),
-            (~pl.col("has_tiers") | pl.col(_PROMPT).is_not_null()).alias("__tier_known"),
-        )
-        .join(variants.select(_VARIANT, *prices), on=_VARIANT, how="left", maintain_order="left")
-        .drop(_VARIANT)
-    )
+    chosen = candidates.filter(applies).filter(pl.col(_ROW).is_first_distinct())
+    every = pl.repeat(None, frame.height, dtype=pl.UInt32(), eager=True)
+    return every.scatter(chosen.get_column(_ROW), chosen.get_column(_VARIANT))
 
 
 def _in_period() -> pl.Expr:
