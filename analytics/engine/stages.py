@@ -486,6 +486,8 @@ class _Observed:
     def issues(self, session_ids: list[str]) -> pl.DataFrame:
         """Problems of the records: whole files', and those of the sessions' own rows."""
         rows, issues = self._records(session_ids)
+        if not issues.height:  # most trees keep no records: no filter of every session's id
+            return issues
         theirs = rows.filter(pl.col("session_id").is_in(_ids(session_ids))).select(
             pl.col("source_file").alias("file"), pl.col("source_line").alias("line")
         )
