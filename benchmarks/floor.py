@@ -1,4 +1,4 @@
-"""The floor of a cold ``agentcost analyze``: what it must do before any stage after the scan.
+"""The floor of a cold ``agentcost analyze``, and the steps from it to the command.
 
 ``python -m benchmarks.floor TREE`` starts the interpreter and tunes the allocators as the
 command does, discovers the logs under ``TREE``, begins the first groups' scans and imports
@@ -10,10 +10,26 @@ interpreter): no events frame, no calls, sessions, tokens, prices or report.
 ``benchmarks.run`` times it as a child process beside the real command, so the gap between
 the two is what the stages after the scan cost, and the floor against ccusage is the best
 ratio a cold run can reach with this scanner.
+
+``--upto STEP`` goes further, one step of the command at a time (``STEPS``), so that the
+benchmark can say what each step adds to the floor, in wall time, on the same tree:
+
+- ``pass``: each group's scan read as the pipeline reads it (``scan_logs``: the shutdowns'
+  per-model totals decoded, the scan's issues as a frame), then the engine's native pass on
+  it (``_scanner.pass_copilot``: order, repeats, fold, tokens, fit), its Arrow tables dropped;
+- ``tables``: the same pass through ``engine.native.pass_group``, which makes its tables
+  polars frames in the contracts' schemas;
+- ``analysis``: the whole analysis without a cache (``analyze``: every group's stages, the
+  groups' tables combined, the other agents' logs looked for);
+- ``stored``: the same with the result cache on, as the command runs it (an empty cache: the
+  tables are written, and waited for);
+- ``priced``: then the sessions priced and their JSON printed, as ``analyze --format json``
+  does, without the command line (its option parsing, its output cache).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +40,7 @@ from analytics.engine import allocators
 allocators.tune()
 
 from analytics.agents.copilot import scan_ahead  # noqa: E402
-from analytics.agents.discover import LogFile, discover  # noqa: E402
+from analytics.agents.discover import Found, LogFile, discover  # noqa: E402
 from analytics.engine.groups import (  # noqa: E402
     GROUP_BYTES,
     WORKERS,
@@ -33,6 +49,9 @@ from analytics.engine.groups import (  # noqa: E402
     largest_first,
 )
 
+#: The steps ``--upto`` takes, in order, each one doing what the one before did and more.
+STEPS = ("scan", "pass", "tables", "analysis", "stored", "priced")
+
 
 def scan(logs: list[LogFile]) -> int:
     """Scan one group as ``scan_logs`` does; the count of column batches it returned."""
@@ -40,16 +59,74 @@ def scan(logs: list[LogFile]) -> int:
     return len(tables)
 
 
+def passed(logs: list[LogFile], *, as_frames: bool) -> int:
+    """Scan one group and run the engine's pass on it (``as_frames``: through
+    ``pass_group``, its tables made polars frames); the count of column batches scanned."""
+    from analytics import _scanner
+    from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
+    from analytics.agents.copilot.events import scan_logs
+    from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, conform, empty
+    from analytics.engine.native import pass_group
+
+    scanned = scan_logs(logs)
+    usage = empty(OBSERVED_USAGE)  # as a tree without per-call records beside its logs
+    if as_frames:
+        pass_group(scanned, None, usage)
+    else:
+        _scanner.pass_copilot(
+            scanned.tables,
+            conform(scanned.model_metrics, MODEL_METRICS).rechunk().__arrow_c_stream__(),
+            scanned.failed,
+            sorted(KNOWN_EVENT_TYPES),
+            None,
+            usage.__arrow_c_stream__(),
+        )
+    return len(scanned.tables)
+
+
+def analysed(tree: Path, found: Found, step: str) -> str:
+    """The ``analysis``, ``stored`` or ``priced`` step on ``tree``; what it prints."""
+    from analytics.engine.analyze import analyze
+
+    use_cache = step != "analysis"
+    result = analyze([tree], use_cache=use_cache, keep_events=False, found=found)
+    text = f"{result.sessions.height} sessions"
+    if step == "priced":
+        from analytics.cache.repriced import priced
+        from analytics.core.pricing.rates import load_rates
+        from analytics.render import report
+
+        sessions = priced(result, load_rates("github-copilot"), {}, ["sessions"])["sessions"]
+        text = "".join(report.render_json("sessions", sessions, result.issues))
+    if use_cache:
+        from analytics.cache import results
+
+        results.flush()  # the command waits for the result cache's writes before it exits
+    return text
+
+
 def main() -> None:
-    tree = Path(sys.argv[1])
-    found = discover([tree])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--upto", choices=STEPS, default=STEPS[0], help="the last step run")
+    args = parser.parse_args()
+    found = discover([args.tree])
     groups = groups_of(found.logs, GROUP_BYTES)
+    if args.upto in STEPS[3:]:  # the analysis begins its scans itself, as the command does
+        from analytics.engine.groups import scan_ahead as begin
+
+        begin(found, [args.tree], use_cache=args.upto != "analysis")
+        print(analysed(args.tree, found, args.upto))
+        return
     if len(groups) > 1:  # as ``scan_ahead`` begins them for a cold command
         scan_ahead.start(first_scans(groups), WORKERS)
     import polars  # noqa: F401  (the command imports it while those scans run)
 
+    def work(logs: list[LogFile]) -> int:
+        return scan(logs) if args.upto == "scan" else passed(logs, as_frames=args.upto == "tables")
+
     with ThreadPoolExecutor(WORKERS) as workers:
-        batches = sum(workers.map(scan, [groups[i] for i in largest_first(groups)]))
+        batches = sum(workers.map(work, [groups[i] for i in largest_first(groups)]))
     print(f"{len(found.logs)} logs, {len(groups)} groups, {batches} batches")
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analytics.cache.output import OutputCache
-from benchmarks import profile
+from benchmarks import floor, profile
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -95,12 +95,14 @@ def main() -> None:
             touched, _ = measure("agentcost touched", size, agentcost_command(tree), tree, cache)
             runs += [ccusage_run, floor, cold, warm, stored, touched]
         agreement[size] = compare(agentcost_out, ccusage_out)
+    big = max(args.sizes)
+    ladder = steps(ensure_tree(big), big, RESULTS / "steps-cache", args.repeat)
     profiles = (
         profile.stages(ensure_tree(max(args.sizes)), RESULTS / "profile-cache")
         if args.profile
         else ""
     )
-    report = render(runs, agreement, profiles)
+    report = render(runs, agreement, ladder + profiles)
     print(report)
     (HERE / "README.md").write_text(report)
     (RESULTS / f"runs-{dt.date.today()}.json").write_text(
@@ -137,9 +139,61 @@ def agentcost_command(tree: Path) -> list[str]:
     return [str(AGENTCOST), "analyze", str(tree), "--format", "json"]
 
 
-def floor_command(tree: Path) -> list[str]:
-    """Start-up, discovery and the native scan of every log, nothing after (``floor.py``)."""
-    return [sys.executable, "-m", "benchmarks.floor", str(tree)]
+def floor_command(tree: Path, upto: str = floor.STEPS[0]) -> list[str]:
+    """Start-up, discovery and the native scan of every log, nothing after (``floor.py``);
+    with ``upto``, the steps of the command after it up to that one."""
+    return [sys.executable, "-m", "benchmarks.floor", str(tree), "--upto", upto]
+
+
+#: What each of ``floor.STEPS`` adds to the one before, as the steps table says it.
+STEP_NAMES = {
+    "scan": "the scan floor: start-up, discovery, the native scan",
+    "pass": "+ the engine's native pass on each group (Arrow tables dropped)",
+    "tables": "+ its tables made polars frames (`pass_group`)",
+    "analysis": "+ the analysis: groups combined, other agents looked for (no cache)",
+    "stored": "+ the result cache written",
+    "priced": "+ the sessions priced and their JSON printed",
+}
+
+
+def steps(tree: Path, size: int, cache: Path, repeat: int) -> str:
+    """A markdown section: the wall time of each of ``floor.STEPS`` and of the cold command,
+    on ``tree``, in ``repeat`` alternating rounds on an empty cache; medians, and what each
+    step adds to the one before."""
+    labels = [*floor.STEPS, "command"]
+    walls: dict[str, list[float]] = {label: [] for label in labels}
+    for _ in range(repeat):
+        for label in labels:
+            shutil.rmtree(cache, ignore_errors=True)
+            command = agentcost_command(tree) if label == "command" else floor_command(tree, label)
+            run, _ = measure(label, size, command, tree, cache)
+            walls[label].append(run.wall_s)
+    medians = {label: statistics.median(walls[label]) for label in labels}
+    base = medians["scan"]
+    rows, before = [], base
+    for label in labels:
+        name = STEP_NAMES.get(label, "the command: `agentcost analyze --format json`, cold")
+        rows.append(
+            f"| {name} | {medians[label]:.3f} | {medians[label] / base:.2f}x "
+            f"| {medians[label] - before:+.3f} |"
+        )
+        before = medians[label]
+    return "\n".join(
+        [
+            f"## From the scan floor to the command ({size} MB, cold)",
+            "",
+            "Each step is `python -m benchmarks.floor TREE --upto STEP` (see `floor.py`): it "
+            "does what the step before did and one thing more, so the last column is what "
+            f"that thing costs in wall time. {repeat} alternating rounds, medians; an empty "
+            "cache for every run.",
+            "",
+            "| step | median wall s | vs the floor | added s |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            "",
+        ]
+    )
 
 
 def measure(

@@ -9,6 +9,7 @@ is a group of its own) and small literal logs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 from analytics import _scanner
 from analytics.agents.copilot import scan_ahead
 from analytics.agents.discover import discover
+from analytics.cache.location import results_dir
 from analytics.cache.results import flush
 from analytics.cli.commands import app
 from analytics.engine import groups
@@ -150,3 +152,36 @@ def test_the_floor_benchmark_scans_as_the_command_does(tmp_path: Path) -> None:
         cwd=Path(__file__).parents[1],
     )
     assert done.stdout.startswith(f"{len(discover([SAMPLE_LOGS]).logs)} logs, 1 groups")
+
+
+@pytest.mark.parametrize("step", ["pass", "tables", "analysis", "stored", "priced"])
+def test_each_step_of_the_floor_benchmark_does_what_it_names(tmp_path: Path, step: str) -> None:
+    """``floor.py --upto STEP`` runs each step of the command after the scan (``make bench``
+    times them): the last prints what ``analyze --format json`` prints, the two before it
+    count the sessions analysed, and the steps with the result cache on store the analysis
+    there, as the command does."""
+    env = {**os.environ, "AGENTCOST_CACHE_DIR": str(tmp_path / "step")}
+
+    def run(*command: str) -> str:
+        done = subprocess.run(
+            [sys.executable, *command],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parents[1],
+            env=env,
+        )
+        return done.stdout
+
+    printed = run("-m", "benchmarks.floor", str(SAMPLE_LOGS), "--upto", step)
+    stored = results_dir(tmp_path / "step")
+    assert (stored.is_dir() and any(stored.iterdir())) == (step in ("stored", "priced"))
+    env["AGENTCOST_CACHE_DIR"] = str(tmp_path / "command")
+    command = "from analytics.cli import main; main()"
+    shown = run("-c", command, "analyze", str(SAMPLE_LOGS), "--format", "json")
+    if step == "priced":
+        assert printed == shown
+    elif step in ("analysis", "stored"):
+        assert printed == f"{len(json.loads(shown)['sessions'])} sessions\n"
+    else:
+        assert printed.startswith(f"{len(discover([SAMPLE_LOGS]).logs)} logs, 1 groups")
