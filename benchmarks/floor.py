@@ -48,9 +48,20 @@ from analytics.engine.groups import (  # noqa: E402
     groups_of,
     largest_first,
 )
+from analytics.engine.groups import scan_ahead as begin_scans  # noqa: E402
 
-#: The steps ``--upto`` takes, in order, each one doing what the one before did and more.
-STEPS = ("scan", "pass", "tables", "analysis", "stored", "priced")
+#: The steps ``--upto`` takes, in order, each one doing what the one before did and more,
+#: with what it adds (as ``benchmarks.run`` names it in its steps table).
+STEPS = {
+    "scan": "the scan floor: start-up, discovery, the native scan",
+    "pass": "+ the engine's native pass on each group (Arrow tables dropped)",
+    "tables": "+ its tables made polars frames (`pass_group`)",
+    "analysis": "+ the analysis: groups combined, other agents looked for (no cache)",
+    "stored": "+ the result cache written",
+    "priced": "+ the sessions priced and their JSON printed",
+}
+#: The steps that run the whole analysis (``analysed``), which begins its own scans.
+_ANALYSED = ("analysis", "stored", "priced")
 
 
 def scan(logs: list[LogFile]) -> int:
@@ -108,14 +119,12 @@ def analysed(tree: Path, found: Found, step: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tree", type=Path)
-    parser.add_argument("--upto", choices=STEPS, default=STEPS[0], help="the last step run")
+    parser.add_argument("--upto", choices=list(STEPS), default="scan", help="the last step run")
     args = parser.parse_args()
     found = discover([args.tree])
     groups = groups_of(found.logs, GROUP_BYTES)
-    if args.upto in STEPS[3:]:  # the analysis begins its scans itself, as the command does
-        from analytics.engine.groups import scan_ahead as begin
-
-        begin(found, [args.tree], use_cache=args.upto != "analysis")
+    if args.upto in _ANALYSED:  # the analysis begins its scans itself, as the command does
+        begin_scans(found, [args.tree], use_cache=args.upto != "analysis")
         print(analysed(args.tree, found, args.upto))
         return
     if len(groups) > 1:  # as ``scan_ahead`` begins them for a cold command

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analytics.cache.output import OutputCache
-from benchmarks import floor, profile
+from benchmarks import profile
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -139,28 +139,20 @@ def agentcost_command(tree: Path) -> list[str]:
     return [str(AGENTCOST), "analyze", str(tree), "--format", "json"]
 
 
-def floor_command(tree: Path, upto: str = floor.STEPS[0]) -> list[str]:
+def floor_command(tree: Path, upto: str = "scan") -> list[str]:
     """Start-up, discovery and the native scan of every log, nothing after (``floor.py``);
     with ``upto``, the steps of the command after it up to that one."""
     return [sys.executable, "-m", "benchmarks.floor", str(tree), "--upto", upto]
-
-
-#: What each of ``floor.STEPS`` adds to the one before, as the steps table says it.
-STEP_NAMES = {
-    "scan": "the scan floor: start-up, discovery, the native scan",
-    "pass": "+ the engine's native pass on each group (Arrow tables dropped)",
-    "tables": "+ its tables made polars frames (`pass_group`)",
-    "analysis": "+ the analysis: groups combined, other agents looked for (no cache)",
-    "stored": "+ the result cache written",
-    "priced": "+ the sessions priced and their JSON printed",
-}
 
 
 def steps(tree: Path, size: int, cache: Path, repeat: int) -> str:
     """A markdown section: the wall time of each of ``floor.STEPS`` and of the cold command,
     on ``tree``, in ``repeat`` alternating rounds on an empty cache; medians, and what each
     step adds to the one before."""
-    labels = [*floor.STEPS, "command"]
+    # imported here, after polars: its allocator tuning is for a process of its own
+    from benchmarks.floor import STEPS
+
+    labels = [*STEPS, "command"]
     walls: dict[str, list[float]] = {label: [] for label in labels}
     for _ in range(repeat):
         for label in labels:
@@ -172,7 +164,7 @@ def steps(tree: Path, size: int, cache: Path, repeat: int) -> str:
     base = medians["scan"]
     rows, before = [], base
     for label in labels:
-        name = STEP_NAMES.get(label, "the command: `agentcost analyze --format json`, cold")
+        name = STEPS.get(label, "the command: `agentcost analyze --format json`, cold")
         rows.append(
             f"| {name} | {medians[label]:.3f} | {medians[label] / base:.2f}x "
             f"| {medians[label] - before:+.3f} |"

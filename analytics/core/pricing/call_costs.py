@@ -83,6 +83,9 @@ _PROMPT = "__prompt_tokens"
 _TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
 _PRICE_COLUMNS = tuple(f"p_{n}" for n in _TOKEN_PRICES)
 _FAST_COLUMNS = tuple(f"f_{n}" for n in _TOKEN_PRICES)
+#: Every money column of a variant (``_variants``): its token prices, standard and fast, and
+#: its per-request and per-web-search charges.
+_PRICES = (*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search")
 _ZERO = money_lit(0)
 #: Token counts every priced call needs (cache writes are needed only where they cost more).
 _COUNTS = ("input_tokens", "cache_read_tokens", "output_tokens")
@@ -194,14 +197,9 @@ def _price(
     chosen = _choose_variants(frame, variants, table)
     # each call keeps its row: the chosen variant's prices are taken by its index and set
     # beside the calls, not joined to a copy
-    prices = variants.select(
-        pl.col("__resolved").alias("__matched"),
-        "has_tiers",
-        *_PRICE_COLUMNS,
-        *_FAST_COLUMNS,
-        "p_request",
-        "p_web_search",
-    ).select(pl.all().gather(chosen))
+    prices = variants.select(pl.col("__resolved").alias("__matched"), "has_tiers", *_PRICES).select(
+        pl.all().gather(chosen)
+    )
     known = ~pl.col("has_tiers") | pl.col(_PROMPT).is_not_null()
     joined = (
         frame.hstack(prices.get_columns())
@@ -255,7 +253,6 @@ def _variants(table: RateTable) -> pl.DataFrame:
         for period in model.periods
         for row in _period_rows(model, period, table)
     ]
-    money = (*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search")
     schema = {
         "__resolved": pl.String(),
         "eff_from": TIMESTAMP,
@@ -267,14 +264,14 @@ def _variants(table: RateTable) -> pl.DataFrame:
         "win_start": pl.Int32(),
         "win_end": pl.Int32(),
         "win_days": pl.List(pl.Int8()),
-        **dict.fromkeys(money, pl.String()),
+        **dict.fromkeys(_PRICES, pl.String()),
     }
     # the prices come as text (``schema.money_text``), cast to MONEY here; a call's variants
     # are tried in this order (``_choose_variants``): the largest tier first, a window before
     # none, else the table's order
     return (
         pl.DataFrame(rows, schema=schema, orient="row")
-        .with_columns(pl.col(money).cast(MONEY))
+        .with_columns(pl.col(_PRICES).cast(MONEY))
         .sort(["above", "win_tz"], descending=[True, False], nulls_last=True, maintain_order=True)
     )
 
@@ -357,9 +354,7 @@ def _choose_variants(frame: pl.DataFrame, variants: pl.DataFrame, table: RateTab
     sort, and no join to put the choices back in the calls' order (they are scattered into
     a column of every call)."""
     candidates = frame.select(_ROW, "__resolved", "start_time", _PROMPT).join(
-        variants.select(
-            pl.exclude(*_PRICE_COLUMNS, *_FAST_COLUMNS, "p_request", "p_web_search")
-        ).with_row_index(_VARIANT),
+        variants.select(pl.exclude(*_PRICES)).with_row_index(_VARIANT),
         on="__resolved",
         how="inner",
         maintain_order="left_right",
