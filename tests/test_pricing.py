@@ -547,3 +547,48 @@ def test_github_copilot_reproduces_every_real_shutdown_bill(real_logs: Path) -> 
     unpriced = {row[2] for row in found} & WITHOUT_SOURCED_PRICE
     table = load_rate_table("github-copilot")
     assert all(table.resolve(model) is None for model in unpriced)
+
+
+def test_a_frame_with_an_empty_chunk_prices_as_its_contiguous_copy() -> None:
+    """A filter that removes every row of one part of a concatenation leaves an empty chunk
+    (as ``price_calls`` splits a mix's bring-your-own-key calls off, or a window drops one
+    agent's calls). polars 2.1 panicked pricing the real frame of that layout (the
+    ``unpriced_reason`` chain; the three real files of ``tests/test_mixed_agents.py``); such a
+    frame prices as its contiguous copy."""
+
+    def calls(models: list[str], input_tokens: list[int]) -> pl.DataFrame:
+        n = len(models)
+        return pl.DataFrame(
+            {
+                "model": models,
+                "input_tokens": input_tokens,
+                "cache_read_tokens": [None] * n,
+                "cache_write_tokens": [None] * n,
+                "output_tokens": [80] * n,
+                "reasoning_tokens": [None] * n,
+                "start_time": [datetime(2026, 5, 12, tzinfo=UTC)] * n,
+                "speed": [None] * n,
+            },
+            schema_overrides={
+                "cache_read_tokens": pl.Int64(),
+                "cache_write_tokens": pl.Int64(),
+                "reasoning_tokens": pl.Int64(),
+                "start_time": TIMESTAMP,
+                "speed": pl.String(),
+            },
+        )
+
+    mixed = pl.concat(
+        [
+            calls(["claude-sonnet-4.5", "gpt-5-mini"], [1_000, 2_000]),
+            calls(["gpt-5.2-codex", "gpt-5.2-codex", "gpt-5.5"], [1_200, 40, 9]),
+        ],
+        rechunk=False,
+    )
+    filtered = mixed.with_row_index("call").filter(pl.Series([False, False, True, True, True]))
+    chunks = [len(chunk) for chunk in filtered.get_column("speed").get_chunks()]
+    assert chunks == [0, 3]  # the layout that panicked
+    table = load_rate_table("openai")
+    priced = price_by_table(filtered, table)
+    assert priced.equals(price_by_table(filtered.rechunk(), table))
+    assert priced["unpriced_reason"].to_list() == ["cache_read_tokens unknown"] * 3

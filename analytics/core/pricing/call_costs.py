@@ -185,10 +185,12 @@ def _price(
     """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_by_table`."""
     agent = any(name in calls.columns for name in AGENT_USAGE)
     optional = {**AGENT_USAGE, "user_initiated": pl.Boolean()}
-    usage = calls.with_columns(
-        pl.lit(None, dtype=dtype).alias(name)
-        for name, dtype in optional.items()
-        if name not in calls.columns
+    usage = _without_empty_chunks(
+        calls.with_columns(
+            pl.lit(None, dtype=dtype).alias(name)
+            for name, dtype in optional.items()
+            if name not in calls.columns
+        )
     )
     frame = usage.with_row_index(_ROW).with_columns(
         _resolved_models(calls, table, model_map or {}), prompt.alias(_PROMPT)
@@ -227,6 +229,23 @@ def _price(
         )
         .select(*kept, *COSTS, *(AGENT_COSTS if agent else ()))
     )
+
+
+def _without_empty_chunks(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame``, made contiguous when one of its columns holds an empty chunk among others.
+
+    A filter leaves such a chunk where it removes all the rows of one part of a concatenation
+    (every Copilot call of a mix, or every call before a ``--until``). Priced beside the
+    contiguous columns ``_price`` adds (the row index, the chosen prices), such a frame makes
+    polars 2.1 panic (``binview/mod.rs: assertion failed: i < self.len()``) in the
+    ``unpriced_reason`` chain of ``format`` over literal branches. Other frames are not copied:
+    rechunking every multi-chunk frame costs ~9 ms on 80,000 calls of the cold path.
+    """
+    empty = any(
+        series.n_chunks() > 1 and any(len(chunk) == 0 for chunk in series.get_chunks())
+        for series in frame.get_columns()
+    )
+    return frame.rechunk() if empty else frame
 
 
 def _resolved_models(
