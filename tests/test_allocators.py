@@ -59,7 +59,8 @@ def test_the_console_script_tunes_before_any_command() -> None:
         "import os, sys\n"
         "from analytics.cli import commands as cli\n"
         "sys.argv = ['agentcost', '--help']\n"
-        "cli.app = lambda: print(os.environ.get('_RJEM_MALLOC_CONF'), 'polars' in sys.modules)\n"
+        "cli.app = lambda **_: print(\n"
+        "    os.environ.get('_RJEM_MALLOC_CONF'), 'polars' in sys.modules)\n"
         "cli.main()\n"
     )
     clean = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}

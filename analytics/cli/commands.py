@@ -795,28 +795,66 @@ def _only_the_command_named(first: Sequence[str]) -> None:
         app.registered_commands, app.registered_groups = commands, groups
 
 
+#: The exit code of a failure inside agentcost or a library it runs: a bug, never the input's.
+INTERNAL_FAILURE = 3
+
+
 def main() -> NoReturn:
-    """Console-script entry point.
+    """Console-script entry point: :func:`run` the command line, then leave.
 
     Leaves with ``os._exit`` once output is flushed: tearing down the interpreter after polars
     has been loaded costs ~0.15 s (measured), a tenth of a warm run. Every file agentcost
-    writes is closed by then (the result cache's background write is waited for); an
-    unexpected exception still gets its normal traceback. Before any command runs, the
-    allocators are told to return freed memory (``allocators.tune``).
+    writes is closed by then (the result cache's background write is waited for). Before any
+    command runs, the allocators are told to return freed memory (``allocators.tune``).
     """
     from analytics.engine.allocators import tune
 
     tune()
     _only_the_command_named(sys.argv[1:2])
-    try:
-        app()
-        code = 0
-    except SystemExit as leaving:
-        code = leaving.code if isinstance(leaving.code, int) else int(leaving.code is not None)
-        if isinstance(leaving.code, str):
-            print(leaving.code, file=sys.stderr)
+    code = run(sys.argv[1:])
     if "analytics.cache.results" in sys.modules:  # a result still being written is finished
         sys.modules["analytics.cache.results"].flush()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run the command line ``argv`` (without the program's name) and return its exit code.
+
+    A failure the input did not cause (a bug: an exception no command expects, or a panic of
+    polars or the native engine, which reaches Python as a ``BaseException``) is one line on
+    stderr and exit code 3 (``INTERNAL_FAILURE``), never a traceback; ``AGENTCOST_DEBUG=1``
+    shows the traceback too. Ctrl-C leaves with 130, as a shell expects.
+    """
+    try:
+        app(args=list(argv), prog_name="agentcost")
+    except SystemExit as leaving:
+        if isinstance(leaving.code, str):
+            print(leaving.code, file=sys.stderr)
+            return 1
+        return leaving.code if isinstance(leaving.code, int) else int(leaving.code is not None)
+    except KeyboardInterrupt:
+        return 130
+    except BaseException as failure:  # a panic is a BaseException, not an Exception
+        _err(_internal_failure_line(failure, argv))
+        return INTERNAL_FAILURE
+    return 0
+
+
+def _internal_failure_line(failure: BaseException, argv: Sequence[str]) -> str:
+    """The one line of a failure inside agentcost: the command and its inputs as given, what
+    failed, and what to do."""
+    import shlex
+
+    if os.environ.get("AGENTCOST_DEBUG"):
+        import traceback
+
+        traceback.print_exception(failure)
+    words = str(failure).strip().splitlines()
+    what = f"{type(failure).__name__}: {words[0]}" if words else type(failure).__name__
+    return (
+        f"agentcost: internal error in `{shlex.join(['agentcost', *argv])}`: {what}. "
+        "This is a bug in agentcost or a library it runs, not a problem of the logs: please "
+        "report it with this line (AGENTCOST_DEBUG=1 shows the traceback)."
+    )
