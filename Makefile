@@ -3,9 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 LOGS ?= sample_logs
-# The native scanner (analytics/scanner/, Rust) builds with cargo; rustup puts it here.
+# The native engine (native/, Rust) builds with cargo; rustup puts it here.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
-SCANNER := Cargo.toml Cargo.lock $(wildcard analytics/scanner/*.rs)
+SCANNER := Cargo.toml Cargo.lock $(shell find native -name "*.rs")
 # Seconds of the scanner's bounded fuzz run in `make test` (CI sets more).
 FUZZ_SECONDS ?= 10
 

@@ -15,9 +15,9 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use _scanner::copilot::COPILOT;
-use _scanner::scan::{Batch, FileSpec, Scanner, BLOCK};
-use _scanner::table::{Bits, Column};
+use _scanner::agents::copilot::format::COPILOT;
+use _scanner::read::scan::{Batch, FileSpec, Scanner, BLOCK};
+use _scanner::read::table::{Bits, Column};
 
 fn logs(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

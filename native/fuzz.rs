@@ -24,11 +24,11 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 
-use _scanner::calls::Folded;
-use _scanner::copilot::COPILOT;
-use _scanner::model_metrics;
-use _scanner::scan::{Batch, FileSpec, Resume, Scanner};
-use _scanner::table::{Column, Table};
+use _scanner::agents::copilot::format::COPILOT;
+use _scanner::agents::copilot::model_metrics;
+use _scanner::fold::Folded;
+use _scanner::read::scan::{Batch, FileSpec, Resume, Scanner};
+use _scanner::read::table::{Column, Table};
 
 const SEEDS: &[&[u8]] = &[
     br#"{"type":"session.start","data":{"sessionId":"s1","copilotVersion":"1.0.80","context":{"cwd":"/x"}},"id":"e1","timestamp":"2026-05-01T10:00:00.000Z"}"#,
@@ -301,7 +301,10 @@ fn folds_survive_damaged_input_for_a_stated_time() {
             lines += i64::try_from(count).unwrap_or(0);
             bytes += data.len() as u64;
         }
-        for fold in [_scanner::claude::fold, _scanner::codex::fold] {
+        for fold in [
+            _scanner::agents::claude_code::fold,
+            _scanner::agents::codex::fold,
+        ] {
             let began = Instant::now();
             let folded = std::panic::catch_unwind(|| fold(&paths))
                 .unwrap_or_else(|_| panic!("fold panicked on {first:?} and {second:?}"));
@@ -395,9 +398,9 @@ fn raw_event() -> impl Strategy<Value = Raw> {
 
 #[test]
 fn copilot_fold_survives_any_events_for_a_stated_time() {
-    use _scanner::copilot_fold::{fold_session, Event, Metric};
-    use _scanner::copilot_pass::{run, Line, ObservedRows, Tokens};
-    use _scanner::copilot_tokens::{session_tokens, Observed, Session};
+    use _scanner::agents::copilot::fold::{fold_session, Event, Metric};
+    use _scanner::agents::copilot::pass::{run, Line, ObservedRows, Tokens};
+    use _scanner::agents::copilot::tokens::{session_tokens, Observed, Session};
     use rustc_hash::FxHashSet;
     let known: FxHashSet<&str> = KINDS.iter().copied().take(KINDS.len() / 2).collect();
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")
@@ -579,7 +582,7 @@ fn copilot_fold_survives_any_events_for_a_stated_time() {
 
 #[test]
 fn reconstruction_fit_survives_any_numbers_for_a_stated_time() {
-    use _scanner::fit::{
+    use _scanner::agents::copilot::fit::{
         fit_session, regressors, CallIn, Item, Member, Part, Prior, Regressors, Target,
     };
     let seconds: u64 = std::env::var("AGENTCOST_FUZZ_SECONDS")

@@ -1,34 +1,25 @@
-//! agentcost's native log scanner (`analytics._scanner`): JSONL agent logs in, columnar
-//! EVENTS and ISSUES out, every line accounted for.
+//! agentcost's native engine (`analytics._scanner`): agents' log bytes in, the core's columnar
+//! tables out (EVENTS, CALLS, SESSIONS, ISSUES), every line accounted for.
 //!
-//! The core (`json`, `format`, `copilot`, `table`, `scan`, `compact`, and `model_metrics`,
-//! which decodes the shutdowns' per-model totals) is safe Rust that cannot panic on any input
-//! and builds without Python; `python` is the PyO3 binding, which
-//! hands the columns to polars through the Arrow C data interface. `solve` is a small
-//! numeric kernel of the prompt reconstruction that lives here for the same reason: speed
-//! without a Python object per value. `calls`, `claude` and `codex` fold Claude Code and Codex
-//! CLI logs into agent-agnostic calls, sessions and issues (one call per API request);
-//! `copilot_fold` folds each Copilot session's ordered events into its calls and sessions row,
-//! `copilot_tokens` gives those calls their tokens and the session its sums and fit, and
-//! `copilot_pass` goes from a group's scanned lines to both in one pass. Their maps hash
-//! with `rustc_hash` (FxHash).
+//! The folders show the flow, as the Python package's do:
+//! - `read`: bytes to fields. The strict JSON tokenizer guided by a table of wanted fields
+//!   (`json`), a log format as data (`format`), the scanner that turns files into columns or
+//!   issues (`scan`), the Arrow column builders (`table`) and compact re-serialisation
+//!   (`compact`). It knows no agent.
+//! - `fold`: what every per-call fold shares: reading a file's lines into parsed fields, and
+//!   the agent-agnostic CALLS, SESSIONS and ISSUES rows with their Arrow columns.
+//! - `agents/<agent>`: one folder per agent, its format and its rules: `copilot` (the events
+//!   format, its fold, token stage, fit and one-pass pipeline), `claude_code`, `codex`.
+//! - `python`: the PyO3 binding and the Arrow C data interface, the only code that knows
+//!   Python; built with the `python` feature (maturin turns it on).
+//!
+//! Everything outside `python` is safe Rust that cannot panic on any input and builds and is
+//! tested without Python. Maps hash with `rustc_hash` (FxHash): their keys are short strings
+//! and numbers from local logs.
 
-pub mod calibrate;
-pub mod calls;
-pub mod claude;
-pub mod codex;
-pub mod compact;
-pub mod copilot;
-pub mod copilot_fold;
-pub mod copilot_pass;
-pub mod copilot_tokens;
-pub mod fit;
-pub mod format;
-pub mod json;
-pub mod model_metrics;
-pub mod scan;
-pub mod solve;
-pub mod table;
+pub mod agents;
+pub mod fold;
+pub mod read;
 
 #[cfg(feature = "python")]
 mod python;

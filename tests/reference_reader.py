@@ -2,7 +2,7 @@
 
 It reads bytes the obvious way (``bytes.split``, ``bytes.decode``, CPython's ``json``) and
 applies the format table the scanner uses (``analytics._scanner.copilot_format()``, the
-table of ``analytics/scanner/copilot.rs``), so a difference between the two is a bug in the
+table of ``native/agents/copilot/format.rs``), so a difference between the two is a bug in the
 scanner's mechanics (tokenizer, shapes, numbers, strings, lines, sessions), not a second
 opinion about the table. The table itself is checked against the previous polars reader by
 the output-unchanged comparison. Rules, as the scanner documents them:

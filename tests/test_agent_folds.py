@@ -1,7 +1,7 @@
 """The Claude Code and Codex readers (``analytics.agents``) on literal log lines: discovery,
 the tables' contract, bad input, and hypothesis properties of the folds (copies, streamed
 replies and fork replays change no figure). The folds' rules themselves are tested line by
-line in ``analytics/scanner/claude.rs`` and ``codex.rs``.
+line in ``native/agents/claude_code/`` and ``codex/``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The polars stages (``order_events`` -> ``drop_repeats`` -> ``place_model_metrics
 ``build_calls`` -> ``summarize_sessions`` -> ``session_issues``; the priced lines
 ``log_prices`` decodes; the token stage, ``tests/reference/tokens.py``, with its
 reconstruction and calibration) are the oracle; the engine (``analytics.engine.native.pass_group``,
-``analytics/scanner/copilot_pass.rs`` and ``copilot_fold.rs``; ``analytics.engine.tokens``,
-``copilot_tokens.rs`` with ``fit.rs`` and ``calibrate.rs``) must give the same ordered EVENTS
+``native/agents/copilot/pass.rs`` and ``fold.rs``; ``analytics.engine.tokens``,
+``tokens.rs`` with ``fit.rs`` and ``calibrate.rs``) must give the same ordered EVENTS
 (repeats dropped), placed MODEL_METRICS, reading issues (the scan's, repeated lines, unknown
 event types), CALLS, SESSIONS, orphan-end and session issues, LOG_PRICES, and calls with
 tokens, sessions with their sums and fit, and token issues: same columns, dtypes, rows and row

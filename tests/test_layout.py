@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "analytics"
+#: The native engine's crate (Rust).
+CRATE = PACKAGE.parent / "native"
 #: The packages whose modules come after CALLS.
 AFTER_CALLS = ("core", "render", "cli")
 #: Modules under those packages that come before CALLS, and why.
 BEFORE_CALLS = {"cli/tools.py": "simulate and capture-to-log write logs"}
 #: The packages of the flow, and what else may sit at the top of ``analytics/``.
-PACKAGES = {"agents", "engine", "core", "render", "cli", "cache", "scanner", "rate_tables"}
+PACKAGES = {"agents", "engine", "core", "render", "cli", "cache", "rate_tables"}
 TOP_LEVEL = {"__init__.py", "_scanner.pyi"}
 
 
@@ -123,3 +125,79 @@ def test_the_readme_shows_every_package() -> None:
         if p.is_dir() and _holds_source(p) and p.name != "__pycache__"
     }
     assert named == packages
+
+
+def crate_module(path: Path, root: Path) -> tuple[str, ...]:
+    """The module path of a source file of the crate at ``root`` (``read/json.rs`` ->
+    ``("read", "json")``; a folder's ``mod.rs`` is the folder; ``lib.rs`` the crate)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return parts[:-1] if parts[-1] in ("mod", "lib") else parts
+
+
+def crate_uses(path: Path, root: Path, modules: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """The modules of the crate that a source file names (``crate::a::b``, ``super::c``), each
+    as the longest module path the name starts with; its own ancestors left out (a module may
+    use what the folder holding it defines)."""
+    me = crate_module(path, root)
+    here = me if path.stem in ("mod", "lib") else me[:-1]  # the folder ``super`` is beside
+    used = set()
+    for kind, rest in re.findall(r"\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)", path.read_text()):
+        names = tuple(rest.split("::")[1:])
+        full = names if kind == "crate" else here[:-1] + names
+        longest = next((full[:n] for n in range(len(full), 0, -1) if full[:n] in modules), None)
+        if longest is not None and longest != me[: len(longest)]:
+            used.add(longest)
+    return used
+
+
+def crate_circles(root: Path) -> list[str]:
+    """The modules of the crate at ``root`` that reach themselves through the modules they
+    use."""
+    files = sorted(root.rglob("*.rs"))
+    modules = {crate_module(f, root) for f in files}
+    graph = {crate_module(f, root): crate_uses(f, root, modules) for f in files}
+
+    def reaches(start: tuple[str, ...], goal: tuple[str, ...]) -> bool:
+        seen: set[tuple[str, ...]] = set()
+        todo = list(graph.get(start, ()))
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+        return False
+
+    return sorted("::".join(m) for m in graph if reaches(m, m))
+
+
+def test_the_crate_has_no_module_circle() -> None:
+    """No two modules of the crate use each other, directly or through others (a child's
+    use of its folder's items aside): read -> fold -> agents -> python."""
+    assert crate_circles(CRATE) == []
+
+
+def test_the_circle_rule_sees_a_circle(tmp_path: Path) -> None:
+    """A tokenizer and a format that use each other (as ``json.rs`` and ``format.rs`` did)
+    are a circle; a child using its folder's items is not."""
+    (tmp_path / "read").mkdir()
+    (tmp_path / "lib.rs").write_text("pub mod read;\n")
+    (tmp_path / "read" / "mod.rs").write_text("pub mod format;\npub mod json;\nfn shared() {}\n")
+    (tmp_path / "read" / "json.rs").write_text("use super::shared;\n")
+    (tmp_path / "read" / "format.rs").write_text("use crate::read::json::Kind;\n")
+    assert crate_circles(tmp_path) == []
+    (tmp_path / "read" / "json.rs").write_text("fn f() { crate::read::format::unescape(); }\n")
+    assert crate_circles(tmp_path) == ["read::format", "read::json"]
+
+
+def test_only_the_binding_knows_python_and_arrow() -> None:
+    """PyO3 and Arrow appear under ``native/python/`` only: everything else builds and is
+    tested without Python."""
+    outside = sorted(
+        str(f.relative_to(CRATE))
+        for f in CRATE.rglob("*.rs")
+        if f.relative_to(CRATE).parts[0] != "python"
+        and re.search(r"\b(pyo3|arrow_array|arrow_buffer|arrow_schema|arrow_data)::", f.read_text())
+    )
+    assert outside == []

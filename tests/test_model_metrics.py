@@ -1,4 +1,4 @@
-"""The scanner decodes a shutdown's ``modelMetrics`` (``analytics/scanner/model_metrics.rs``) as
+"""The scanner decodes a shutdown's ``modelMetrics`` (``native/agents/copilot/model_metrics.rs``) as
 the reference decoder does (``tests/reference/model_metrics.py``, the Python reader it
 replaced), row for row and warning for warning: on literal lines, and on hypothesis-generated
 ones with numbers of every form, repeated keys, odd names, wrong shapes, and the whole field

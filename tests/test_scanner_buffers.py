@@ -1,4 +1,4 @@
-"""The scanner's recycled column memory (``analytics/scanner/table.rs``, ``Pool``).
+"""The scanner's recycled column memory (``native/read/table.rs``, ``Pool``).
 
 The memory of a scan's columns goes back to a pool when the last Arrow array using it is
 dropped, and the next scan's columns are built in it. These tests check what that must never

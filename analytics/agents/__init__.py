@@ -2,7 +2,7 @@
 
 ``discover`` finds every agent's logs under the paths a user names (and tells each file's
 agent); ``copilot/`` is GitHub Copilot CLI's; ``claude_code`` and ``codex`` are the other
-agents', folded natively (``analytics/scanner/``); ``contract`` puts their tables in the
+agents', folded natively (``native/``); ``contract`` puts their tables in the
 core's contracts. Nothing after CALLS imports this package (``tests/test_layout.py``): the
 commands reach it through ``engine.inputs``.
 

@@ -7,7 +7,7 @@ each project directory (``<project>/<session>.jsonl``, sub-agents in
 group (``discover``). Files folded together count a request that a resume or ``--continue``
 wrote into several of them once, and sub-agent calls join their parent session; ``read``
 folds all the groups it finds together, so a request copied between projects counts once
-too. The counting rules are in ``analytics/scanner/claude.rs``.
+too. The counting rules are in ``native/agents/claude_code/mod.rs``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Home: ``$CODEX_HOME`` (default ``~/.codex``), whose ``sessions/YYYY/MM/DD/rollou
 and ``archived_sessions/`` hold the rollouts. All rollouts named together are one group: a
 session's running totals found in several files count once, and a fork's child finds its
 parent's totals. The counting rules (the fork replay rule included) are in
-``analytics/scanner/codex.rs``.
+``native/agents/codex/mod.rs``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ A cold run holds a group's events for a moment and then drops them, group after 
   time a large block is freed, so later buffers come from the heap and stay resident.
   A fixed 128 KiB threshold (``M_MMAP_THRESHOLD``) maps large buffers and unmaps them
   on free. The scanner's event columns are the exception: their memory goes back to a
-  bounded pool of the scanner's own (``analytics/scanner/table.rs``, ``Pool``), from which
+  bounded pool of the scanner's own (``native/read/table.rs``, ``Pool``), from which
   the next group's columns are built without a page fault per 4 KB, and which the
   pipeline frees once its scans are done (``_scanner.release_buffers``).
 

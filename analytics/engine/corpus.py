@@ -3,7 +3,7 @@
 A Claude Code log holds every call's true usage *and* the conversation that produced it
 (prompts, replies, tool requests and results, with their sizes: the fold's items). So it is a
 real test of the content-to-tokens model that the Copilot reconstruction uses (the engine's
-``scanner/copilot_tokens.rs`` and ``fit.rs``): the calls are handed to it with their usage
+``native/agents/copilot/tokens.rs`` and ``fit.rs``): the calls are handed to it with their usage
 removed, in the Copilot vocabulary (CALLS, EVENTS), either
 
 - ``with_totals=True``: as if only each session's per-model totals were known, the way a

@@ -2,7 +2,7 @@
 events starts with, and which events are the main agent's.
 
 (The stages that ordered events and dropped repeated lines in polars are the engine's pass
-now, ``analytics/scanner/copilot_pass.rs``; they are kept as its oracle in
+now, ``native/agents/copilot/pass.rs``; they are kept as its oracle in
 ``tests/reference/events.py``.)
 """
 

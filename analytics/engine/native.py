@@ -2,9 +2,9 @@
 
 ``pass_group`` hands a group's scanned batches (``agents.copilot.events.scan_logs``: Arrow columns,
 never a polars table of events) and the shutdowns' per-model totals to the engine
-(``analytics/scanner/copilot_pass.rs``), which orders each session's lines, drops repeated
+(``native/agents/copilot/pass.rs``), which orders each session's lines, drops repeated
 ones, places the totals on the shutdowns kept, folds each session on its own (in parallel,
-``copilot_fold.rs``) and finds the lines that quote prices. The polars stages it replaces are
+``fold.rs``) and finds the lines that quote prices. The polars stages it replaces are
 kept as the oracle in ``tests/reference/`` and a differential test holds the two equal.
 """
 

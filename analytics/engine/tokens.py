@@ -19,7 +19,7 @@ reads what that call left cacheable and writes the new part; the split is apport
 shutdown's cache totals, exactly. Token arithmetic is integer.
 
 The native engine runs the whole stage, one session at a time and in parallel
-(``analytics/scanner/copilot_tokens.rs``, with ``fit.rs`` and ``calibrate.rs``); this module
+(``native/agents/copilot/tokens.rs``, with ``fit.rs`` and ``calibrate.rs``); this module
 hands it the frames as Arrow streams and takes back the columns it sets. The polars stage it
 replaced is the oracle in ``tests/reference/tokens.py``.
 """

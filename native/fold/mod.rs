@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::format;
-use crate::json::{self, Fields, Kind, Schema, Value};
-use crate::scan::Issue;
-use crate::table::{BoolColumn, Column, IntColumn, StrColumn};
+use crate::read::format;
+use crate::read::json::{self, Fields, Kind, Schema, Value};
+use crate::read::scan::Issue;
+use crate::read::table::{BoolColumn, Column, IntColumn, StrColumn};
 
 /// One line of a log that is a JSON object, its wanted fields parsed.
 pub struct Line<'a> {
@@ -934,7 +934,7 @@ fn issue_columns(b: &mut Builder, group: &Folded) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::Shape;
+    use crate::read::json::Shape;
 
     #[test]
     fn array_items_split_at_top_level_commas_only() {

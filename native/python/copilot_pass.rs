@@ -15,13 +15,13 @@ use arrow_schema::{ArrowError, Field, Schema};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use super::copilot_tokens_py::observed_by_session;
+use super::copilot_tokens::{metric_list, observed_by_session};
 use super::{
     column, copilot_tables, int_array, issue_table, read_frame, session_rank, table, text_array,
-    time_array, to_py, ArrowTable, CopilotTables, EventColumns, Ints, Strs,
+    time_array, to_py, ArrowTable, CopilotTables, EventColumns, Strs,
 };
-use crate::copilot_fold::{Event, Metric, SessionFold};
-use crate::copilot_pass::{priced_among, run, Key, Pass, Rows, Session, Spent, Tokens};
+use crate::agents::copilot::fold::{Event, SessionFold};
+use crate::agents::copilot::pass::{priced_among, run, Key, Pass, Rows, Session, Spent, Tokens};
 use rustc_hash::FxHashSet;
 
 /// Lines whose keys are read at once, column after column: a block of keys (128 bytes each)
@@ -223,7 +223,7 @@ impl<'a> Rows<'a> for Batches<'a> {
 /// session issues), the repeated lines' issues (and the pass's own errors, were it to fail),
 /// the unknown event types (file, event_type, line, count), the totals' placement
 /// (session_id, process_index; null: not kept), the priced lines, the events when asked
-/// for, and the token stage's tables (`copilot_tokens_py::token_tables`) when the per-call
+/// for, and the token stage's tables (`copilot_tokens::token_tables`) when the per-call
 /// rows beside the logs were given.
 type Passed = (
     CopilotTables,
@@ -384,11 +384,11 @@ fn files_of<'a>(rows: &Batches<'a>) -> Vec<&'a str> {
         .collect()
 }
 
-/// The token stage's tables of the sessions the pass folded (`copilot_tokens_py::token_tables`),
+/// The token stage's tables of the sessions the pass folded (`copilot_tokens::token_tables`),
 /// aligned with the fold's tables (`copilot_tables`): the calls row for row, the sessions
 /// row for row in their order (by start, then id), so that they join by position.
 fn tokens(pass: &Pass<'_>) -> Result<(ArrowTable, ArrowTable, ArrowTable), ArrowError> {
-    use super::copilot_tokens_py::{token_tables, Part};
+    use super::copilot_tokens::{token_tables, Part};
     let folded: Vec<(&Session<'_>, &SessionFold<'_>)> = pass
         .sessions
         .iter()
@@ -419,31 +419,6 @@ fn record_batch(table: &ArrowTable) -> Result<RecordBatch, ArrowError> {
         .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
         .collect();
     RecordBatch::try_new(Arc::new(Schema::new(fields)), table.arrays.clone())
-}
-
-/// The shutdowns' per-model totals, by file and line (MODEL_METRICS columns).
-pub(super) fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
-    let s = |name: &str| Strs::of(column(batch, name));
-    let n = |name: &str| Ints::of(column(batch, name));
-    let (file, model) = (s("source_file"), s("model"));
-    let (line, requests) = (n("source_line"), n("requests_count"));
-    let tokens = [
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "reasoning_tokens",
-    ]
-    .map(n);
-    (0..batch.num_rows())
-        .map(|i| Metric {
-            file: file.get(i).unwrap_or(""),
-            line: line.get(i).unwrap_or(0),
-            model: model.get(i),
-            requests: requests.get(i),
-            tokens: tokens.each_ref().map(|c| c.get(i)),
-        })
-        .collect()
 }
 
 /// The priced lines kept (what `agents/copilot/log_prices.py` decodes into LOG_PRICES rows), in event order.

@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array};
+use arrow_array::{ArrayRef, Float64Array, RecordBatch};
 use arrow_schema::ArrowError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -16,9 +16,11 @@ use super::{
     bool_array, by_session, column, flag, flags, int_array, issue_table, read_frame, string_lists,
     table, text_array, to_py, ArrowTable, EventColumns, Ints, Strs, FOLD_INTS, FOLD_STRS,
 };
-use crate::copilot_fold::{CallRow, Event, SessionRow};
-use crate::copilot_pass::ObservedRows;
-use crate::copilot_tokens::{session_tokens, CallTokens, Observed, Session, SessionTokens};
+use crate::agents::copilot::fold::{CallRow, Event, Metric, SessionRow};
+use crate::agents::copilot::pass::ObservedRows;
+use crate::agents::copilot::tokens::{
+    session_tokens, CallTokens, Observed, Session, SessionTokens,
+};
 use rustc_hash::FxHashMap;
 
 /// The EVENTS columns the fold and the token stage read (`EventColumns`), for the caller to
@@ -72,8 +74,8 @@ pub(super) fn copilot_tokens(
         let call_row = call_reader(calls);
         let observed = observed_by_session(records);
         let metric_ids = Strs::of(column(metrics, "session_id"));
-        let mut placed: FxHashMap<&str, Vec<crate::copilot_fold::Metric>> = FxHashMap::default();
-        for (i, metric) in super::pass::metric_list(metrics).into_iter().enumerate() {
+        let mut placed: FxHashMap<&str, Vec<Metric>> = FxHashMap::default();
+        for (i, metric) in metric_list(metrics).into_iter().enumerate() {
             placed
                 .entry(metric_ids.get(i).unwrap_or(""))
                 .or_default()
@@ -372,7 +374,7 @@ pub(super) fn token_tables(
 
 /// The fit_parameters column: a list of {name, value} per session (null without a fit).
 fn parameter_lists(
-    fits: &[Option<&crate::copilot_tokens::SessionFit>],
+    fits: &[Option<&crate::agents::copilot::tokens::SessionFit>],
 ) -> Result<ArrayRef, ArrowError> {
     use arrow_array::builder::{Float64Builder, ListBuilder, StringViewBuilder, StructBuilder};
     use arrow_schema::{DataType, Field, Fields};
@@ -402,4 +404,29 @@ fn parameter_lists(
         lists.append(fit.is_some());
     }
     Ok(Arc::new(lists.finish()))
+}
+
+/// The shutdowns' per-model totals, by file and line (MODEL_METRICS columns).
+pub(super) fn metric_list(batch: &RecordBatch) -> Vec<Metric<'_>> {
+    let s = |name: &str| Strs::of(column(batch, name));
+    let n = |name: &str| Ints::of(column(batch, name));
+    let (file, model) = (s("source_file"), s("model"));
+    let (line, requests) = (n("source_line"), n("requests_count"));
+    let tokens = [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+    ]
+    .map(n);
+    (0..batch.num_rows())
+        .map(|i| Metric {
+            file: file.get(i).unwrap_or(""),
+            line: line.get(i).unwrap_or(0),
+            model: model.get(i),
+            requests: requests.get(i),
+            tokens: tokens.each_ref().map(|c| c.get(i)),
+        })
+        .collect()
 }

@@ -32,19 +32,17 @@ use pyo3::types::{PyCapsule, PyTuple};
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 
-use crate::calls::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
-use crate::copilot::COPILOT;
-use crate::format::Rule;
-use crate::json::Shape;
-use crate::model_metrics::ModelRow;
-use crate::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, Totals, BLOCK};
-use crate::table::{Bits, Column, Recycled, StrColumn, Table, POOL};
+use crate::agents::copilot::format::COPILOT;
+use crate::agents::copilot::model_metrics::ModelRow;
+use crate::fold::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
+use crate::read::format::Rule;
+use crate::read::json::Shape;
+use crate::read::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, Totals, BLOCK};
+use crate::read::table::{Bits, Column, Recycled, StrColumn, Table, POOL};
 use rustc_hash::FxHashMap;
 
-#[path = "copilot_tokens_py.rs"]
-mod copilot_tokens_py;
-#[path = "python_pass.rs"]
-mod pass;
+mod copilot_pass;
+mod copilot_tokens;
 
 fn scanner() -> &'static Scanner {
     static SCANNER: OnceLock<Scanner> = OnceLock::new();
@@ -312,13 +310,13 @@ fn to_python(batches: Vec<Batch>) -> PyResult<(Scanned, Vec<(usize, Resume)>)> {
     Ok(((tables, issues, model_metrics(&totals), failures), ends))
 }
 
-/// The shutdowns' per-model totals decoded (`crate::model_metrics`), in the order of their
+/// The shutdowns' per-model totals decoded (`crate::agents::copilot::model_metrics`), in the order of their
 /// lines.
 fn model_metrics(totals: &[Totals]) -> ModelMetrics {
     let mut warnings = (Vec::new(), Vec::new(), Vec::new());
     let mut rows = Vec::new();
     for line in totals {
-        let decoded = crate::model_metrics::decode(line.json.as_bytes());
+        let decoded = crate::agents::copilot::model_metrics::decode(line.json.as_bytes());
         for message in decoded.warnings {
             warnings.0.push(line.file);
             warnings.1.push(line.line);
@@ -631,7 +629,7 @@ fn fold_groups(
         let each = |_: usize, paths: &Vec<PathBuf>| {
             catch_unwind(AssertUnwindSafe(|| fold(paths, with_items))).unwrap_or_else(|_| Folded {
                 agent,
-                paths: crate::calls::path_names(paths),
+                paths: crate::fold::path_names(paths),
                 issues: (0..paths.len())
                     .map(|file| Issue {
                         file,
@@ -643,7 +641,7 @@ fn fold_groups(
                 ..Folded::default()
             })
         };
-        crate::calls::in_order(&groups, each, |folded| tables.add(folded));
+        crate::fold::in_order(&groups, each, |folded| tables.add(folded));
         tables
     });
     let (calls, sessions, issues, items) = tables.finish();
@@ -669,7 +667,7 @@ fn fold_claude_code(
         py,
         groups,
         "claude-code",
-        crate::claude::fold_with,
+        crate::agents::claude_code::fold_with,
         with_items,
     )
 }
@@ -684,7 +682,13 @@ fn fold_codex(
     groups: Vec<Vec<PathBuf>>,
     with_items: bool,
 ) -> PyResult<FoldedTables> {
-    fold_groups(py, groups, "codex", crate::codex::fold_with, with_items)
+    fold_groups(
+        py,
+        groups,
+        "codex",
+        crate::agents::codex::fold_with,
+        with_items,
+    )
 }
 
 /// The column names of the folds' calls, sessions, issues and items tables.
@@ -712,7 +716,7 @@ fn solve_systems(
     matrices: Vec<f64>,
     vectors: Vec<f64>,
 ) -> (Vec<f64>, Vec<f64>) {
-    py.detach(|| crate::solve::solve_systems(&sizes, &matrices, &vectors))
+    py.detach(|| crate::agents::copilot::solve::solve_systems(&sizes, &matrices, &vectors))
 }
 
 /// The module `analytics._scanner`.
@@ -729,10 +733,10 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(fold_claude_code, module)?)?;
     module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
-    module.add_function(wrap_pyfunction!(pass::pass_copilot, module)?)?;
-    module.add_function(wrap_pyfunction!(copilot_tokens_py::copilot_tokens, module)?)?;
+    module.add_function(wrap_pyfunction!(copilot_pass::pass_copilot, module)?)?;
+    module.add_function(wrap_pyfunction!(copilot_tokens::copilot_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(
-        copilot_tokens_py::copilot_token_columns,
+        copilot_tokens::copilot_token_columns,
         module
     )?)?;
     Ok(())
@@ -1031,8 +1035,8 @@ impl<'a> EventColumns<'a> {
     }
 
     /// Row `i` as the fold reads it.
-    fn event(&self, i: usize) -> crate::copilot_fold::Event<'a> {
-        let mut event = [crate::copilot_fold::Event::default()];
+    fn event(&self, i: usize) -> crate::agents::copilot::fold::Event<'a> {
+        let mut event = [crate::agents::copilot::fold::Event::default()];
         self.fill(i, &mut event);
         let [event] = event;
         event
@@ -1041,7 +1045,7 @@ impl<'a> EventColumns<'a> {
     /// Rows `start..start + out.len()` as the fold reads them, into `out` (`out[0]` is row
     /// `start`), which holds default events: column by column, each column's values set
     /// where it has them (most columns are null on most lines, and a null costs nothing).
-    fn fill(&self, start: usize, out: &mut [crate::copilot_fold::Event<'a>]) {
+    fn fill(&self, start: usize, out: &mut [crate::agents::copilot::fold::Event<'a>]) {
         let [file, _session, kind, agent_id, parent_tool_call_id, turn_id, interaction_id, model, api_call_id, tool_call_id, tool_name, initiator, text, interaction_type, usage_id, cwd, repository, copilot_version, status_detail, total_nano_aiu, total_premium_requests, info_type, nano_aiu] =
             &self.s;
         let [line, seq, process, timestamp, output_tokens, duration_ms, total_api_duration_ms, input_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, events_file_size_bytes, byte_offset, content_bytes, tool_request_bytes, total_tokens, system_tokens, tool_definitions_tokens, pre_compaction_tokens, post_compaction_tokens] =
@@ -1387,7 +1391,10 @@ fn tool_lists(lists: &[Option<&Vec<(&str, i64)>>]) -> Result<ArrayRef, ArrowErro
 }
 
 /// Where a session's row goes in the sessions table: by start time (unknown first), then id.
-fn session_rank<'a>(id: &'a str, row: &crate::copilot_fold::SessionRow) -> (Option<i64>, &'a str) {
+fn session_rank<'a>(
+    id: &'a str,
+    row: &crate::agents::copilot::fold::SessionRow,
+) -> (Option<i64>, &'a str) {
     (row.start_time, id)
 }
 
@@ -1395,9 +1402,13 @@ fn session_rank<'a>(id: &'a str, row: &crate::copilot_fold::SessionRow) -> (Opti
 type CopilotTables = (ArrowTable, ArrowTable, ArrowTable, ArrowTable);
 
 fn copilot_tables(
-    folded: &[(&str, Option<crate::copilot_fold::SessionFold<'_>>, &str)],
+    folded: &[(
+        &str,
+        Option<crate::agents::copilot::fold::SessionFold<'_>>,
+        &str,
+    )],
 ) -> Result<CopilotTables, ArrowError> {
-    let calls: Vec<(&str, &crate::copilot_fold::CallRow)> = folded
+    let calls: Vec<(&str, &crate::agents::copilot::fold::CallRow)> = folded
         .iter()
         .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, f)))
         .flat_map(|(id, f)| f.calls.iter().map(move |c| (id, c)))
@@ -1461,7 +1472,7 @@ fn copilot_tables(
         ],
         n,
     );
-    let mut rows: Vec<(&str, &crate::copilot_fold::SessionRow)> = folded
+    let mut rows: Vec<(&str, &crate::agents::copilot::fold::SessionRow)> = folded
         .iter()
         .filter_map(|(id, f, _)| f.as_ref().map(|f| (*id, &f.session)))
         .collect();

@@ -3,8 +3,8 @@
 //! control characters only), numbers as `json::number_text` writes them.
 #![forbid(unsafe_code)]
 
-use crate::format::unescape;
-use crate::json::number_text;
+use crate::read::json::number_text;
+use crate::read::json::unescape;
 
 /// Append the compact form of the validated JSON value `raw` to `out`.
 pub fn write(raw: &[u8], out: &mut Vec<u8>) {

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Kind, Value};
+use crate::read::json::{unescape, Kind, Value};
 
 /// How a column's value is made from the fields of a line.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +92,7 @@ pub struct Content {
 /// One log format: its fields (in the order shape warnings name them), its columns.
 #[derive(Clone, Copy, Debug)]
 pub struct Format {
-    pub fields: &'static [(&'static str, crate::json::Shape)],
+    pub fields: &'static [(&'static str, crate::read::json::Shape)],
     pub columns: &'static [(&'static str, Rule)],
     /// The event type field; a line without one is an error.
     pub type_field: &'static str,
@@ -141,64 +141,6 @@ pub fn text_len(line: &[u8], value: Value) -> Option<usize> {
         Kind::Str => Some(value.decoded_len),
         _ => text(line, value).map(|t| t.len()),
     }
-}
-
-/// The decoded text of a validated JSON string body (escapes resolved, lone surrogates
-/// replaced by U+FFFD).
-pub fn unescape(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while let Some(rest) = body.get(i..).filter(|r| !r.is_empty()) {
-        let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
-        out.extend_from_slice(rest.get(..run).unwrap_or(rest));
-        i += run;
-        if i >= body.len() {
-            break;
-        }
-        let code = match body.get(i + 1) {
-            Some(b'u') => {
-                let high = four_hex(body, i + 2);
-                i += 6;
-                match high {
-                    Some(h @ 0xD800..=0xDBFF) => {
-                        match (body.get(i..i + 2), four_hex(body, i + 2)) {
-                            (Some(b"\\u"), Some(l @ 0xDC00..=0xDFFF)) => {
-                                i += 6;
-                                0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00)
-                            }
-                            _ => 0xFFFD,
-                        }
-                    }
-                    Some(c) => c,
-                    None => 0xFFFD,
-                }
-            }
-            Some(&c) => {
-                i += 2;
-                u32::from(match c {
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    other => other,
-                })
-            }
-            None => {
-                i += 1;
-                0xFFFD
-            }
-        };
-        let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
-        let mut buf = [0u8; 4];
-        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-    }
-    out
-}
-
-fn four_hex(body: &[u8], at: usize) -> Option<u32> {
-    let digits = std::str::from_utf8(body.get(at..at + 4)?).ok()?;
-    u32::from_str_radix(digits, 16).ok()
 }
 
 /// A value as a whole number (see [`Rule::Int`]).
@@ -343,13 +285,5 @@ mod tests {
         assert_eq!(timestamp(b"2026-05-01"), None);
         assert_eq!(timestamp(b"2026-13-01T10:00:00Z"), None);
         assert_eq!(timestamp(b"2026-02-29T10:00:00Z"), None);
-    }
-
-    #[test]
-    fn unescapes() {
-        assert_eq!(
-            unescape(br#"a\nb\u00e9\ud83d\ude00\ud800x"#),
-            "a\nbé😀\u{FFFD}x".as_bytes()
-        );
     }
 }

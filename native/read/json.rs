@@ -248,7 +248,7 @@ impl Schema {
                 .map_or(&b""[..], |n| n.name.as_bytes())
         };
         if key.escaped {
-            let decoded = crate::format::unescape(raw);
+            let decoded = unescape(raw);
             return keys.find(&decoded, head_of(&decoded), name);
         }
         keys.find(raw, head_at(s, body, raw.len()), name)
@@ -1019,6 +1019,64 @@ pub fn number_text(text: &[u8], float: bool) -> Option<String> {
     value.is_finite().then(|| float_text(value))
 }
 
+/// The decoded text of a validated JSON string body (escapes resolved, lone surrogates
+/// replaced by U+FFFD).
+pub fn unescape(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while let Some(rest) = body.get(i..).filter(|r| !r.is_empty()) {
+        let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+        out.extend_from_slice(rest.get(..run).unwrap_or(rest));
+        i += run;
+        if i >= body.len() {
+            break;
+        }
+        let code = match body.get(i + 1) {
+            Some(b'u') => {
+                let high = four_hex(body, i + 2);
+                i += 6;
+                match high {
+                    Some(h @ 0xD800..=0xDBFF) => {
+                        match (body.get(i..i + 2), four_hex(body, i + 2)) {
+                            (Some(b"\\u"), Some(l @ 0xDC00..=0xDFFF)) => {
+                                i += 6;
+                                0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00)
+                            }
+                            _ => 0xFFFD,
+                        }
+                    }
+                    Some(c) => c,
+                    None => 0xFFFD,
+                }
+            }
+            Some(&c) => {
+                i += 2;
+                u32::from(match c {
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    other => other,
+                })
+            }
+            None => {
+                i += 1;
+                0xFFFD
+            }
+        };
+        let ch = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+    }
+    out
+}
+
+fn four_hex(body: &[u8], at: usize) -> Option<u32> {
+    let digits = std::str::from_utf8(body.get(at..at + 4)?).ok()?;
+    u32::from_str_radix(digits, 16).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1108,5 +1166,13 @@ mod tests {
         ] {
             assert_eq!(float_len(v), text.len(), "{v}");
         }
+    }
+
+    #[test]
+    fn unescapes() {
+        assert_eq!(
+            unescape(br#"a\nb\u00e9\ud83d\ude00\ud800x"#),
+            "a\nbé😀\u{FFFD}x".as_bytes()
+        );
     }
 }

@@ -29,9 +29,9 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
-use crate::format::{self, Dtype, Format, Rule};
-use crate::json::{self, Fields, Kind, Schema, Value};
-use crate::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
+use crate::read::format::{self, Dtype, Format, Rule};
+use crate::read::json::{self, Fields, Kind, Schema, Value};
+use crate::read::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
 pub const BLOCK: usize = 4 << 20;
@@ -1080,6 +1080,6 @@ fn content_bytes(scanner: &Scanner, fields: &Fields, line: &[u8], tid: usize) ->
 /// The compact JSON text of a value (for `Rule::MatchedOn`), from its span.
 fn compact(line: &[u8], value: Value, out: &mut Vec<u8>) {
     if let Some(raw) = line.get(value.start..value.end) {
-        crate::compact::write(raw, out);
+        crate::read::compact::write(raw, out);
     }
 }

@@ -1,4 +1,4 @@
-"""The calibration as polars ran it before the engine (``analytics/scanner/calibrate.rs``)
+"""The calibration as polars ran it before the engine (``native/agents/copilot/calibrate.rs``)
 took it over: the shutdown's exact totals apportioned over the calls (integer largest
 remainder), the cache split, the output filled by reply size. Kept as the engine's oracle
 (``tests/test_engine_differential.py``); nothing at run time imports it.

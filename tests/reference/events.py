@@ -1,4 +1,4 @@
-"""The reference of the engine's pass (``analytics/scanner/copilot_pass.rs``): the polars
+"""The reference of the engine's pass (``native/agents/copilot/pass.rs``): the polars
 stages that put the events of each session in one order, drop repeated lines, place the
 shutdowns' totals and find the lines that quote prices. The analysis no longer runs them;
 the differential test holds the engine to them, table for table.

@@ -1,4 +1,4 @@
-"""The reconstruction as polars ran it before the engine (``analytics/scanner/fit.rs``) took
+"""The reconstruction as polars ran it before the engine (``native/agents/copilot/fit.rs``) took
 it over: the regressors (``regressors``), the constraint rows (``constraints``), and
 weighted least squares with priors, per session, in long-form frames (``fit``). Kept as
 the engine's oracle (``tests/test_engine_differential.py``); nothing at run time imports it.

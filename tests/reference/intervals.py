@@ -1,11 +1,11 @@
 """How far off an estimated call's input may be, as polars computed it before the engine
-(``analytics/scanner/copilot_tokens.rs``, ``bounds``) took it over: an 80% interval from the
+(``native/agents/copilot/tokens.rs``, ``bounds``) took it over: an 80% interval from the
 fit and the priors. The oracle's (``tests/reference/tokens.py``).
 
 A call's fitted prompt is linear in its session's unknowns (``reconstruct.py``): its fixed
 part, once (``_c_fixed``), plus the bytes and items of its conversation times the tokens per
 byte or per item of each content kind (``x_*``). The fit returns each unknown's posterior
-standard error (``analytics/scanner/fit.rs``: the diagonal of (XᵀWX + P)⁻¹, so it is the
+standard error (``native/agents/copilot/fit.rs``: the diagonal of (XᵀWX + P)⁻¹, so it is the
 prior's where the log says nothing about an unknown, and narrower where it does). The call's
 standard error is then √(Σ coefficient² · se²) over its unknowns (the unknowns' correlations
 left out: with no totals, the only case an interval is shown for a call the log does not pin,

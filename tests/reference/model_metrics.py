@@ -1,5 +1,5 @@
-"""The reference of the scanner's decoding of ``modelMetrics`` (``analytics/scanner/
-model_metrics.rs``): the Python reader it replaced, with ``json`` and exact decimals. The
+"""The reference of the scanner's decoding of ``modelMetrics`` (``native/agents/
+copilot/model_metrics.rs``): the Python reader it replaced, with ``json`` and exact decimals. The
 scanner differential test holds the two equal on every shutdown line it reads.
 
 The text is a shutdown line's ``modelMetrics`` as the scanner keeps it: compact JSON, or a

@@ -1,5 +1,5 @@
 """The reference reader: log files to one polars EVENTS table, as the analysis built it before
-the engine's pass (``analytics/scanner/copilot_pass.rs``) took the scanned batches directly.
+the engine's pass (``native/agents/copilot/pass.rs``) took the scanned batches directly.
 The reference stages (``tests/reference/events.py`` and after) and the reader's own tests
 start from it; the analysis never builds this table on its path.
 """

@@ -1,5 +1,5 @@
 """The reconstruction's constants and per-session inputs as polars built them before the engine
-(``analytics/scanner/copilot_tokens.rs``) took the token stage over; the oracle's (see
+(``native/agents/copilot/tokens.rs``) took the token stage over; the oracle's (see
 ``tests/reference/fit.py``). Each call's prompt tokens, reconstructed as a fit to every
 constraint the log carries.
 
@@ -67,7 +67,7 @@ SYSTEM_FIXED_SD = 6_000.0
 SUB_FIXED_PRIOR = (12_000.0, 10_000.0)
 #: How far a sub-agent's fixed part is expected to be from the main agent's. This and
 #: ``SUM_SD``, ``CONTEXT_SD``, ``DETERMINED`` are the fit's constants: the engine's
-#: ``analytics/scanner/fit.rs`` uses the same values (its oracle in ``tests/reference`` reads
+#: ``native/agents/copilot/fit.rs`` uses the same values (its oracle in ``tests/reference`` reads
 #: them from here, so the differential test fails if the two part).
 LINK_SD = 8_000.0
 #: Relative standard error of a constraint: exact sums and observed calls, context sizes.

@@ -1,4 +1,4 @@
-"""The token stage as polars ran it before the engine (``analytics/scanner/copilot_tokens.rs``)
+"""The token stage as polars ran it before the engine (``native/agents/copilot/tokens.rs``)
 took it over: CALLS -> CALLS with per-call tokens, from the best source available for each
 call. Kept as the engine's oracle (``tests/test_engine_differential.py``), on the reference
 reconstruction (``tests/reference/fit.py``) and calibration (``tests/reference/calibrate.py``);

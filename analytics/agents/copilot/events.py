@@ -1,7 +1,7 @@
 """Read Copilot CLI ``events.jsonl`` files (or legacy ``<sessionId>.jsonl``) into tables.
 
 One stage: files in; the EVENTS, MODEL_METRICS and ISSUES tables of ``schema.py`` out. The work
-is done by the native scanner (``analytics._scanner``, Rust, in ``analytics/scanner/``): it
+is done by the native scanner (``analytics._scanner``, Rust, in ``native/``): it
 reads each file once, checks every line (every line becomes an event or an issue with its file
 and line), extracts only the fields EVENTS needs with a streaming JSON tokenizer on all cores,
 and hands the columns to polars through the Arrow C data interface, without a Python object
@@ -70,7 +70,7 @@ def scan_logs(
     process indexes and sessions of the new lines are those a read of the whole file gives
     them, and a last line without its newline (being written) is left for the next read. By
     design, rows already read are never renamed (lines of a session read before its
-    ``session.start`` named it keep the hint; see ``analytics/scanner/scan.rs``, ``Resume``).
+    ``session.start`` named it keep the hint; see ``native/read/scan.rs``, ``Resume``).
     """
     names, hints, sizes = scan_inputs(logs)
     ends: list[ScanState] = []
@@ -140,7 +140,7 @@ Totals = tuple[_scanner.ArrowTable, tuple[list[int], list[int], list[str]]]
 
 def _model_metrics(totals: Totals, names: Sequence[str]) -> tuple[pl.DataFrame, list[IssueRow]]:
     """Per-model totals of every ``session.shutdown`` with ``modelMetrics``, as the scanner
-    decoded them (``analytics/scanner/model_metrics.rs``: keyed by model name, numbers as exact
+    decoded them (``native/agents/copilot/model_metrics.rs``: keyed by model name, numbers as exact
     decimals), each row given its file's path; and the warnings of those lines."""
     table, (files, lines, messages) = totals
     issues: list[IssueRow] = [

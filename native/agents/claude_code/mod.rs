@@ -37,8 +37,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::calls::{self, Call, Folded, Item, Line, Session, Usage};
-use crate::json::{Fields, Kind, Schema, Shape};
+use crate::fold::{self, Call, Folded, Item, Line, Session, Usage};
+use crate::read::json::{Fields, Kind, Schema, Shape};
 
 /// Line types the fold knows (the others are counted as unknown).
 pub const KNOWN_TYPES: &[&str] = &[
@@ -322,7 +322,7 @@ impl Content {
     /// The blocks of `line`'s `message.content`; a plain string content is one `text` block.
     fn blocks(&mut self, line: &[u8]) -> Vec<Block> {
         let mut out = Vec::new();
-        if crate::json::parse(line, &self.schema, &mut self.fields).is_err() {
+        if crate::read::json::parse(line, &self.schema, &mut self.fields).is_err() {
             return out;
         }
         let value = self.fields.get(self.content);
@@ -334,15 +334,15 @@ impl Content {
             });
             return out;
         }
-        for item in calls::array_items(line, value) {
+        for item in fold::array_items(line, value) {
             if !matches!(
-                crate::json::parse(item, &self.item, &mut self.item_fields),
+                crate::read::json::parse(item, &self.item, &mut self.item_fields),
                 Ok(Kind::Object)
             ) {
                 continue;
             }
             let get = |node: usize| {
-                calls::string(item, self.item_fields.get(node)).map(|s| s.into_owned())
+                fold::string(item, self.item_fields.get(node)).map(|s| s.into_owned())
             };
             out.push(Block {
                 kind: get(self.item_type),
@@ -397,7 +397,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(FIELDS);
     let n = Nodes::new(&schema);
-    calls::fold_group(paths, "claude-code", &schema, |out| Fold {
+    fold::fold_group(paths, "claude-code", &schema, |out| Fold {
         n,
         out,
         sessions: HashMap::new(),
@@ -413,7 +413,7 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
 impl Fold {
     /// The session named `id`, made on first sight (sessions keep the order they are seen).
     fn session(&mut self, id: &str) -> &mut Session {
-        calls::session_of(&mut self.out.sessions, &mut self.sessions, id)
+        fold::session_of(&mut self.out.sessions, &mut self.sessions, id)
     }
 
     fn line(&mut self, line: &Line<'_>, state: &mut FileState) {
@@ -735,8 +735,8 @@ impl Fold {
             return;
         };
         known.any_final |= request.any_final;
-        let start = calls::min_time(known.call.start_time, request.call.start_time);
-        let end = calls::max_time(known.call.end_time, request.call.end_time);
+        let start = fold::min_time(known.call.start_time, request.call.start_time);
+        let end = fold::max_time(known.call.end_time, request.call.end_time);
         let owner = if owner_key(request.owner) < owner_key(known.owner) {
             known.owner = request.owner;
             &request.call
@@ -802,7 +802,7 @@ impl Fold {
     }
 }
 
-impl calls::GroupFold for Fold {
+impl fold::GroupFold for Fold {
     /// Take in what a part (one file's fold) found, as if its file were read now.
     fn merge(&mut self, part: Fold) {
         for session in part.out.sessions {
@@ -835,7 +835,7 @@ impl calls::GroupFold for Fold {
             unknown: 0,
             first_unknown: None,
         };
-        let (_, issues) = calls::read_file(path, index, schema, &mut fields, |line| {
+        let (_, issues) = fold::read_file(path, index, schema, &mut fields, |line| {
             self.line(line, &mut state);
         });
         self.out.issues.extend(issues);
@@ -859,7 +859,7 @@ impl calls::GroupFold for Fold {
             }
             self.out.calls.push(call);
         }
-        self.out.items = calls::unique_items(self.items);
+        self.out.items = fold::unique_items(self.items);
         self.out.finish();
         self.out
     }
@@ -868,7 +868,7 @@ impl calls::GroupFold for Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::testing::{copies_change_nothing, figures, group, numbered};
+    use crate::fold::testing::{copies_change_nothing, figures, group, numbered};
     use proptest::prelude::*;
 
     /// An assistant line of session `s`, request (`id`, `req`), `stop` reason, `out` output

@@ -64,8 +64,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::calls::{self, Call, Folded, Item, Line, Usage};
-use crate::json::{Fields, Kind, Schema, Shape};
+use crate::fold::{self, Call, Folded, Item, Line, Usage};
+use crate::read::json::{Fields, Kind, Schema, Shape};
 
 /// How long after a forked session's header its copied history may be stamped (see the
 /// module documentation, rule 2).
@@ -386,7 +386,7 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
     let schema = Schema::new(&fields());
     let n = Nodes::new(&schema);
-    calls::fold_group(paths, "codex", &schema, |out| Fold {
+    fold::fold_group(paths, "codex", &schema, |out| Fold {
         n,
         out,
         index: HashMap::new(),
@@ -444,7 +444,7 @@ impl Fold {
             _ => {}
         }
         let replaying = cur.replay.is_some();
-        let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
+        let session = fold::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
         session.saw(file, if replaying { None } else { time });
         let Some(kind) = kind else {
             if line.get(n.record_type).kind != Kind::Missing {
@@ -600,7 +600,7 @@ impl Fold {
                 }
                 cur.after_header = cur.after_header && copied;
                 let replaying = cur.replay.is_some();
-                let session = calls::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
+                let session = fold::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
                 session.saw(file, if replaying { None } else { time });
                 if found_fork && session.parent.is_none() {
                     session.parent = Some(id);
@@ -623,7 +623,7 @@ impl Fold {
             _ => ("subagent", Some("subagent".into())),
         };
         let version: Option<Arc<str>> = line.str(n.version).map(|s| Arc::from(&*s));
-        let session = calls::session_of(&mut self.out.sessions, &mut self.index, &id);
+        let session = fold::session_of(&mut self.out.sessions, &mut self.index, &id);
         session.saw(file, time);
         if let Some(v) = &version {
             session.version(v, time);
@@ -710,12 +710,12 @@ impl Fold {
     }
 }
 
-impl calls::GroupFold for Fold {
+impl fold::GroupFold for Fold {
     /// Take in what a part (one file's fold) found, as if its file were read now.
     fn merge(&mut self, part: Fold) {
         for session in part.out.sessions {
             let id = session.id.clone();
-            calls::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
+            fold::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
         }
         self.out.issues.extend(part.out.issues);
         self.points.extend(part.points);
@@ -728,7 +728,7 @@ impl calls::GroupFold for Fold {
         let hint = hint_of(path);
         let mut current: Option<Current> = None;
         let mut unknown: (i64, Option<(i64, String)>) = (0, None);
-        let (_, issues) = calls::read_file(path, file, schema, &mut line_fields, |line| {
+        let (_, issues) = fold::read_file(path, file, schema, &mut line_fields, |line| {
             self.line(line, file, &hint, &mut current, &mut unknown);
         });
         self.out.issues.extend(issues);
@@ -847,7 +847,7 @@ impl calls::GroupFold for Fold {
         }
         self.points = Vec::new();
         self.out.calls = calls;
-        self.out.items = calls::unique_items(self.items);
+        self.out.items = fold::unique_items(self.items);
         self.out.finish();
         self.out
     }
@@ -856,7 +856,7 @@ impl calls::GroupFold for Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::testing::{copies_change_nothing, figures, group};
+    use crate::fold::testing::{copies_change_nothing, figures, group};
     use proptest::prelude::*;
 
     fn meta(id: &str, t: &str, extra: &str) -> String {
@@ -990,7 +990,7 @@ mod tests {
             let at = twice % doubled.len();
             doubled.insert(at, doubled[at].clone());
             let folded = fold_texts(&[("r.jsonl", text(&doubled))]);
-            proptest::prop_assert!(crate::calls::testing::numbered(&folded));
+            proptest::prop_assert!(crate::fold::testing::numbered(&folded));
             proptest::prop_assert_eq!(items(&folded), items(&expected));
             let calls = |f: &Folded| f.calls.iter().map(|c| c.seq).collect::<Vec<_>>();
             proptest::prop_assert_eq!(calls(&folded), calls(&expected));

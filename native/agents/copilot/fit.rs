@@ -459,7 +459,7 @@ fn fit_rows<'a>(
                 *cell += prior.mean * precision;
             }
         }
-        let (solution, var) = crate::solve::solve_systems(&[n], &matrix, &vector);
+        let (solution, var) = crate::agents::copilot::solve::solve_systems(&[n], &matrix, &vector);
         // Clipped at 0 (NaN, from a singular system, stays NaN as polars' clip leaves it).
         theta = solution;
         for t in &mut theta {

@@ -1143,15 +1143,15 @@ fn overview<'a>(events: &[Event<'a>], max_process: i32, row: &mut SessionRow<'a>
         {
             row.files.push(event.file);
         }
-        row.start_time = crate::calls::min_time(row.start_time, event.timestamp);
-        row.end_time = crate::calls::max_time(row.end_time, event.timestamp);
+        row.start_time = crate::fold::min_time(row.start_time, event.timestamp);
+        row.end_time = crate::fold::max_time(row.end_time, event.timestamp);
         row.cwd = row.cwd.or(event.cwd);
         row.repository = row.repository.or(event.repository);
         row.copilot_version = event.copilot_version.or(row.copilot_version);
         match spans.iter_mut().find(|(p, _, _)| *p == event.process) {
             Some((_, low, high)) => {
-                *low = crate::calls::min_time(*low, event.timestamp);
-                *high = crate::calls::max_time(*high, event.timestamp);
+                *low = crate::fold::min_time(*low, event.timestamp);
+                *high = crate::fold::max_time(*high, event.timestamp);
             }
             None => spans.push((event.process, event.timestamp, event.timestamp)),
         }
@@ -1252,7 +1252,7 @@ fn gaps<'a>(by: &ByKind<'_, 'a>) -> Vec<Warning<'a>> {
     let mut starts: Vec<(&'a str, Option<i64>)> = Vec::new();
     for event in &by.starts {
         match starts.iter_mut().find(|(f, _)| *f == event.file) {
-            Some((_, low)) => *low = crate::calls::min_time(*low, event.byte_offset),
+            Some((_, low)) => *low = crate::fold::min_time(*low, event.byte_offset),
             None => starts.push((event.file, event.byte_offset)),
         }
     }

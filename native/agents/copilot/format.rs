@@ -3,8 +3,8 @@
 //! `/work/shared/docs/copilot-events-schema.md`).
 #![forbid(unsafe_code)]
 
-use crate::format::{Content, Format, Rule};
-use crate::json::Shape::{Any, Scalar, Struct};
+use crate::read::format::{Content, Format, Rule};
+use crate::read::json::Shape::{Any, Scalar, Struct};
 
 /// Copilot CLI events. `FIELDS` is in the order the reader has always named fields with an
 /// unexpected shape (envelope, then `data` and its objects).

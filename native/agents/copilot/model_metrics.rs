@@ -19,7 +19,7 @@
 //! Safe Rust; it cannot panic on any input, and nesting is skipped without recursion.
 #![forbid(unsafe_code)]
 
-use crate::format::unescape;
+use crate::read::json::unescape;
 
 /// One MODEL_METRICS row of a shutdown line, before its file, line, session and process.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 //! 4. the shutdowns' per-model totals placed on the shutdown lines kept;
 //! 5. `copilot_fold::fold_session` on each session, sessions in parallel (rayon), and, when
 //!    the per-call rows beside the logs are given, the token stage
-//!    (`copilot_tokens::session_tokens`) on its fold right after: the session's events are
+//!    (`tokens::session_tokens`) on its fold right after: the session's events are
 //!    built once, for both, into a buffer each worker refills session after session;
 //! 6. the lines whose `tokenDetails` list quotes prices (not bring-your-own-key).
 //!
@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::copilot_fold::{fold_session, Event, Metric, SessionFold, Warning};
-use crate::copilot_tokens::{self, session_tokens_timed, Observed, SessionTokens};
+use crate::agents::copilot::fold::{fold_session, Event, Metric, SessionFold, Warning};
+use crate::agents::copilot::tokens::{self, session_tokens_timed, Observed, SessionTokens};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What ordering and repeat detection read of a line (the fold reads [`Rows::event`]).
@@ -148,7 +148,7 @@ impl<'a> Session<'a> {
         let (Some(fold), Some(observed)) = (&self.fold, observed) else {
             return spent;
         };
-        let session = copilot_tokens::Session {
+        let session = tokens::Session {
             id: self.id,
             events,
             calls: &fold.calls,
@@ -353,7 +353,7 @@ fn ordered<'a>(id: &'a str, mut members: Vec<usize>, keys: &[Key<'a>]) -> Sessio
         };
         if keys.get(row).is_some() {
             if let Some((_, start)) = starts.get_mut(at) {
-                *start = crate::calls::min_time(*start, key.timestamp);
+                *start = crate::fold::min_time(*start, key.timestamp);
             }
         }
         file_of.push(at);
@@ -495,7 +495,7 @@ fn drop_repeats<'a>(
             before.insert(row, skipped);
             if repeated.contains(&row) {
                 let line = keys.get(row).and_then(|k| k.line);
-                first = crate::calls::min_time(first, line);
+                first = crate::fold::min_time(first, line);
                 count = count.saturating_add(1);
                 let offset = |r: Option<&usize>| r.and_then(|&r| keys.get(r)?.byte_offset);
                 let size = offset(lines.get(at + 1))

@@ -22,9 +22,11 @@
 //! arithmetic saturates where the input decides it).
 #![forbid(unsafe_code)]
 
-use crate::calibrate::{calibrate, Row};
-use crate::copilot_fold::{CallRow, Event, Metric, SessionRow};
-use crate::fit::{fit_calls, regressors, CallIn, Facts, Item, Part, Prior, Regressors, XRow};
+use crate::agents::copilot::calibrate::{calibrate, Row};
+use crate::agents::copilot::fit::{
+    fit_calls, regressors, CallIn, Facts, Item, Part, Prior, Regressors, XRow,
+};
+use crate::agents::copilot::fold::{CallRow, Event, Metric, SessionRow};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::{Duration, Instant};
 
@@ -1105,10 +1107,11 @@ fn reconstruct<'a>(
         .zip(&fitted.standard_errors)
         .map(|((name, _, _), sd)| (*name, *sd))
         .collect();
-    let by_seq: FxHashMap<i64, &crate::fit::Estimate> =
+    let by_seq: FxHashMap<i64, &crate::agents::copilot::fit::Estimate> =
         fitted.estimates.iter().map(|e| (e.seq, e)).collect();
     // The rates' standard errors, and the last fixed part's (calls name one or a few).
-    let rate_se = crate::fit::RATES.map(|name| se.get(name).copied().unwrap_or(0.0));
+    let rate_se =
+        crate::agents::copilot::fit::RATES.map(|name| se.get(name).copied().unwrap_or(0.0));
     let mut last_fixed: Option<(&str, Option<f64>)> = None;
     let estimates = calls
         .iter()
@@ -1180,7 +1183,7 @@ fn priors<'x>(system: Option<i64>, x: &'x [XRow<'_>]) -> Vec<(&'x str, f64, f64)
         };
         out.push((r.fixed_key.as_str(), mean, sd));
     }
-    for (name, (mean, sd)) in crate::fit::RATES.iter().zip(RATE_PRIORS) {
+    for (name, (mean, sd)) in crate::agents::copilot::fit::RATES.iter().zip(RATE_PRIORS) {
         out.push((*name, mean, sd));
     }
     out
@@ -1217,7 +1220,7 @@ fn bounds(estimate: i64, sd: Option<f64>, input: Option<i64>) -> (Option<i64>, O
     let relative = (ratio * ratio + MODEL_SD * MODEL_SD).sqrt();
     let tokens = input as f64;
     let half = tokens * relative * Z80;
-    let whole = |v: f64| crate::fit::round_to(v, 0) as i64;
+    let whole = |v: f64| crate::agents::copilot::fit::round_to(v, 0) as i64;
     (
         Some(whole((tokens - half).max(0.0))),
         Some(whole(tokens + half)),

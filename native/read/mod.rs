@@ -1,0 +1,10 @@
+//! Bytes to fields, for any agent: the JSON tokenizer (`json`), a log format as data
+//! (`format`), the scanner that makes every line of every file a row or an issue (`scan`),
+//! the Arrow column builders (`table`) and the compact re-serialisation of a validated value
+//! (`compact`). Nothing here knows an agent: an agent's JSONL log is a `format::Format`.
+
+pub mod compact;
+pub mod format;
+pub mod json;
+pub mod scan;
+pub mod table;
