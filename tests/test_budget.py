@@ -12,12 +12,15 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
 from analytics.core.budget import (
     Budget,
     BudgetStatus,
+    Unit,
     budget_month,
     budget_status,
     load_budget,
@@ -476,3 +479,36 @@ def test_statusline_of_an_agent_names_that_agents_session(tmp_path: Path) -> Non
     assert theirs == "Claude Code: today $0.42 · month $0.42 · session cc0a1b2c\n"
     anyone = run("statusline", *logs)[1]
     assert anyone.endswith(" · Claude Code session cc0a1b2c\n")
+
+
+_costs = st.lists(
+    st.tuples(
+        st.sampled_from(["copilot", "claude-code", "codex"]),
+        st.integers(1, 6),  # the day of April
+        st.decimals("0.0001", "9.9999", places=4),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(costs=_costs, unit=st.sampled_from(["credits", "usd"]))
+def test_a_budget_counts_exactly_its_agents_calls(
+    costs: list[tuple[str, int, Decimal]], unit: Unit
+) -> None:
+    """Spent is the sum of the budget's agents' calls, no more: every other agent's spend
+    is kept apart, and the parts add up to every call's cost."""
+    frames = [
+        calls((f"2026-04-0{day}T10:00:00", str(cost)), agent=agent) for agent, day, cost in costs
+    ]
+    last_month = calls(("2026-03-31T10:00:00", "7"), agent="claude-code")  # never counted
+    rows = pl.concat([last_month, *frames]).with_columns(pl.int_range(pl.len()).alias("event_seq"))
+    agents = ("copilot",) if unit == "credits" else ("claude-code", "codex")
+    found = budget_status(
+        rows, SESSIONS, Budget(Decimal(5), unit, 1, agents), UTC_ZONE, date(2026, 4, 6)
+    )
+    assert found.spent_usd == sum((c for a, _, c in costs if a in agents), Decimal(0))
+    assert sum((s.month_usd for s in found.by_agent), Decimal(0)) == sum(
+        (c for _, _, c in costs), Decimal(0)
+    )
+    assert all(s.counted == (s.agent in agents) for s in found.by_agent)

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli import app
@@ -208,3 +211,39 @@ def test_the_rows_hold_on_every_real_claude_code_and_codex_log(real_logs: Path) 
     assert totals["disagree"] == len(warned)
     names = {row["session_id"] for row in report["sessions"]}
     assert {"CLAUDE CODE totals", "CLAUDE CODE no totals"} <= names
+
+
+_turn = st.tuples(st.integers(1, 10**6), st.integers(0, 10**6), st.integers(0, 10**5)).map(
+    lambda t: (t[0] + t[1], t[1], t[2])
+)  # (input with cached, cached, output)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sessions=st.lists(st.lists(_turn, min_size=1, max_size=6), min_size=1, max_size=3),
+    repeats=st.lists(st.booleans(), min_size=18, max_size=18),
+)
+def test_consistent_running_totals_always_agree(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[list[Figures]], repeats: list[bool]
+) -> None:
+    """Whatever the turns, a rollout whose totals are the running sums of its turns' usage
+    agrees on every call, a total written again is no call, and each session's last total
+    is the sum of its turns'."""
+    lines: list[dict[str, Any]] = []
+    flags = iter(repeats)
+    for number, turns in enumerate(sessions):
+        lines.append(_meta(f"s{number}", 0))
+        total = (0, 0, 0)
+        for turn in turns:
+            total = (total[0] + turn[0], total[1] + turn[1], total[2] + turn[2])
+            lines += [_tokens(1, total, turn)] * (2 if next(flags) else 1)
+    path = str(_write(tmp_path_factory.mktemp("codex") / "rollout.jsonl", lines))
+    row = codex_check(read_lines([path], "session_meta", "token_count")).row(0, named=True)
+    turns = sum(len(turns) for turns in sessions)
+    assert (row["sessions"], row["calls"], row["agree"]) == (len(sessions), turns, turns)
+    assert row["repeated_lines"] == len(lines) - len(sessions) - turns
+    assert (
+        row["tokens"]
+        == row["checked_tokens"]
+        == sum(t[0] + t[2] for turns in sessions for t in turns)
+    )
