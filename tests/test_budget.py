@@ -436,6 +436,10 @@ def test_a_dollar_budget_counts_the_agents_it_names(tmp_path: Path) -> None:
     assert "  Claude Code $0.42 API-equivalent" in lines
     assert "not counted   Copilot $0.33 at Copilot's price" in lines  # never added in
     assert lines[-1] == "OVER BUDGET by $0.02"
+    assert (
+        run("budget", "set", "--usd", "0.40", "--agent", "codex", "--agent", "claude-code")[0] == 0
+    )
+    assert "counts        Claude Code and Codex, in dollars" in run("budget", logs)[1]
     assert run("budget", "set", "--usd", "1")[0] == 0  # no --agent: every agent
     out = run("budget", logs, "--timezone", "UTC")[1]
     assert "counts        all agents, in dollars" in out.splitlines()

@@ -40,11 +40,12 @@ def _amount(usd: Decimal, unit: str) -> str:
     return _number(usd, unit) + (" credits" if unit == "credits" else "")
 
 
-def scope(status: BudgetStatus) -> str:
-    """Whose calls the figures count: ``Copilot``, ``Copilot+Codex``, ``all agents``."""
+def scope(status: BudgetStatus, joiner: str = "+") -> str:
+    """Whose calls the figures count: ``Copilot``, ``Copilot+Codex`` (``joiner`` between the
+    names), ``all agents``."""
     if status.agents == AGENTS:
         return "all agents"
-    return "+".join(AGENT_NAMES[agent] for agent in status.agents)
+    return joiner.join(AGENT_NAMES[agent] for agent in status.agents)
 
 
 def _agent_figure(spend: AgentSpend) -> str:
@@ -64,7 +65,7 @@ def budget_lines(status: BudgetStatus) -> str:
     what = "in AI credits (Copilot's premium requests)" if unit == "credits" else "in dollars"
     lines = [
         f"budget month  {month} (day {elapsed} of {days})",
-        f"counts        {scope(status)}, {what}",
+        f"counts        {scope(status, ' and ')}, {what}",
     ]
     lower = (
         f" (+{counted(status.unpriced_calls, 'call')} without a cost: a lower bound)"
