@@ -237,9 +237,10 @@ def test_statusline_names_the_session_by_its_own_id(logs: Path) -> None:
     resumed = write(session.with_name("renamed.jsonl"), CLAUDE)  # a file named otherwise
     watched = latest_log([resumed])
     assert agent_session_id(watched) == "cc-1"
-    assert _active(watched) == "session cc-1"
+    assert _active(watched, ("claude-code",)) == "session cc-1"
     rollout = next((logs / "codex").rglob("*.jsonl"))
-    assert _active(latest_log([rollout])) == "session cx-1"
+    # counting every agent's calls, the line says whose session it is
+    assert _active(latest_log([rollout]), ("copilot", "codex")) == "Codex session cx-1"
 
 
 REAL = [("claude-code", "claude-code"), ("codex", "codex")]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -9,12 +12,15 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
 from analytics.core.budget import (
     Budget,
     BudgetStatus,
+    Unit,
     budget_month,
     budget_status,
     load_budget,
@@ -44,11 +50,12 @@ def test_budget_month(today: date, start_day: int, expected: tuple[date, date]) 
     assert budget_month(today, start_day) == expected
 
 
-def calls(*days_and_costs: tuple[str, str | None]) -> pl.DataFrame:
-    """Priced calls of one session: (UTC start, cost or None for unpriced)."""
+def calls(*days_and_costs: tuple[str, str | None], agent: str = "copilot") -> pl.DataFrame:
+    """Priced calls of one session of ``agent``: (UTC start, cost or None for unpriced)."""
     return pl.DataFrame(
         {
             "session_id": ["s"] * len(days_and_costs),
+            "agent": [agent] * len(days_and_costs),
             "event_seq": list(range(len(days_and_costs))),
             "start_time": [
                 datetime.fromisoformat(d).replace(tzinfo=UTC) for d, _ in days_and_costs
@@ -101,7 +108,7 @@ def test_under_budget_with_projection() -> None:
     assert "projection    ~300.00 credits by month end" in text and "within the budget" in text
     assert "OVER" not in text
     assert statusline(found, "session 38b50b0c") == (
-        "today 60.00 credits · month 100.00/300.00 credits (33%) · session 38b50b0c"
+        "Copilot credits: today 60.00 · month 100.00/300.00 (33%) · session 38b50b0c"
     )
 
 
@@ -126,7 +133,7 @@ def test_over_budget_and_unpriced_calls_make_a_lower_bound() -> None:
 def test_without_a_budget_the_month_is_the_calendar_month() -> None:
     found = status(None, date(2026, 4, 2), ("2026-04-01T08:00:00", "1.25"))
     assert (found.start, found.left_usd, found.over) == (date(2026, 4, 1), None, False)
-    assert statusline(found, None) == "today $0.00 · month $1.25"
+    assert statusline(found, None) == "all agents: today $0.00 · month $1.25"
 
 
 @pytest.mark.parametrize(
@@ -153,6 +160,10 @@ def test_parse_budget(text: str, expected: Budget) -> None:
         ("credits = -5\n", "positive amount"),
         ("credits = 5\nstart_day = 31\n", "start day 31 is not 1-28"),
         ('credits = 5\nstart_day = "1"\n', "start_day must be a whole number"),
+        ('credits = "300"\nagents = ["claude-code"]\n', "AI credits pay for Copilot's"),
+        ('usd = "3"\nagents = ["cursor"]\n', "unknown agents ['cursor']"),
+        ('usd = "3"\nagents = []\n', "agents must be a list of agent names"),
+        ('usd = "3"\nagents = "codex"\n', "agents must be a list of agent names"),
     ],
 )
 def test_invalid_budget_files(text: str, problem: str) -> None:
@@ -191,7 +202,8 @@ def test_budget_command_exit_code(today_home: Path, amount: list[str], code: int
     assert "spent" in out and "left" in out and "projection" in out
     assert ("OVER BUDGET" in out) == (code == 1)
     line = run("statusline", "--timezone", "UTC")[1].strip()
-    assert line.startswith("today ") and "month " in line and "session s-today" in line
+    assert line.startswith(("Copilot credits: today ", "all agents: today "))
+    assert "month " in line and "session s-today" in line
     assert "\n" not in line and len(line) < 80
 
 
@@ -242,7 +254,7 @@ def test_statusline_without_any_session_yet(
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(tmp_path / "config"))
     exit_code, out, _ = run("statusline", "--timezone", "UTC")
-    assert (exit_code, out) == (0, "today $0.00 · month $0.00\n")
+    assert (exit_code, out) == (0, "all agents: today $0.00 · month $0.00\n")
 
 
 def test_the_month_boundary_is_in_the_users_timezone() -> None:
@@ -340,14 +352,15 @@ def test_budget_of_a_path(start_day: int, credits: str, code: int, lines: list[s
 def test_statusline_of_a_path(tmp_path: Path) -> None:
     exit_code, out, err = run("statusline", str(SAMPLE_LOGS), "--timezone", "UTC")
     assert (exit_code, err) == (0, "")
-    assert out.startswith("today $0.12 · month $0.33")  # a lower bound: 1 call is unpriced
+    # a lower bound: 1 call is unpriced
+    assert out.startswith("all agents: today $0.12 · month $0.33")
     assert run("budget", "set", "--credits", "300")[0] == 0
     line = run("statusline", str(SAMPLE_LOGS), "--timezone", "UTC")[1]
-    assert line.startswith("today 11.76 credits · month 32.89/300.00 credits (11%)")
+    assert line.startswith("Copilot credits: today 11.76 · month 32.89/300.00 (11%)")
     # The session being written now is the one under PATHS.
     write_session(tmp_path / "other", "s-now", day="2026-08-06T09:00")
     line = run("statusline", str(tmp_path / "other"), "--timezone", "UTC")[1]
-    assert line == "today 0.29 credits · month 0.29/300.00 credits (0%) · session s-now\n"
+    assert line == "Copilot credits: today 0.29 · month 0.29/300.00 (0%) · session s-now\n"
 
 
 def test_budget_takes_paths_and_still_has_its_set_command() -> None:
@@ -358,3 +371,148 @@ def test_budget_takes_paths_and_still_has_its_set_command() -> None:
     assert usage("budget") == "Usage: agentcost budget [OPTIONS] [PATHS]... COMMAND [ARGS]..."
     assert usage("budget", "set") == "Usage: agentcost budget set [OPTIONS]"
     assert usage("statusline") == "Usage: agentcost statusline [OPTIONS] [PATHS]..."
+
+
+# --- issue 35: a budget counts its agents' calls, and every figure says what it is ---
+
+
+def write_claude_code(root: Path, day: str = "2026-08-06T09:00") -> Path:
+    """A Claude Code session of one request of 140,000 uncached input tokens to Sonnet 4.6:
+    $0.42 at Anthropic's list price (its API-equivalent cost), streamed as two lines."""
+
+    def line(output: int, stop: str | None, second: int) -> str:
+        return json.dumps({
+            "type": "assistant", "sessionId": "cc0a1b2c-0000-4000-8000-000000000001",
+            "uuid": f"u{second}", "requestId": "req_1", "timestamp": f"{day}:{second:02d}Z",
+            "message": {"id": "msg_1", "model": "claude-sonnet-4-6", "stop_reason": stop,
+                        "content": [{"type": "text", "text": "done"}],
+                        "usage": {"input_tokens": 140_000, "cache_read_input_tokens": 0,
+                                  "cache_creation_input_tokens": 0, "output_tokens": output}},
+        })  # fmt: skip
+
+    path = root / "projects" / "-repo" / "cc0a1b2c-0000-4000-8000-000000000001.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(line(0, None, 1) + "\n" + line(0, "end_turn", 2) + "\n")
+    return path
+
+
+@pytest.mark.usefixtures("on_sample_day")
+def test_a_credits_budget_counts_copilot_alone(tmp_path: Path) -> None:
+    # The issue: a $0.42 Claude Code session was 42 credits against a 20-credit allowance,
+    # "OVER BUDGET", exit 1. AI credits pay for Copilot's premium requests alone.
+    write_claude_code(tmp_path / "logs")
+    assert run("budget", "set", "--credits", "20")[0] == 0
+    assert 'agents = ["copilot"]' in (tmp_path / "config" / "budget.toml").read_text()
+    exit_code, out, err = run("budget", str(tmp_path / "logs"), "--timezone", "UTC")
+    assert exit_code == 0, out + err
+    lines = out.splitlines()
+    assert "counts        Copilot, in AI credits (Copilot's premium requests)" in lines
+    assert "spent         0.00 credits, 0%" in lines
+    assert "not counted   Claude Code $0.42 API-equivalent" in lines
+    assert "OVER" not in out
+    report = json.loads(run("budget", str(tmp_path / "logs"), "--timezone", "UTC", "--json")[1])
+    assert report["counts"] == {"agents": ["copilot"], "unit": "credits"}
+    assert (report["spent_usd"], report["over"]) == ("0", False)
+    [claude] = [row for row in report["by_agent"] if row["agent"] == "claude-code"]
+    assert claude == {
+        "agent": "claude-code", "counted": False, "measure": "API-equivalent",
+        "month_usd": "0.42", "today_usd": "0.42", "unpriced_calls": 0, "billed_usd": None,
+    }  # fmt: skip
+    line = run("statusline", str(tmp_path / "logs"), "--timezone", "UTC")[1]
+    assert line.startswith("Copilot credits: today 0.00 · month 0.00/20.00 (0%)")
+
+
+@pytest.mark.usefixtures("on_sample_day")
+def test_a_dollar_budget_counts_the_agents_it_names(tmp_path: Path) -> None:
+    write_claude_code(tmp_path / "logs")
+    shutil.copytree(SAMPLE_LOGS, tmp_path / "logs" / "copilot")
+    logs = str(tmp_path / "logs")
+    assert run("budget", "set", "--usd", "0.40", "--agent", "claude-code")[0] == 0
+    exit_code, out, _ = run("budget", logs, "--timezone", "UTC")
+    assert exit_code == 1  # $0.42 of Claude Code against $0.40
+    lines = out.splitlines()
+    assert "counts        Claude Code, in dollars" in lines
+    assert "spent         $0.42, 105%" in lines
+    assert "  Claude Code $0.42 API-equivalent" in lines
+    assert "not counted   Copilot $0.33 at Copilot's price" in lines  # never added in
+    assert lines[-1] == "OVER BUDGET by $0.02"
+    assert (
+        run("budget", "set", "--usd", "0.40", "--agent", "codex", "--agent", "claude-code")[0] == 0
+    )
+    assert "counts        Claude Code and Codex, in dollars" in run("budget", logs)[1]
+    assert run("budget", "set", "--usd", "1")[0] == 0  # no --agent: every agent
+    out = run("budget", logs, "--timezone", "UTC")[1]
+    assert "counts        all agents, in dollars" in out.splitlines()
+    assert "  Copilot     $0.33 at Copilot's price" in out and "not counted" not in out
+    line = run("statusline", logs, "--timezone", "UTC")[1]
+    assert line.startswith("all agents: today $0.54 · month $0.75/$1.00 (75%)")
+
+
+@pytest.mark.parametrize(
+    ("text", "agents"),
+    [
+        ('credits = "300"\nstart_day = 1\n', ("copilot",)),  # written before budgets named
+        ('usd = "39"\n', ("copilot", "claude-code", "codex")),  # their agents: as they meant
+        ('usd = "39"\nagents = ["codex", "copilot"]\n', ("copilot", "codex")),
+    ],
+)
+def test_budget_files_without_agents_keep_their_meaning(text: str, agents: tuple[str, ...]) -> None:
+    assert parse_budget(text, "b.toml").agents == agents
+
+
+def test_a_credits_budget_of_another_agent_is_refused(today_home: Path) -> None:
+    exit_code, _, err = run("budget", "set", "--credits", "20", "--agent", "claude-code")
+    assert exit_code == 2 and "AI credits pay for Copilot's premium requests only" in err
+    assert run("budget", "set", "--credits", "20")[0] == 0
+    for command in ("budget", "statusline"):  # --agent reads none of the counted calls
+        exit_code, _, err = run(command, "--agent", "codex")
+        assert exit_code == 2 and "the budget counts copilot's calls; --agent codex" in err
+
+
+def test_statusline_of_an_agent_names_that_agents_session(tmp_path: Path) -> None:
+    # The Claude Code log is the newest; --agent copilot must show the Copilot session.
+    today = datetime.now(UTC).strftime("%Y-%m-%dT00:00")
+    write_session(tmp_path / "copilot", "s-copilot", day=today)
+    claude = write_claude_code(tmp_path / "claude", today)
+    later = claude.stat().st_mtime + 5
+    os.utime(claude, (later, later))
+    logs = [str(tmp_path / "copilot"), str(tmp_path / "claude"), "--timezone", "UTC"]
+    mine = run("statusline", *logs, "--agent", "copilot")[1]
+    assert mine.startswith("Copilot: today ") and mine.endswith(" · session s-copilo\n")
+    theirs = run("statusline", *logs, "--agent", "claude-code")[1]
+    assert theirs == "Claude Code: today $0.42 · month $0.42 · session cc0a1b2c\n"
+    anyone = run("statusline", *logs)[1]
+    assert anyone.endswith(" · Claude Code session cc0a1b2c\n")
+
+
+_costs = st.lists(
+    st.tuples(
+        st.sampled_from(["copilot", "claude-code", "codex"]),
+        st.integers(1, 6),  # the day of April
+        st.decimals("0.0001", "9.9999", places=4),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(costs=_costs, unit=st.sampled_from(["credits", "usd"]))
+def test_a_budget_counts_exactly_its_agents_calls(
+    costs: list[tuple[str, int, Decimal]], unit: Unit
+) -> None:
+    """Spent is the sum of the budget's agents' calls, no more: every other agent's spend
+    is kept apart, and the parts add up to every call's cost."""
+    frames = [
+        calls((f"2026-04-0{day}T10:00:00", str(cost)), agent=agent) for agent, day, cost in costs
+    ]
+    last_month = calls(("2026-03-31T10:00:00", "7"), agent="claude-code")  # never counted
+    rows = pl.concat([last_month, *frames]).with_columns(pl.int_range(pl.len()).alias("event_seq"))
+    agents = ("copilot",) if unit == "credits" else ("claude-code", "codex")
+    found = budget_status(
+        rows, SESSIONS, Budget(Decimal(5), unit, 1, agents), UTC_ZONE, date(2026, 4, 6)
+    )
+    assert found.spent_usd == sum((c for a, _, c in costs if a in agents), Decimal(0))
+    assert sum((s.month_usd for s in found.by_agent), Decimal(0)) == sum(
+        (c for _, _, c in costs), Decimal(0)
+    )
+    assert all(s.counted == (s.agent in agents) for s in found.by_agent)

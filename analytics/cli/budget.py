@@ -11,12 +11,12 @@ import typer
 from typer.core import TyperGroup
 
 from analytics.cli import commands as cli
-from analytics.core.errors import AgentcostError, InputError, UsageError
+from analytics.core.errors import AgentcostError, ConfigError, InputError, UsageError
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
-    from analytics.core.budget import Budget, BudgetStatus
+    from analytics.core.budget import Budget, BudgetStatus, Unit
     from analytics.engine.watch import Watched
 
 
@@ -60,21 +60,31 @@ def budget(
     rates: cli.RatesOpt = "github-copilot",
     timezone: cli.ZoneOpt = None,
     agent: cli.AgentOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The figures as JSON, each saying what it is.")
+    ] = False,
 ) -> None:
-    """Spent, left and the month-end projection of this budget month (the logs under PATHS,
-    default the home); exit 1 when over the budget. agentcost budget set saves it."""
+    """Spent, left and the month-end projection of this budget month, of the agents the
+    budget counts (the logs under PATHS, default the home); exit 1 when over the budget.
+    agentcost budget set saves it."""
     if ctx.invoked_subcommand is not None:
         return
     from analytics.core.budget import load_budget
-    from analytics.render.budget_text import budget_lines
+    from analytics.render.budget_text import budget_json, budget_lines
 
     try:
         status = _budget_status(ctx, paths, load_budget(), rates, timezone, agent)
-        typer.echo(budget_lines(status))
+        typer.echo(budget_json(status) if as_json else budget_lines(status))
         if status.over:
             raise typer.Exit(1)
     except AgentcostError as error:
         cli._fail(error)
+
+
+_COUNTED_HELP = (
+    "An agent whose calls a --usd budget counts (repeatable; default all). A --credits "
+    "budget counts Copilot's: AI credits pay for nothing else."
+)
 
 
 @budget_app.command("set")
@@ -86,6 +96,9 @@ def budget_set(
     start_day: Annotated[
         int, typer.Option(help="Day of the month a budget month starts (1-28).")
     ] = 1,
+    agent: Annotated[
+        list[cli.Agent] | None, typer.Option("--agent", help=_COUNTED_HELP, show_default=False)
+    ] = None,
 ) -> None:
     """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
     else $XDG_CONFIG_HOME/agentcost or ~/.config/agentcost)."""
@@ -94,7 +107,12 @@ def budget_set(
     try:
         if (credits is None) == (usd is None):
             raise UsageError("give one of --credits N or --usd N")
-        chosen = make_budget(credits or usd, "credits" if credits is not None else "usd", start_day)
+        agents = tuple(chosen.value for chosen in agent or [])
+        unit: Unit = "credits" if credits is not None else "usd"
+        try:
+            chosen = make_budget(credits or usd, unit, start_day, agents)
+        except ConfigError as err:  # the user's options, not a file: a usage error
+            raise UsageError(str(err)) from None
         path = budget_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +121,7 @@ def budget_set(
             raise UsageError(
                 f"{path}: cannot write ({err.strerror}); check the directory"
             ) from None
-        cli._err(f"agentcost: budget saved to {path}")
+        cli._err(f"agentcost: budget saved to {path} (counts {', '.join(chosen.agents)})")
     except AgentcostError as error:
         cli._fail(error)
 
@@ -116,8 +134,9 @@ def statusline(
     timezone: cli.ZoneOpt = None,
     agent: cli.AgentOpt = None,
 ) -> None:
-    """One short line for a shell prompt or tmux: today's cost, the month against the budget
-    (if set), and the session being written now (of the logs under PATHS, default the home)."""
+    """One short line for a shell prompt or tmux: whose calls it counts, today's cost, the
+    month against the budget (if set), and the session being written now (of the logs under
+    PATHS, default the home; of --agent's sessions alone when given)."""
     from analytics.core.budget import budget_path, load_budget
     from analytics.engine.watch import latest_log
     from analytics.render.budget_text import statusline as line
@@ -126,7 +145,8 @@ def statusline(
         saved = load_budget() if budget_path().exists() else None
         status = _budget_status(ctx, paths, saved, rates, timezone, agent)
         try:
-            active = _active(latest_log(paths or []))
+            agents = tuple(chosen.value for chosen in agent or [])
+            active = _active(latest_log(paths or [], agents), status.agents)
         except InputError:  # no session log yet: nothing is active
             active = None
         typer.echo(line(status, active))
@@ -143,14 +163,21 @@ def _budget_status(
     agent: list[cli.Agent] | None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
-    sessions alone when given), priced with ``rates``."""
-    from analytics.core.budget import budget_status
+    sessions alone when given), priced with ``rates``; a usage error where ``agent`` leaves
+    out every agent the budget counts."""
+    from analytics.core.budget import AGENTS, budget_status
     from analytics.core.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
     window = cli._window(None, None, timezone, agent)
     _, priced_calls, priced_sessions = cli._priced(ctx, paths, rates, None, window=window)
-    return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone))
+    read = window.agents or AGENTS
+    if saved is not None and not set(saved.agents) & set(read):
+        raise UsageError(
+            f"the budget counts {', '.join(saved.agents)}'s calls; --agent "
+            f"{' --agent '.join(read)} reads none of them"
+        )
+    return budget_status(priced_calls, priced_sessions, saved, zone, _today(zone), read)
 
 
 def _today(zone: ZoneInfo) -> date:
@@ -160,14 +187,17 @@ def _today(zone: ZoneInfo) -> date:
     return datetime.now(zone).date()
 
 
-def _active(watched: Watched) -> str | None:
-    """``session 38b50b0c`` when the log was written in the last 10 minutes, else ``None``;
-    the session by its own id, whichever agent writes it."""
+def _active(watched: Watched, counted: tuple[str, ...]) -> str | None:
+    """``session 38b50b0c`` when the log was written in the last 10 minutes, else ``None``:
+    the session by its own id, and by its agent (``Claude Code session 5fcdc211``) unless it
+    is the one agent whose calls the line counts (``counted``)."""
     import time
 
     from analytics.engine.watch import session_name
+    from analytics.render.budget_text import AGENT_NAMES
 
     log = watched.log
     if log.stat is None or time.time() - log.stat.st_mtime > 600:
         return None
-    return f"session {session_name(watched)[:8]}"
+    whose = "" if counted == (watched.agent,) else f"{AGENT_NAMES[watched.agent]} "
+    return f"{whose}session {session_name(watched)[:8]}"

@@ -626,22 +626,34 @@ def validate(
     output: OutputOpt = None,
     wide: WideOpt = False,
 ) -> None:
-    """Measure the per-call token reconstruction against observed per-call records."""
+    """Measure the per-call token reconstruction against observed per-call records, and
+    check the Claude Code and Codex logs' usage against what each log says twice."""
     from analytics.engine.inputs import captures_as_logs
-    from analytics.engine.validate import validation_summary
+    from analytics.engine.validate import log_checks, validation_summary
     from analytics.render import report
 
     try:
         with captures_as_logs(paths) as logs:
-            result = _load(ctx, logs)
+            # the Claude Code sessions' items: the reconstruction runs on their content
+            result = _load(ctx, logs, agent_items=True)
             summary, compared = validation_summary(result)
+            checks = log_checks(result)
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
+
+        def table(layout: Layout) -> str:
+            parts = [report.plain_table(summary, layout)] if compared else []
+            if checks.height:
+                parts.append(report.plain_table(checks, layout))
+            return "\n\n".join(parts) or nothing
+
         _emit(
             output_format,
             output,
             summary,
-            lambda: report.render_json("sessions", summary, result.issues),
-            lambda layout: report.plain_table(summary, layout) if compared else nothing,
+            lambda: report.render_sections_json(
+                {"sessions": summary, "log_checks": checks}, result.issues
+            ),
+            table,
             wide=wide,
         )
     except AgentcostError as error:

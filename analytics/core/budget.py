@@ -3,12 +3,22 @@
 The allowance lives in ``budget.toml`` in agentcost's config directory (``config_dir``), written
 by ``agentcost budget set``::
 
-    credits = "300"   # or: usd = "39.00"
-    start_day = 1     # the day of the month a budget month starts (1-28)
+    credits = "300"        # or: usd = "39.00"
+    start_day = 1          # the day of the month a budget month starts (1-28)
+    agents = ["copilot"]   # the agents whose calls it counts
+
+A budget counts the calls of its ``agents`` only. AI credits are what Copilot bills (its
+premium requests), so a credits budget counts Copilot alone; a dollar budget counts the agents
+it names (all of them unless ``budget set --usd N --agent A`` names some): Copilot's calls at
+Copilot's price, Claude Code's and Codex's at their vendors' API list prices (API-equivalent:
+a subscription pays no per-token bill). A file written before budgets named their agents has
+no ``agents`` key and keeps its meaning: a credits budget counts Copilot, a dollar budget every
+agent.
 
 A budget month runs from ``start_day`` to the day before ``start_day`` of the next month.
-Spent is the priced cost of the calls that started in it (``periods.period_report``, exact
-decimals, in the user's timezone); the projection assumes the rest of the month goes at the
+Spent is the priced cost of the counted calls that started in it (``periods.period_report``,
+exact decimals, in the user's timezone), and every agent's own figure is kept beside it
+(``AgentSpend``), counted or not; the projection assumes the rest of the month goes at the
 average daily rate so far. 1 AI credit = $0.01 (the github-copilot table's unit).
 """
 
@@ -20,7 +30,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import polars as pl
@@ -31,6 +41,10 @@ from analytics.core.periods import period_report
 Unit = Literal["credits", "usd"]
 #: Dollars per AI credit.
 USD_PER_CREDIT = Decimal("0.01")
+#: The agents a budget can count (the calls' ``agent``), in the order they are shown.
+AGENTS = ("copilot", "claude-code", "codex")
+#: The one agent whose calls AI credits pay for.
+CREDITS_AGENT = "copilot"
 _LAST_START_DAY = 28  # every month has the day
 
 
@@ -49,15 +63,33 @@ def budget_path() -> Path:
     return config_dir() / "budget.toml"
 
 
+def default_agents(unit: Unit) -> tuple[str, ...]:
+    """The agents a budget in ``unit`` counts unless it names them: Copilot for credits,
+    every agent for dollars."""
+    return (CREDITS_AGENT,) if unit == "credits" else AGENTS
+
+
 @dataclass(frozen=True)
 class Budget:
-    """``amount`` a month in ``unit``; months start on ``start_day``."""
+    """``amount`` a month in ``unit``, counting the calls of ``agents``; months start on
+    ``start_day``."""
 
     amount: Decimal
     unit: Unit
     start_day: int = 1
+    agents: tuple[str, ...] = ()  # empty: ``default_agents(unit)``
 
     def __post_init__(self) -> None:
+        chosen = self.agents or default_agents(self.unit)
+        unknown = sorted(set(chosen) - set(AGENTS))
+        if unknown:
+            raise ConfigError(f"unknown agents {unknown}; choose from {', '.join(AGENTS)}")
+        if self.unit == "credits" and chosen != (CREDITS_AGENT,):
+            raise ConfigError(
+                "AI credits pay for Copilot's premium requests only; a budget of other agents' "
+                "calls is in dollars (--usd N --agent AGENT)"
+            )
+        object.__setattr__(self, "agents", tuple(a for a in AGENTS if a in chosen))
         if not self.amount.is_finite() or self.amount <= 0:
             raise ConfigError(f"a budget must be a positive amount (e.g. 300), not {self.amount}")
         if not 1 <= self.start_day <= _LAST_START_DAY:
@@ -73,9 +105,10 @@ class Budget:
 
     def to_toml(self) -> str:
         """The file ``agentcost budget set`` writes (``parse_budget`` reads it back)."""
+        agents = ", ".join(f'"{agent}"' for agent in self.agents)
         return (
             "# agentcost budget: written by `agentcost budget set`\n"
-            f'{self.unit} = "{self.amount}"\nstart_day = {self.start_day}\n'
+            f'{self.unit} = "{self.amount}"\nstart_day = {self.start_day}\nagents = [{agents}]\n'
         )
 
 
@@ -87,7 +120,7 @@ def parse_budget(text: str, origin: str) -> Budget:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{origin}: not valid TOML ({err}); {fix}") from None
     units = [unit for unit in ("credits", "usd") if unit in raw]
-    unknown = sorted(set(raw) - {"credits", "usd", "start_day"})
+    unknown = sorted(set(raw) - {"credits", "usd", "start_day", "agents"})
     if len(units) != 1 or unknown:
         problem = f"unknown keys {unknown}" if unknown else "needs exactly one of credits, usd"
         raise ConfigError(f"{origin}: {problem}; {fix}")
@@ -95,20 +128,29 @@ def parse_budget(text: str, origin: str) -> Budget:
     start_day = raw.get("start_day", 1)
     if not isinstance(start_day, int) or isinstance(start_day, bool):
         raise ConfigError(f"{origin}: start_day must be a whole number 1-28; {fix}")
+    agents = raw.get("agents", [])  # absent: what the file meant before (``default_agents``)
+    if (
+        not isinstance(agents, list)
+        or not all(isinstance(a, str) for a in agents)
+        or ("agents" in raw and not agents)
+    ):
+        raise ConfigError(f"{origin}: agents must be a list of agent names; {fix}")
     try:
-        return make_budget(raw[unit], unit, start_day)
+        return make_budget(raw[unit], unit, start_day, tuple(agents))
     except ConfigError as err:
         raise ConfigError(f"{origin}: {err}; {fix}") from None
 
 
-def make_budget(amount: object, unit: Unit, start_day: int = 1) -> Budget:
-    """A budget of ``amount`` (a number, or its text) a month in ``unit``; a ``ConfigError``
-    saying what is wrong otherwise."""
+def make_budget(
+    amount: object, unit: Unit, start_day: int = 1, agents: tuple[str, ...] = ()
+) -> Budget:
+    """A budget of ``amount`` (a number, or its text) a month in ``unit`` counting ``agents``
+    (default ``default_agents(unit)``); a ``ConfigError`` saying what is wrong otherwise."""
     try:
         value = Decimal(str(amount))
     except InvalidOperation:
         raise ConfigError(f"{unit} {amount!r} is not a number (e.g. 300 or 39.50)") from None
-    return Budget(value, unit, start_day)
+    return Budget(value, unit, start_day, agents)
 
 
 def load_budget(path: Path | None = None) -> Budget:
@@ -139,18 +181,56 @@ def _add_month(day: date, months: int) -> date:
 
 
 @dataclass(frozen=True)
+class AgentSpend:
+    """One agent's calls in the budget month: its priced cost this month and today (dollars,
+    exact), the calls without a cost, the log's own bill, and whether the budget counts
+    them (``counted``)."""
+
+    agent: str
+    counted: bool
+    month_usd: Decimal
+    today_usd: Decimal
+    unpriced_calls: int
+    billed_usd: Decimal | None
+
+
+@dataclass(frozen=True)
 class BudgetStatus:
-    """Where the budget month stands on ``today``: money in dollars (exact decimals). Without
-    a budget (``None``), the month is the calendar month and nothing is left or over."""
+    """Where the budget month stands on ``today``: money in dollars (exact decimals) of the
+    counted agents (``agents``: the budget's; without a budget, ``None``, every agent's, the
+    month the calendar month and nothing left or over), and each agent's own figure
+    (``by_agent``: the counted ones, and the others that spent this month)."""
 
     budget: Budget | None
     today: date
     start: date
     end: date  # the first day of the next budget month
-    spent_usd: Decimal
-    today_usd: Decimal
-    unpriced_calls: int  # calls without a cost this month: spent is a lower bound
-    billed_usd: Decimal | None  # the log's own bill for the month's calls
+    agents: tuple[str, ...]
+    by_agent: tuple[AgentSpend, ...]
+
+    def _counted(self) -> list[AgentSpend]:
+        return [spend for spend in self.by_agent if spend.counted]
+
+    @property
+    def spent_usd(self) -> Decimal:
+        """The counted agents' cost this month."""
+        return sum((spend.month_usd for spend in self._counted()), Decimal(0))
+
+    @property
+    def today_usd(self) -> Decimal:
+        """The counted agents' cost today."""
+        return sum((spend.today_usd for spend in self._counted()), Decimal(0))
+
+    @property
+    def unpriced_calls(self) -> int:
+        """The counted calls without a cost this month: spent is a lower bound."""
+        return sum(spend.unpriced_calls for spend in self._counted())
+
+    @property
+    def billed_usd(self) -> Decimal | None:
+        """The log's own bill for the counted calls of the month (None: no log states one)."""
+        bills = [spend.billed_usd for spend in self._counted() if spend.billed_usd is not None]
+        return sum(bills, Decimal(0)) if bills else None
 
     @property
     def left_usd(self) -> Decimal | None:
@@ -173,31 +253,46 @@ def budget_status(
     budget: Budget | None,
     zone: ZoneInfo,
     today: date,
+    read: tuple[str, ...] = AGENTS,
 ) -> BudgetStatus:
     """``budget`` against the calls of its month up to ``today`` (``price.price_analysis``
-    output), days in ``zone``."""
+    output, with each call's ``agent``), days in ``zone``; ``read``: the agents whose logs
+    were read (``--agent``), the only ones that can be counted."""
     start, end = budget_month(today, budget.start_day if budget else 1)
+    counted = tuple(a for a in (budget.agents if budget else AGENTS) if a in read)
+    days = period_report(
+        priced_calls, priced_sessions, period="day", by="agent", zone=zone, since=start, until=today
+    ).rows
+    spent = days.group_by("agent").agg(
+        pl.col("cost_usd").sum().alias("month"),
+        pl.col("cost_usd").filter(pl.col("period_start") == today).sum().alias("today"),
+        pl.col("unpriced_calls").sum(),
+        pl.when(pl.col("billed_usd").is_not_null().any())
+        .then(pl.col("billed_usd").sum())
+        .alias("billed_usd"),
+    )
+    found: dict[str, dict[str, Any]] = {row["agent"]: row for row in spent.iter_rows(named=True)}
+    by_agent = tuple(
+        _spend(agent, agent in counted, found.get(agent, {}))
+        for agent in AGENTS
+        if agent in counted or agent in found
+    )
+    return BudgetStatus(budget, today, start, end, counted, by_agent)
 
-    def totals(since: date) -> dict[str, object]:
-        report = period_report(
-            priced_calls, priced_sessions, period="day", zone=zone, since=since, until=today
-        )
-        return report.totals.row(0, named=True)
 
-    month, day = totals(start), totals(today)
-    return BudgetStatus(
-        budget=budget,
-        today=today,
-        start=start,
-        end=end,
-        spent_usd=_usd(month["cost_usd"]),
-        today_usd=_usd(day["cost_usd"]),
-        unpriced_calls=int(str(month["unpriced_calls"] or 0)),
-        billed_usd=None if month["billed_usd"] is None else _usd(month["billed_usd"]),
+def _spend(agent: str, counted: bool, sums: dict[str, Any]) -> AgentSpend:
+    """``agent``'s ``AgentSpend`` from its month's sums (none: no call this month)."""
+    return AgentSpend(
+        agent=agent,
+        counted=counted,
+        month_usd=_usd(sums.get("month")),
+        today_usd=_usd(sums.get("today")),
+        unpriced_calls=int(sums.get("unpriced_calls") or 0),
+        billed_usd=None if sums.get("billed_usd") is None else _usd(sums["billed_usd"]),
     )
 
 
 def _usd(value: object) -> Decimal:
-    """A period total as a decimal; no priced call is no known spend (0, with the unpriced
-    calls counted beside it)."""
+    """A sum as a decimal; no priced call is no known spend (0, with the unpriced calls
+    counted beside it)."""
     return Decimal(0) if value is None else Decimal(str(value))

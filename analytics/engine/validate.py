@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.agents.discover import CLAUDE_CODE, COPILOT
+from analytics.agents.discover import CLAUDE_CODE, CODEX, COPILOT
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import beside_truth, corpus_errors
+from analytics.engine.log_checks import (
+    CHECK_COLUMNS,
+    claude_code_check,
+    codex_check,
+    read_lines,
+)
 from analytics.engine.tokens import call_tokens_and_fit
 
 
@@ -48,26 +54,46 @@ def claude_code_errors(result: Analysis, *, with_totals: bool) -> pl.DataFrame:
 
 
 def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
-    """(``error_summary`` of the Copilot calls with observed records, then of the Claude Code
-    sessions with their per-model totals (``CLAUDE CODE totals``) and without
-    (``CLAUDE CODE no totals``), by kind of call; the number of calls compared)."""
+    """(``error_summary`` of the Copilot calls with observed records (left out where there
+    are none but Claude Code calls are measured), then of the Claude Code sessions with their
+    per-model totals (``CLAUDE CODE totals``) and without (``CLAUDE CODE no totals``), by
+    kind of call; the number of calls compared). Codex calls are not reconstructed: their
+    logs hold no content sizes the model reads (``log_checks`` checks them instead)."""
     errors = reconstruction_errors(result)
     corpus = {
         f"CLAUDE CODE {name}": claude_code_errors(result, with_totals=with_totals)
         for name, with_totals in (("totals", True), ("no totals", False))
     }
-    parts = [error_summary(errors)] + [
+    parts = [
         error_summary(found, label, per_session=False)
         for label, found in corpus.items()
         if found.height
     ]
+    if errors.height or not parts:  # no Copilot call to measure: no empty Copilot rows
+        parts.insert(0, error_summary(errors))
     compared = errors.height + sum(found.height for found in corpus.values())
     return pl.concat(parts, how="vertical_relaxed"), compared
 
 
+def log_checks(result: Analysis) -> pl.DataFrame:
+    """The Claude Code and Codex logs' own usage checked against itself
+    (``engine.log_checks``): one row per agent whose logs ``result`` read."""
+    files = {
+        agent: [str(log.path) for found, log in result.found.agent_logs if found == agent]
+        for agent in (CLAUDE_CODE, CODEX)
+    }
+    rows = [pl.DataFrame(schema=CHECK_COLUMNS)]
+    if files[CLAUDE_CODE]:
+        calls = result.calls.filter(pl.col("agent") == CLAUDE_CODE)
+        rows.append(claude_code_check(read_lines(files[CLAUDE_CODE], '"usage"'), calls))
+    if files[CODEX]:
+        rows.append(codex_check(read_lines(files[CODEX], "session_meta", "token_count")))
+    return pl.concat(rows)
+
+
 def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
-    copilot = result.calls.filter(pl.col("agent") != CLAUDE_CODE)
+    copilot = result.calls.filter(pl.col("agent") == COPILOT)
     blind, _, _ = call_tokens_and_fit(
         copilot, result.events, result.sessions, result.model_metrics, use_observed=False
     )

@@ -66,20 +66,27 @@ class Watched:
     log: LogFile
 
 
-def latest_log(paths: list[Path]) -> Watched:
-    """The most recently written session log of any agent under ``paths`` (every agent's
-    home when empty). A log the user named (a session directory, a file) was not looked at
-    by discovery's listing: it is looked at here. A Claude Code sub-agent's file stands for
-    its session's file, when that exists (the view is of the whole session)."""
+def latest_log(paths: list[Path], agents: tuple[str, ...] = ()) -> Watched:
+    """The most recently written session log under ``paths`` (every agent's home when
+    empty) of one of ``agents`` (any agent when empty). A log the user named (a session
+    directory, a file) was not looked at by discovery's listing: it is looked at here. A
+    Claude Code sub-agent's file stands for its session's file, when that exists (the view
+    is of the whole session)."""
     found = discover(paths)
-    candidates = [(COPILOT, log) for log in found.logs] + found.agent_logs
+    candidates = [
+        (agent, log)
+        for agent, log in [(COPILOT, log) for log in found.logs] + found.agent_logs
+        if not agents or agent in agents
+    ]
     logs = [
         Watched(agent, seen) for agent, log in candidates if (seen := _seen(log)).stat is not None
     ]
     if not logs:
         where = ", ".join(map(str, paths)) or "the agents' homes"
+        whose = f" of {', '.join(agents)}" if agents else ""
         raise InputError(
-            f"no session log under {where}; name a session directory or log, or an agent's home"
+            f"no session log{whose} under {where}; name a session directory or log, or an "
+            "agent's home"
         )
     newest = max(
         logs,
