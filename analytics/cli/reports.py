@@ -11,6 +11,7 @@ import typer
 
 from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError, UsageError
+from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -284,6 +285,11 @@ def top(
 # --- commands: blocks ---
 
 
+def _blocks_agents() -> str:
+    """The agents whose plans meter 5-hour windows, in words (``--agent``'s default)."""
+    return agents.listed([f"{a.id} ({a.plans})" for a in agents.with_blocks()])
+
+
 @cli.app.command()
 def blocks(
     ctx: typer.Context,
@@ -292,8 +298,8 @@ def blocks(
         list[cli.Agent] | None,
         typer.Option(
             "--agent",
-            help="Whose calls fill the blocks (repeatable). Default: claude-code, whose plans "
-            "meter 5-hour windows.",
+            help="Whose calls fill the blocks (repeatable). Default: the agents whose plans "
+            f"meter 5-hour windows: {_blocks_agents()}.",
             show_default=False,
         ),
     ] = None,
@@ -315,15 +321,16 @@ def blocks(
     wide: cli.WideOpt = False,
     show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
-    """5-hour usage blocks (Claude's plan windows): tokens and API-equivalent cost per
-    block, and the active block's burn rate and projection."""
+    """5-hour usage blocks (the windows Claude's plans meter): tokens and API-equivalent
+    cost per block, and the active block's burn rate and projection."""
     try:
         from datetime import UTC, datetime
 
         from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
         from analytics.render import report
 
-        window = cli._window(None, None, timezone, agent or [cli.Agent.claude_code])
+        metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
+        window = cli._window(None, None, timezone, agent or metered)
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
         now = datetime.now(UTC)
         table = usage_blocks(priced_calls, now)

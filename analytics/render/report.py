@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analytics.engine.inputs import agents
 from analytics.render.text_table import (
     Column,
     Layout,
@@ -678,10 +679,13 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     return "\n\n".join(parts)
 
 
-#: The note under a table that prices Claude Code or Codex calls.
+#: The agents whose COST USD is API-equivalent (``agents.api_equivalent``).
+_SUBSCRIBED = agents.api_equivalent()
+#: The note under a table that prices their calls (Claude Code or Codex).
 API_EQUIVALENT = (
-    "COST USD of Claude Code and Codex calls is the API-equivalent cost (the vendor's list "
-    "prices): on a subscription (Claude Pro/Max, a ChatGPT plan) there is no per-token bill"
+    f"COST USD of {agents.listed([a.short_name for a in _SUBSCRIBED])} calls is the "
+    "API-equivalent cost (the vendor's list prices): on a subscription "
+    f"({', '.join(a.plans for a in _SUBSCRIBED)}) there is no per-token bill"
 )
 
 
@@ -690,7 +694,7 @@ def api_equivalent(frame: pl.DataFrame) -> list[str]:
     of an agent whose users often pay by subscription; else nothing."""
     if "agent" not in frame.columns:
         return []
-    return [API_EQUIVALENT] if frame["agent"].is_in(["claude-code", "codex"]).any() else []
+    return [API_EQUIVALENT] if frame["agent"].is_in(agents.ids(_SUBSCRIBED)).any() else []
 
 
 def caption(text: str, layout: Layout | None = None) -> str:
