@@ -26,9 +26,11 @@ class Agent:
     lists allowed where ``adds_homes``); ``default_homes`` are used when none is set, or
     beside them when ``adds_homes`` (Claude Code reads every home it finds). ``logs_in`` are
     the directories of a home that hold the session logs (none: the home itself is walked).
-    ``blocks``: its plans meter usage in 5-hour windows. ``money``: what COST USD means for
-    its calls (``api_equivalent``: the vendor's list prices, with no per-token bill on a
-    subscription; else the rate table's, and the logs record the bill)."""
+    ``blocks``: its plans meter usage in 5-hour windows. ``api_equivalent``: its COST USD is
+    the vendor's list prices, with no per-token bill on ``plans`` (a subscription); else the
+    rate table's, and its logs record the bill. ``shutdown_check``: its log's shutdown states
+    the session's request count, which the counted calls are checked against (SHUTDOWN
+    CHECK)."""
 
     id: str
     name: str
@@ -40,6 +42,7 @@ class Agent:
     blocks: bool = False
     api_equivalent: bool = False
     plans: str = ""
+    shutdown_check: bool = False
 
     def homes(self) -> list[Path]:
         """The homes named by the environment and the defaults, in that order (whether or
@@ -65,6 +68,7 @@ COPILOT = Agent(
     short_name="Copilot",
     home_variables=("COPILOT_HOME",),
     default_homes=("~/.copilot",),
+    shutdown_check=True,
 )
 CLAUDE_CODE = Agent(
     id="claude-code",
@@ -93,11 +97,6 @@ CODEX = Agent(
 AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
 
 
-def by_id(agent_id: str) -> Agent:
-    """The agent whose ``agent`` column value is ``agent_id``."""
-    return next(agent for agent in AGENTS if agent.id == agent_id)
-
-
 def listed(words: list[str], last: str = "and") -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
@@ -121,3 +120,8 @@ def with_blocks() -> tuple[Agent, ...]:
 def api_equivalent() -> tuple[Agent, ...]:
     """The agents whose COST USD is the API-equivalent cost (see :class:`Agent`)."""
     return tuple(agent for agent in AGENTS if agent.api_equivalent)
+
+
+def shutdown_checked() -> tuple[Agent, ...]:
+    """The agents whose sessions' calls are checked against their shutdown's count."""
+    return tuple(agent for agent in AGENTS if agent.shutdown_check)

@@ -365,6 +365,7 @@ def analyze(
             return
         from analytics.cache.repriced import priced
         from analytics.core.pricing.rates import load_rates
+        from analytics.engine.analyze import in_session_order
         from analytics.render import report
 
         window = _window(since, until, timezone, agent)
@@ -372,6 +373,8 @@ def analyze(
         result = _load(ctx, paths, window, found=replays.found)
         key = "calls" if calls else "sessions"
         frame = priced(result, table, _model_map(model_map), [key])[key]
+        if calls:
+            frame = in_session_order(frame, result.sessions)
         renames = _model_map(model_map)
 
         def as_table(layout: Layout) -> str:

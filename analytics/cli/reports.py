@@ -114,7 +114,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
-            from analytics.core.periods import period_report
+            from analytics.core.periods import period_report, sessions_without_calls
             from analytics.core.timezones import resolve_zone
 
             zone = resolve_zone(timezone)
@@ -135,7 +135,10 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            text = _emit_periods(rep, result.issues, period, output_format, output, wide=wide)
+            idle = sessions_without_calls(priced_sessions, zone, start, end)
+            text = _emit_periods(
+                rep, result.issues, period, output_format, output, wide=wide, without_calls=idle
+            )
             notes = cli._issue_notes(result, show_issues, wide=wide)
             cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
@@ -192,9 +195,11 @@ def _emit_periods(
     output: Path | None,
     *,
     wide: bool,
+    without_calls: int = 0,
 ) -> Report | None:
     """Print or write a period report, whether the logs or a team dataset gave it (one
-    rendering for both, so the two read alike): ``cli._emit``'s text."""
+    rendering for both, so the two read alike): ``cli._emit``'s text. ``without_calls``:
+    the sessions of the window with no LLM call (``report.period_table``)."""
     from analytics.render import report
 
     return cli._emit(
@@ -204,7 +209,9 @@ def _emit_periods(
         lambda: report.render_sections_json(
             {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
         ),
-        lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+        lambda layout: report.period_table(
+            rep.rows, rep.totals, period, rep.zone, layout, without_calls
+        ),
         wide=wide,
     )
 
