@@ -28,6 +28,7 @@ def calls(*minutes: int, tokens: int = 1_000, cost: str = "0.01") -> pl.DataFram
             "cache_write_tokens": [0] * len(minutes),
             "output_tokens": [100] * len(minutes),
             "cost_usd": [Decimal(cost)] * len(minutes),
+            "token_source": ["observed"] * len(minutes),
         },
         schema_overrides={"start_time": TIMESTAMP, "cost_usd": MONEY},
     )

@@ -234,7 +234,9 @@ def test_cli_daily_states_the_timezone_and_totals() -> None:
     result = CliRunner().invoke(app, ["daily", str(SAMPLE_LOGS), "--timezone", "Asia/Tokyo"])
     assert result.exit_code == 0, result.output
     assert "DAY (Asia/Tokyo)" in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("total")
+    lines = result.stdout.splitlines()
+    rules = [n for n, line in enumerate(lines) if line.startswith("─")]
+    assert lines[rules[-1] + 1].startswith("total")  # the legend of ~ follows it
 
 
 def test_cli_parquet_needs_an_output_file(tmp_path: Any) -> None:

@@ -1,22 +1,23 @@
 """Claude Code session logs: where they are, how they group, and the native fold.
 
-Homes: every directory of ``$CLAUDE_CONFIG_DIR`` (comma-separated; logs under
-``<dir>/projects/``), ``~/.config/claude/projects`` and ``~/.claude/projects``. Inside a home
-each project directory (``<project>/<session>.jsonl``, sub-agents in
-``<project>/<session>/subagents/agent-*.jsonl`` or flat ``<project>/agent-*.jsonl``) is a
-group (``discover``). Files folded together count a request that a resume or ``--continue``
-wrote into several of them once, and sub-agent calls join their parent session; ``read``
-folds all the groups it finds together, so a request copied between projects counts once
-too. The counting rules are in ``native/agents/claude_code/mod.rs``.
+Homes (``registry.CLAUDE_CODE``): every directory of ``$CLAUDE_CONFIG_DIR`` (comma-
+separated; logs under ``<dir>/projects/``), ``~/.config/claude/projects`` and
+``~/.claude/projects``. Inside a home each project directory (``<project>/<session>.jsonl``,
+sub-agents in ``<project>/<session>/subagents/agent-*.jsonl`` or flat
+``<project>/agent-*.jsonl``) is a group (``discover``). Files folded together count a
+request that a resume or ``--continue`` wrote into several of them once, and sub-agent calls
+join their parent session; ``read`` folds all the groups it finds together, so a request
+copied between projects counts once too. The counting rules are in
+``native/agents/claude_code/mod.rs``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, keyed, unique
+from analytics.agents.registry import CLAUDE_CODE
 
 #: Line types a Claude Code session file writes (``type``), beside which a line carries its
 #: ``sessionId`` or the ids that chain it (``uuid``, ``leafUuid``, ``messageId``).
@@ -38,18 +39,15 @@ def recognizes(line: dict[str, object]) -> bool:
 
 
 def homes() -> list[Path]:
-    """The Claude Code ``projects`` directories that exist (never created or written)."""
-    candidates: list[Path] = []
-    configured = os.environ.get("CLAUDE_CONFIG_DIR", "")
-    candidates += [Path(d.strip()).expanduser() / "projects" for d in configured.split(",")]
-    candidates += [
-        Path.home() / ".config" / "claude" / "projects",
-        Path.home() / ".claude" / "projects",
+    """The Claude Code ``projects`` directories that exist (never created or written): under
+    each home of ``registry.CLAUDE_CODE``."""
+    candidates = [
+        home / directory for home in CLAUDE_CODE.homes() for directory in CLAUDE_CODE.logs_in
     ]
     found: list[Path] = []
     seen: set[Path] = set()
     for candidate in candidates:
-        if candidate == Path("projects") or not candidate.is_dir():
+        if not candidate.is_dir():
             continue
         real = candidate.resolve()
         if real not in seen:

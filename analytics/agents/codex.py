@@ -1,22 +1,22 @@
 """Codex CLI rollouts: where they are, how they group, and the native fold.
 
-Home: ``$CODEX_HOME`` (default ``~/.codex``), whose ``sessions/YYYY/MM/DD/rollout-*.jsonl``
-and ``archived_sessions/`` hold the rollouts. All rollouts named together are one group: a
-session's running totals found in several files count once, and a fork's child finds its
-parent's totals. The counting rules (the fork replay rule included) are in
-``native/agents/codex/mod.rs``.
+Home (``registry.CODEX``): ``$CODEX_HOME`` (default ``~/.codex``), whose
+``sessions/YYYY/MM/DD/rollout-*.jsonl`` and ``archived_sessions/`` hold the rollouts. All
+rollouts named together are one group: a session's running totals found in several files
+count once, and a fork's child finds its parent's totals. The counting rules (the fork
+replay rule included) are in ``native/agents/codex/mod.rs``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, keyed, unique
+from analytics.agents.registry import CODEX
 
 #: The directories of a Codex home that hold rollouts.
-ROLLOUT_DIRS = ("sessions", "archived_sessions")
+ROLLOUT_DIRS = CODEX.logs_in
 
 
 #: Line types of a rollout (``{timestamp, type, payload}``).
@@ -33,8 +33,7 @@ def recognizes(line: dict[str, object]) -> bool:
 
 def homes() -> list[Path]:
     """The Codex home, if it exists and holds rollouts (never created or written)."""
-    configured = os.environ.get("CODEX_HOME")
-    home = Path(configured).expanduser() if configured else Path.home() / ".codex"
+    (home,) = CODEX.homes()
     return [home] if any((home / d).is_dir() for d in ROLLOUT_DIRS) else []
 
 

@@ -18,13 +18,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analytics.agents import registry
+from analytics.agents.registry import AGENTS, every_home, listed
 from analytics.core.errors import InputError
 
 _EVENTS = "events.jsonl"
 _MAX_DEPTH = 12
 _NOTHING_HERE = (
-    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no Claude Code or "
-    "Codex .jsonl); name a session directory or file, or an agent's home"
+    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no "
+    f"{listed([a.short_name for a in AGENTS if a is not registry.COPILOT], 'or')} .jsonl); "
+    "name a session directory or file, or an agent's home"
 )
 
 
@@ -66,9 +69,9 @@ class Found:
 
 
 def copilot_home() -> Path:
-    """``$COPILOT_HOME`` or ``~/.copilot``."""
-    configured = os.environ.get("COPILOT_HOME")
-    return Path(configured).expanduser() if configured else Path.home() / ".copilot"
+    """``$COPILOT_HOME`` or ``~/.copilot`` (``registry.COPILOT``)."""
+    (home,) = registry.COPILOT.homes()
+    return home
 
 
 def discover(paths: Sequence[Path]) -> Found:
@@ -87,7 +90,7 @@ def discover(paths: Sequence[Path]) -> Found:
         if not target.exists():
             raise InputError(
                 f"{target}: no such file or directory; name a session directory or log file, "
-                "or an agent's home (Copilot, Claude Code or Codex)"
+                f"or an agent's home ({listed([a.short_name for a in AGENTS], 'or')})"
             )
         if not os.access(target, os.R_OK):
             raise InputError(f"{target}: permission denied; agentcost needs read access")
@@ -121,10 +124,9 @@ def default_targets() -> list[Path]:
     targets += [h / d for h in codex.homes() for d in codex.ROLLOUT_DIRS if (h / d).is_dir()]
     if not targets:
         raise InputError(
-            f"no agent home found (Copilot: {home}; Claude Code: ~/.claude/projects, "
-            "~/.config/claude/projects or CLAUDE_CONFIG_DIR; Codex: CODEX_HOME or ~/.codex); "
-            "set COPILOT_HOME, CLAUDE_CONFIG_DIR or CODEX_HOME, or name a path (try: agentcost "
-            "analyze sample_logs)"
+            f"no agent home found ({every_home()}); set "
+            f"{listed([v for a in AGENTS for v in a.home_variables], 'or')}, or name a path "
+            "(try: agentcost analyze sample_logs)"
         )
     return targets
 
@@ -329,10 +331,10 @@ def sniff(path: Path, head: bytes | None = None) -> str | None:
 
 
 #: The agents whose logs agentcost reads, as the ``agent`` column names them.
-COPILOT, CLAUDE_CODE, CODEX = "copilot", "claude-code", "codex"
+COPILOT, CLAUDE_CODE, CODEX = registry.ids()
 _NO_AGENT = (
-    "JSON lines, but not the session log of an agent agentcost reads (Copilot CLI, Claude "
-    f"Code, Codex CLI); {_NAME_A_LOG}"
+    "JSON lines, but not the session log of an agent agentcost reads "
+    f"({', '.join(a.name for a in AGENTS)}); {_NAME_A_LOG}"
 )
 
 

@@ -18,6 +18,7 @@ import typer
 from typer.main import get_command_name
 
 from analytics.core.errors import AgentcostError, StrictModeError, UsageError
+from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +39,17 @@ app = typer.Typer(
 )
 
 
-@app.callback()
+def _root_help() -> str:
+    """``agentcost --help``'s text, naming every agent's home (``agents.every_home``)."""
+    return (
+        "Facts about LLM calls, tokens and money from AI coding-agent session logs "
+        f"({agents.listed([a.name for a in agents.AGENTS])}).\n\n"
+        "Without a command: what was spent today, this week and this month in every agent's "
+        f"home that exists ({agents.every_home()}), the costliest sessions and the model mix."
+    )
+
+
+@app.callback(help=_root_help())
 def root(
     ctx: typer.Context,
     no_cache: Annotated[
@@ -50,11 +61,6 @@ def root(
         ),
     ] = False,
 ) -> None:
-    """Facts about LLM calls, tokens and money from AI coding-agent session logs.
-
-    Without a command: what was spent today, this week and this month in the default home
-    ($COPILOT_HOME or ~/.copilot), the costliest sessions and the model mix.
-    """
     ctx.obj = not no_cache
     if ctx.invoked_subcommand is None:
         _home(ctx)
@@ -87,7 +93,8 @@ def _home(ctx: typer.Context) -> None:
 
 
 class Agent(StrEnum):
-    """The agents whose logs agentcost reads (the ``agent`` column)."""
+    """The agents whose logs agentcost reads (the ``agent`` column): ``agents.AGENTS``'
+    ids (``tests/test_help.py`` holds the two together)."""
 
     copilot = "copilot"
     claude_code = "claude-code"
@@ -106,8 +113,9 @@ class Format(StrEnum):
 PathsArg = Annotated[
     list[Path] | None,
     typer.Argument(
-        help="Session directories, events.jsonl files, session-state directories or Copilot "
-        "homes. Default: $COPILOT_HOME or ~/.copilot.",
+        help="Session logs or directories of them (a session directory, an events.jsonl, a "
+        "Claude Code session file, a Codex rollout) or agents' homes. Default: every agent's "
+        f"home that exists: {agents.every_home()}.",
         show_default=False,
     ),
 ]
@@ -155,7 +163,7 @@ AgentOpt = Annotated[
     list[Agent] | None,
     typer.Option(
         "--agent",
-        help="Only the sessions of this agent (repeatable): copilot, claude-code, codex.",
+        help=f"Only the sessions of this agent (repeatable): {agents.listed(agents.ids(), 'or')}.",
         show_default=False,
     ),
 ]
@@ -357,6 +365,7 @@ def analyze(
             return
         from analytics.cache.repriced import priced
         from analytics.core.pricing.rates import load_rates
+        from analytics.engine.analyze import in_session_order
         from analytics.render import report
 
         window = _window(since, until, timezone, agent)
@@ -364,6 +373,8 @@ def analyze(
         result = _load(ctx, paths, window, found=replays.found)
         key = "calls" if calls else "sessions"
         frame = priced(result, table, _model_map(model_map), [key])[key]
+        if calls:
+            frame = in_session_order(frame, result.sessions)
         renames = _model_map(model_map)
 
         def as_table(layout: Layout) -> str:

@@ -11,6 +11,7 @@ import typer
 
 from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError, UsageError
+from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -113,7 +114,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
-            from analytics.core.periods import period_report
+            from analytics.core.periods import period_report, sessions_without_calls
             from analytics.core.timezones import resolve_zone
 
             zone = resolve_zone(timezone)
@@ -134,7 +135,10 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                 since=start,
                 until=end,
             )
-            text = _emit_periods(rep, result.issues, period, output_format, output, wide=wide)
+            idle = sessions_without_calls(priced_sessions, zone, start, end)
+            text = _emit_periods(
+                rep, result.issues, period, output_format, output, wide=wide, without_calls=idle
+            )
             notes = cli._issue_notes(result, show_issues, wide=wide)
             cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
@@ -191,9 +195,11 @@ def _emit_periods(
     output: Path | None,
     *,
     wide: bool,
+    without_calls: int = 0,
 ) -> Report | None:
     """Print or write a period report, whether the logs or a team dataset gave it (one
-    rendering for both, so the two read alike): ``cli._emit``'s text."""
+    rendering for both, so the two read alike): ``cli._emit``'s text. ``without_calls``:
+    the sessions of the window with no LLM call (``report.period_table``)."""
     from analytics.render import report
 
     return cli._emit(
@@ -203,7 +209,9 @@ def _emit_periods(
         lambda: report.render_sections_json(
             {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
         ),
-        lambda layout: report.period_table(rep.rows, rep.totals, period, rep.zone, layout),
+        lambda layout: report.period_table(
+            rep.rows, rep.totals, period, rep.zone, layout, without_calls
+        ),
         wide=wide,
     )
 
@@ -284,6 +292,11 @@ def top(
 # --- commands: blocks ---
 
 
+def _blocks_agents() -> str:
+    """The agents whose plans meter 5-hour windows, in words (``--agent``'s default)."""
+    return agents.listed([f"{a.id} ({a.plans})" for a in agents.with_blocks()])
+
+
 @cli.app.command()
 def blocks(
     ctx: typer.Context,
@@ -292,8 +305,8 @@ def blocks(
         list[cli.Agent] | None,
         typer.Option(
             "--agent",
-            help="Whose calls fill the blocks (repeatable). Default: claude-code, whose plans "
-            "meter 5-hour windows.",
+            help="Whose calls fill the blocks (repeatable). Default: the agents whose plans "
+            f"meter 5-hour windows: {_blocks_agents()}.",
             show_default=False,
         ),
     ] = None,
@@ -315,15 +328,16 @@ def blocks(
     wide: cli.WideOpt = False,
     show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
-    """5-hour usage blocks (Claude's plan windows): tokens and API-equivalent cost per
-    block, and the active block's burn rate and projection."""
+    """5-hour usage blocks (the windows Claude's plans meter): tokens and API-equivalent
+    cost per block, and the active block's burn rate and projection."""
     try:
         from datetime import UTC, datetime
 
         from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
         from analytics.render import report
 
-        window = cli._window(None, None, timezone, agent or [cli.Agent.claude_code])
+        metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
+        window = cli._window(None, None, timezone, agent or metered)
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
         now = datetime.now(UTC)
         table = usage_blocks(priced_calls, now)

@@ -70,6 +70,7 @@ def export(
         cli._fail(error)
 
 
+# The help is rich markup: ``\[`` keeps the extra's brackets, which rich would read as a tag.
 @cli.app.command()
 def spark(
     paths: Annotated[
@@ -82,8 +83,8 @@ def spark(
         str | None, typer.Option(help="Spark master (default: spark-submit's, else local[2]).")
     ] = None,
 ) -> None:
-    """Run the engine inside Spark over many people's logs and write the team dataset
-    (needs the spark extra: pip install 'agentcost[spark]')."""
+    r"""Run the engine inside Spark over many people's logs and write the team dataset
+    (needs the spark extra: pip install 'agentcost\[spark]')."""
     from analytics.engine.spark import run
 
     try:

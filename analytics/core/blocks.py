@@ -45,6 +45,7 @@ COLUMNS = [
     "total_tokens",
     "cost_usd",
     "unpriced_calls",
+    "estimated_calls",
     "models",
 ]
 
@@ -87,6 +88,8 @@ def usage_blocks(priced_calls: pl.DataFrame, now: datetime) -> pl.DataFrame:
             .cast(MONEY)
             .alias("cost_usd"),
             pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
+            # calls whose tokens are estimated: the block's sums are then shown with ~
+            (pl.col("token_source") == "estimated").sum().cast(pl.Int64).alias("estimated_calls"),
             pl.col("model").drop_nulls().unique().sort().alias("models"),
         )
         .with_columns(
@@ -169,5 +172,6 @@ def _schema() -> dict[str, pl.DataType]:
         "total_tokens": pl.Int64(),
         "cost_usd": MONEY,
         "unpriced_calls": pl.Int64(),
+        "estimated_calls": pl.Int64(),
         "models": pl.List(pl.String()),
     }

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.core.periods import period_report
+from analytics.core.periods import period_report, sessions_without_calls
 
 #: How many of the costliest sessions the screen lists.
 TOP_SESSIONS = 5
@@ -25,7 +25,8 @@ class HomeScreen:
     """``periods``: label, since, command and the period totals (calls, cost_usd,
     unpriced_calls, billed_usd, billed_split_calls); ``sessions``: the costliest sessions;
     ``models``: calls and cost per model, most calls first; ``zone``: the days' timezone;
-    ``agents``: calls, sessions and cost per agent."""
+    ``agents``: calls, sessions and cost per agent; ``without_calls``: the sessions that made
+    no LLM call, which ``agents`` does not count."""
 
     periods: pl.DataFrame
     sessions: pl.DataFrame
@@ -33,6 +34,7 @@ class HomeScreen:
     zone: str
     #: calls, sessions and cost per agent, costliest first
     agents: pl.DataFrame
+    without_calls: int = 0
 
 
 def home_screen(
@@ -92,14 +94,21 @@ def home_screen(
         .sort(["cost_usd", "agent"], descending=[True, False], nulls_last=True)
     )
     return HomeScreen(
-        periods=periods, sessions=sessions, models=models, zone=str(zone), agents=agents
+        periods=periods,
+        sessions=sessions,
+        models=models,
+        zone=str(zone),
+        agents=agents,
+        without_calls=sessions_without_calls(priced_sessions, zone),
     )
 
 
 def _spend() -> list[pl.Expr]:
-    """Calls, their exact cost (null when none is priced) and the calls left unpriced."""
+    """Calls, their exact cost (null when none is priced), the calls left unpriced and those
+    whose tokens are estimated (the cost is then shown with ``~``)."""
     return [
         pl.len().cast(pl.Int64).alias("calls"),
         pl.when(pl.col("cost_usd").count() > 0).then(pl.col("cost_usd").sum()).alias("cost_usd"),
         pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
+        (pl.col("token_source") == "estimated").sum().cast(pl.Int64).alias("estimated_calls"),
     ]

@@ -93,11 +93,27 @@ def period_report(
     return PeriodReport(rows=rows, totals=totals, zone=name)
 
 
+def sessions_without_calls(
+    sessions: pl.DataFrame, zone: ZoneInfo, since: date | None = None, until: date | None = None
+) -> int:
+    """How many ``sessions`` made no LLM call, of those starting ``since``..``until`` (local
+    days of ``zone``): a period report, built on calls, counts none of them, while
+    ``agentcost analyze`` lists every session."""
+    day = pl.col("start_time").dt.convert_time_zone(str(zone)).dt.date()
+    idle = pl.col("llm_calls").fill_null(0) == 0
+    if since is not None:
+        idle &= day >= since
+    if until is not None:
+        idle &= day <= until
+    return int(sessions.select(idle.fill_null(False).sum()).item())
+
+
 _OUTPUT = [
     "sessions",
     "calls",
     *TOKEN_COLUMNS,
     "unknown_token_calls",
+    "estimated_calls",
     "cost_usd",
     "unpriced_calls",
     "billed_usd",
@@ -106,12 +122,14 @@ _OUTPUT = [
 
 
 def _aggregates() -> list[pl.Expr]:
-    """Per group: sessions, calls, token sums, exact money sums and what they leave out."""
+    """Per group: sessions, calls, token sums, exact money sums, what they leave out, and
+    how many calls' tokens are estimated (their sums and cost are shown with ``~``)."""
     return [
         pl.col("session_id").n_unique().cast(pl.Int64).alias("sessions"),
         pl.len().cast(pl.Int64).alias("calls"),
         *(known_sum(c).alias(c) for c in TOKEN_COLUMNS),
         pl.col("input_tokens").is_null().sum().cast(pl.Int64).alias("unknown_token_calls"),
+        (pl.col("token_source") == "estimated").sum().cast(pl.Int64).alias("estimated_calls"),
         known_sum("cost_usd").cast(MONEY).alias("cost_usd"),
         pl.col("cost_usd").is_null().sum().cast(pl.Int64).alias("unpriced_calls"),
         known_sum("_billed_usd").cast(MONEY).alias("billed_usd"),

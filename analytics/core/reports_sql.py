@@ -10,7 +10,8 @@ plain ``GROUP BY``, and gives the rows ``period_report`` gives on the logs:
 * ``period``: the local date of ``start_time`` in ``zone`` as ``2026-08-03``, the ISO week
   ``2026-W32`` or the month ``2026-08``; ``period_start`` its first day. A call without a
   start time has a null period (and is left out by a window).
-* ``sessions`` distinct sessions, ``calls`` rows, token sums, ``unknown_token_calls``;
+* ``sessions`` distinct sessions, ``calls`` rows, token sums, ``unknown_token_calls``,
+  ``estimated_calls``;
   money sums are exact ``DECIMAL(38, 18)``; a sum is null when the group has rows but none
   is known (unknown is not zero), zero over no rows.
 
@@ -96,6 +97,8 @@ def _aggregates() -> str:
             "CAST(count(*) AS BIGINT) AS calls",
             *(f"{_known_sum(c)} AS {c}" for c in TOKEN_COLUMNS),
             "CAST(count(*) - count(input_tokens) AS BIGINT) AS unknown_token_calls",
+            "CAST(coalesce(sum(CASE WHEN token_source = 'estimated' THEN 1 ELSE 0 END), 0)"
+            " AS BIGINT) AS estimated_calls",
             f"{_known_sum('cost_usd', money=True)} AS cost_usd",
             "CAST(count(*) - count(cost_usd) AS BIGINT) AS unpriced_calls",
             f"{_known_sum('bill_share_usd', money=True)} AS billed_usd",
@@ -175,6 +178,7 @@ def _schema(by: Breakdown | None, totals: bool) -> dict[str, pl.DataType]:
         **head,
         **counts,
         "unknown_token_calls": pl.Int64(),
+        "estimated_calls": pl.Int64(),
         "cost_usd": MONEY,
         "unpriced_calls": pl.Int64(),
         "billed_usd": MONEY,

@@ -307,8 +307,24 @@ def _with_agents(result: Analysis, items: bool) -> Analysis:
         previous=before,
         agent_events=pl.concat(events, how="vertical") if events else None,
         calls_source=calls,
-        sessions=sessions.sort("start_time", "session_id", nulls_last=True),
+        sessions=sessions.sort(*SESSION_ORDER, nulls_last=True),
         issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
+    )
+
+
+#: The order sessions are listed in: by start time, then id (a session without a start last).
+SESSION_ORDER = ("start_time", "session_id")
+
+
+def in_session_order(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` in the order their ``sessions`` are listed (``SESSION_ORDER``), each
+    session's calls in log order (``event_seq``): ``analyze --calls`` lists calls as
+    ``analyze`` lists sessions, whatever agent wrote them."""
+    starts = sessions.select("session_id", pl.col("start_time").alias("_session_start"))
+    return (
+        calls.join(starts, on="session_id", how="left")
+        .sort("_session_start", "session_id", "event_seq", nulls_last=True, maintain_order=True)
+        .drop("_session_start")
     )
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analytics.engine.inputs import agents
 from analytics.render.text_table import (
     Column,
     Layout,
@@ -182,17 +184,17 @@ def session_table(
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
         _check().alias("_check"),
     )
-    mixed = api_equivalent(sessions) or sessions["agent"].n_unique() > 1
+    checked = sessions["agent"].is_in(agents.ids(agents.shutdown_checked())).any()
     columns = [
         Column("SESSION", "_id", right=False),
-        *([Column("AGENT", "agent", right=False, drop=6)] if mixed else []),
+        *_agent_column(sessions, drop=6),
         Column(f"START ({zone})", "_start", right=False, drop=3),
         Column("MODELS", "models", right=False, drop=6),
         Column("CALLS", "llm_calls"),
         Column("MAIN/SUB/COMPACT", "_split", drop=8),
         Column("INTERRUPTED", "interrupted_calls", drop=9),
         Column("FAILED", "failed_calls", drop=9),
-        Column("SHUTDOWN CHECK", "_check", right=False, drop=5),
+        *([Column("SHUTDOWN CHECK", "_check", right=False, drop=5)] if checked else []),
         Column("INPUT TOK", "_input", drop=2),
         Column("OUTPUT TOK", "_output", drop=4),
         Column("PER-CALL TOKENS", "_sources", right=False, drop=7),
@@ -222,8 +224,44 @@ def session_table(
         "billed_usd": _money_total(sessions["billed_usd"], 0),
     }
     estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
-    legend = [*notes, *_legend(estimated), *api_equivalent(sessions)]
-    return _table(local, columns, totals, layout, legend)
+    idle = int((sessions["llm_calls"].fill_null(0) == 0).sum())
+    counts = [
+        f"{idle:,} of the {counted(sessions.height, 'session')} made no LLM call (the period "
+        "reports and the first screen count sessions with calls)"
+    ]
+    legend = [*notes, *_legend(estimated), *api_equivalent(sessions), *(counts if idle else [])]
+    return _table(local, _agent_kept(columns, sessions), totals, layout, legend)
+
+
+def _agent_column(frame: pl.DataFrame, drop: int) -> list[Column]:
+    """The AGENT column, in a table of rows of several agents or of one whose cost is
+    API-equivalent (the note under the table names it); else none."""
+    shown = frame["agent"].n_unique() > 1 or api_equivalent(frame)
+    return [Column("AGENT", "agent", right=False, drop=drop)] if shown else []
+
+
+def _agent_kept(columns: Sequence[Column], frame: pl.DataFrame) -> list[Column]:
+    """``columns`` ranked for fitting a width: in a table of several agents' rows (``frame``),
+    AGENT is the last column left out, and the columns only one agent fills (``_ONE_AGENT``:
+    the others' rows show nothing there) go first, in their own order; the rest keep theirs
+    between. A table of one agent's rows keeps ``columns`` as they are."""
+    if frame["agent"].n_unique() < 2:
+        return list(columns)
+    last = max(c.drop for c in columns)
+
+    def rank(column: Column) -> int:
+        if column.field == "agent":
+            return 1
+        if column.field in _ONE_AGENT:
+            return last + 1 + column.drop
+        return column.drop + 1 if column.drop else 0
+
+    return [replace(c, drop=rank(c)) for c in columns]
+
+
+#: Session columns only Copilot's logs fill: its bill, its shutdown's request count, and the
+#: state its session ended in.
+_ONE_AGENT = frozenset({"billed_usd", "_check", "status"})
 
 
 def unpriced_reasons(
@@ -271,14 +309,7 @@ def _token_value(column: str) -> list[pl.Expr]:
 
 def _tokens_cell(column: str) -> pl.Expr:
     """A token figure, ``~`` marking an estimate, ``-`` an unknown."""
-    value = pl.col(f"_{column}")
-    return (
-        pl.when(value.is_null())
-        .then(pl.lit("-"))
-        .when(pl.col(f"_{column}_est"))
-        .then(pl.format("~{}", thousands(value)))
-        .otherwise(thousands(value))
-    )
+    return _count_cell(f"_{column}", pl.col(f"_{column}_est"))
 
 
 def _tokens_total(frame: pl.DataFrame, column: str) -> str:
@@ -314,8 +345,7 @@ def cost_cell() -> pl.Expr:
     """The cost cell: the amount (``~`` when it prices estimated tokens), marked when some
     calls could not be priced."""
     estimated = pl.col("token_sources").struct["estimated"] > 0
-    digits = dollars(pl.col("cost_usd"))
-    amount = pl.when(estimated).then(pl.format("~{}", digits)).otherwise(digits)
+    amount = estimated_mark(dollars(pl.col("cost_usd")), estimated)
     return (
         pl.when(pl.col("unpriced_calls").fill_null(0) == 0)
         .then(amount)
@@ -353,10 +383,13 @@ def _money_total(series: pl.Series, unpriced: object) -> str:
 def _check() -> pl.Expr:
     """``ok 5=5`` when counted calls equal the shutdown's requests, else the difference and the
     cause the log shows (``/rewind``, ``lines missing from the log``, ...); with no request
-    total, whether the log has usage records or a shutdown's token totals instead."""
+    total, whether the log has usage records or a shutdown's token totals instead. Empty for
+    an agent whose log has no such shutdown (``agents.shutdown_checked``): no check there."""
     cause = pl.col("calls_delta_reason").str.split(":").list.first()
     return (
-        pl.when(pl.col("shutdown_requests").is_null())
+        pl.when(~pl.col("agent").is_in(agents.ids(agents.shutdown_checked())))
+        .then(pl.lit(""))
+        .when(pl.col("shutdown_requests").is_null())
         .then(
             pl.when(pl.col("token_totals_source") == "usage_records")
             .then(pl.lit("no shutdown; usage records"))
@@ -388,7 +421,9 @@ def _sum_known(series: pl.Series) -> str:
 def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> str:
     """The per-call table of ``agentcost analyze --calls``."""
     cost = dollars(pl.col("cost_usd"), 6)
+    estimated = pl.col("token_source") == "estimated"
     local = calls.with_columns(
+        *(_count_cell(c, estimated).alias(f"_{c}") for c in _TOKEN_HEADERS),
         *_id_and_start(zone, "%Y-%m-%d %H:%M:%S", layout),
         ((pl.col("end_time") - pl.col("start_time")).dt.total_milliseconds() / 1000)
         .round(1)
@@ -399,9 +434,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         .then(pl.lit("unpriced"))
         .when(pl.col("cost_usd").is_null())
         .then(pl.lit("unknown tokens"))
-        .when(pl.col("token_source") == "estimated")
-        .then(pl.format("~{}", cost))
-        .otherwise(cost)
+        .otherwise(estimated_mark(cost, estimated))
         .alias("_cost"),
         _interval_cell(calls),
     )
@@ -410,32 +443,32 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         Column("#", "call_index"),
         Column("KIND", "kind", right=False, drop=4),
         Column("MODEL", "model", right=False, drop=3),
-        Column("AGENT", "agent_name", right=False, drop=9),
+        *_agent_column(calls, drop=6),
+        Column("SUB-AGENT", "agent_name", right=False, drop=9),
         Column(f"START ({zone})", "_start", right=False, drop=7),
         Column("SECONDS", "_seconds", drop=8),
-        Column("INPUT TOK", "input_tokens"),
+        Column("INPUT TOK", "_input_tokens"),
         Column("±%", "_spread", drop=5),
-        Column("CACHE READ", "cache_read_tokens", drop=5),
-        Column("CACHE WRITE", "cache_write_tokens", drop=6),
-        Column("OUTPUT TOK", "output_tokens", drop=2),
+        Column("CACHE READ", "_cache_read_tokens", drop=5),
+        Column("CACHE WRITE", "_cache_write_tokens", drop=6),
+        Column("OUTPUT TOK", "_output_tokens", drop=2),
         Column("TOKENS", "token_source", right=False, drop=1),
         Column("COST USD", "_cost"),
         Column("INTERRUPTED", "_cut", right=False, drop=10),
     ]
+    any_estimated = bool((calls["token_source"] == "estimated").any())
     totals = {
         "_id": counted(calls.height, "call"),
         **{
-            column: _sum_known(calls[column])
-            for column in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
+            f"_{column}": _estimate_mark(_sum_known(calls[column]), any_estimated)
+            for column in _TOKEN_HEADERS
         },
-        "output_tokens": _sum_known(calls["output_tokens"]),
         "_cost": _estimate_mark(
-            _money_total(calls["cost_usd"], calls["cost_usd"].null_count()),
-            (calls["token_source"] == "estimated").any(),
+            _money_total(calls["cost_usd"], calls["cost_usd"].null_count()), any_estimated
         ),
     }
-    estimated = (calls["token_source"] == "estimated").any()
-    return _table(local, columns, totals, layout, [*_legend(estimated), *api_equivalent(calls)])
+    notes = [*_legend(any_estimated), *api_equivalent(calls)]
+    return _table(local, _agent_kept(columns, calls), totals, layout, notes)
 
 
 def _interval_cell(calls: pl.DataFrame) -> pl.Expr:
@@ -454,11 +487,9 @@ def comparison_table(
     """Sessions x rate tables: each table's cost, ``~`` where it prices estimated tokens,
     marked where calls were left unpriced; the notes of ``comparison_notes`` below."""
     wide = found.sessions.join(found.estimated_calls, on="session_id", how="left")
-    estimated = pl.col("estimated_calls").fill_null(0) > 0
 
     def cost(name: str) -> pl.Expr:
-        amount = dollars(pl.col(name))
-        amount = pl.when(estimated & amount.is_not_null()).then("~" + amount).otherwise(amount)
+        amount = estimated_mark(dollars(pl.col(name)), _has_estimates())
         return (
             pl.when(pl.col(f"{name}_unpriced_calls").fill_null(0) > 0)
             .then(pl.format("{} +{} unpriced", amount.fill_null("-"), f"{name}_unpriced_calls"))
@@ -595,11 +626,8 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     the model mix, each headed by the command that gives the detail."""
     periods = screen.periods.with_columns(
         pl.col("since").dt.to_string().fill_null("-").alias("_since"),
-        _usd("cost_usd", "unpriced_calls").alias("_cost"),
-        pl.when(pl.col("billed_split_calls") > 0)
-        .then(pl.format("~{}", dollars(pl.col("billed_usd"))))
-        .otherwise(dollars(pl.col("billed_usd")))
-        .alias("_billed"),
+        _usd("cost_usd", "unpriced_calls", _has_estimates()).alias("_cost"),
+        _billed_cell().alias("_billed"),
     )
     spend = _table(
         periods,
@@ -613,7 +641,10 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         ],
         None,
         layout,
-        ["BILLED USD: the Copilot bill the logs record (~: a session's bill split over days)"],
+        [
+            "BILLED USD: the Copilot bill the logs record (~: a session's bill split over days)",
+            *_legend(bool(screen.periods["estimated_calls"].fill_null(0).gt(0).any())),
+        ],
     )
     sessions = screen.sessions.with_columns(
         *_id_and_start(screen.zone, "%Y-%m-%d", layout),
@@ -634,7 +665,7 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     models = screen.models.with_columns(
         pl.col("model").fill_null("unknown model"),
         pl.format("{}%", pl.col("share_pct").round(1)).alias("_share"),
-        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+        _usd("cost_usd", "unpriced_calls", _has_estimates()).alias("_cost"),
     )
     mix = _table(
         models,
@@ -648,7 +679,9 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         layout,
     )
     by_agent = _table(
-        screen.agents.with_columns(_usd("cost_usd", "unpriced_calls").alias("_cost")),
+        screen.agents.with_columns(
+            _usd("cost_usd", "unpriced_calls", _has_estimates()).alias("_cost")
+        ),
         [
             Column("AGENT", "agent", right=False),
             Column("SESSIONS", "sessions", drop=1),
@@ -657,7 +690,7 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
         ],
         None,
         layout,
-        api_equivalent(screen.agents),
+        [*api_equivalent(screen.agents), *sessions_counted(screen.without_calls)],
     )
     parts = [
         spend,
@@ -678,10 +711,13 @@ def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:
     return "\n\n".join(parts)
 
 
-#: The note under a table that prices Claude Code or Codex calls.
+#: The agents whose COST USD is API-equivalent (``agents.api_equivalent``).
+_SUBSCRIBED = agents.api_equivalent()
+#: The note under a table that prices their calls (Claude Code or Codex).
 API_EQUIVALENT = (
-    "COST USD of Claude Code and Codex calls is the API-equivalent cost (the vendor's list "
-    "prices): on a subscription (Claude Pro/Max, a ChatGPT plan) there is no per-token bill"
+    f"COST USD of {agents.listed([a.short_name for a in _SUBSCRIBED])} calls is the "
+    "API-equivalent cost (the vendor's list prices): on a subscription "
+    f"({', '.join(a.plans for a in _SUBSCRIBED)}) there is no per-token bill"
 )
 
 
@@ -690,7 +726,7 @@ def api_equivalent(frame: pl.DataFrame) -> list[str]:
     of an agent whose users often pay by subscription; else nothing."""
     if "agent" not in frame.columns:
         return []
-    return [API_EQUIVALENT] if frame["agent"].is_in(["claude-code", "codex"]).any() else []
+    return [API_EQUIVALENT] if frame["agent"].is_in(agents.ids(_SUBSCRIBED)).any() else []
 
 
 def caption(text: str, layout: Layout | None = None) -> str:
@@ -734,10 +770,29 @@ def render_sections_json(
     return [*pieces, "\n}"]
 
 
-def _usd(amount: str, unpriced: str) -> pl.Expr:
-    """A money cell: rounded for display, ``+ N unpriced`` when calls were left out, and
-    ``unpriced (N calls)`` when none was priced; never a silent $0."""
-    value = dollars(pl.col(amount))
+def estimated_mark(text: pl.Expr, estimated: pl.Expr | None) -> pl.Expr:
+    """``text`` with ``~`` before it where ``estimated`` holds. The one rule for ``~``, in
+    every table: a figure (a call's, a session's, a period's or a block's tokens or cost, or
+    a bill) that includes an estimated part says so; unknown (null) stays null."""
+    if estimated is None:
+        return text
+    return (
+        pl.when(estimated.fill_null(False) & text.is_not_null())
+        .then(pl.format("~{}", text))
+        .otherwise(text)
+    )
+
+
+def _has_estimates() -> pl.Expr:
+    """Whether a row (a period, an agent, a model, a block) sums estimated calls."""
+    return pl.col("estimated_calls").fill_null(0) > 0
+
+
+def _usd(amount: str, unpriced: str, estimated: pl.Expr | None = None) -> pl.Expr:
+    """A money cell: rounded for display, ``~`` where ``estimated`` (``estimated_mark``),
+    ``+ N unpriced`` when calls were left out, and ``unpriced (N calls)`` when none was
+    priced; never a silent $0."""
+    value = estimated_mark(dollars(pl.col(amount)), estimated)
     left_out = pl.col(unpriced).fill_null(0)
     return (
         pl.when(left_out == 0)
@@ -754,9 +809,9 @@ def dollars(amount: pl.Expr, places: int = 4) -> pl.Expr:
     return amount.round(places).cast(pl.Decimal(38, places)).cast(pl.String)
 
 
-def _count_cell(column: str) -> pl.Expr:
-    """An integer with thousands separators, ``-`` when unknown."""
-    return thousands(pl.col(column)).fill_null("-")
+def _count_cell(column: str, estimated: pl.Expr | None = None) -> pl.Expr:
+    """An integer with thousands separators, ``~`` where ``estimated``, ``-`` when unknown."""
+    return estimated_mark(thousands(pl.col(column)), estimated).fill_null("-")
 
 
 _PERIOD_HEADER = {"day": "DAY", "week": "WEEK", "month": "MONTH"}
@@ -769,25 +824,28 @@ _TOKEN_HEADERS = {
 
 
 def period_table(
-    rows: pl.DataFrame, totals: pl.DataFrame, period: str, zone: str, layout: Layout | None = None
+    rows: pl.DataFrame,
+    totals: pl.DataFrame,
+    period: str,
+    zone: str,
+    layout: Layout | None = None,
+    without_calls: int = 0,
 ) -> str:
     """The table of ``agentcost daily|weekly|monthly``: one row per period (and key), totals.
 
     ``BILLED USD`` is marked ``~`` where part of a session's bill was split over its calls.
+    ``without_calls``: the sessions in the window that made no LLM call, which SESSIONS
+    does not count (a note says so).
     """
     keys = [c for c in ("user", "agent", "model", "project", "session_id") if c in rows.columns]
 
     def cells(frame: pl.DataFrame) -> pl.DataFrame:
-        billed = dollars(pl.col("billed_usd"))
         return frame.with_columns(
             pl.col("period").fill_null("unknown").alias("_period"),
-            *(_count_cell(c).alias(f"_{c}") for c in ["sessions", "calls", *_TOKEN_HEADERS]),
-            _usd("cost_usd", "unpriced_calls").alias("_cost"),
-            pl.when(pl.col("billed_split_calls") > 0)
-            .then(pl.format("~{}", billed))
-            .otherwise(billed)
-            .fill_null("-")
-            .alias("_billed"),
+            *(_count_cell(c).alias(f"_{c}") for c in ["sessions", "calls"]),
+            *(_count_cell(c, _has_estimates()).alias(f"_{c}") for c in _TOKEN_HEADERS),
+            _usd("cost_usd", "unpriced_calls", _has_estimates()).alias("_cost"),
+            _billed_cell().fill_null("-").alias("_billed"),
             *((_short_id(layout).alias("session_id"),) if "session_id" in frame.columns else ()),
             *(
                 (shorter_path(pl.col("project")).alias("project"),)
@@ -809,9 +867,30 @@ def period_table(
         Column("BILLED USD", "_billed", drop=6),
     ]
     total = cells(totals).row(0, named=True)
+    estimated = bool(totals["estimated_calls"].fill_null(0).gt(0).any())
     return _table(
-        cells(rows), columns, {c.field: str(total.get(c.field) or "") for c in columns}, layout
+        cells(rows),
+        columns,
+        {c.field: str(total.get(c.field) or "") for c in columns},
+        layout,
+        [*_legend(estimated), *sessions_counted(without_calls)],
     )
+
+
+def _billed_cell() -> pl.Expr:
+    """The log's bill, ``~`` where part of a session's bill was split over its calls."""
+    return estimated_mark(dollars(pl.col("billed_usd")), pl.col("billed_split_calls") > 0)
+
+
+def sessions_counted(without_calls: int) -> list[str]:
+    """The note under a table whose SESSIONS counts the sessions with an LLM call, when
+    ``without_calls`` sessions made none (``agentcost analyze`` lists them)."""
+    if not without_calls:
+        return []
+    return [
+        f"SESSIONS counts sessions with an LLM call; {counted(without_calls, 'more session')} "
+        "made none (agentcost analyze lists every session)"
+    ]
 
 
 def attribution_table(frame: pl.DataFrame, by: str, layout: Layout | None = None) -> str:
@@ -916,8 +995,12 @@ def blocks_table(
         .dt.strftime("%Y-%m-%d %H:%M")
         .alias("_start"),
         pl.when(pl.col("active")).then(pl.lit("active")).otherwise(pl.lit("")).alias("_state"),
-        *(_count_cell(c).alias(f"_{c}") for c in ["calls", "total_tokens", "output_tokens"]),
-        _usd("cost_usd", "unpriced_calls").alias("_cost"),
+        _count_cell("calls").alias("_calls"),
+        *(
+            _count_cell(c, _has_estimates()).alias(f"_{c}")
+            for c in ["total_tokens", "output_tokens"]
+        ),
+        _usd("cost_usd", "unpriced_calls", _has_estimates()).alias("_cost"),
         pl.col("models").list.join(", ").alias("_models"),
         (
             pl.format("{}%", (pl.col("total_tokens") * 100 / limit).round(1))
@@ -935,4 +1018,5 @@ def blocks_table(
         Column("COST USD", "_cost"),
         Column("MODELS", "_models", right=False, drop=1),
     ]
-    return _table(local, columns, None, layout)
+    estimated = bool(blocks["estimated_calls"].fill_null(0).gt(0).any())
+    return _table(local, columns, None, layout, _legend(estimated))

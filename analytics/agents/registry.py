@@ -1,0 +1,127 @@
+"""The agents agentcost reads, as facts: one :class:`Agent` each, in ``AGENTS``.
+
+What every part of agentcost that names an agent needs to know without reading its logs: its
+id (the ``agent`` column), the name people know it by, where its logs live (the variables
+that name its home and the paths used when none is set), whether its plans meter 5-hour
+usage windows (``agentcost blocks``), and what the money agentcost shows for it means. The
+agent modules find their homes from these facts (``Agent.homes``), and the command line
+writes its help from them (through ``engine.inputs``), so a new agent or home is one edit
+here and no help text goes stale.
+
+Only the standard library: ``agentcost --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent's facts.
+
+    ``home_variables`` name the agent's home (the first set one is used, comma-separated
+    lists allowed where ``adds_homes``); ``default_homes`` are used when none is set, or
+    beside them when ``adds_homes`` (Claude Code reads every home it finds). ``logs_in`` are
+    the directories of a home that hold the session logs (none: the home itself is walked).
+    ``blocks``: its plans meter usage in 5-hour windows. ``api_equivalent``: its COST USD is
+    the vendor's list prices, with no per-token bill on ``plans`` (a subscription); else the
+    rate table's, and its logs record the bill. ``shutdown_check``: its log's shutdown states
+    the session's request count, which the counted calls are checked against (SHUTDOWN
+    CHECK)."""
+
+    id: str
+    name: str
+    short_name: str
+    home_variables: tuple[str, ...]
+    default_homes: tuple[str, ...]
+    logs_in: tuple[str, ...] = ()
+    adds_homes: bool = False
+    blocks: bool = False
+    api_equivalent: bool = False
+    plans: str = ""
+    shutdown_check: bool = False
+
+    def homes(self) -> list[Path]:
+        """The homes named by the environment and the defaults, in that order (whether or
+        not they exist; nothing is created)."""
+        named: list[Path] = []
+        for variable in self.home_variables:
+            value = os.environ.get(variable, "")
+            parts = value.split(",") if self.adds_homes else [value]
+            named += [Path(part.strip()).expanduser() for part in parts if part.strip()]
+        defaults = [Path(home).expanduser() for home in self.default_homes]
+        return [*named, *defaults] if self.adds_homes or not named else named
+
+    def home_words(self) -> str:
+        """Where the agent's home is, in words: ``$COPILOT_HOME or ~/.copilot``."""
+        variables = " or ".join(f"${variable}" for variable in self.home_variables)
+        defaults = " and ".join(self.default_homes)
+        return f"{variables}, {defaults}" if self.adds_homes else f"{variables} or {defaults}"
+
+
+COPILOT = Agent(
+    id="copilot",
+    name="GitHub Copilot CLI",
+    short_name="Copilot",
+    home_variables=("COPILOT_HOME",),
+    default_homes=("~/.copilot",),
+    shutdown_check=True,
+)
+CLAUDE_CODE = Agent(
+    id="claude-code",
+    name="Claude Code",
+    short_name="Claude Code",
+    home_variables=("CLAUDE_CONFIG_DIR",),
+    default_homes=("~/.config/claude", "~/.claude"),
+    logs_in=("projects",),
+    adds_homes=True,
+    blocks=True,
+    api_equivalent=True,
+    plans="Claude Pro/Max",
+)
+CODEX = Agent(
+    id="codex",
+    name="Codex CLI",
+    short_name="Codex",
+    home_variables=("CODEX_HOME",),
+    default_homes=("~/.codex",),
+    logs_in=("sessions", "archived_sessions"),
+    api_equivalent=True,
+    plans="a ChatGPT plan",
+)
+
+#: Every agent agentcost reads, in the order help texts name them.
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
+
+
+def listed(words: list[str], last: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def every_home() -> str:
+    """Every agent's home, for help texts: ``$COPILOT_HOME or ~/.copilot (Copilot); ...``."""
+    return "; ".join(f"{agent.home_words()} ({agent.short_name})" for agent in AGENTS)
+
+
+def ids(agents: tuple[Agent, ...] = AGENTS) -> list[str]:
+    """The ids of ``agents`` (all of them by default)."""
+    return [agent.id for agent in agents]
+
+
+def with_blocks() -> tuple[Agent, ...]:
+    """The agents whose plans meter 5-hour windows (``agentcost blocks``)."""
+    return tuple(agent for agent in AGENTS if agent.blocks)
+
+
+def api_equivalent() -> tuple[Agent, ...]:
+    """The agents whose COST USD is the API-equivalent cost (see :class:`Agent`)."""
+    return tuple(agent for agent in AGENTS if agent.api_equivalent)
+
+
+def shutdown_checked() -> tuple[Agent, ...]:
+    """The agents whose sessions' calls are checked against their shutdown's count."""
+    return tuple(agent for agent in AGENTS if agent.shutdown_check)
