@@ -226,9 +226,10 @@ SESSIONS: dict[str, pl.DataType] = {
     "token_totals_source": pl.String(),
     "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
     "premium_requests": pl.String(),
-    # how the per-call reconstruction fitted the log (``native/agents/copilot/fit.rs``): constraints used,
-    # their root-mean-square relative misfit, and which unknowns the log determined or a
-    # prior decided (``fixed:<agent>|<model>``, ``tool``, ``prose``, ``json``, ``item``)
+    # how the per-call reconstruction fitted the log (``native/agents/copilot/fit.rs``):
+    # constraints used, their root-mean-square relative misfit, and which unknowns the log
+    # determined or a prior decided (``fixed:<agent>|<model>``, ``tool``, ``prose``, ``json``,
+    # ``item``)
     "fit_constraints": pl.Int64(),
     "fit_residual_pct": pl.Float64(),
     "fit_determined": pl.List(pl.String()),
