@@ -103,9 +103,12 @@ class Format(StrEnum):
     parquet = "parquet"
 
 
+#: Path arguments and options are ``readable=False``: a file that cannot be read is said so
+#: by agentcost (one line, or an issue), not by click's usage box.
 PathsArg = Annotated[
     list[Path] | None,
     typer.Argument(
+        readable=False,
         help="Session directories, events.jsonl files, session-state directories or Copilot "
         "homes. Default: $COPILOT_HOME or ~/.copilot.",
         show_default=False,
@@ -124,7 +127,12 @@ ZoneOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write to this file instead of stdout (parquet needs it)."),
+    typer.Option(
+        "--output",
+        "-o",
+        readable=False,
+        help="Write to this file instead of stdout (parquet needs it).",
+    ),
 ]
 RatesOpt = Annotated[
     str,
@@ -583,6 +591,7 @@ def watch(
     path: Annotated[
         Path | None,
         typer.Argument(
+            readable=False,
             help="A session directory or log (Copilot events.jsonl, Claude Code session file, "
             "Codex rollout), or a tree to take the most recently written log from. Default: "
             "every agent's home.",
