@@ -82,8 +82,8 @@ def rates_learn(
 
 
 def _confirm(output: Path | None, what: str) -> None:
-    """Say on stderr what a command wrote to ``--output`` (stdout stays the file's alone
-    when there is none: nothing is said)."""
+    """Say on stderr what a command wrote to ``--output``; without it, the output went to
+    stdout and nothing is said."""
     if output is not None:
         cli._err(f"agentcost: wrote {output}: {what}")
 
