@@ -2,6 +2,10 @@
 
 from collections.abc import Sequence
 
+__version__: str
+#: This build: the crate's version, Cargo profile and target (``0.1.0 release, x86_64-linux``).
+BUILD: str
+
 class ArrowColumn:
     """One column; ``polars.Series(column)`` adopts it (Arrow C data interface)."""
 

@@ -65,6 +65,7 @@ def calls(*days_and_costs: tuple[str, str | None], agent: str = "copilot") -> pl
             "cache_read_tokens": [0] * len(days_and_costs),
             "cache_write_tokens": [0] * len(days_and_costs),
             "output_tokens": [1] * len(days_and_costs),
+            "token_source": ["observed"] * len(days_and_costs),
             "cost_usd": pl.Series([c and Decimal(c) for _, c in days_and_costs], dtype=MONEY),
             "billed_nano_aiu": pl.Series([None] * len(days_and_costs), dtype=pl.Int64),
         }

@@ -194,14 +194,20 @@ def test_unreadable_path_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_directory_without_events_is_an_issue_not_a_crash(tmp_path: Path) -> None:
+    """Beside a session, an issue; named alone, nothing is a log: one line, exit 2."""
     (tmp_path / "session-state" / "abc" / "checkpoints").mkdir(parents=True)
-    result = run("analyze", tmp_path / "session-state" / "abc", "-f", "json")
+    ok = write_session(tmp_path / "other", "s1")
+    result = run("analyze", tmp_path / "session-state" / "abc", ok, "-f", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["sessions"] == []
+    assert [session["session_id"] for session in document["sessions"]] == ["s1"]
     assert len(document["issues"]) == 1
     assert "1 issue " in result.stderr
-    assert run("analyze", tmp_path / "session-state" / "abc", "--strict").exit_code == 1
+    assert run("analyze", tmp_path / "session-state" / "abc", ok, "--strict").exit_code == 1
+    alone = run("analyze", tmp_path / "session-state" / "abc")
+    assert alone.exit_code == 2
+    assert alone.stderr.startswith(f"agentcost: error: {tmp_path}/session-state/abc: no session")
+    assert len(alone.stderr.splitlines()) == 1
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:

@@ -119,10 +119,14 @@ def test_a_directory_without_logs_is_a_problem_not_silence(tmp_path: Path, layou
         touch(target / "sub" / "workspace.yaml", "id: x\n")
     if layout == "empty-session-state":
         (target / "session-state").mkdir()
-    found = discover([target])
-    assert found.logs == []
+    log = touch(tmp_path / "other" / "s1" / "events.jsonl")
+    found = discover([log.parent, target])
+    assert [found_log.path for found_log in found.logs] == [log]
     assert [path for path, _ in found.problems] == [str(target)]
     assert found.problems[0][1].startswith("no session log here")
+    with pytest.raises(InputError, match="no session log here") as alone:  # nothing to read
+        discover([target])
+    assert alone.value.exit_code == 2
 
 
 def test_missing_path_raises_input_error(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def test_a_capture_becomes_the_persisted_log_with_the_cli_shutdown() -> None:
 
 def test_a_file_that_is_not_a_capture_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"sessions": []}')
-    with pytest.raises(Exception, match="no 'events' array"):
+    with pytest.raises(Exception, match="no 'events' or 'allEvents' array"):
         read_capture(tmp_path / "x.json")
 
 

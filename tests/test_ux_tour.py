@@ -57,6 +57,8 @@ COMMANDS = [
     "agentcost capture-to-log {capture} {tmp}/captured",
     "agentcost simulate {tmp}/simulated --sessions 2 --store",
     "agentcost rates learn {logs}",
+    "agentcost rates show github-copilot",
+    "agentcost --version",
     "agentcost --help",
 ]
 

@@ -88,8 +88,9 @@ def discover(paths: Sequence[Path]) -> Found:
     targets = list(paths) or default_targets()
     for target in targets:
         if not target.exists():
+            where = _dangling(target) or "no such file or directory"
             raise InputError(
-                f"{target}: no such file or directory; name a session directory or log file, "
+                f"{target}: {where}; name a session directory or log file, "
                 f"or an agent's home ({listed([a.short_name for a in AGENTS], 'or')})"
             )
         if not os.access(target, os.R_OK):
@@ -100,16 +101,40 @@ def discover(paths: Sequence[Path]) -> Found:
         after = (len(found.logs), len(found.agent_logs), len(found.problems), len(found.not_logs))
         if after == before:
             found.problems.append((str(target), _NOTHING_HERE))
-    if walk.found.not_logs and not walk.found.logs and not walk.found.agent_logs:
-        path, what = walk.found.not_logs[0]
-        more = len(walk.found.not_logs) - 1
-        also = f" (and {more} more {_plural(more, 'file')} like it)" if more else ""
-        raise InputError(f"{path}: {what}{also}")
+    if not walk.found.logs and not walk.found.agent_logs:
+        _nothing_to_read(walk.found, named=bool(paths))
     unique = {log.real_path: log for log in walk.found.logs}
     walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
     others = {log.real_path: (agent, log) for agent, log in walk.found.agent_logs}
     walk.found.agent_logs[:] = sorted(others.values(), key=lambda pair: str(pair[1].path))
     return walk.found
+
+
+def _nothing_to_read(found: Found, *, named: bool) -> None:
+    """Raise ``InputError`` when discovery found no log: the first file that is not one
+    (``sniff``), else, under paths the user named, the first problem (a directory without
+    a log, a dangling symlink), each with how many more there are. An agent's home found by
+    default with no session yet (a fresh install) is not an error: it has 0 sessions."""
+    if found.not_logs:
+        first, more, noun = found.not_logs[0], len(found.not_logs) - 1, "file"
+    elif named and found.problems:
+        first, more, noun = found.problems[0], len(found.problems) - 1, "problem"
+    else:
+        return
+    path, what = first
+    also = f" (and {more} more {_plural(more, noun)} like it)" if more else ""
+    raise InputError(f"{path}: {what}{also}")
+
+
+def _dangling(path: Path | str) -> str | None:
+    """What a symlink whose target does not exist is, in words; None for any other path."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    if os.path.exists(path):
+        return None
+    return f"a symlink to {target}, which does not exist"
 
 
 def default_targets() -> list[Path]:
@@ -202,6 +227,8 @@ class _Walk:
                     )
                     continue
                 self._directory(entry.path, real_child, depth + 1)
+            elif linked and (dangling := _dangling(entry.path)):
+                self.found.problems.append((entry.path, dangling))
         if sessions_here:
             self._home_of(os.path.join(resolved, "session"))
         if not in_state and os.path.isfile(os.path.join(here, "session-store.db")):
@@ -450,8 +477,10 @@ def _document(path: Path) -> str | None:
 
 
 def _what_document(value: object) -> str | None:
-    """An SDK capture (an object with an ``events`` array and no event ``type``), or None."""
-    if isinstance(value, dict) and "type" not in value and isinstance(value.get("events"), list):
+    """An SDK capture (``sdk_capture.captured_events``), or None."""
+    from analytics.agents.copilot.sdk_capture import captured_events
+
+    if captured_events(value) is not None:
         return (
             "an SDK capture, not a session log; convert it with agentcost capture-to-log "
             "FILE OUT, or measure it with agentcost validate FILE"

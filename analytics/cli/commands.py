@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO
 import typer
 from typer.main import get_command_name
 
-from analytics.core.errors import AgentcostError, StrictModeError, UsageError
+from analytics.core.errors import AgentcostError, StrictModeError, UsageError, cannot_write
 from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
@@ -39,6 +39,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    """``agentcost --version``: the installed distribution's version and the native
+    engine's build (``analytics._scanner.BUILD``), then exit. Imports neither polars nor a
+    command, so it answers at once."""
+    if not asked:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from analytics import _scanner
+
+    try:
+        installed = version("agentcost")
+    except PackageNotFoundError:
+        installed = "(not installed)"
+    engine = getattr(_scanner, "BUILD", "of unknown build (older than --version)")
+    typer.echo(f"agentcost {installed}, engine {engine}")
+    raise typer.Exit()
+
+
 def _root_help() -> str:
     """``agentcost --help``'s text, naming every agent's home (``agents.every_home``)."""
     return (
@@ -58,6 +77,15 @@ def root(
             "--no-cache",
             help="Analyse every log again instead of reusing the result cache "
             "($AGENTCOST_CACHE_DIR, else ~/.cache/agentcost).",
+        ),
+    ] = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print agentcost's version and its native engine's build, and exit.",
         ),
     ] = False,
 ) -> None:
@@ -110,9 +138,12 @@ class Format(StrEnum):
     parquet = "parquet"
 
 
+#: Path arguments and options are ``readable=False``: a file that cannot be read is said so
+#: by agentcost (one line, or an issue), not by click's usage box.
 PathsArg = Annotated[
     list[Path] | None,
     typer.Argument(
+        readable=False,
         help="Session logs or directories of them (a session directory, an events.jsonl, a "
         "Claude Code session file, a Codex rollout) or agents' homes. Default: every agent's "
         f"home that exists: {agents.every_home()}.",
@@ -132,7 +163,12 @@ ZoneOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write to this file instead of stdout (parquet needs it)."),
+    typer.Option(
+        "--output",
+        "-o",
+        readable=False,
+        help="Write to this file instead of stdout (parquet needs it).",
+    ),
 ]
 RatesOpt = Annotated[
     str,
@@ -594,6 +630,7 @@ def watch(
     path: Annotated[
         Path | None,
         typer.Argument(
+            readable=False,
             help="A session directory or log (Copilot events.jsonl, Claude Code session file, "
             "Codex rollout), or a tree to take the most recently written log from. Default: "
             "every agent's home.",
@@ -736,7 +773,7 @@ def _emit(
         try:
             rows.write_parquet(output)
         except OSError as err:
-            raise _unwritable(output, err) from None
+            raise cannot_write(output, err) from None
         return None
     renderings: dict[Format, Callable[[], Report]] = {
         Format.json: as_json,
@@ -764,31 +801,22 @@ def _print(text: Report, output: Path | None) -> None:
                     written.write(piece)
                 written.write(end)
     except OSError as err:
-        raise _unwritable(output, err) from None
+        if output is None and isinstance(err, BrokenPipeError):
+            _reader_left()
+        raise cannot_write(output, err) from None
 
 
-def _unwritable(output: Path | None, err: OSError) -> UsageError:
-    """The usage error of a file that cannot be written, with the system's reason (polars'
-    errors carry none of their own: the reason is worked out from the path then)."""
-    return UsageError(
-        f"{output}: cannot write ({_why_unwritable(output, err)}); choose another path"
-    )
+def _reader_left() -> NoReturn:
+    """Stdout's reader went away (``agentcost ... | head``): stop without a word, as a
+    command killed by SIGPIPE does (status 141), and without a second error when the exit
+    flushes what stdout still holds."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(_SIGPIPE_STATUS)
 
 
-def _why_unwritable(output: Path | None, err: OSError) -> str:
-    """Why ``output`` cannot be written: the system's words, else what the path shows."""
-    if err.strerror:
-        return err.strerror.lower()
-    if err.errno:
-        return os.strerror(err.errno).lower()
-    folder = (output or Path(".")).absolute().parent
-    if not folder.exists():
-        return f"no such directory: {folder}"
-    if not folder.is_dir():
-        return f"{folder} is not a directory"
-    if not os.access(folder, os.W_OK):
-        return f"permission denied in {folder}"
-    return str(err) or type(err).__name__
+#: The status a shell reports for a command that SIGPIPE ended (128 + 13).
+_SIGPIPE_STATUS = 141
 
 
 def _one_line_summaries(group: typer.Typer) -> None:

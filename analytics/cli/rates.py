@@ -3,16 +3,56 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError
+from analytics.render.text_table import counted
 
 # --- commands: rates ---
 
 rates_app = typer.Typer(help="Rate tables: the prices agentcost uses.", no_args_is_help=True)
 cli.app.add_typer(rates_app, name="rates")
+
+
+@rates_app.command("show")
+def rates_show(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="A bundled table (github-copilot, copilot-premium-requests, anthropic, openai, "
+            "google, openrouter, deepseek), a TOML file, or BASE+FILE, as --rates takes.",
+            show_default=False,
+        ),
+    ],
+    output_format: cli.FormatOpt = cli.Format.table,
+    output: cli.OutputOpt = None,
+    wide: cli.WideOpt = False,
+) -> None:
+    """Print a rate table's prices: each model's token prices per million tokens in the
+    table's unit, its per-request charge, and when each price applies."""
+    from analytics.core.pricing.listing import price_list
+    from analytics.core.pricing.rates import load_rates
+    from analytics.core.schema import ISSUES, empty
+    from analytics.render import report
+
+    try:
+        table = load_rates(name)
+        prices = price_list(table)
+        cli._emit(
+            output_format,
+            output,
+            prices,
+            lambda: report.render_json("prices", prices, empty(ISSUES)),
+            lambda layout: report.rate_table_text(table, prices, layout),
+            wide=wide,
+        )
+        _confirm(output, f"the prices of {counted(len(table.models), 'model')} of {table.name}")
+    except AgentcostError as error:
+        cli._fail(error)
 
 
 @rates_app.command("learn")
@@ -23,7 +63,7 @@ def rates_learn(
     show_issues: cli.ShowIssuesOpt = False,
 ) -> None:
     """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
-    from analytics.core.pricing.learned import learned_toml
+    from analytics.core.pricing.learned import learned_rate_table, learned_toml
 
     try:
         result = cli._load(ctx, paths)
@@ -31,9 +71,21 @@ def rates_learn(
         if output is None and sys.stdout.isatty():  # the same table, read on a screen
             text = folded_toml(text, cli._layout(wide=False).width or len(text))
         cli._emit(cli.Format.table, output, result.log_prices, lambda: text, lambda _: text)
+        learned = learned_rate_table(result.log_prices)
+        models = counted(len(learned.models) if learned else 0, "model")
+        _confirm(
+            output, f"the prices of {models}; price with them: --rates github-copilot+{output}"
+        )
         cli._report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
         cli._fail(error)
+
+
+def _confirm(output: Path | None, what: str) -> None:
+    """Say on stderr what a command wrote to ``--output``; without it, the output went to
+    stdout and nothing is said."""
+    if output is not None:
+        cli._err(f"agentcost: wrote {output}: {what}")
 
 
 def folded_toml(text: str, width: int) -> str:

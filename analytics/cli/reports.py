@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from analytics.cli import commands as cli
-from analytics.core.errors import AgentcostError, UsageError
+from analytics.core.errors import AgentcostError, UsageError, cannot_write
 from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
@@ -56,9 +56,7 @@ def report(
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:
-            raise UsageError(
-                f"{html_file}: cannot write ({err.strerror}); choose another path"
-            ) from None
+            raise cannot_write(html_file, err) from None
         cli._err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
         cli._report_issues(result, strict, show_issues)
     except AgentcostError as error:
@@ -320,6 +318,13 @@ def blocks(
     active: Annotated[
         bool, typer.Option("--active", help="Only the active block, with its burn rate.")
     ] = False,
+    since: Annotated[
+        str | None, typer.Option(help="Only blocks starting on or after this day (YYYY-MM-DD).")
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Only blocks starting on or before this day (YYYY-MM-DD)."),
+    ] = None,
     timezone: cli.ZoneOpt = None,
     rates: cli.RatesOpt = "github-copilot",
     model_map: cli.ModelMapOpt = None,
@@ -331,17 +336,26 @@ def blocks(
     """5-hour usage blocks (the windows Claude's plans meter): tokens and API-equivalent
     cost per block, and the active block's burn rate and projection."""
     try:
+        from dataclasses import replace
         from datetime import UTC, datetime
 
-        from analytics.core.blocks import active_block, burn, pace_row, usage_blocks
+        from analytics.core.blocks import (
+            active_block,
+            blocks_in_days,
+            burn,
+            pace_row,
+            usage_blocks,
+        )
         from analytics.render import report
 
         metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
-        window = cli._window(None, None, timezone, agent or metered)
+        days = cli._window(since, until, timezone, agent or metered)
+        window = replace(days, since=None, until=None)  # every call makes the blocks
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
         now = datetime.now(UTC)
-        table = usage_blocks(priced_calls, now)
-        limit = _token_limit(token_limit, table)
+        every_block = usage_blocks(priced_calls, now)
+        limit = _token_limit(token_limit, every_block)
+        table = blocks_in_days(every_block, days.since, days.until, str(window.zone))
         if active:
             table = active_block(table)
         live = active_block(table)
@@ -359,6 +373,8 @@ def blocks(
             lambda layout: (
                 "\n".join([report.blocks_table(table, str(window.zone), limit, layout), *notes])
                 if table.height
+                else "no 5-hour block starts on these days (--since/--until)"
+                if every_block.height
                 else "no calls in these logs for a 5-hour block"
             ),
             wide=wide,

@@ -75,7 +75,10 @@ def export(
 def spark(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="People's homes or log trees; the user is each path's own name."),
+        typer.Argument(
+            readable=False,
+            help="People's homes or log trees; the user is each path's own name.",
+        ),
     ],
     output: Annotated[Path, typer.Option(help="Dataset directory to write.")],
     rates: cli.RatesOpt = "github-copilot",

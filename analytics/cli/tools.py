@@ -19,7 +19,10 @@ from analytics.core.errors import AgentcostError
 
 @app.command("capture-to-log")
 def capture_to_log(
-    capture: Annotated[Path, typer.Argument(help="An SDK capture: JSON with an 'events' array.")],
+    capture: Annotated[
+        Path,
+        typer.Argument(readable=False, help="An SDK capture: JSON with an 'events' array."),
+    ],
     out: Annotated[Path, typer.Argument(help="Directory to write the Copilot home into.")],
 ) -> None:
     """Write an SDK capture as the events.jsonl the CLI would have written (ephemeral events

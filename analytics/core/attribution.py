@@ -363,17 +363,21 @@ def _first_call_fixed(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame
 
 
 def top_items(items: pl.DataFrame, limit: int) -> pl.DataFrame:
-    """The ``limit`` costliest items of each session (by cost, then tokens sent)."""
+    """The ``limit`` costliest items of each session (by cost, then tokens sent), the
+    costliest session first: the one whose context items cost most in all (its items
+    without a cost count 0 there; the session id breaks a tie)."""
+    cost = pl.col("cost_usd").fill_null(0)
     rank = (
-        pl.struct(pl.col("cost_usd").fill_null(0).neg(), pl.col("tokens_sent").neg(), "item_seq")
+        pl.struct(cost.neg(), pl.col("tokens_sent").neg(), "item_seq")
         .rank("ordinal")
         .over("session_id")
     )
     return (
-        items.filter(rank <= limit)
+        items.with_columns(cost.sum().over("session_id").alias("_session_cost"))
+        .filter(rank <= limit)
         .sort(
-            ["session_id", "cost_usd", "tokens_sent"],
-            descending=[False, True, True],
+            ["_session_cost", "session_id", "cost_usd", "tokens_sent"],
+            descending=[True, False, True, True],
             nulls_last=True,
         )
         .select(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import polars as pl
@@ -121,6 +121,21 @@ def burn(block: dict[str, object], now: datetime) -> Burn:
         projected_total_tokens=tokens + round(per_minute * left),
         projected_cost_usd=cost + usd_per_minute * Decimal(repr(left)),
     )
+
+
+def blocks_in_days(
+    blocks: pl.DataFrame, since: date | None, until: date | None, zone: str
+) -> pl.DataFrame:
+    """The blocks of ``usage_blocks`` that start on ``since``..``until`` (inclusive; an
+    open end when None), days in ``zone``. The blocks are made from every call first, so a
+    window shows the same blocks as the whole history does, only fewer of them."""
+    day = pl.col("block_start").dt.convert_time_zone(zone).dt.date()
+    kept = pl.lit(value=True)
+    if since is not None:
+        kept &= day >= since
+    if until is not None:
+        kept &= day <= until
+    return blocks.filter(kept)
 
 
 def active_block(blocks: pl.DataFrame) -> pl.DataFrame:

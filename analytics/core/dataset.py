@@ -319,7 +319,7 @@ def write_files(
     say what would change. An older file of one of these sessions in another partition, and
     an issues file of this run (``issues_key``) that this run no longer has, are removed
     after the new files are in place."""
-    from analytics.core.errors import UsageError
+    from analytics.core.errors import cannot_write
 
     check_target(directory)
     changes = Changes([], [], [], 0)
@@ -346,9 +346,7 @@ def write_files(
                 if not plan:
                     (directory / path).unlink(missing_ok=True)
     except OSError as err:
-        raise UsageError(
-            f"{directory}: cannot write ({err.strerror}); choose another DIR"
-        ) from None
+        raise cannot_write(directory, err) from None
     return changes
 
 

@@ -6,6 +6,9 @@ stderr and an exit code (see ``exit_code``). Every message ends with a hint of w
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 
 class AgentcostError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with when this error escapes a command:
@@ -39,3 +42,35 @@ class ConfigError(_CannotUseError):
 
 class StrictModeError(AgentcostError):
     """``--strict`` was given and the input produced issues (exit code 1)."""
+
+
+def os_reason(error: OSError) -> str:
+    """Why a file could not be used, in agentcost's words: the system's reason in lower case
+    (``permission denied``), without Python's ``[Errno 13]`` and the path the message
+    already names."""
+    if error.strerror:
+        return error.strerror.lower()
+    return str(error) or type(error).__name__
+
+
+def cannot_write(path: Path | None, error: OSError) -> UsageError:
+    """The one wording of a file or directory agentcost cannot write (``--output``, ``--html``,
+    an export's DIR, the budget): ``PATH: cannot write (REASON); choose another path``."""
+    return UsageError(f"{path}: cannot write ({_why_unwritable(path, error)}); choose another path")
+
+
+def _why_unwritable(path: Path | None, error: OSError) -> str:
+    """Why ``path`` cannot be written: the system's words, else what the path shows (polars'
+    errors carry no reason of their own)."""
+    if error.strerror:
+        return error.strerror.lower()
+    if error.errno:
+        return os.strerror(error.errno).lower()
+    folder = (path or Path(".")).absolute().parent
+    if not folder.exists():
+        return f"no such directory: {folder}"
+    if not folder.is_dir():
+        return f"{folder} is not a directory"
+    if not os.access(folder, os.W_OK):
+        return f"permission denied in {folder}"
+    return str(error) or type(error).__name__

@@ -595,6 +595,48 @@ def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[st
     return [verdict, *lines, *dates]
 
 
+#: ``rates show``'s columns: (header, ``price_list`` column, drop rank); a column no entry
+#: of the table sets is left out.
+_PRICE_COLUMNS = (
+    ("MODEL", "model", 0),
+    ("FROM", "effective_from", 1),
+    ("UNTIL", "effective_until", 1),
+    ("INPUT", "input", 0),
+    ("CACHE READ", "cache_read", 2),
+    ("CACHE WRITE 5M", "cache_write_5m", 3),
+    ("CACHE WRITE 1H", "cache_write_1h", 3),
+    ("OUTPUT", "output", 0),
+    ("REASONING", "reasoning", 3),
+    ("PER REQUEST", "per_request", 0),
+    ("MULTIPLIER", "multiplier", 0),
+    ("ALSO", "also", 4),
+    ("ALIASES", "aliases", 5),
+)
+
+
+def rate_table_text(table: RateTable, prices: pl.DataFrame, layout: Layout | None = None) -> str:
+    """``agentcost rates show``: one row per model and price entry of ``table`` (``prices``,
+    ``core.pricing.listing.price_list``), then what the table is: its unit, source and the
+    day its prices were checked."""
+    columns = [
+        Column(header, field, right=field not in ("model", "also", "aliases"), drop=drop)
+        for header, field, drop in _PRICE_COLUMNS
+        if prices[field].is_not_null().any()
+    ]
+    about = f"{table.name}: {table.description}" if table.description else table.name
+    notes = [about, f"prices per million tokens in {_money_unit(table)}; source: {table.source}"]
+    notes[-1] += f"; checked {table.checked}"
+    entries = counted(prices.height, "price entry", "price entries")
+    return _table(prices, columns, {"model": entries}, layout, notes)
+
+
+def _money_unit(table: RateTable) -> str:
+    """What a rate table's prices are counted in: ``USD``, or ``AI credits ($0.01 each)``."""
+    if table.unit.startswith("usd_"):
+        return table.currency
+    return f"AI credits (${table.usd_per_unit} each)"
+
+
 def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
     """Every column of a small frame, as a table."""
     columns = [
@@ -606,12 +648,11 @@ def plain_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
 
 def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
     """``agentcost issues``: every input problem with its file and line (``-`` for a whole
-    file or directory), errors first. A file under the working directory is named relative
-    to it, so the message keeps its room on a narrow terminal."""
-    here = f"{Path.cwd()}{os.sep}"
+    file or directory), errors first. Each file is named as ``_shown_file`` shortens it, so
+    the message keeps its room on a narrow terminal."""
     ordered = issues.sort(
         pl.col("severity") != "error", "file", "line", nulls_last=False, maintain_order=True
-    ).with_columns(pl.col("file").str.strip_prefix(here))
+    ).with_columns(_shown_file(pl.col("file"), layout or Layout()).alias("file"))
     columns = [
         Column("FILE", "file", right=False),
         Column("LINE", "line"),
@@ -619,6 +660,36 @@ def issues_table(issues: pl.DataFrame, layout: Layout | None = None) -> str:
         Column("MESSAGE", "message", right=False),
     ]
     return _table(ordered, columns, {"file": counted(issues.height, "issue")}, layout)
+
+
+def _shown_file(file: pl.Expr, layout: Layout) -> pl.Expr:
+    """A file as the issues table names it: relative to the working directory when under it,
+    else with the home directory as ``~``; on a terminal of ``width`` columns (not
+    ``--wide``), a name longer than a third of it (or than what a wide terminal leaves
+    beside a message, ``_BESIDE_FILE``) is cut from the left to its last characters
+    (``…18/events.jsonl``): the file's name and its session's end stay."""
+    here, home = f"{Path.cwd()}{os.sep}", f"{Path.home()}{os.sep}"
+    under_home = file.str.starts_with(home) & ~file.str.starts_with(here)
+    named = (
+        pl.when(under_home)
+        .then(pl.concat_str(pl.lit(f"~{os.sep}"), file.str.strip_prefix(home)))
+        .otherwise(file.str.strip_prefix(here))
+    )
+    if layout.width is None:
+        return named
+    room = max(_SHORTEST_FILE, layout.width // 3, layout.width - _BESIDE_FILE)
+    return (
+        pl.when(named.str.len_chars() > room)
+        .then(pl.concat_str(pl.lit("…"), named.str.slice(-(room - 1))))
+        .otherwise(named)
+    )
+
+
+#: The fewest characters ``_shown_file`` cuts a file's name to, however narrow the terminal.
+_SHORTEST_FILE = 20
+#: The columns ``_shown_file`` leaves beside the file on a wide terminal: the line, the
+#: severity and a message of about 100 characters on one line.
+_BESIDE_FILE = 120
 
 
 def home_text(screen: HomeScreen, layout: Layout | None = None) -> str:

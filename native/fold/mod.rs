@@ -180,8 +180,19 @@ fn file_issue(file: usize, error: &std::io::Error) -> Issue {
         file,
         line: None,
         severity: "error",
-        message: format!("cannot read the file: {error}"),
+        message: format!("cannot read the file: {}", io_reason(error)),
     }
+}
+
+/// Why a file could not be read, in agentcost's words: the system's reason in lower case,
+/// without Rust's `(os error N)` (`permission denied`, as the Copilot path words it).
+fn io_reason(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    let reason = text.split(" (os error ").next().unwrap_or(&text);
+    let mut letters = reason.chars();
+    letters.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(letters).collect()
+    })
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -935,6 +946,14 @@ fn issue_columns(b: &mut Builder, group: &Folded) {
 mod tests {
     use super::*;
     use crate::read::json::Shape;
+
+    #[test]
+    fn a_read_error_is_worded_without_rusts_os_error_number() {
+        let denied = std::io::Error::from_raw_os_error(13);
+        assert_eq!(io_reason(&denied), "permission denied");
+        let issue = file_issue(0, &denied);
+        assert_eq!(issue.message, "cannot read the file: permission denied");
+    }
 
     #[test]
     fn array_items_split_at_top_level_commas_only() {

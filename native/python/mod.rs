@@ -719,9 +719,23 @@ fn solve_systems(
     py.detach(|| crate::agents::copilot::solve::solve_systems(&sizes, &matrices, &vectors))
 }
 
+/// What this build of the engine is, for `agentcost --version`: the crate's version, the
+/// Cargo profile and the target it was compiled for (`0.1.0 release, x86_64-linux`).
+fn build() -> String {
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let (arch, os) = (std::env::consts::ARCH, std::env::consts::OS);
+    format!("{} {profile}, {arch}-{os}", env!("CARGO_PKG_VERSION"))
+}
+
 /// The module `analytics._scanner`.
 #[pymodule]
 fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add("BUILD", build())?;
     module.add_class::<ArrowTable>()?;
     module.add_class::<ScanState>()?;
     module.add_function(wrap_pyfunction!(scan_copilot, module)?)?;

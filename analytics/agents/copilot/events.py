@@ -88,9 +88,7 @@ def scan_logs(
     issues = _issues(
         [*zip([names[f] for f in files], lines, severities, messages, strict=True), *metric_issues]
     )
-    failed = [
-        (names[f], None, "error", _failure(names[f], errno, text)) for f, errno, text in failures
-    ]
+    failed = [(names[f], None, "error", _failure(errno, text)) for f, errno, text in failures]
     lost = [name for name, *_ in failed]
     if failed:
         gone = pl.Series(lost, dtype=pl.String).implode()
@@ -127,9 +125,12 @@ def batch_frame(table: _scanner.ArrowTable) -> pl.DataFrame:
     return pl.DataFrame(table)
 
 
-def _failure(name: str, errno: int | None, text: str) -> str:
-    """A file's read error as Python words it (``[Errno 13] Permission denied: '...'``)."""
-    return str(OSError(errno, os.strerror(errno), name)) if errno is not None else text
+def _failure(errno: int | None, text: str) -> str:
+    """A file's read error in agentcost's words (``cannot read the file: permission
+    denied``), as the other agents' files word it (``scanner/calls.rs``): no ``[Errno 13]``,
+    no path (the issue's file column names it)."""
+    reason = os.strerror(errno).lower() if errno is not None else text
+    return f"cannot read the file: {reason}"
 
 
 IssueRow = tuple[str, int | None, str, str]

@@ -40,7 +40,7 @@ from analytics.agents.copilot.store import (
     finite_decimal,
     issues_frame,
 )
-from analytics.core.errors import InputError
+from analytics.core.errors import InputError, os_reason
 from analytics.core.schema import TIMESTAMP, empty, with_nulls
 
 #: Token attributes, current name first, then the older or alternative names seen in the wild:
@@ -151,7 +151,7 @@ def read_otel_export(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     except OSError as exc:
         return (
             empty(OBSERVED),
-            issues_frame([(file, None, "error", f"cannot read the file: {exc}")]),
+            issues_frame([(file, None, "error", f"cannot read the file: {os_reason(exc)}")]),
         )
     spans: list[_Span] = []
     issues: list[IssueRow] = []

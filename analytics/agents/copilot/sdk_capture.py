@@ -1,7 +1,7 @@
 """Turn an SDK capture into the ``events.jsonl`` the CLI would have written, plus per-call truth.
 
-An SDK capture is a JSON document whose ``events`` array holds every event an SDK client
-received live from a real Copilot CLI, ephemeral ones included (real:
+An SDK capture is a JSON document whose ``events`` (or ``allEvents``) array holds every
+event an SDK client received live from a real Copilot CLI, ephemeral ones included (real:
 ``../shared/real_logs/darthmolen-sdk-captures/``). Its ``assistant.usage`` events are each
 call's true usage, and they come with the real message and tool-result content: the only real
 per-call truth beside real content. The CLI writes only the persisted events to disk (schema
@@ -132,10 +132,25 @@ def read_capture(path: Path) -> Capture:
         document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise InputError(f"{path}: not JSON ({error}); pass an SDK capture document") from error
-    events = document.get("events") if isinstance(document, dict) else None
-    if not isinstance(events, list):
-        raise InputError(f"{path}: no 'events' array; pass an SDK capture document")
+    events = captured_events(document)
+    if events is None:
+        raise InputError(f"{path}: no 'events' or 'allEvents' array; pass an SDK capture document")
     return convert(events, hashlib.sha256(raw).hexdigest())
+
+
+#: The keys an SDK capture keeps its events under, in the order they are looked for: the
+#: darthmolen spikes wrote ``events`` (spike-05, spike-07b) or ``allEvents`` (spike-01,
+#: spike-07-first-run, beside a ``eventSequence`` of types and times only).
+EVENT_KEYS = ("events", "allEvents")
+
+
+def captured_events(document: object) -> list[Any] | None:
+    """The events array of an SDK capture (a JSON object without an event ``type``, with
+    one of ``EVENT_KEYS``), or None when ``document`` is not one."""
+    if not isinstance(document, dict) or "type" in document:
+        return None
+    arrays = (document.get(key) for key in EVENT_KEYS)
+    return next((array for array in arrays if isinstance(array, list)), None)
 
 
 def convert(events: Sequence[Mapping[str, Any]], digest: str) -> Capture:
