@@ -22,6 +22,7 @@ from analytics.core.pricing.rates import (
     dump_rate_table,
     load_rate_table,
     merge_rate_tables,
+    model_key,
     parse_rate_table,
     vendor_model_id,
 )
@@ -311,10 +312,74 @@ def test_rate_table_round_trips_through_dump_and_load(table: RateTable) -> None:
         ("claude-opus-4-6@default", "claude-opus-4-6"),
         ("claude-sonnet-4.6", "claude-sonnet-4.6"),
         ("anthropic/claude-sonnet-4.6", "anthropic/claude-sonnet-4.6"),
+        # a route before the Bedrock id (LiteLLM's converse/, bedrock/converse/)
+        ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5-20251001"),
+        ("bedrock/converse/apac.anthropic.claude-sonnet-4-6", "claude-sonnet-4-6"),
     ],
 )
 def test_cloud_model_ids_name_the_vendor_model(cloud: str, vendor: str) -> None:
     assert vendor_model_id(cloud) == vendor
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("claude-opus-4-7", "claude-opus-4-7"),
+        ("claude-opus-4.7", "claude-opus-4-7"),
+        ("anthropic/claude-opus-4.7", "claude-opus-4-7"),
+        ("Claude-Sonnet-4.6", "claude-sonnet-4-6"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+        ("gpt-5.2-codex", "gpt-5-2-codex"),
+        ("qwen3:0.6b", "qwen3:0-6b"),
+    ],
+)
+def test_model_key_is_the_name_in_any_sellers_spelling(name: str, key: str) -> None:
+    assert model_key(name) == key
+
+
+@pytest.mark.parametrize(
+    ("model", "priced_as"),
+    [
+        # Claude Code's names, at OpenRouter (whose ids are anthropic/claude-...-4.x)
+        ("claude-opus-4-7", "anthropic/claude-opus-4.7"),
+        ("claude-sonnet-4-6", "anthropic/claude-sonnet-4.6"),
+        ("claude-haiku-4-5-20251001", "anthropic/claude-haiku-4.5"),
+        ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "anthropic/claude-haiku-4.5"),
+        # Copilot's names there
+        ("claude-sonnet-4.6", "anthropic/claude-sonnet-4.6"),
+        # not sold there: no price, never another model's
+        ("claude-opus-4-6", None),
+        ("claude-sonnet-4-5-20250929", None),
+        ("gpt-5-mini", None),
+    ],
+)
+def test_openrouter_prices_other_sellers_spellings_of_its_models(
+    model: str, priced_as: str | None
+) -> None:
+    found = load_rate_table("openrouter").resolve(model)
+    assert (found.id if found else None) == priced_as
+
+
+def test_two_models_of_one_spelling_are_not_guessed_between() -> None:
+    table = parse_rate_table(
+        HEADER
+        + """
+[models."a/m-1.0"]
+[[models."a/m-1.0".prices]]
+input = "1"
+output = "1"
+
+[models."b/m-1.0"]
+[[models."b/m-1.0".prices]]
+input = "2"
+output = "2"
+""",
+        name="t",
+    )
+    assert table.resolve("a/m-1.0") is not None
+    assert table.resolve("m-1-0") is None
 
 
 def test_web_search_and_fast_mode_prices_parse_and_round_trip() -> None:

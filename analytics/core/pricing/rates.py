@@ -236,13 +236,18 @@ class RateTable:
     origin: str = field(default="<memory>", compare=False)
 
     def resolve(self, model: str) -> ModelRate | None:
-        """The model priced for ``model``: exact id or alias first, then the first glob match;
-        a cloud id (Bedrock, Vertex) that matches neither is tried as its vendor's own id."""
-        for wanted in dict.fromkeys((model.lower(), vendor_model_id(model))):
+        """The model priced for ``model``: exact id or alias first, then the first glob match,
+        tried on the name as given, on its last path part (a routed id such as
+        ``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``) and on its vendor's own id
+        (a Bedrock or Vertex id, :func:`vendor_model_id`); last, the one model whose id or
+        alias is the same model in another spelling (:func:`model_key`)."""
+        lowered = model.lower()
+        tried = (lowered, lowered.rsplit("/", 1)[-1], vendor_model_id(model))
+        for wanted in dict.fromkeys(tried):
             found = self._resolve(wanted)
             if found is not None:
                 return found
-        return None
+        return self._by_key(model_key(model))
 
     def _resolve(self, wanted: str) -> ModelRate | None:
         """The model of a lower-case name: an exact name first, then the first glob match."""
@@ -253,6 +258,12 @@ class RateTable:
             (m for m in self.models if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)),
             None,
         )
+
+    def _by_key(self, key: str) -> ModelRate | None:
+        """The model one of whose names has ``key`` (:func:`model_key`); None when no model
+        or more than one has it (two models of one spelling are not guessed between)."""
+        found = {m.id: m for m in self.models if any(model_key(n) == key for n in m.names)}
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def usd_per_token(self, price: Decimal | None) -> Decimal | None:
         """Convert a price per million tokens in this table's unit to dollars per token."""
@@ -265,28 +276,57 @@ _BEDROCK_ID = re.compile(
 )
 #: A Vertex AI model id: the model, ``@``, a snapshot date or a label such as ``default``.
 _VERTEX_ID = re.compile(r"^(?P<model>[^@]+)@(?P<version>[^@]*)$")
+#: A dot between two digits: a version written ``4.6`` where another seller writes ``4-6``.
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+#: A snapshot date at the end of an id (``-20251001``).
+_SNAPSHOT = re.compile(r"-\d{8}$")
 
 
 def vendor_model_id(model: str) -> str:
     """The vendor's own id (lower case) for a cloud provider's id of the same model.
 
     Bedrock ids lose their region, vendor and version (``us.anthropic.claude-sonnet-4-5-20250929-
-    v1:0`` is ``claude-sonnet-4-5-20250929``; an ARN's last path part is the id); a Vertex id's
-    snapshot date joins the name with a dash (``claude-sonnet-4-5@20250929``) and a label after
-    ``@`` is dropped. Any other name is returned lower-cased, unchanged.
+    v1:0`` is ``claude-sonnet-4-5-20250929``), also when routed (``converse/`` before it) or in
+    an ARN (the id is the last path part); a Vertex id's snapshot date joins the name with a
+    dash (``claude-sonnet-4-5@20250929``) and a label after ``@`` is dropped. Any other name is
+    returned lower-cased, unchanged (``anthropic/claude-sonnet-4.6`` included: an OpenRouter id
+    is that seller's own).
 
     >>> vendor_model_id("global.anthropic.claude-opus-4-6-v1")
     'claude-opus-4-6'
+    >>> vendor_model_id("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
+    'claude-haiku-4-5-20251001'
     >>> vendor_model_id("claude-sonnet-4-5@20250929")
     'claude-sonnet-4-5-20250929'
     """
-    name = model.lower().rsplit("/", 1)[-1] if model.lower().startswith("arn:") else model.lower()
-    if bedrock := _BEDROCK_ID.match(name):
+    name = model.lower()
+    last = name.rsplit("/", 1)[-1]
+    if bedrock := _BEDROCK_ID.match(last):
         return bedrock["model"]
-    if vertex := _VERTEX_ID.match(name):
+    if vertex := _VERTEX_ID.match(last):
         version = vertex["version"]
         return f"{vertex['model']}-{version}" if version.isdigit() else vertex["model"]
     return name
+
+
+def model_key(model: str) -> str:
+    """The spelling-free name of a model: what two sellers' ids of one model have in common.
+
+    The vendor's own id (:func:`vendor_model_id`) without a seller's path (``anthropic/``), a
+    version's dots as dashes (``4.6`` is ``4-6``) and without a snapshot date: Claude Code's
+    ``claude-opus-4-7``, Copilot's ``claude-opus-4.7`` and OpenRouter's
+    ``anthropic/claude-opus-4.7`` are one model. Used only where a name has no exact or
+    glob match (``RateTable.resolve``) and by the model-equivalence map.
+
+    >>> model_key("anthropic/claude-opus-4.7")
+    'claude-opus-4-7'
+    >>> model_key("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
+    'claude-haiku-4-5'
+    >>> model_key("gpt-5.2-codex")
+    'gpt-5-2-codex'
+    """
+    name = vendor_model_id(model).rsplit("/", 1)[-1]
+    return _SNAPSHOT.sub("", _VERSION_DOT.sub("-", name))
 
 
 # ---------------------------------------------------------------------------------- loading
