@@ -225,9 +225,9 @@ def _price(
                 for n, v in (("cost_source", "rates"), ("price_from", table.name))
             ),
             _assumed_write_rate(cache_write_ttl),
-            _unpriced_reason(),
+            _unpriced_reason(table),
         )
-        .select(*kept, *COSTS, *(AGENT_COSTS if agent else ()))
+        .select(*kept, *COSTS, *(AGENT_COSTS if agent else ("unpriced_reason",)))
     )
 
 
@@ -555,16 +555,18 @@ def _assumed_write_rate(ttl: Literal["5m", "1h"]) -> pl.Expr:
     return pl.when(assumed).then(pl.lit(ttl)).alias("cache_write_rate_assumed")
 
 
-def _unpriced_reason() -> pl.Expr:
-    """``unpriced_reason``: why a call has no cost, the first cause that applies; null when
-    it has one."""
+def _unpriced_reason(table: RateTable) -> pl.Expr:
+    """``unpriced_reason``: why a call has no cost, the first cause that applies, naming the
+    table where the table is the cause; null when it has one."""
     return (
         pl.when(pl.col("cost_usd").is_not_null())
         .then(None)
         .when(pl.col("model").is_null())
         .then(pl.lit("no model"))
+        .when(pl.col("__resolved").is_null())
+        .then(pl.lit(f"model not in {tables_named(table)}"))
         .when(pl.col("__matched").is_null())
-        .then(pl.lit("model not in the rate table"))
+        .then(_no_price_then(table))
         .when(~pl.col("__speed_priced"))
         .then(pl.format('no price for speed "{}"', pl.col("speed")))
         .when(~pl.col("__tier_priced"))
@@ -583,4 +585,39 @@ def _unpriced_reason() -> pl.Expr:
         )
         .otherwise(pl.lit("the table has no price for a kind of token or request the call has"))
         .alias("unpriced_reason")
+    )
+
+
+def tables_named(table: RateTable) -> str:
+    """``table`` as a reason names it: ``the openrouter rate table``, and a merged table
+    (``github-copilot+mine``) as ``the github-copilot or mine rate tables``."""
+    names = table.name.split("+")
+    if len(names) == 1:
+        return f"the {names[0]} rate table"
+    return f"the {', '.join(names[:-1])} or {names[-1]} rate tables"
+
+
+def _no_price_then(table: RateTable) -> pl.Expr:
+    """Why a call of a model the table has got no price: its prices ended before the call
+    (``no price after 2025-09-05 in deepseek``), began after it, or have a gap there."""
+    day = "%Y-%m-%d"
+    starts = {
+        m.id: min(p.effective_from for p in m.periods if p.effective_from).strftime(day)
+        for m in table.models
+        if all(p.effective_from for p in m.periods)
+    }
+    ends = {
+        m.id: max(p.effective_until for p in m.periods if p.effective_until).strftime(day)
+        for m in table.models
+        if all(p.effective_until for p in m.periods)
+    }
+    model, start = pl.col("__resolved"), pl.col("start_time").dt.strftime(day)
+    first = model.replace_strict(starts, default=None, return_dtype=pl.String())
+    last = model.replace_strict(ends, default=None, return_dtype=pl.String())
+    return (
+        pl.when(start >= last)
+        .then(pl.format("no price after {} in {}", last, pl.lit(table.name)))
+        .when(start < first)
+        .then(pl.format("no price before {} in {}", first, pl.lit(table.name)))
+        .otherwise(pl.lit(f"no price in {table.name} at the time of the call"))
     )

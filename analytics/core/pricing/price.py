@@ -32,6 +32,7 @@ never shown as a fact.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 
@@ -52,7 +53,7 @@ COPILOT_TABLE = "github-copilot"
 #: The ``agent`` of Copilot's own calls; other agents' calls are priced at vendor list prices.
 COPILOT_AGENT = "copilot"
 #: Vendor tables a BYOK call's model is looked up in, first match wins.
-BYOK_TABLES = ("anthropic", "openai", "google", "openrouter", "deepseek")
+BYOK_TABLES = ("bedrock", "anthropic", "openai", "google", "openrouter", "deepseek")
 
 _PARTS = [
     "input_cost_usd",
@@ -124,7 +125,8 @@ def _byok_tables() -> tuple[RateTable, dict[str, str]]:
     for earlier in reversed(tables[:-1]):
         merged = merge_rate_tables(merged, earlier)
         vendor |= {m.id: earlier.name for m in earlier.models}
-    return merged, vendor
+    # named in the order they are looked up in, as an unpriced call's reason names them
+    return dataclasses.replace(merged, name="+".join(BYOK_TABLES)), vendor
 
 
 def _price_each(
