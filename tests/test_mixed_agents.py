@@ -27,9 +27,9 @@ CRASHED_MIX = (
 )
 
 
-def run(*args: str) -> Any:
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
     """``agentcost --no-cache ARGS`` in process; any exception fails the test."""
-    result = CliRunner().invoke(app, ["--no-cache", *args], catch_exceptions=False)
+    result = CliRunner().invoke(app, ["--no-cache", *args], catch_exceptions=False, env=env)
     assert result.exit_code in (0, 1), result.output
     return result
 
@@ -59,3 +59,41 @@ def test_the_three_files_that_crashed_analyze_run_and_price(real_logs: Path) -> 
 def test_the_whole_tree_with_a_window_runs(real_logs: Path, command: list[str]) -> None:
     """Before, every pricing command crashed on the whole tree ``--until 2026-05-31``."""
     run(*command, str(real_logs), "--until", "2026-05-31")
+
+
+#: A real Claude Code session of claude-opus-4-7 (20 lines naming it).
+OPUS_4_7 = (
+    "claude-code/ingo-eichhorst__Irrlicht/replaydata/agents/claudecode/scenarios/2-3_task-list/"
+    "recordings/2026-05-24-17-09-17_irrlichd-0.4.7+df8122a/transcript.jsonl"
+)
+
+
+def real_file(real_logs: Path, name: str) -> str:
+    """``real_logs / name``, or a skip where this copy of the real logs lacks it."""
+    path = real_logs / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not in this copy of the real logs")
+    return str(path)
+
+
+def test_claude_code_names_get_openrouter_prices(real_logs: Path) -> None:
+    opus = real_file(real_logs, OPUS_4_7)
+    calls = json.loads(
+        run("analyze", opus, "--calls", "--rates", "openrouter", "-f", "json").stdout
+    )
+    assert {c["model"] for c in calls["calls"]} == {"claude-opus-4-7"}
+    assert all(c["cost_usd"] is not None for c in calls["calls"]), calls["calls"][0]
+    assert {c["priced_model"] for c in calls["calls"]} == {"anthropic/claude-opus-4.7"}
+    compared = json.loads(run("compare", opus, "--format", "json").stdout)
+    sellers = {row["rates"]: row for row in compared["priced_as"]}
+    assert sellers["openrouter"]["priced_model"] == "anthropic/claude-opus-4.7"
+    assert sellers["openrouter"]["priced_calls"] == sellers["openrouter"]["calls"]
+
+
+def test_every_unpriced_call_says_why_under_the_table(real_logs: Path) -> None:
+    files = [real_file(real_logs, name) for name in CRASHED_MIX]
+    text = run("analyze", *files, env={"COLUMNS": "200"}).stdout
+    # the two calls of a Codex model the table prices, whose log gives no cached-input figure
+    assert "unpriced: gpt-5.2-codex: cache_read_tokens unknown (2 calls)" in text
+    calls = run("analyze", *files, "--calls", env={"COLUMNS": "200"}).stdout
+    assert "unpriced: gpt-5.2-codex: cache_read_tokens unknown (2 calls)" in calls

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from analytics.core.periods import period_report
+from analytics.core.pricing.call_costs import unpriced_reasons
 
 #: How many of the costliest sessions the screen lists.
 TOP_SESSIONS = 5
@@ -25,7 +26,7 @@ class HomeScreen:
     """``periods``: label, since, command and the period totals (calls, cost_usd,
     unpriced_calls, billed_usd, billed_split_calls); ``sessions``: the costliest sessions;
     ``models``: calls and cost per model, most calls first; ``zone``: the days' timezone;
-    ``agents``: calls, sessions and cost per agent."""
+    ``agents``: calls, sessions and cost per agent; ``unpriced``: why calls have no cost."""
 
     periods: pl.DataFrame
     sessions: pl.DataFrame
@@ -33,6 +34,8 @@ class HomeScreen:
     zone: str
     #: calls, sessions and cost per agent, costliest first
     agents: pl.DataFrame
+    #: the calls without a cost, by model and reason (``call_costs.unpriced_reasons``)
+    unpriced: pl.DataFrame
 
 
 def home_screen(
@@ -92,7 +95,12 @@ def home_screen(
         .sort(["cost_usd", "agent"], descending=[True, False], nulls_last=True)
     )
     return HomeScreen(
-        periods=periods, sessions=sessions, models=models, zone=str(zone), agents=agents
+        periods=periods,
+        sessions=sessions,
+        models=models,
+        zone=str(zone),
+        agents=agents,
+        unpriced=unpriced_reasons(priced_calls),
     )
 
 

@@ -152,6 +152,17 @@ def unpriced_models(priced: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def unpriced_reasons(priced: pl.DataFrame) -> pl.DataFrame:
+    """Every call of a priced frame that has no cost, by model and ``unpriced_reason``: model,
+    unpriced_reason, calls. Sorted by model, then reason; empty when every call has a cost."""
+    return (
+        priced.filter(pl.col("cost_usd").is_null())
+        .group_by("model", "unpriced_reason")
+        .agg(pl.len().cast(pl.Int64).alias("calls"))
+        .sort("model", "unpriced_reason", nulls_last=True)
+    )
+
+
 def nano_aiu_to_usd(nano: str | int) -> Decimal:
     """Dollars for a Copilot nano-AIU amount, exactly: 1 AI credit = 1e9 nano-AIU = $0.01.
 
@@ -611,7 +622,10 @@ def _no_price_then(table: RateTable) -> pl.Expr:
         for m in table.models
         if all(p.effective_until for p in m.periods)
     }
-    model, start = pl.col("__resolved"), pl.col("start_time").dt.strftime(day)
+    gap = pl.lit(f"no price in {table.name} at the time of the call")
+    if not starts and not ends:  # every model priced from and until any time
+        return gap
+    model, start = pl.col("__resolved"), pl.col("start_time").cast(TIMESTAMP).dt.strftime(day)
     first = model.replace_strict(starts, default=None, return_dtype=pl.String())
     last = model.replace_strict(ends, default=None, return_dtype=pl.String())
     return (
@@ -619,5 +633,5 @@ def _no_price_then(table: RateTable) -> pl.Expr:
         .then(pl.format("no price after {} in {}", last, pl.lit(table.name)))
         .when(start < first)
         .then(pl.format("no price before {} in {}", first, pl.lit(table.name)))
-        .otherwise(pl.lit(f"no price in {table.name} at the time of the call"))
+        .otherwise(gap)
     )
