@@ -50,6 +50,7 @@ def test_every_bundled_table_loads() -> None:
         "copilot-premium-requests",
         "anthropic",
         "openai",
+        "bedrock",
         "google",
         "openrouter",
         "deepseek",

@@ -133,8 +133,8 @@ RatesOpt = Annotated[
     str,
     typer.Option(
         help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
-        "openai, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or add "
-        "models of a table with your own.",
+        "openai, bedrock, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or "
+        "add models of a table with your own.",
     ),
 ]
 ModelMapOpt = Annotated[
