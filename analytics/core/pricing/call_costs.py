@@ -32,10 +32,11 @@ Unknown is null, never zero: an unpriced model, a needed token count that is nul
 the table does not price (when the call has such tokens), a speed or service tier the table has
 no price for, makes the cost null.
 
-Calls that carry any of the agent usage columns (``AGENT_USAGE``: Claude Code and Codex calls)
-also get the ``AGENT_COSTS`` columns, ``cache_write_rate_assumed`` and ``unpriced_reason`` (why
-a call has no cost, in words). Calls without them (Copilot) price exactly as a frame whose agent
-usage columns are all null, and their priced frame keeps the ``schema.COSTS`` columns only.
+Every priced frame gets ``unpriced_reason`` after ``schema.COSTS``: why a call has no cost, in
+words, naming the table where the table is the cause (null where it has one). Calls that carry
+any of the agent usage columns (``AGENT_USAGE``: Claude Code and Codex calls) get the
+``AGENT_COSTS`` columns, ``cache_write_rate_assumed`` before it. Calls without them (Copilot)
+price exactly as a frame whose agent usage columns are all null.
 """
 
 from __future__ import annotations

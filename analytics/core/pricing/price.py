@@ -96,8 +96,9 @@ def price_calls(
     ``calls`` are CALLS + CALL_TOKENS, or any frame with the columns
     ``call_costs.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
     calls are then Copilot-billed, with no bill); Claude Code and Codex calls' usage columns
-    add ``call_costs.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
-    quote, used under ``github-copilot`` for models it lacks.
+    add ``call_costs.AGENT_COSTS``, other calls its ``unpriced_reason`` alone. ``log_prices``
+    (``schema.LOG_PRICES``) are the prices the logs quote, used under ``github-copilot`` for
+    models it lacks.
 
     >>> from analytics.core.pricing.rates import load_rate_table
     >>> calls = pl.DataFrame({"model": ["claude-sonnet-4-5"], "input_tokens": [4000],
