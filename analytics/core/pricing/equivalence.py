@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 
-from analytics.core.pricing.rates import model_key
+from analytics.core.pricing.rates import model_key, vendor_model_id
 
 #: The seller column that prices each model at its vendor's own API (``vendor`` in the map).
 VENDOR = "vendor"
@@ -63,7 +63,7 @@ def lookup(model: str) -> Equivalent | None:
     if model in known:
         return known[model]
     keys = _keys()
-    key = model_key(model)
+    key = model_key(vendor_model_id(model))
     if key in keys:
         return known[keys[key]]
     extended = [k for k in keys if key.startswith(f"{k}-") and not _VERSION.match(key, len(k) + 1)]

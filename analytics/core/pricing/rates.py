@@ -236,27 +236,33 @@ class RateTable:
     origin: str = field(default="<memory>", compare=False)
 
     def resolve(self, model: str) -> ModelRate | None:
-        """The model priced for ``model``: exact id or alias first, then the first glob match,
-        tried on the name as given, on its last path part (a routed id such as
-        ``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``) and on its vendor's own id
-        (a Bedrock or Vertex id, :func:`vendor_model_id`); last, the one model whose id or
-        alias is the same model in another spelling (:func:`model_key`)."""
-        lowered = model.lower()
-        tried = (lowered, lowered.rsplit("/", 1)[-1], vendor_model_id(model))
-        for wanted in dict.fromkeys(tried):
-            found = self._resolve(wanted)
-            if found is not None:
-                return found
-        return self._by_key(model_key(model))
+        """The model priced for ``model``, the first of:
 
-    def _resolve(self, wanted: str) -> ModelRate | None:
-        """The model of a lower-case name: an exact name first, then the first glob match."""
-        exact = next((m for m in self.models if wanted in m.names), None)
-        if exact is not None:
-            return exact
-        return next(
-            (m for m in self.models if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)),
-            None,
+        * an exact id or alias, tried on the name as given, on its last path part (a routed
+          id such as ``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``) and on its
+          vendor's own id (a Bedrock or Vertex id, :func:`vendor_model_id`);
+        * the one model with a name that is this name in another spelling
+          (:func:`model_key`: ``claude-sonnet-4-6`` is ``claude-sonnet-4.6``, never a glob's
+          ``claude-sonnet-4-*``);
+        * the first glob match of those names (a Bedrock id's region picks its price here);
+        * the one model with a name that is the vendor's own id in another spelling
+          (OpenRouter's ``anthropic/claude-haiku-4.5`` for a Bedrock id of Haiku 4.5).
+        """
+        lowered = model.lower()
+        vendor = vendor_model_id(model)
+        tried = dict.fromkeys((lowered, lowered.rsplit("/", 1)[-1], vendor))
+        exact = next((m for wanted in tried for m in self.models if wanted in m.names), None)
+        globbed = (
+            m
+            for wanted in tried
+            for m in self.models
+            if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)
+        )
+        return (
+            exact
+            or self._by_key(model_key(model))
+            or next(globbed, None)
+            or self._by_key(model_key(vendor))
         )
 
     def _by_key(self, key: str) -> ModelRate | None:
@@ -310,22 +316,22 @@ def vendor_model_id(model: str) -> str:
 
 
 def model_key(model: str) -> str:
-    """The spelling-free name of a model: what two sellers' ids of one model have in common.
+    """A name without its spelling: what two sellers' names of one model have in common.
 
-    The vendor's own id (:func:`vendor_model_id`) without a seller's path (``anthropic/``), a
-    version's dots as dashes (``4.6`` is ``4-6``) and without a snapshot date: Claude Code's
-    ``claude-opus-4-7``, Copilot's ``claude-opus-4.7`` and OpenRouter's
-    ``anthropic/claude-opus-4.7`` are one model. Used only where a name has no exact or
-    glob match (``RateTable.resolve``) and by the model-equivalence map.
+    Lower case, without a seller's path (``anthropic/``), a version's dots as dashes (``4.6``
+    is ``4-6``) and without a snapshot date: Claude Code's ``claude-opus-4-7``, Copilot's
+    ``claude-opus-4.7`` and OpenRouter's ``anthropic/claude-opus-4.7`` are one model. A Bedrock
+    id keeps its region and vendor (its price depends on them): give its
+    :func:`vendor_model_id` for the model alone.
 
     >>> model_key("anthropic/claude-opus-4.7")
     'claude-opus-4-7'
-    >>> model_key("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
+    >>> model_key("claude-haiku-4-5-20251001")
     'claude-haiku-4-5'
-    >>> model_key("gpt-5.2-codex")
-    'gpt-5-2-codex'
+    >>> model_key(vendor_model_id("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0"))
+    'claude-haiku-4-5'
     """
-    name = vendor_model_id(model).rsplit("/", 1)[-1]
+    name = model.lower().rsplit("/", 1)[-1]
     return _SNAPSHOT.sub("", _VERSION_DOT.sub("-", name))
 
 
