@@ -45,6 +45,8 @@ def test_home_screen_figures() -> None:
     assert costs == sorted(costs, reverse=True)
     assert screen.models["model"].to_list() == ["claude-sonnet-4.6", "claude-haiku-4.5"]
     assert screen.models["calls"].sum() == 27
+    # the one call without a cost, and why
+    assert screen.unpriced.rows() == [("claude-sonnet-4.6", "output_tokens unknown", 1)]
 
 
 def test_bare_agentcost_prints_the_first_screen(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,6 +62,7 @@ def test_bare_agentcost_prints_the_first_screen(monkeypatch: pytest.MonkeyPatch)
     assert "costliest sessions (detail: agentcost analyze" in text
     assert "model mix (detail: agentcost daily --by model)" in text
     assert "38b50b0c" in text  # the costliest sample session
+    assert "unpriced: claude-sonnet-4.6: output_tokens unknown (1 call)" in text
     assert "agentcost issues" in result.stderr
 
 

@@ -35,9 +35,9 @@ CRASHED_MIX = (
 )
 
 
-def run(*args: str) -> Any:
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
     """``agentcost --no-cache ARGS`` in process; any exception fails the test."""
-    result = CliRunner().invoke(app, ["--no-cache", *args], catch_exceptions=False)
+    result = CliRunner().invoke(app, ["--no-cache", *args], catch_exceptions=False, env=env)
     assert result.exit_code in (0, 1), result.output
     return result
 
@@ -97,6 +97,37 @@ def test_run_keeps_the_exit_codes_of_commands(capsys: pytest.CaptureFixture[str]
     assert run(["--no-cache", "analyze", str(SAMPLE_LOGS), "--format", "json"]) == 0
     assert run(["analyze", "/nonexistent/agentcost"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def real_file(real_logs: Path, name: str) -> str:
+    """``real_logs / name``, or a skip where this copy of the real logs lacks it."""
+    path = real_logs / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not in this copy of the real logs")
+    return str(path)
+
+
+def test_claude_code_names_get_openrouter_prices(real_logs: Path) -> None:
+    opus = real_file(real_logs, OPUS_4_7)
+    calls = json.loads(
+        run("analyze", opus, "--calls", "--rates", "openrouter", "-f", "json").stdout
+    )
+    assert {c["model"] for c in calls["calls"]} == {"claude-opus-4-7"}
+    assert all(c["cost_usd"] is not None for c in calls["calls"]), calls["calls"][0]
+    assert {c["priced_model"] for c in calls["calls"]} == {"anthropic/claude-opus-4.7"}
+    compared = json.loads(run("compare", opus, "--format", "json").stdout)
+    sellers = {row["rates"]: row for row in compared["priced_as"]}
+    assert sellers["openrouter"]["priced_model"] == "anthropic/claude-opus-4.7"
+    assert sellers["openrouter"]["priced_calls"] == sellers["openrouter"]["calls"]
+
+
+def test_every_unpriced_call_says_why_under_the_table(real_logs: Path) -> None:
+    files = [real_file(real_logs, name) for name in CRASHED_MIX]
+    text = run("analyze", *files, env={"COLUMNS": "200"}).stdout
+    # the two calls of a Codex model the table prices, whose log gives no cached-input figure
+    assert "unpriced: gpt-5.2-codex: cache_read_tokens unknown (2 calls)" in text
+    calls = run("analyze", *files, "--calls", env={"COLUMNS": "200"}).stdout
+    assert "unpriced: gpt-5.2-codex: cache_read_tokens unknown (2 calls)" in calls
 
 
 # ------------------------------------------------------------------------------ properties
@@ -216,3 +247,10 @@ def test_cost_is_additive_over_agents_and_disjoint_windows(files: list[str], spl
     early = totals(sessions(files, *window_args(None, split)))
     late = totals(sessions(files, *window_args(split + timedelta(days=1), None)))
     assert everything == (early[0] + late[0], early[1] + late[1])
+
+
+#: A real Claude Code session of claude-opus-4-7 (20 lines naming it).
+OPUS_4_7 = (
+    "claude-code/ingo-eichhorst__Irrlicht/replaydata/agents/claudecode/scenarios/2-3_task-list/"
+    "recordings/2026-05-24-17-09-17_irrlichd-0.4.7+df8122a/transcript.jsonl"
+)

@@ -53,6 +53,30 @@ def test_seller_names(
     assert seller_names([model], seller, model_map) == {model: expected}
 
 
+@pytest.mark.parametrize(
+    ("model", "seller", "expected"),
+    [
+        # Claude Code's spelling of a listed model is that model, at every seller
+        ("claude-opus-4-7", "openrouter", "anthropic/claude-opus-4.7"),
+        ("claude-sonnet-4-6", "openrouter", "anthropic/claude-sonnet-4.6"),
+        ("claude-haiku-4-5-20251001", "openrouter", "anthropic/claude-haiku-4.5"),
+        # ... and not the version before it (claude-sonnet-4 is listed; 4-6 does not extend it)
+        ("claude-sonnet-4-6", VENDOR, "claude-sonnet-4-6"),
+        ("claude-sonnet-4-5-20250929", VENDOR, "claude-sonnet-4-5"),
+        # a Bedrock id through a route
+        (
+            "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "openrouter",
+            "anthropic/claude-haiku-4.5",
+        ),
+        # a model the map does not list keeps its name
+        ("claude-opus-4-8", "openrouter", "claude-opus-4-8"),
+    ],
+)
+def test_other_agents_spellings_find_their_model(model: str, seller: str, expected: str) -> None:
+    assert seller_names([model], seller) == {model: expected}
+
+
 def test_lookup_prefers_the_longest_listed_name() -> None:
     entry = lookup("claude-sonnet-4.6-fast")
     assert entry is not None and entry.names["anthropic"] == "claude-sonnet-4-6"

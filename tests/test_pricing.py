@@ -161,7 +161,7 @@ def test_worked_example_ten_calls_with_growing_context() -> None:
 
 def test_output_has_costs_contract_appended() -> None:
     out = priced(call())
-    assert list(out.columns) == [*CALL_SCHEMA, *COSTS]
+    assert list(out.columns) == [*CALL_SCHEMA, *COSTS, "unpriced_reason"]  # null: priced
     assert {name: out.schema[name] for name in COSTS} == COSTS
     assert out["rates"].item() == "test"
 

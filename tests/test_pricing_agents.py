@@ -282,7 +282,84 @@ def test_an_unknown_write_count_matters_only_where_writes_cost_more_than_input()
 def test_an_unknown_model_stays_unpriced_with_a_reason_never_zero() -> None:
     out = priced(call("claude-unlisted-9", input_tokens=100, output_tokens=10)).row(0, named=True)
     assert out["cost_usd"] is None and out["priced_model"] is None
-    assert out["unpriced_reason"] == "model not in the rate table"
+    assert out["unpriced_reason"] == "model not in the anthropic rate table"
+
+
+def test_a_routed_bedrock_id_prices_as_the_vendor_id() -> None:
+    # LiteLLM's route (converse/) before a Japan inference profile's id, as a log names it
+    routed = call("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", input_tokens=1_000)
+    out = priced(routed).row(0, named=True)
+    assert out["priced_model"] == "claude-haiku-4-5"
+    assert out["cost_usd"] == Decimal("0.001")  # 1,000 x $1/M
+
+
+#: One Claude Code call through Bedrock: 10,000 uncached, 20,000 read, 5,000 written, 1,000 out.
+BEDROCK_USAGE: dict[str, Any] = {
+    "input_tokens": 35_000,
+    "cache_read_tokens": 20_000,
+    "cache_write_tokens": 5_000,
+    "output_tokens": 1_000,
+    "agent": "claude-code",
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "priced_as", "price_from", "cost"),
+    [
+        # a regional endpoint of Haiku 4.5: AWS's 10% premium ($1.10 in, $0.11 read, $1.375
+        # 5-minute write, $5.50 out per M)
+        (
+            "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "regional.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "bedrock",
+            "0.025575",
+        ),
+        (
+            "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "regional.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "bedrock",
+            "0.025575",
+        ),
+        # the global endpoint: Anthropic's list price ($1, $0.10, $1.25, $5)
+        (
+            "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "global.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "bedrock",
+            "0.02325",
+        ),
+        # Anthropic's own API, same model: the list price, never Bedrock's
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5", "anthropic", "0.02325"),
+        # a region the price database does not list: the vendor's list price
+        ("ca.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5", "anthropic", "0.02325"),
+    ],
+)
+def test_bedrock_calls_of_other_agents_cost_what_bedrock_charges(
+    model: str, priced_as: str, price_from: str, cost: str
+) -> None:
+    schema = combine(CALL_SCHEMA, {"agent": pl.String()})
+    calls = pl.DataFrame([call(model, **BEDROCK_USAGE)], schema=schema)
+    out = price_calls(calls, COPILOT).row(0, named=True)
+    assert (out["priced_model"], out["price_from"]) == (priced_as, price_from)
+    assert out["cost_source"] == "vendor_api"
+    assert out["cost_usd"] == Decimal(cost)
+
+
+def test_a_call_outside_its_models_prices_says_when_they_end() -> None:
+    deepseek = load_rate_table("deepseek")
+    ended = next(m for m in deepseek.models if all(p.effective_until for p in m.periods))
+    until = max(p.effective_until for p in ended.periods if p.effective_until)
+    late = call(ended.id, input_tokens=10, start_time=until)
+    out = priced(late, table=deepseek).row(0, named=True)
+    assert out["cost_usd"] is None
+    assert out["unpriced_reason"] == f"no price after {until:%Y-%m-%d} in deepseek"
+
+
+def test_copilot_calls_say_why_they_are_unpriced_too() -> None:
+    base = {name: dtype for name, dtype in CALL_SCHEMA.items() if name not in AGENT_USAGE}
+    out = price_by_table(pl.DataFrame(COPILOT_ROWS, schema=base), COPILOT)
+    reasons = dict(zip(out["model"], out["unpriced_reason"], strict=True))
+    assert reasons["gpt-6-luna"] == "model not in the github-copilot rate table"
+    assert reasons["claude-haiku-4.5"] is None  # priced
 
 
 # ---------------------------------------------------------------------------------- Copilot
@@ -331,7 +408,8 @@ def test_calls_without_agent_columns_price_as_with_them_null(table: Any) -> None
     )
     plain, agent = price_by_table(without, table), price_by_table(with_null, table)
     assert plain.select(list(COSTS)).equals(agent.select(list(COSTS)))
-    assert list(plain.columns) == [*base, *COSTS]  # a Copilot frame gets no new column
+    # a Copilot frame gets the reason of an unpriced call, not the cache-write assumption
+    assert list(plain.columns) == [*base, *COSTS, "unpriced_reason"]
     assert list(agent.columns) == [*with_null.columns, *COSTS, *AGENT_COSTS]
 
 
@@ -458,7 +536,9 @@ def test_other_agents_are_priced_at_their_vendor_list_price_under_the_copilot_ta
     assert by_session["codex"]["price_from"] == "openai"
     assert by_session["codex"]["cost_usd"] == Decimal("0.00265")  # $2.50/M in, $15/M out
     assert by_session["unknown"]["cost_usd"] is None
-    assert by_session["unknown"]["unpriced_reason"] == "model not in the rate table"
+    assert by_session["unknown"]["unpriced_reason"] == (
+        "model not in the bedrock, anthropic, openai, google, openrouter or deepseek rate tables"
+    )
     assert per_session["billed_usd"].null_count() == per_session.height  # no bill: not $0
     sources = dict(zip(per_session["session_id"], per_session["cost_source"], strict=True))
     assert sources == {

@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from analytics.core.pricing.call_costs import AGENT_USAGE, price_by_table
 from analytics.core.pricing.rates import load_rate_table
-from analytics.core.pricing.vendor_tables import ConversionError, _regex_glob, stale_tables
+from analytics.core.pricing.vendor_tables import (
+    VENDORS,
+    ConversionError,
+    _regex_glob,
+    stale_tables,
+)
 from analytics.core.schema import TIMESTAMP
 
 genai_prices = pytest.importorskip(
@@ -43,6 +48,13 @@ LOG_MODELS = {
         "gpt-5.5",
         "gpt-5.6-sol",
     ],
+    # Claude on Bedrock, as a routed id, an inference profile, the global endpoint
+    "bedrock": [
+        "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "us.anthropic.claude-opus-4-6-v1",
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "global.anthropic.claude-sonnet-4-6",
+    ],
 }
 CASES = [(table, model) for table, models in LOG_MODELS.items() for model in models]
 SCHEMA: dict[str, pl.DataType] = {
@@ -64,7 +76,7 @@ def test_bundled_vendor_tables_are_the_database_converted() -> None:
 
 @pytest.mark.parametrize(("table", "model"), CASES)
 def test_log_named_models_resolve_to_the_database_model(table: str, model: str) -> None:
-    _, info = data_snapshot.get_snapshot().find_provider_model(model, None, table, None)
+    _, info = data_snapshot.get_snapshot().find_provider_model(model, None, VENDORS[table], None)
     resolved = load_rate_table(table).resolve(model)
     assert resolved is not None and resolved.id == info.id
 
@@ -119,7 +131,7 @@ def test_log_named_models_cost_what_the_database_computes(
             web_searches=row["web_search_requests"],
         )
         theirs = calc_price(
-            usage, model, provider_id=table, genai_request_timestamp=row["start_time"]
+            usage, model, provider_id=VENDORS[table], genai_request_timestamp=row["start_time"]
         )
         if row["web_search_requests"] and theirs.model_price.web_searches_kcount is None:
             # The database charges $0 for searches it has no price for; they stay unpriced here.

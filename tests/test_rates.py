@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -22,6 +23,7 @@ from analytics.core.pricing.rates import (
     dump_rate_table,
     load_rate_table,
     merge_rate_tables,
+    model_key,
     parse_rate_table,
     vendor_model_id,
 )
@@ -49,6 +51,7 @@ def test_every_bundled_table_loads() -> None:
         "copilot-premium-requests",
         "anthropic",
         "openai",
+        "bedrock",
         "google",
         "openrouter",
         "deepseek",
@@ -311,10 +314,74 @@ def test_rate_table_round_trips_through_dump_and_load(table: RateTable) -> None:
         ("claude-opus-4-6@default", "claude-opus-4-6"),
         ("claude-sonnet-4.6", "claude-sonnet-4.6"),
         ("anthropic/claude-sonnet-4.6", "anthropic/claude-sonnet-4.6"),
+        # a route before the Bedrock id (LiteLLM's converse/, bedrock/converse/)
+        ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5-20251001"),
+        ("bedrock/converse/apac.anthropic.claude-sonnet-4-6", "claude-sonnet-4-6"),
     ],
 )
 def test_cloud_model_ids_name_the_vendor_model(cloud: str, vendor: str) -> None:
     assert vendor_model_id(cloud) == vendor
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("claude-opus-4-7", "claude-opus-4-7"),
+        ("claude-opus-4.7", "claude-opus-4-7"),
+        ("anthropic/claude-opus-4.7", "claude-opus-4-7"),
+        ("Claude-Sonnet-4.6", "claude-sonnet-4-6"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        # a Bedrock id keeps its region: Bedrock prices regions apart
+        ("us.anthropic.claude-opus-4-6-v1", "us.anthropic.claude-opus-4-6-v1"),
+        ("gpt-5.2-codex", "gpt-5-2-codex"),
+        ("qwen3:0.6b", "qwen3:0-6b"),
+    ],
+)
+def test_model_key_is_the_name_in_any_sellers_spelling(name: str, key: str) -> None:
+    assert model_key(name) == key
+
+
+@pytest.mark.parametrize(
+    ("model", "priced_as"),
+    [
+        # Claude Code's names, at OpenRouter (whose ids are anthropic/claude-...-4.x)
+        ("claude-opus-4-7", "anthropic/claude-opus-4.7"),
+        ("claude-sonnet-4-6", "anthropic/claude-sonnet-4.6"),
+        ("claude-haiku-4-5-20251001", "anthropic/claude-haiku-4.5"),
+        ("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0", "anthropic/claude-haiku-4.5"),
+        # Copilot's names there
+        ("claude-sonnet-4.6", "anthropic/claude-sonnet-4.6"),
+        # not sold there: no price, never another model's
+        ("claude-opus-4-6", None),
+        ("claude-sonnet-4-5-20250929", None),
+        ("gpt-5-mini", None),
+    ],
+)
+def test_openrouter_prices_other_sellers_spellings_of_its_models(
+    model: str, priced_as: str | None
+) -> None:
+    found = load_rate_table("openrouter").resolve(model)
+    assert (found.id if found else None) == priced_as
+
+
+def test_two_models_of_one_spelling_are_not_guessed_between() -> None:
+    table = parse_rate_table(
+        HEADER
+        + """
+[models."a/m-1.0"]
+[[models."a/m-1.0".prices]]
+input = "1"
+output = "1"
+
+[models."b/m-1.0"]
+[[models."b/m-1.0".prices]]
+input = "2"
+output = "2"
+""",
+        name="t",
+    )
+    assert table.resolve("a/m-1.0") is not None
+    assert table.resolve("m-1-0") is None
 
 
 def test_web_search_and_fast_mode_prices_parse_and_round_trip() -> None:
@@ -343,3 +410,48 @@ def test_bad_web_search_and_fast_prices_are_refused(line: str, problem: str) -> 
     text = HEADER + f'[models."m"]\n[[models."m".prices]]\ninput = "1"\noutput = "1"\n{line}\n'
     with pytest.raises(RateTableError, match=problem):
         parse_rate_table(text, name="t")
+
+
+#: Every name of every model of the tables whose ids other sellers spell differently.
+SPELLED = [
+    (table, model.id, name)
+    for table in ("anthropic", "openai", "openrouter", "github-copilot")
+    for model in load_rate_table(table).models
+    for name in model.names
+]
+
+
+@given(
+    st.sampled_from(SPELLED),
+    st.sampled_from(["upper", "dots", "dashes", "seller"]),
+)
+def test_a_model_is_found_under_any_spelling_of_its_names(
+    named: tuple[str, str, str], spelling: str
+) -> None:
+    """Claude Code writes ``claude-sonnet-4-6`` where Copilot writes ``claude-sonnet-4.6`` and
+    OpenRouter ``anthropic/claude-sonnet-4.6``: each spelling of a name is that model."""
+    table, model, name = named
+    spelled = {
+        "upper": name.upper(),
+        "dots": re.sub(r"(?<=\d)-(?=\d)", ".", name),
+        "dashes": re.sub(r"(?<=\d)\.(?=\d)", "-", name),
+        "seller": f"some-seller/{name}",
+    }[spelling]
+    found = load_rate_table(table).resolve(spelled)
+    assert found is not None and found.id == model, (spelled, found and found.id)
+
+
+@pytest.mark.parametrize(
+    ("model", "priced_as"),
+    [
+        ("claude-sonnet-4-6", "claude-sonnet-4.6"),
+        ("claude-sonnet-4-5", "claude-sonnet-4.5"),
+        ("claude-sonnet-5-5", "claude-sonnet-5.5"),
+        ("claude-sonnet-4-20250514", "claude-sonnet-4"),  # a dated release: the glob's case
+    ],
+)
+def test_another_spelling_of_a_name_wins_over_a_glob(model: str, priced_as: str) -> None:
+    """Copilot's ``claude-sonnet-4-*`` glob (dated releases of Sonnet 4) once took Claude
+    Code's ``claude-sonnet-4-6``, the next version."""
+    found = load_rate_table("github-copilot").resolve(model)
+    assert found is not None and found.id == priced_as

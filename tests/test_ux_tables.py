@@ -265,7 +265,7 @@ def test_a_price_that_ended_says_when(tmp_path: Path) -> None:
         "unpriced: claude-sonnet-4.6 (as deepseek-chat): no price after 2025-09-05 in deepseek"
         in mapped.stdout
     )
-    assert "unpriced: claude-haiku-4.5: not in the deepseek rate table" in mapped.stdout
+    assert "unpriced: claude-haiku-4.5: model not in the deepseek rate table" in mapped.stdout
 
 
 def test_compare_says_a_call_was_byok(tmp_path: Path) -> None:

@@ -112,8 +112,11 @@ def _home(ctx: typer.Context) -> None:
         result, priced_calls, priced_sessions = _priced(
             ctx, None, "github-copilot", None, found=replays.found
         )
+        from analytics.render.unpriced import reason_lines, with_reasons
+
         screen = home_screen(priced_calls, priced_sessions, zone, today)
-        text = report.home_text(screen, _layout(wide=False))
+        layout = _layout(wide=False)
+        text = with_reasons(report.home_text(screen, layout), reason_lines(screen.unpriced), layout)
         typer.echo(text)
         _finish(replays, text, _issue_notes(result, False, wide=False), strict_failure=False)
     except AgentcostError as error:
@@ -174,8 +177,8 @@ RatesOpt = Annotated[
     str,
     typer.Option(
         help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
-        "openai, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or add "
-        "models of a table with your own.",
+        "openai, bedrock, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or "
+        "add models of a table with your own.",
     ),
 ]
 ModelMapOpt = Annotated[
@@ -408,16 +411,25 @@ def analyze(
         table = load_rates(rates)
         result = _load(ctx, paths, window, found=replays.found)
         key = "calls" if calls else "sessions"
-        frame = priced(result, table, _model_map(model_map), [key])[key]
+        renames = _model_map(model_map)
+        frame = priced(result, table, renames, [key])[key]
         if calls:
             frame = in_session_order(frame, result.sessions)
-        renames = _model_map(model_map)
+        zone = str(window.zone)
 
         def as_table(layout: Layout) -> str:
+            from analytics.core.pricing.call_costs import unpriced_reasons
+            from analytics.render.unpriced import reason_lines, with_reasons
+
             if calls:
-                return report.call_table(frame, str(window.zone), layout)
-            reasons = report.unpriced_reasons(frame, table, renames)
-            return report.session_table(frame, str(window.zone), layout, reasons)
+                reasons = reason_lines(unpriced_reasons(frame), renames)
+                return with_reasons(report.call_table(frame, zone, layout), reasons, layout)
+            reasons = []
+            if frame["unpriced_calls"].fill_null(0).sum() > 0:
+                # each unpriced call's own reason: the calls, priced only to say why
+                priced_calls = priced(result, table, renames, ["calls"])["calls"]
+                reasons = reason_lines(unpriced_reasons(priced_calls), renames)
+            return report.session_table(frame, zone, layout, reasons)
 
         text = _emit(
             output_format,

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 
 from analytics.core.periods import period_report, sessions_without_calls
+from analytics.core.pricing.call_costs import unpriced_reasons
 
 #: How many of the costliest sessions the screen lists.
 TOP_SESSIONS = 5
@@ -25,8 +26,8 @@ class HomeScreen:
     """``periods``: label, since, command and the period totals (calls, cost_usd,
     unpriced_calls, billed_usd, billed_split_calls); ``sessions``: the costliest sessions;
     ``models``: calls and cost per model, most calls first; ``zone``: the days' timezone;
-    ``agents``: calls, sessions and cost per agent; ``without_calls``: the sessions that made
-    no LLM call, which ``agents`` does not count."""
+    ``agents``: calls, sessions and cost per agent; ``unpriced``: why calls have no cost;
+    ``without_calls``: the sessions that made no LLM call, which ``agents`` does not count."""
 
     periods: pl.DataFrame
     sessions: pl.DataFrame
@@ -34,6 +35,8 @@ class HomeScreen:
     zone: str
     #: calls, sessions and cost per agent, costliest first
     agents: pl.DataFrame
+    #: the calls without a cost, by model and reason (``call_costs.unpriced_reasons``)
+    unpriced: pl.DataFrame
     without_calls: int = 0
 
 
@@ -99,6 +102,7 @@ def home_screen(
         models=models,
         zone=str(zone),
         agents=agents,
+        unpriced=unpriced_reasons(priced_calls),
         without_calls=sessions_without_calls(priced_sessions, zone),
     )
 

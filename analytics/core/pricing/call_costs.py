@@ -32,10 +32,11 @@ Unknown is null, never zero: an unpriced model, a needed token count that is nul
 the table does not price (when the call has such tokens), a speed or service tier the table has
 no price for, makes the cost null.
 
-Calls that carry any of the agent usage columns (``AGENT_USAGE``: Claude Code and Codex calls)
-also get the ``AGENT_COSTS`` columns, ``cache_write_rate_assumed`` and ``unpriced_reason`` (why
-a call has no cost, in words). Calls without them (Copilot) price exactly as a frame whose agent
-usage columns are all null, and their priced frame keeps the ``schema.COSTS`` columns only.
+Every priced frame gets ``unpriced_reason`` after ``schema.COSTS``: why a call has no cost, in
+words, naming the table where the table is the cause (null where it has one). Calls that carry
+any of the agent usage columns (``AGENT_USAGE``: Claude Code and Codex calls) get the
+``AGENT_COSTS`` columns, ``cache_write_rate_assumed`` before it. Calls without them (Copilot)
+price exactly as a frame whose agent usage columns are all null.
 """
 
 from __future__ import annotations
@@ -152,6 +153,17 @@ def unpriced_models(priced: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def unpriced_reasons(priced: pl.DataFrame) -> pl.DataFrame:
+    """Every call of a priced frame that has no cost, by model and ``unpriced_reason``: model,
+    unpriced_reason, calls. Sorted by model, then reason; empty when every call has a cost."""
+    return (
+        priced.filter(pl.col("cost_usd").is_null())
+        .group_by("model", "unpriced_reason")
+        .agg(pl.len().cast(pl.Int64).alias("calls"))
+        .sort("model", "unpriced_reason", nulls_last=True)
+    )
+
+
 def nano_aiu_to_usd(nano: str | int) -> Decimal:
     """Dollars for a Copilot nano-AIU amount, exactly: 1 AI credit = 1e9 nano-AIU = $0.01.
 
@@ -225,9 +237,9 @@ def _price(
                 for n, v in (("cost_source", "rates"), ("price_from", table.name))
             ),
             _assumed_write_rate(cache_write_ttl),
-            _unpriced_reason(),
+            _unpriced_reason(table),
         )
-        .select(*kept, *COSTS, *(AGENT_COSTS if agent else ()))
+        .select(*kept, *COSTS, *(AGENT_COSTS if agent else ("unpriced_reason",)))
     )
 
 
@@ -555,16 +567,18 @@ def _assumed_write_rate(ttl: Literal["5m", "1h"]) -> pl.Expr:
     return pl.when(assumed).then(pl.lit(ttl)).alias("cache_write_rate_assumed")
 
 
-def _unpriced_reason() -> pl.Expr:
-    """``unpriced_reason``: why a call has no cost, the first cause that applies; null when
-    it has one."""
+def _unpriced_reason(table: RateTable) -> pl.Expr:
+    """``unpriced_reason``: why a call has no cost, the first cause that applies, naming the
+    table where the table is the cause; null when it has one."""
     return (
         pl.when(pl.col("cost_usd").is_not_null())
         .then(None)
         .when(pl.col("model").is_null())
         .then(pl.lit("no model"))
+        .when(pl.col("__resolved").is_null())
+        .then(pl.lit(f"model not in {tables_named(table)}"))
         .when(pl.col("__matched").is_null())
-        .then(pl.lit("model not in the rate table"))
+        .then(_no_price_then(table))
         .when(~pl.col("__speed_priced"))
         .then(pl.format('no price for speed "{}"', pl.col("speed")))
         .when(~pl.col("__tier_priced"))
@@ -583,4 +597,42 @@ def _unpriced_reason() -> pl.Expr:
         )
         .otherwise(pl.lit("the table has no price for a kind of token or request the call has"))
         .alias("unpriced_reason")
+    )
+
+
+def tables_named(table: RateTable) -> str:
+    """``table`` as a reason names it: ``the openrouter rate table``, and a merged table
+    (``github-copilot+mine``) as ``the github-copilot or mine rate tables``."""
+    names = table.name.split("+")
+    if len(names) == 1:
+        return f"the {names[0]} rate table"
+    return f"the {', '.join(names[:-1])} or {names[-1]} rate tables"
+
+
+def _no_price_then(table: RateTable) -> pl.Expr:
+    """Why a call of a model the table has got no price: its prices ended before the call
+    (``no price after 2025-09-05 in deepseek``), began after it, or have a gap there."""
+    day = "%Y-%m-%d"
+    starts = {
+        m.id: min(p.effective_from for p in m.periods if p.effective_from).strftime(day)
+        for m in table.models
+        if all(p.effective_from for p in m.periods)
+    }
+    ends = {
+        m.id: max(p.effective_until for p in m.periods if p.effective_until).strftime(day)
+        for m in table.models
+        if all(p.effective_until for p in m.periods)
+    }
+    gap = pl.lit(f"no price in {table.name} at the time of the call")
+    if not starts and not ends:  # every model priced from and until any time
+        return gap
+    model, start = pl.col("__resolved"), pl.col("start_time").cast(TIMESTAMP).dt.strftime(day)
+    first = model.replace_strict(starts, default=None, return_dtype=pl.String())
+    last = model.replace_strict(ends, default=None, return_dtype=pl.String())
+    return (
+        pl.when(start >= last)
+        .then(pl.format("no price after {} in {}", last, pl.lit(table.name)))
+        .when(start < first)
+        .then(pl.format("no price before {} in {}", first, pl.lit(table.name)))
+        .otherwise(gap)
     )

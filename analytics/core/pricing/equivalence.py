@@ -18,10 +18,13 @@ alias, and otherwise its calls are unpriced, never priced as another model.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+
+from analytics.core.pricing.rates import model_key, vendor_model_id
 
 #: The seller column that prices each model at its vendor's own API (``vendor`` in the map).
 VENDOR = "vendor"
@@ -51,13 +54,30 @@ def equivalences() -> dict[str, Equivalent]:
 
 
 def lookup(model: str) -> Equivalent | None:
-    """The entry of ``model``: its own, else that of the longest listed name it extends
-    (``claude-opus-4.7-1m-internal`` is ``claude-opus-4.7``)."""
+    """The entry of ``model`` in any spelling (:func:`rates.model_key`: Claude Code's
+    ``claude-sonnet-4-6`` and a Bedrock id are Copilot's ``claude-sonnet-4.6``), else that of
+    the longest listed name it extends by a suffix that is not a further version number
+    (``claude-opus-4.7-1m-internal`` is ``claude-opus-4.7``; ``claude-sonnet-4-6`` does not
+    extend ``claude-sonnet-4``, whose next version it names)."""
     known = equivalences()
     if model in known:
         return known[model]
-    prefixes = [name for name in known if model.startswith(f"{name}-")]
-    return known[max(prefixes, key=len)] if prefixes else None
+    keys = _keys()
+    key = model_key(vendor_model_id(model))
+    if key in keys:
+        return known[keys[key]]
+    extended = [k for k in keys if key.startswith(f"{k}-") and not _VERSION.match(key, len(k) + 1)]
+    return known[keys[max(extended, key=len)]] if extended else None
+
+
+#: A version number right after a listed name: one or two digits ending the name or a part.
+_VERSION = re.compile(r"\d{1,2}(?:-|$)")
+
+
+@functools.cache
+def _keys() -> dict[str, str]:
+    """The listed names by their :func:`rates.model_key`."""
+    return {model_key(name): name for name in equivalences()}
 
 
 def seller_names(

@@ -32,6 +32,7 @@ never shown as a fact.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 
@@ -52,7 +53,7 @@ COPILOT_TABLE = "github-copilot"
 #: The ``agent`` of Copilot's own calls; other agents' calls are priced at vendor list prices.
 COPILOT_AGENT = "copilot"
 #: Vendor tables a BYOK call's model is looked up in, first match wins.
-BYOK_TABLES = ("anthropic", "openai", "google", "openrouter", "deepseek")
+BYOK_TABLES = ("bedrock", "anthropic", "openai", "google", "openrouter", "deepseek")
 
 _PARTS = [
     "input_cost_usd",
@@ -95,8 +96,9 @@ def price_calls(
     ``calls`` are CALLS + CALL_TOKENS, or any frame with the columns
     ``call_costs.price_by_table`` needs (``is_byok`` and ``billed_nano_aiu`` may be absent: the
     calls are then Copilot-billed, with no bill); Claude Code and Codex calls' usage columns
-    add ``call_costs.AGENT_COSTS``. ``log_prices`` (``schema.LOG_PRICES``) are the prices the logs
-    quote, used under ``github-copilot`` for models it lacks.
+    add ``call_costs.AGENT_COSTS``, other calls its ``unpriced_reason`` alone. ``log_prices``
+    (``schema.LOG_PRICES``) are the prices the logs quote, used under ``github-copilot`` for
+    models it lacks.
 
     >>> from analytics.core.pricing.rates import load_rate_table
     >>> calls = pl.DataFrame({"model": ["claude-sonnet-4-5"], "input_tokens": [4000],
@@ -124,7 +126,8 @@ def _byok_tables() -> tuple[RateTable, dict[str, str]]:
     for earlier in reversed(tables[:-1]):
         merged = merge_rate_tables(merged, earlier)
         vendor |= {m.id: earlier.name for m in earlier.models}
-    return merged, vendor
+    # named in the order they are looked up in, as an unpriced call's reason names them
+    return dataclasses.replace(merged, name="+".join(BYOK_TABLES)), vendor
 
 
 def _price_each(

@@ -236,23 +236,40 @@ class RateTable:
     origin: str = field(default="<memory>", compare=False)
 
     def resolve(self, model: str) -> ModelRate | None:
-        """The model priced for ``model``: exact id or alias first, then the first glob match;
-        a cloud id (Bedrock, Vertex) that matches neither is tried as its vendor's own id."""
-        for wanted in dict.fromkeys((model.lower(), vendor_model_id(model))):
-            found = self._resolve(wanted)
-            if found is not None:
-                return found
-        return None
+        """The model priced for ``model``, the first of:
 
-    def _resolve(self, wanted: str) -> ModelRate | None:
-        """The model of a lower-case name: an exact name first, then the first glob match."""
-        exact = next((m for m in self.models if wanted in m.names), None)
-        if exact is not None:
-            return exact
-        return next(
-            (m for m in self.models if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)),
-            None,
+        * an exact id or alias, tried on the name as given, on its last path part (a routed
+          id such as ``converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0``) and on its
+          vendor's own id (a Bedrock or Vertex id, :func:`vendor_model_id`);
+        * the one model with a name that is this name in another spelling
+          (:func:`model_key`: ``claude-sonnet-4-6`` is ``claude-sonnet-4.6``, never a glob's
+          ``claude-sonnet-4-*``);
+        * the first glob match of those names (a Bedrock id's region picks its price here);
+        * the one model with a name that is the vendor's own id in another spelling
+          (OpenRouter's ``anthropic/claude-haiku-4.5`` for a Bedrock id of Haiku 4.5).
+        """
+        lowered = model.lower()
+        vendor = vendor_model_id(model)
+        tried = dict.fromkeys((lowered, lowered.rsplit("/", 1)[-1], vendor))
+        exact = next((m for wanted in tried for m in self.models if wanted in m.names), None)
+        globbed = (
+            m
+            for wanted in tried
+            for m in self.models
+            if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)
         )
+        return (
+            exact
+            or self._by_key(model_key(model))
+            or next(globbed, None)
+            or self._by_key(model_key(vendor))
+        )
+
+    def _by_key(self, key: str) -> ModelRate | None:
+        """The model one of whose names has ``key`` (:func:`model_key`); None when no model
+        or more than one has it (two models of one spelling are not guessed between)."""
+        found = {m.id: m for m in self.models if any(model_key(n) == key for n in m.names)}
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def usd_per_token(self, price: Decimal | None) -> Decimal | None:
         """Convert a price per million tokens in this table's unit to dollars per token."""
@@ -265,28 +282,57 @@ _BEDROCK_ID = re.compile(
 )
 #: A Vertex AI model id: the model, ``@``, a snapshot date or a label such as ``default``.
 _VERTEX_ID = re.compile(r"^(?P<model>[^@]+)@(?P<version>[^@]*)$")
+#: A dot between two digits: a version written ``4.6`` where another seller writes ``4-6``.
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+#: A snapshot date at the end of an id (``-20251001``).
+_SNAPSHOT = re.compile(r"-\d{8}$")
 
 
 def vendor_model_id(model: str) -> str:
     """The vendor's own id (lower case) for a cloud provider's id of the same model.
 
     Bedrock ids lose their region, vendor and version (``us.anthropic.claude-sonnet-4-5-20250929-
-    v1:0`` is ``claude-sonnet-4-5-20250929``; an ARN's last path part is the id); a Vertex id's
-    snapshot date joins the name with a dash (``claude-sonnet-4-5@20250929``) and a label after
-    ``@`` is dropped. Any other name is returned lower-cased, unchanged.
+    v1:0`` is ``claude-sonnet-4-5-20250929``), also when routed (``converse/`` before it) or in
+    an ARN (the id is the last path part); a Vertex id's snapshot date joins the name with a
+    dash (``claude-sonnet-4-5@20250929``) and a label after ``@`` is dropped. Any other name is
+    returned lower-cased, unchanged (``anthropic/claude-sonnet-4.6`` included: an OpenRouter id
+    is that seller's own).
 
     >>> vendor_model_id("global.anthropic.claude-opus-4-6-v1")
     'claude-opus-4-6'
+    >>> vendor_model_id("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0")
+    'claude-haiku-4-5-20251001'
     >>> vendor_model_id("claude-sonnet-4-5@20250929")
     'claude-sonnet-4-5-20250929'
     """
-    name = model.lower().rsplit("/", 1)[-1] if model.lower().startswith("arn:") else model.lower()
-    if bedrock := _BEDROCK_ID.match(name):
+    name = model.lower()
+    last = name.rsplit("/", 1)[-1]
+    if bedrock := _BEDROCK_ID.match(last):
         return bedrock["model"]
-    if vertex := _VERTEX_ID.match(name):
+    if vertex := _VERTEX_ID.match(last):
         version = vertex["version"]
         return f"{vertex['model']}-{version}" if version.isdigit() else vertex["model"]
     return name
+
+
+def model_key(model: str) -> str:
+    """A name without its spelling: what two sellers' names of one model have in common.
+
+    Lower case, without a seller's path (``anthropic/``), a version's dots as dashes (``4.6``
+    is ``4-6``) and without a snapshot date: Claude Code's ``claude-opus-4-7``, Copilot's
+    ``claude-opus-4.7`` and OpenRouter's ``anthropic/claude-opus-4.7`` are one model. A Bedrock
+    id keeps its region and vendor (its price depends on them): give its
+    :func:`vendor_model_id` for the model alone.
+
+    >>> model_key("anthropic/claude-opus-4.7")
+    'claude-opus-4-7'
+    >>> model_key("claude-haiku-4-5-20251001")
+    'claude-haiku-4-5'
+    >>> model_key(vendor_model_id("converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0"))
+    'claude-haiku-4-5'
+    """
+    name = model.lower().rsplit("/", 1)[-1]
+    return _SNAPSHOT.sub("", _VERSION_DOT.sub("-", name))
 
 
 # ---------------------------------------------------------------------------------- loading

@@ -10,7 +10,8 @@ spends on everything else, so its prices are converted once, exactly, into the o
 TOML rate tables that agentcost ships and reads (README, "Pricing").
 
 ``python -m analytics.core.pricing.vendor_tables`` rewrites
-``analytics/rate_tables/anthropic.toml`` and ``openai.toml`` from the installed database;
+``analytics/rate_tables/anthropic.toml``, ``openai.toml`` and ``bedrock.toml`` (Claude on AWS
+Bedrock, :data:`NAMES_WITH`) from the installed database;
 ``--check`` only says whether they are current (``tests/test_pricing_db.py`` does the same).
 To update prices: upgrade the pinned ``genai-prices`` in ``pyproject.toml``, run the module,
 review the diff.
@@ -63,7 +64,13 @@ if TYPE_CHECKING:
 #: The database's package and version the bundled tables were made from (pinned in pyproject).
 DATABASE = "genai-prices"
 #: The vendor tables made from the database: table name -> the database's provider id.
-VENDORS = {"anthropic": "anthropic", "openai": "openai"}
+VENDORS = {"anthropic": "anthropic", "openai": "openai", "bedrock": "aws"}
+#: Tables that keep only the names holding a fragment, and only the models left with one:
+#: ``bedrock`` keeps Claude on Bedrock under its Bedrock ids (``jp.anthropic.claude-...``).
+#: The database also matches the bare vendor ids there (``claude-haiku-4-5-20251001``), which
+#: under agentcost's merged vendor tables would price a call to Anthropic's own API at
+#: Bedrock's regional price; the vendor's table prices those.
+NAMES_WITH = {"bedrock": "anthropic."}
 #: Fast-mode multipliers the database lacks, checked against the vendor's own documentation
 #: (platform.claude.com, "Fast mode": 6x standard rates for Opus 4.6 and 4.7 across the whole
 #: context window, cache prices included; Opus 4.8 is 2x, which the database has).
@@ -97,7 +104,8 @@ def vendor_table(name: str, checked: date) -> RateTable:
     from genai_prices import __version__, data_snapshot
 
     provider = next(p for p in data_snapshot.get_snapshot().providers if p.id == VENDORS[name])
-    models = tuple(m for m in (_model(info) for info in provider.models) if m is not None)
+    fragment = NAMES_WITH.get(name, "")
+    models = tuple(m for m in (_model(info, fragment) for info in provider.models) if m is not None)
     table = RateTable(
         name=name,
         unit="usd_per_million_tokens",
@@ -163,18 +171,22 @@ def _provider_source(provider: Provider) -> str:
     return str(getattr(provider, "pricing_urls", None) or [provider.name]).strip("[]'\"")
 
 
-def _model(info: ModelInfo) -> ModelRate | None:
-    """One database model as a rate-table model; None for a model priced in other units."""
+def _model(info: ModelInfo, fragment: str = "") -> ModelRate | None:
+    """One database model as a rate-table model, answering only to its names that hold
+    ``fragment`` (:data:`NAMES_WITH`); None for a model priced in other units or left with
+    no such name."""
     prices = _conditional(info)
     keys = {k for _, price in prices for k, v in vars(price).items() if v is not None}
     if not {"input_mtok", "output_mtok"} <= keys or keys - _READ - _IGNORED:
+        return None
+    aliases, patterns = _names(info, fragment)
+    if fragment and not aliases + list(patterns):
         return None
     fast = _fast_multiplier(info)
     periods: list[PricePeriod] = []
     for index, (start, price) in enumerate(prices):
         until = prices[index + 1][0] if index + 1 < len(prices) else None
         periods.append(_period(price, start, until, fast))
-    aliases, patterns = _names(info)
     aliases += [a for a in EXTRA_ALIASES.get(info.id, ()) if a not in aliases]
     return ModelRate(
         id=info.id,
@@ -269,11 +281,14 @@ def _base(value: Any) -> Decimal:
 # ---------------------------------------------------------------------------------- names
 
 
-def _names(info: ModelInfo) -> tuple[list[str], tuple[str, ...]]:
-    """(exact names, glob patterns) equivalent to the model's match rule."""
+def _names(info: ModelInfo, fragment: str = "") -> tuple[list[str], tuple[str, ...]]:
+    """(exact names, glob patterns) equivalent to the model's match rule, those holding
+    ``fragment`` only."""
     aliases: list[str] = []
     patterns: list[str] = []
     for kind, text in _clauses(info.match, info.id):
+        if fragment not in text.lower():
+            continue
         if kind == "equals":
             aliases.append(text.lower())
         else:
