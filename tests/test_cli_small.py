@@ -257,23 +257,29 @@ def test_top_command_lists_the_costliest_session_first() -> None:
 # --- cannot write, one wording ---
 
 
-def test_cannot_write_is_worded_one_way(tmp_path: Path) -> None:
-    """``--output``, ``--html`` and an export's DIR that cannot be written: the same words."""
+def test_cannot_write_is_worded_one_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--output``, ``--html``, an export's DIR and the budget file that cannot be written:
+    the same words."""
     logs = write_session(tmp_path / "home", "s1").parent.parent
     blocker = tmp_path / "a-file"
     blocker.write_text("")
+    monkeypatch.setenv("AGENTCOST_CONFIG_DIR", str(blocker / "config"))
     cases = {
         "output": ["analyze", logs, "-o", blocker / "x.txt"],
         "html": ["report", logs, "--html", blocker / "r.html"],
         "export": ["export", blocker / "dataset", logs],
+        "budget": ["budget", "set", "--credits", "20"],
     }
+    targets = {"export": blocker / "dataset", "budget": blocker / "config" / "budget.toml"}
     lines = {}
     for name, args in cases.items():
         result = run("--no-cache", *args)
         assert result.exit_code == 2, (name, result.output)
         lines[name] = result.stderr.splitlines()[0]
     for name, line in lines.items():
-        target = cases[name][-1] if name != "export" else cases[name][1]
+        target = targets.get(name, cases[name][-1])
         assert line == (
             f"agentcost: error: {target}: cannot write (not a directory); choose another path"
         ), name

@@ -11,7 +11,13 @@ import typer
 from typer.core import TyperGroup
 
 from analytics.cli import commands as cli
-from analytics.core.errors import AgentcostError, ConfigError, InputError, UsageError
+from analytics.core.errors import (
+    AgentcostError,
+    ConfigError,
+    InputError,
+    UsageError,
+    cannot_write,
+)
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -118,9 +124,7 @@ def budget_set(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(chosen.to_toml(), encoding="utf-8")
         except OSError as err:
-            raise UsageError(
-                f"{path}: cannot write ({err.strerror}); check the directory"
-            ) from None
+            raise cannot_write(path, err) from None
         cli._err(f"agentcost: budget saved to {path} (counts {', '.join(chosen.agents)})")
     except AgentcostError as error:
         cli._fail(error)
