@@ -188,9 +188,9 @@ def report_of(logs: Path, tmp_path: Path) -> str:
 
 def charted_sessions(page: str) -> set[str]:
     """The sessions the report's per-session charts cover."""
-    found = re.search(r'id="session-charts">(.*?)</script>', page, re.S)
+    found = re.search(r'id="report-data">(.*?)</script>', page, re.S)
     assert found is not None
-    return set(json.loads(found.group(1).replace("<\\/", "</")))
+    return set(json.loads(found.group(1).replace("<\\/", "</"))["sessions"])
 
 
 def test_the_report_has_every_agents_sessions_and_costs(logs: Path, tmp_path: Path) -> None:

@@ -116,9 +116,10 @@ PALETTE = (
 
 
 def fold(series: list[str], noun: str) -> dict[str, str]:
-    """Each of ``series`` (biggest first) to the series it is drawn as: itself while they fit
-    the palette, else the first ``len(PALETTE) - 1`` themselves and the rest one series
-    ``other N nouns`` (the palette's last colour). So a chart never repeats a colour.
+    """Each of ``series`` (in drawing order: the costliest, or the first seen, first) to the
+    series it is drawn as: itself while they fit the palette, else the first
+    ``len(PALETTE) - 1`` themselves and the rest one series ``other N nouns`` (the palette's
+    last colour). So a chart never repeats a colour, however many series it has.
 
     >>> fold(["a", "b"], "model")
     {'a': 'a', 'b': 'b'}
@@ -539,7 +540,7 @@ def cost_per_day_spec(
         "title": _title(title or f"Cost per day, by {by}"),
         "xaxis": xaxis,
         "yaxis": {"title": {"text": "cost (USD)"}, "tickprefix": "$", "automargin": True},
-        "legend": _LEGEND,
+        "legend": {**_LEGEND, "traceorder": "normal"},  # the costliest first
         "margin": _MARGIN,
         "height": _HEIGHT,
     }
