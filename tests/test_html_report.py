@@ -26,7 +26,7 @@ from analytics.engine.analyze import analyze
 from analytics.render.html_report import carried_context
 from analytics.render.plots import PALETTE
 from tests.conftest import SAMPLE_LOGS
-from tests.mixed_tree import CLAUDE_CALLS, write_mixed_tree
+from tests.mixed_tree import CLAUDE_CALLS, CODEX, write_mixed_tree
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHARTS = 5
@@ -337,3 +337,32 @@ def test_a_heading_sorts_the_sessions_table(
     assert len(calls) >= 2
     assert calls == sorted(calls, reverse=descending)
     assert ('aria-sort="descending"' if descending else 'aria-sort="ascending"') in dom
+
+
+def test_the_sessions_table_prices_with_the_model_map(tmp_path: Path) -> None:
+    """``--model-map`` prices the sessions table's costs as it prices the charts and the
+    totals: before, the table priced each session's calls under their own model names, and a
+    renamed model's session read unpriced beside a priced total."""
+    lines = [
+        {**line, "payload": {**line["payload"], "model": "in-house-model"}}
+        if line["type"] == "turn_context"
+        else line
+        for line in CODEX
+    ]
+    logs = tmp_path / "codex" / "sessions" / "2026" / "05" / "03" / "rollout-x-cx-1.jsonl"
+    logs.parent.mkdir(parents=True)
+    logs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app,
+        ["--no-cache", "report", str(tmp_path / "codex"), "--html", str(out),
+         "--model-map", "in-house-model=gpt-5.5"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = out.read_text("utf-8")
+    agents = {row[0]: row[1:] for row in cells(page, "agents")}
+    cost = agents["codex"][2]
+    assert cost != "unknown"
+    sessions = cells(page, "sessions")
+    assert [row[6] for row in sessions] == [cost]  # the cost cell of the one session
