@@ -54,21 +54,27 @@ def _usage(total: tuple[int, int, int], last: tuple[int, int, int]) -> dict[str,
                                             "last_token_usage": record(last)}}  # fmt: skip
 
 
+#: A Codex session of two calls (a tool call, its output, a reply).
 CODEX: list[dict[str, Any]] = [
-    {"timestamp": "2026-05-03T11:00:00.000Z", "type": "session_meta",
-     "payload": {"id": "cx-1", "timestamp": "2026-05-03T11:00:00.000Z", "cwd": "/w",
+    {"timestamp": "2026-05-01T11:00:00.000Z", "type": "session_meta",
+     "payload": {"id": "cx-1", "timestamp": "2026-05-01T11:00:00.000Z", "cwd": "/w",
                  "cli_version": "0.130.0"}},
-    {"timestamp": "2026-05-03T11:00:00.100Z", "type": "turn_context",
+    {"timestamp": "2026-05-01T11:00:00.100Z", "type": "turn_context",
      "payload": {"cwd": "/w", "model": "gpt-5.5"}},
-    {"timestamp": "2026-05-03T11:00:01.000Z", "type": "response_item",
+    {"timestamp": "2026-05-01T11:00:01.000Z", "type": "response_item",
      "payload": {"type": "message", "role": "user",
                  "content": [{"type": "input_text", "text": "list the files"}]}},
-    {"timestamp": "2026-05-03T11:00:02.000Z", "type": "event_msg",
+    {"timestamp": "2026-05-01T11:00:02.000Z", "type": "response_item",
+     "payload": {"type": "function_call", "name": "exec_command",
+                 "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
+    {"timestamp": "2026-05-01T11:00:02.000Z", "type": "event_msg",
      "payload": _usage((12000, 0, 30), (12000, 0, 30))},
-    {"timestamp": "2026-05-03T11:00:05.000Z", "type": "response_item",
+    {"timestamp": "2026-05-01T11:00:03.000Z", "type": "response_item",
+     "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py\n" * 900}},
+    {"timestamp": "2026-05-01T11:00:05.000Z", "type": "response_item",
      "payload": {"type": "message", "role": "assistant",
                  "content": [{"type": "output_text", "text": "done"}]}},
-    {"timestamp": "2026-05-03T11:00:05.000Z", "type": "event_msg",
+    {"timestamp": "2026-05-01T11:00:05.000Z", "type": "event_msg",
      "payload": _usage((25200, 11900, 40), (13200, 11900, 10))},
 ]  # fmt: skip
 
@@ -83,5 +89,5 @@ def write_mixed_tree(root: Path) -> Path:
     a Codex home. Returns ``root``."""
     shutil.copytree(SAMPLE_LOGS / "session-state", root / "copilot" / "session-state")
     _write(root / "claude" / "projects" / "-w" / "cc-long.jsonl", claude_session())
-    _write(root / "codex" / "sessions" / "2026" / "05" / "03" / "rollout-x-cx-1.jsonl", CODEX)
+    _write(root / "codex" / "sessions" / "2026" / "05" / "01" / "rollout-x-cx-1.jsonl", CODEX)
     return root

@@ -324,3 +324,11 @@ def test_hover_rows_are_kept_once_per_call() -> None:
     assert len(carried) == 2 + 4  # each agent's line, each cost part
     assert all(plots.BY_CALL in t["hovertemplate"] for t in carried)
     assert all(plots.CALL_HOVER not in t.get("hovertemplate", "") for t in growth["data"])
+
+
+def test_an_unpriced_calls_hover_says_why() -> None:
+    calls = SESSION.with_columns(
+        pl.Series("unpriced_reason", [None, None, "model not in the rate table"])
+    )
+    rows = plots.hover_by_call(plots.cost_per_call_spec(calls))
+    assert [rows[n][-1] for n in (1, 3)] == ["$0.004500", "unpriced: model not in the rate table"]

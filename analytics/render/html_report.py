@@ -1,18 +1,21 @@
 """The self-contained HTML report: every chart of ``plots.py`` in one offline file.
 
 Pure: an :class:`~analytics.engine.analyze.Analysis` and rate tables in, an HTML string out;
-only ``agentcost report --html`` writes it. plotly.js is embedded once (with the first chart),
-so the file opens without a network. A hidden ``<pre id="js-errors">`` collects any
-JavaScript error the page raises, which the browser test reads back.
+only ``agentcost report --html`` writes it. plotly.js (its basic bundle, ``vendor/``) is
+in the page once, and every chart is drawn by one script from one JSON block
+(``report-data``): the plotly template, each chart's plain spec, and for each session its two
+charts, the hover rows of its calls and what its layouts do not share with the others', so
+no data is copied per chart. A hidden ``<pre id="js-errors">`` collects any JavaScript error
+the page raises, which the browser test reads back.
 
-The report opens on the session with the most LLM calls: how its context grows call by call
-and what each call costs. A selector, a click on a row of the sessions table, or
-``#session=<id>`` in the address redraws those two charts for any other session: each
-session's figures are embedded as plain plotly.js specs (``plots.*_spec``) in a JSON script
-element, so the file stays one offline page. A click on a heading sorts the table;
-``#sort=N`` (``#sort=Nd``: descending) does so on opening, for a link to share. For all
-sessions: the context items carried the most, the cost per day and the cost under every
-bundled rate table.
+The header says what was read, the cost and why each unpriced call has none; a table gives
+each agent's totals. The report opens on the session with the most LLM calls: how its
+context grows call by call and what each call costs. A selector, a click on a row of the
+sessions table, or ``#session=<id>`` in the address redraws those two charts for any other
+session. A click on a heading sorts the table; ``#sort=N`` (``#sort=Nd``: descending) does
+so on opening, for a link to share. For all sessions: the context items carried the most,
+the cost per day (by agent, or by model on demand) and the cost under every bundled rate
+table.
 """
 
 from __future__ import annotations

@@ -610,7 +610,7 @@ def _call_customdata(frame: pl.DataFrame) -> list[Sequence[object]]:
             return frame[name]
         return pl.Series(name, [None] * frame.height, dtype=pl.Int64)
 
-    cost = column("cost_usd") if "cost_usd" in frame.columns else None
+    cost = _cost_text(frame) if "cost_usd" in frame.columns else None
     fields = [
         frame["call_index"].to_list(),
         frame["kind"].to_list(),
@@ -620,6 +620,22 @@ def _call_customdata(frame: pl.DataFrame) -> list[Sequence[object]]:
         _count_text(column("cache_write_tokens")),
         _count_text(column("output_tokens")),
         ["unknown" if s is None else s for s in column("token_source").cast(pl.String).to_list()],
-        _money_text(cost) if cost is not None else ["not priced here"] * frame.height,
+        cost if cost is not None else ["not priced here"] * frame.height,
     ]
     return [list(row) for row in zip(*fields, strict=True)]
+
+
+def _cost_text(frame: pl.DataFrame) -> list[str]:
+    """Each call's cost as its hover says it; an unpriced call's with its reason
+    (``unpriced_reason``, where the frame has it): ``unpriced: model not in the rate table``."""
+    money = pl.Series(_money_text(frame["cost_usd"]), dtype=pl.String)
+    if "unpriced_reason" not in frame.columns:
+        return money.to_list()
+    reason = pl.col("unpriced_reason")
+    return (
+        frame.select(
+            pl.when(reason.is_not_null()).then(pl.format("unpriced: {}", reason)).otherwise(money)
+        )
+        .to_series()
+        .to_list()
+    )
