@@ -161,8 +161,8 @@ def test_a_report_of_every_agent_is_small_and_holds_each_thing_once(
     mixed_report: tuple[Path, str],
 ) -> None:
     """Before: 5.4 MB here (7 MB on the real logs), plotly.js and the hover text of every
-    call repeated in each chart. Now plotly.js's basic bundle once (1.2 MB), the plotly
-    template, the per-call hover text and each call's hover row once."""
+    call repeated in each chart. Now plotly.js's basic bundle once (1.2 MB), and once each:
+    the plotly template, the per-call hover text, each call's hover row, each trace style."""
     logs, page = mixed_report
     calls = analyze([logs]).calls.height
     assert calls > CLAUDE_CALLS
@@ -173,7 +173,7 @@ def test_a_report_of_every_agent_is_small_and_holds_each_thing_once(
     rows = sum(len(spec["calls"]) for spec in data["sessions"].values())
     assert rows == calls  # every chosen session's calls, each once
     per_call = len(json.dumps(data["sessions"], separators=(",", ":"))) / calls
-    assert per_call < 400, f"{per_call:.0f} bytes a call for the per-session charts"
+    assert per_call < 300, f"{per_call:.0f} bytes a call for the per-session charts"
 
 
 def cells(page: str, table: str) -> list[list[str]]:

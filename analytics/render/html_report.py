@@ -109,11 +109,14 @@ _DRAW_SCRIPT = """<script>
   var drawn = {};
   function traces(spec, rows) {
     return spec.data.map(function (trace) {
-      if (trace.customdata !== "@call") { return trace; }
-      var copy = Object.assign({}, trace);
-      copy.customdata = trace.x.map(function (x) { return rows[x]; });
-      copy.hovertemplate = trace.hovertemplate.replace("@call", report.call_hover);
-      return copy;
+      if (trace.style === undefined) { return trace; }
+      var full = Object.assign({}, report.styles[trace.style], trace);
+      delete full.style;
+      if (full.customdata === "@call") {
+        full.customdata = full.x.map(function (x) { return rows[x]; });
+        full.hovertemplate = full.hovertemplate.replace("@call", report.call_hover);
+      }
+      return full;
     });
   }
   function merged(common, own) {
@@ -388,9 +391,11 @@ def _selectable(priced: pl.DataFrame) -> list[str]:
 def _session_specs(
     priced: pl.DataFrame, chosen: Sequence[str], fixed: dict[str, int]
 ) -> dict[str, Any]:
-    """The two charts of every chosen session, as plain plotly.js specs (``sessions``), the
-    parts of their layouts that all sessions share once (``layouts``), each session's layouts
-    holding the rest, and the hover rows of each session's calls once (its ``calls``)."""
+    """The two charts of every chosen session, as plain plotly.js specs (``sessions``), with
+    what is the same across sessions once: the parts of their layouts that all share
+    (``layouts``; each session's layouts hold the rest) and the styles of their traces
+    (``styles``; each trace holds its data and its style's index); and the hover rows of each
+    session's calls once (its ``calls``)."""
     from analytics.render import plots
 
     by_session = priced.filter(pl.col("session_id").is_in(list(chosen))).partition_by(
@@ -412,10 +417,31 @@ def _session_specs(
         kind: _common([spec[kind]["layout"] for spec in specs.values()])
         for kind in ("growth", "cost")
     }
+    styles: dict[str, int] = {}
     for spec in specs.values():
         for kind, common in layouts.items():
             spec[kind]["layout"] = _without(spec[kind]["layout"], common)
-    return {"layouts": layouts, "sessions": specs}
+            spec[kind]["data"] = [_styled(trace, styles) for trace in spec[kind]["data"]]
+    return {
+        "layouts": layouts,
+        "styles": [json.loads(style) for style in styles],
+        "sessions": specs,
+    }
+
+
+#: A trace's data: what it keeps when its style (the rest of it) is shared (``_styled``).
+_TRACE_DATA = ("x", "y", "customdata")
+
+
+def _styled(trace: dict[str, Any], styles: dict[str, int]) -> dict[str, Any]:
+    """A trace as its data and ``style``: the index of the rest of it (type, name, colours,
+    hover text) in ``styles``, where each style is once for every session. Adds to
+    ``styles``."""
+    style = json.dumps(
+        {key: value for key, value in trace.items() if key not in _TRACE_DATA}, sort_keys=True
+    )
+    data = {key: trace[key] for key in _TRACE_DATA if key in trace}
+    return {"style": styles.setdefault(style, len(styles)), **data}
 
 
 def _common(specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
