@@ -366,3 +366,17 @@ def test_the_sessions_table_prices_with_the_model_map(tmp_path: Path) -> None:
     assert cost != "unknown"
     sessions = cells(page, "sessions")
     assert [row[6] for row in sessions] == [cost]  # the cost cell of the one session
+
+
+def test_a_report_of_no_session_draws_every_chart_empty(tmp_path: Path) -> None:
+    """A window with no call: the session charts drawn empty (their layouts, no data), the
+    others too, with no JavaScript error."""
+    out = tmp_path / "report.html"
+    args = ["--no-cache", "report", str(SAMPLE_LOGS), "--html", str(out), "--since", "2030-01-01"]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    dom = chromium_dom(out.as_uri(), tmp_path)
+    charts = re.split(r'<div id="chart-\d+"', dom)[1:]
+    assert len(charts) == CHARTS
+    assert all('class="main-svg"' in chart.split("</section>")[0] for chart in charts)
+    assert chart_titles(dom)[:2] == ["Context growth", "Cost per call, by part"]

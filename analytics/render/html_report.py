@@ -107,6 +107,7 @@ _DRAW_SCRIPT = """<script>
   var body = table.tBodies[0];
   var config = {displaylogo: false, responsive: true};
   var drawn = {};
+  var NONE = {calls: {}, growth: {data: [], layout: {}}, cost: {data: [], layout: {}}};
   function traces(spec, rows) {
     return spec.data.map(function (trace) {
       if (trace.style === undefined) { return trace; }
@@ -145,8 +146,7 @@ _DRAW_SCRIPT = """<script>
     });
   }
   function show() {
-    var chosen = report.sessions[select.value];
-    if (!chosen) { return; }
+    var chosen = report.sessions[select.value] || NONE;
     ["growth", "cost"].forEach(function (kind, index) {
       var layout = merged(report.layouts[kind], chosen[kind].layout);
       draw("chart-" + (index + 1), {data: chosen[kind].data, layout: layout}, chosen.calls);
@@ -413,10 +413,15 @@ def _session_specs(
             "growth": growth,
             "cost": cost,
         }
-    layouts = {
-        kind: _common([spec[kind]["layout"] for spec in specs.values()])
-        for kind in ("growth", "cost")
-    }
+    none = priced.clear()  # no session: the charts' empty layouts, drawn with no data
+    layouts = (
+        {kind: _common([spec[kind]["layout"] for spec in specs.values()]) for kind in _KINDS}
+        if specs
+        else {
+            "growth": plots.context_growth_spec(none)["layout"],
+            "cost": plots.cost_per_call_spec(none)["layout"],
+        }
+    )
     styles: dict[str, int] = {}
     for spec in specs.values():
         for kind, common in layouts.items():
@@ -444,11 +449,13 @@ def _styled(trace: dict[str, Any], styles: dict[str, int]) -> dict[str, Any]:
     return {"style": styles.setdefault(style, len(styles)), **data}
 
 
+#: The two charts of each session, in page order (``chart-1``, ``chart-2``).
+_KINDS = ("growth", "cost")
+
+
 def _common(specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The entries that every one of ``specs`` has, with the same value (nested objects
-    entry by entry; a list is one value). The page merges them back (``merged``)."""
-    if not specs:
-        return {}
+    """The entries that every one of ``specs`` (one or more) has, with the same value (nested
+    objects entry by entry; a list is one value). The page merges them back (``merged``)."""
     common = {}
     for key, value in specs[0].items():
         values = [spec.get(key, _ABSENT) for spec in specs]
