@@ -35,6 +35,7 @@ from analytics.engine.analyze import Analysis, analyze
 from analytics.engine.watch import AgentFollow, agent_session_id, figures, latest_log
 from analytics.render.html_report import MAX_SELECTABLE
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
+from tests.mixed_tree import CODEX
 from tests.pty_watch import watching
 
 CLAUDE: list[dict[str, Any]] = [
@@ -57,39 +58,6 @@ CLAUDE: list[dict[str, Any]] = [
                  "content": [{"type": "text", "text": "fixed"}],
                  "usage": {"input_tokens": 5, "cache_creation_input_tokens": 1500,
                            "cache_read_input_tokens": 20005, "output_tokens": 12}}},
-]  # fmt: skip
-
-
-def _usage(total: tuple[int, int, int], last: tuple[int, int, int]) -> dict[str, object]:
-    def record(u: tuple[int, int, int]) -> dict[str, int]:
-        return {"input_tokens": u[0], "cached_input_tokens": u[1], "output_tokens": u[2],
-                "reasoning_output_tokens": 0, "total_tokens": u[0] + u[2]}  # fmt: skip
-
-    return {"type": "token_count", "info": {"total_token_usage": record(total),
-                                            "last_token_usage": record(last)}}  # fmt: skip
-
-
-CODEX: list[dict[str, Any]] = [
-    {"timestamp": "2026-05-01T11:00:00.000Z", "type": "session_meta",
-     "payload": {"id": "cx-1", "timestamp": "2026-05-01T11:00:00.000Z", "cwd": "/w",
-                 "cli_version": "0.130.0"}},
-    {"timestamp": "2026-05-01T11:00:00.100Z", "type": "turn_context",
-     "payload": {"cwd": "/w", "model": "gpt-5.5"}},
-    {"timestamp": "2026-05-01T11:00:01.000Z", "type": "response_item",
-     "payload": {"type": "message", "role": "user",
-                 "content": [{"type": "input_text", "text": "list the files"}]}},
-    {"timestamp": "2026-05-01T11:00:02.000Z", "type": "response_item",
-     "payload": {"type": "function_call", "name": "exec_command",
-                 "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
-    {"timestamp": "2026-05-01T11:00:02.000Z", "type": "event_msg",
-     "payload": _usage((12000, 0, 30), (12000, 0, 30))},
-    {"timestamp": "2026-05-01T11:00:03.000Z", "type": "response_item",
-     "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py\n" * 900}},
-    {"timestamp": "2026-05-01T11:00:05.000Z", "type": "response_item",
-     "payload": {"type": "message", "role": "assistant",
-                 "content": [{"type": "output_text", "text": "done"}]}},
-    {"timestamp": "2026-05-01T11:00:05.000Z", "type": "event_msg",
-     "payload": _usage((25200, 11900, 40), (13200, 11900, 10))},
 ]  # fmt: skip
 
 
@@ -188,9 +156,9 @@ def report_of(logs: Path, tmp_path: Path) -> str:
 
 def charted_sessions(page: str) -> set[str]:
     """The sessions the report's per-session charts cover."""
-    found = re.search(r'id="session-charts">(.*?)</script>', page, re.S)
+    found = re.search(r'id="report-data">(.*?)</script>', page, re.S)
     assert found is not None
-    return set(json.loads(found.group(1).replace("<\\/", "</")))
+    return set(json.loads(found.group(1).replace("<\\/", "</"))["sessions"])
 
 
 def test_the_report_has_every_agents_sessions_and_costs(logs: Path, tmp_path: Path) -> None:

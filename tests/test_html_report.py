@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -23,7 +24,9 @@ from analytics.core.pricing.rates import load_rate_table, parse_rate_table
 from analytics.core.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
 from analytics.engine.analyze import analyze
 from analytics.render.html_report import carried_context
+from analytics.render.plots import PALETTE
 from tests.conftest import SAMPLE_LOGS
+from tests.mixed_tree import CLAUDE_CALLS, CODEX, write_mixed_tree
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHARTS = 5
@@ -100,22 +103,141 @@ def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def report_data(page: str) -> dict[str, Any]:
+    """The page's one JSON block, which every chart is drawn from."""
+    found = re.findall(r'<script type="application/json" id="report-data">(.*?)</script>', page)
+    assert len(found) == 1
+    data: dict[str, Any] = json.loads(found[0])
+    return data
+
+
+def session_options(page: str) -> list[str]:
+    """The sessions the selector offers, in its order."""
+    select = page.split('id="session-select"')[1].split("</select>", maxsplit=1)[0]
+    return re.findall(r'<option value="([^"]+)"', select)
+
+
 def test_report_is_self_contained(report_html: Path) -> None:
     page = report_html.read_text("utf-8")
     assert page.count('class="plotly-graph-div"') == CHARTS
-    assert len(re.findall(r"/\*\* vim: set|plotly\.js v\d", page)) >= 1
-    assert page.count("Plotly.newPlot(") == CHARTS
+    assert page.count("plotly.js (basic - minified) v") == 1  # plotly.js once, inline
     assert not re.search(r"<script[^>]+src=", page), "the report must not load scripts"
     for title in ("Context growth", "Cost per call", "carried context", "Cost per day"):
         assert title in page
     assert '<select id="session-select">' in page and 'id="sessions"' in page
-    charts = re.search(r'<script type="application/json" id="session-charts">(.*?)</script>', page)
-    assert charts is not None
-    specs = json.loads(charts.group(1))
-    options = re.findall(r'<option value="([^"]+)"', page)
+    data = report_data(page)
     rows = re.findall(r'<tr data-session="([^"]+)"', page)
-    assert options == rows == list(specs) and len(specs) >= 2
-    assert all(set(spec) == {"growth", "cost"} for spec in specs.values())
+    specs = data["sessions"]
+    assert session_options(page) == rows == list(specs) and len(specs) >= 2
+    assert all(set(spec) == {"calls", "growth", "cost"} for spec in specs.values())
+
+
+def test_the_embedded_plotly_is_the_plotly_packages_version() -> None:
+    """The vendored bundle draws the figures plotly.py builds: the same plotly.js version
+    (vendor/README.md says how to update it)."""
+    import plotly.offline
+
+    from analytics.render.html_report import PLOTLY_JS
+
+    head = PLOTLY_JS.read_text("utf-8")[:200]
+    assert f"plotly.js (basic - minified) v{plotly.offline.get_plotlyjs_version()}\n" in head
+
+
+@pytest.fixture(scope="module")
+def mixed_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``agentcost report`` of a tree of every agent's logs (``tests/mixed_tree.py``)."""
+    logs = write_mixed_tree(tmp_path_factory.mktemp("mixed") / "logs")
+    out = logs.parent / "report.html"
+    result = CliRunner().invoke(
+        app,
+        ["--no-cache", "report", str(logs), "--html", str(out), "--timezone", "UTC"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    return logs, out.read_text("utf-8")
+
+
+def test_a_report_of_every_agent_is_small_and_holds_each_thing_once(
+    mixed_report: tuple[Path, str],
+) -> None:
+    """Before: 5.4 MB here (7 MB on the real logs), plotly.js and the hover text of every
+    call repeated in each chart. Now plotly.js's basic bundle once (1.2 MB), and once each:
+    the plotly template, the per-call hover text, each call's hover row, each trace style."""
+    logs, page = mixed_report
+    calls = analyze([logs]).calls.height
+    assert calls > CLAUDE_CALLS
+    assert len(page.encode()) < 2_000_000
+    data = report_data(page)
+    assert page.count('"template":') == 1
+    assert page.count("input %{customdata[3]} tokens") == 1  # plots.CALL_HOVER
+    rows = sum(len(spec["calls"]) for spec in data["sessions"].values())
+    assert rows == calls  # every chosen session's calls, each once
+    per_call = len(json.dumps(data["sessions"], separators=(",", ":"))) / calls
+    assert per_call < 300, f"{per_call:.0f} bytes a call for the per-session charts"
+
+
+def cells(page: str, table: str) -> list[list[str]]:
+    """The text of each body row's cells of the table with id ``table``."""
+    body = page.split(f'id="{table}"')[1].split("</tbody>", maxsplit=1)[0]
+    return [
+        [html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body.split("<tbody>")[1])
+    ]
+
+
+def test_the_report_has_each_agents_sessions_and_totals(mixed_report: tuple[Path, str]) -> None:
+    logs, page = mixed_report
+    result = analyze([logs])
+    calls = price_calls(
+        result.calls, load_rate_table("github-copilot"), log_prices=result.log_prices
+    )
+    agents = {row[0]: row[1:] for row in cells(page, "agents")}
+    assert list(agents) == ["claude-code", "codex", "copilot", "all agents"]
+    for agent, (sessions, count, cost, unpriced) in agents.items():
+        own = calls if agent == "all agents" else calls.filter(pl.col("agent") == agent)
+        assert int(count) == own.height
+        assert int(unpriced) == own["cost_usd"].null_count()
+        assert cost == f"{own['cost_usd'].sum():.4f}"
+        owned = (
+            result.sessions.filter(pl.col("agent") == agent)
+            if agent != "all agents"
+            else result.sessions
+        )
+        assert int(sessions) == owned.height
+    of_session = dict(result.sessions.select("session_id", "agent").iter_rows())
+    rows = re.findall(r'<tr data-session="([^"]+)"><td[^>]*>[^<]*</td><td[^>]*>([^<]*)</td>', page)
+    assert rows and all(of_session[session] == agent for session, agent in rows)
+    assert {agent for _, agent in rows} == {"claude-code", "codex", "copilot"}
+
+
+def test_every_unpriced_call_shows_its_reason(mixed_report: tuple[Path, str]) -> None:
+    """The header names each reason a call has no cost, with its models and their calls;
+    the calls of the reasons add up to the calls without a cost."""
+    _, page = mixed_report
+    facts = dict(
+        (html.unescape(k), html.unescape(v))
+        for k, v in re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", page)
+        if k != "why unpriced"
+    )
+    reasons = [
+        html.unescape(r) for r in re.findall(r"<tr><td>why unpriced</td><td>([^<]*)</td>", page)
+    ]
+    assert any(r.startswith("output_tokens unknown: claude-sonnet-4.6 (1 call)") for r in reasons)
+    assert any("model not in the rate table: claude-test-model-" in r for r in reasons)
+    counted = sum(int(n) for r in reasons for n in re.findall(r"\((\d+) calls?\)", r))
+    assert counted == int(facts["calls without a cost"]) > 0
+
+
+def test_cost_per_day_is_stacked_by_agent_and_by_model_on_demand(
+    mixed_report: tuple[Path, str],
+) -> None:
+    _, page = mixed_report
+    views = report_data(page)["views"]["chart-4"]
+    assert list(views) == ["agent", "model"]  # the first is drawn on opening
+    assert {t["name"] for t in views["agent"]["data"]} == {"claude-code", "codex", "copilot"}
+    models = [t["name"] for t in views["model"]["data"]]
+    assert len(models) == len(PALETTE) and models[-1].startswith("other ")
+    assert '<select id="chart-4-view" data-chart="chart-4">' in page
 
 
 def test_report_command_rejects_an_unwritable_path(tmp_path: Path) -> None:
@@ -179,8 +301,7 @@ def test_the_session_selector_redraws_both_session_charts(
 ) -> None:
     """Opened on the busiest session; picking another (``#session=`` sets the selector and
     fires its change event, as a reader's pick does) redraws the growth and cost charts."""
-    page = report_html.read_text("utf-8")
-    sessions = re.findall(r'<option value="([^"]+)"', page)
+    sessions = session_options(report_html.read_text("utf-8"))
     first = chart_titles(chromium_dom(report_html.as_uri(), tmp_path))
     assert f"session {sessions[0][:8]}" in first[0] and f"session {sessions[0][:8]}" in first[1]
     seen = {}
@@ -199,20 +320,63 @@ def test_the_session_selector_redraws_both_session_charts(
     assert one != other  # different data drawn, not only a different title
 
 
-#: The calls cell (the 4th) of each sessions-table row.
+#: The calls cell (the 5th) of each sessions-table row.
 CALLS_CELL = (
-    r'<tr data-session="[^"]+"[^>]*>(?:<td[^>]*>[^<]*</td>){3}<td class="num" data-value="(\d+)"'
+    r'<tr data-session="[^"]+"[^>]*>(?:<td[^>]*>[^<]*</td>){4}<td class="num" data-value="(\d+)"'
 )
 
 
-@pytest.mark.parametrize(("fragment", "descending"), [("sort=3", False), ("sort=3d", True)])
+@pytest.mark.parametrize(("fragment", "descending"), [("sort=4", False), ("sort=4d", True)])
 def test_a_heading_sorts_the_sessions_table(
     report_html: Path, tmp_path: Path, fragment: str, descending: bool
 ) -> None:
-    """Column 3 is calls: ``#sort=3`` clicks its heading once (ascending), ``3d`` twice."""
+    """Column 4 is calls: ``#sort=4`` clicks its heading once (ascending), ``4d`` twice."""
     dom = chromium_dom(f"{report_html.as_uri()}#{fragment}", tmp_path)
     body = dom.split('id="sessions"')[1].split("</tbody>")[0]
     calls = [int(value) for value in re.findall(CALLS_CELL, body)]
     assert len(calls) >= 2
     assert calls == sorted(calls, reverse=descending)
     assert ('aria-sort="descending"' if descending else 'aria-sort="ascending"') in dom
+
+
+def test_the_sessions_table_prices_with_the_model_map(tmp_path: Path) -> None:
+    """``--model-map`` prices the sessions table's costs as it prices the charts and the
+    totals: before, the table priced each session's calls under their own model names, and a
+    renamed model's session read unpriced beside a priced total."""
+    lines = [
+        {**line, "payload": {**line["payload"], "model": "in-house-model"}}
+        if line["type"] == "turn_context"
+        else line
+        for line in CODEX
+    ]
+    logs = tmp_path / "codex" / "sessions" / "2026" / "05" / "03" / "rollout-x-cx-1.jsonl"
+    logs.parent.mkdir(parents=True)
+    logs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app,
+        ["--no-cache", "report", str(tmp_path / "codex"), "--html", str(out),
+         "--model-map", "in-house-model=gpt-5.5"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = out.read_text("utf-8")
+    agents = {row[0]: row[1:] for row in cells(page, "agents")}
+    cost = agents["codex"][2]
+    assert cost != "unknown"
+    sessions = cells(page, "sessions")
+    assert [row[6] for row in sessions] == [cost]  # the cost cell of the one session
+
+
+def test_a_report_of_no_session_draws_every_chart_empty(tmp_path: Path) -> None:
+    """A window with no call: the session charts drawn empty (their layouts, no data), the
+    others too, with no JavaScript error."""
+    out = tmp_path / "report.html"
+    args = ["--no-cache", "report", str(SAMPLE_LOGS), "--html", str(out), "--since", "2030-01-01"]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    dom = chromium_dom(out.as_uri(), tmp_path)
+    charts = re.split(r'<div id="chart-\d+"', dom)[1:]
+    assert len(charts) == CHARTS
+    assert all('class="main-svg"' in chart.split("</section>")[0] for chart in charts)
+    assert chart_titles(dom)[:2] == ["Context growth", "Cost per call, by part"]

@@ -226,3 +226,109 @@ def test_plotly_is_imported_only_by_plots() -> None:
         "assert 'plotly' not in sys.modules, 'plotly imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def drawn_colours(spec: dict[str, Any]) -> list[str]:
+    """The colour of each series of a chart as drawn: a bar's colour with its opacity (a pale
+    fixed-part bar is not its agent's line), a line's colour."""
+    colours = []
+    for series in spec["data"]:
+        if series["type"] == "bar":
+            marker = series.get("marker", {})
+            colours.append(f"{marker.get('color')}/{marker.get('opacity', 1)}")
+        else:
+            colours.append(str(series.get("line", {}).get("color")))
+    return colours
+
+
+def days_of_models(models: int) -> pl.DataFrame:
+    """Priced calls of ``models`` models over three days, the n-th model costing n cents a call;
+    every third model's calls on the first day unpriced."""
+    return priced(
+        [
+            {
+                "model": f"model-{n:02d}",
+                "start_time": datetime(2026, 5, day, 12, tzinfo=UTC),
+                "cost_usd": None if n % 3 == 0 and day == 1 else Decimal(n) / 100,
+            }
+            for n in range(1, models + 1)
+            for day in (1, 2, 3)
+        ]
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=1, max_value=len(plots.PALETTE) + 8))
+def test_cost_per_day_never_repeats_a_colour(models: int) -> None:
+    """Up to the palette's size each model is a series of its own colour; beyond it, the
+    cheapest are one ``other`` series in the last colour, and the bars still add up."""
+    calls = days_of_models(models)
+    spec = plots.cost_per_day_spec(calls, "UTC")
+    colours = drawn_colours(spec)
+    assert len(set(colours)) == len(colours) == min(models, len(plots.PALETTE))
+    names = [series["name"] for series in spec["data"]]
+    folded = models - len(plots.PALETTE) + 1
+    assert (f"other {folded} models" in names) is (models > len(plots.PALETTE))
+    drawn = sum(y for series in spec["data"] for y in series["y"] if y is not None)
+    assert drawn == pytest.approx(float(calls["cost_usd"].sum()))
+    costliest = (
+        calls.group_by("model")
+        .agg(pl.col("cost_usd").sum())
+        .sort(["cost_usd", "model"], descending=[True, False])
+    )
+    assert names[0] == costliest["model"][0]  # the costliest first
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=1, max_value=len(plots.PALETTE) + 5))
+def test_context_growth_gives_each_agent_its_own_colour(agents: int) -> None:
+    """The main agent and each named sub-agent: its own colour, past the palette too."""
+    calls = priced(
+        [
+            {
+                "call_index": n + 1,
+                "kind": "main" if n == 0 else "subagent",
+                "agent_name": None if n == 0 else f"helper-{n}",
+                "model": "m",
+                "input_tokens": 1000 + n,
+                "token_source": "observed",
+            }
+            for n in range(agents)
+        ]
+    )
+    spec = plots.context_growth_spec(calls)
+    colours = drawn_colours(spec)
+    assert len(set(colours)) == len(colours)
+
+
+def test_cost_per_day_stacks_by_agent_and_spans_every_bar() -> None:
+    calls = days_of_models(2).with_columns(
+        pl.Series("agent", ["codex", "claude-code"] * 3, dtype=pl.String)
+    )
+    spec = plots.cost_per_day_spec(calls, "UTC", by="agent")
+    assert [series["name"] for series in spec["data"]] == ["claude-code", "codex"]
+    assert spec["layout"]["title"]["text"] == "Cost per day, by agent"
+    width = spec["data"][0]["width"]
+    assert width == 0.8 * 86_400_000  # a day's bar, in ms on the date axis
+    # the axis runs half a day beyond the first and last days: each bar is inside it
+    assert spec["layout"]["xaxis"]["range"] == ["2026-04-30 12:00", "2026-05-03 12:00"]
+
+
+def test_hover_rows_are_kept_once_per_call() -> None:
+    growth = plots.context_growth_spec(SESSION)
+    cost = plots.cost_per_call_spec(SESSION)
+    rows = plots.hover_by_call(growth, cost)
+    assert sorted(rows) == [1, 2, 3]
+    assert rows[3][-1] == "unpriced"
+    carried = [t for t in growth["data"] + cost["data"] if t.get("customdata") == plots.BY_CALL]
+    assert len(carried) == 2 + 4  # each agent's line, each cost part
+    assert all(plots.BY_CALL in t["hovertemplate"] for t in carried)
+    assert all(plots.CALL_HOVER not in t.get("hovertemplate", "") for t in growth["data"])
+
+
+def test_an_unpriced_calls_hover_says_why() -> None:
+    calls = SESSION.with_columns(
+        pl.Series("unpriced_reason", [None, None, "model not in the rate table"])
+    )
+    rows = plots.hover_by_call(plots.cost_per_call_spec(calls))
+    assert [rows[n][-1] for n in (1, 3)] == ["$0.004500", "unpriced: model not in the rate table"]

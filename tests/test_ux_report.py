@@ -1,11 +1,14 @@
 """Issue 21, item 3: the HTML report reads on a phone (390 px) as on a desk (1400 px).
 
 Headless Chromium (``/usr/bin/chromium``, which ``make test`` installs) opens the
-report with a checking script added at its end, at each width. After the charts are drawn,
+report with a checking script added at its end, at each width: the report of sample_logs, and
+the report of every agent's logs (``tests/mixed_tree.py``) with its cost per day shown by
+model, the chart with the longest legend. After the charts are drawn,
 the script measures the page: no element reaches past the viewport, no HTML text overflows a
-box that hides it, no chart text (titles, tick labels, bar labels) lies outside its
+box that hides it, no chart text (titles, tick labels, legends, bar labels) lies outside its
 chart, or outside the plot area where the chart clips it, no bar label is hidden for want of
-room, and no chart gives more than half its width to labels and margins. A screenshot of the
+room, no bar reaches past its axes, no colour stands for two series of one chart, and no
+chart gives more than half its width to labels and margins. A screenshot of the
 whole page is taken at each width as well; ``python tests/test_ux_report.py`` saves them under
 ``docs/screenshots/`` (the README shows them).
 """
@@ -27,6 +30,7 @@ from typer.testing import CliRunner
 
 from analytics.cli.commands import app
 from tests.conftest import REPO, SAMPLE_LOGS
+from tests.mixed_tree import write_mixed_tree
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTHS = (390, 1400)
@@ -75,6 +79,26 @@ CHECK = """new Promise(function (done) { setTimeout(function () {
       clipped.push(chart.id + " gives " + Math.round(100 - 100 * area.width / frame.width) +
         "% of its width to labels and margins");
     }
+    chart.querySelectorAll(".bars .point path").forEach(function (bar) {
+      var box = bar.getBoundingClientRect();
+      if (box.width === 0 && box.height === 0) { return; }
+      if (box.left < area.left - 1 || box.right > area.right + 1 ||
+          box.top < area.top - 1 || box.bottom > area.bottom + 1) {
+        clipped.push(chart.id + " has a bar past its axis: " + Math.round(box.left) + ".." +
+          Math.round(box.right) + " in " + Math.round(area.left) + ".." + Math.round(area.right));
+      }
+    });
+    var colours = chart._fullData.filter(function (trace) {
+      return trace.visible === true && trace.showlegend;
+    }).map(function (trace) {
+      var marker = trace.marker || {};
+      return trace.type === "bar" ? marker.color + "/" + (marker.opacity || 1) : trace.line.color;
+    });
+    colours.forEach(function (colour, index) {
+      if (colours.indexOf(colour) !== index) {
+        clipped.push(chart.id + " repeats the colour " + colour);
+      }
+    });
     chart.querySelectorAll("svg text").forEach(function (text) {
       if (text.classList.contains("bartext") && text.textContent.trim() && hidden(text)) {
         clipped.push(chart.id + ' hides the label "' + text.textContent + '"');
@@ -179,9 +203,10 @@ class Browser:
         parsed: dict[str, Any] = json.loads(message)
         return parsed
 
-    def open(self, url: str, width: int) -> dict[str, Any]:
+    def open(self, url: str, width: int, then: str = "") -> dict[str, Any]:
         """Show ``url`` in a viewport ``width`` px wide (a phone's below 600: mobile, with
-        the page's viewport meta tag honoured); what ``CHECK`` measured."""
+        the page's viewport meta tag honoured), run ``then`` (a reader's action, in
+        JavaScript) on it; what ``CHECK`` measured."""
         self.call(
             "Emulation.setDeviceMetricsOverride",
             width=width,
@@ -192,6 +217,8 @@ class Browser:
         self.call("Page.enable")
         self.call("Page.navigate", url=url)
         self.wait_for("Page.loadEventFired")
+        if then:
+            self.call("Runtime.evaluate", expression=then)
         checked = self.call("Runtime.evaluate", expression=CHECK, awaitPromise=True,
                             returnByValue=True)  # fmt: skip
         result: dict[str, Any] = checked["result"]["value"]
@@ -219,10 +246,10 @@ class Browser:
         shutil.rmtree(self._profile, ignore_errors=True)
 
 
-def write_report(out: Path) -> Path:
+def write_report(out: Path, logs: Path = SAMPLE_LOGS) -> Path:
     result = CliRunner().invoke(
         app,
-        ["report", str(SAMPLE_LOGS), "--html", str(out), "--timezone", "UTC"],
+        ["--no-cache", "report", str(logs), "--html", str(out), "--timezone", "UTC"],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -234,40 +261,63 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_report(tmp_path_factory.mktemp("report") / "report.html")
 
 
+#: The reader's pick of the cost-per-day chart by model: the chart with the most series.
+BY_MODEL = (
+    'var view = document.getElementById("chart-4-view"); view.value = "model";'
+    ' view.dispatchEvent(new Event("change"));'
+)
+#: The pages measured: the report of sample_logs as it opens, and the report of every
+#: agent's logs (``tests/mixed_tree.py``: more models than the palette) by model.
+PAGES = ("sample", "mixed by model")
+
+
 @pytest.fixture(scope="module")
-def measured(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Any]:
-    """The report measured, and its screenshot taken, at each width (one browser)."""
+def measured(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Any]:
+    """Each page measured, and its screenshot taken, at each width (one browser)."""
     where = tmp_path_factory.mktemp("browser")
+    mixed = write_report(where / "mixed.html", write_mixed_tree(where / "logs"))
     browser = Browser(where)
     try:
         found = {}
-        for width in WIDTHS:
-            found[width] = browser.open(report.as_uri(), width)
-            found[width]["png"] = where / f"report-{width}.png"
-            browser.screenshot(found[width]["png"], width, found[width]["height"])
+        for name, page, then in (("sample", report, ""), ("mixed by model", mixed, BY_MODEL)):
+            for width in WIDTHS:
+                seen = found[name, width] = browser.open(page.as_uri(), width, then)
+                seen["png"] = where / f"{name}-{width}.png"
+                browser.screenshot(seen["png"], width, seen["height"])
         return found
     finally:
         browser.close()
 
 
+@pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("width", WIDTHS)
-def test_nothing_is_wider_than_the_window(measured: dict[int, Any], width: int) -> None:
-    page = measured[width]
-    assert page["errors"] == ""
-    assert page["width"] == width
-    assert page["charts"] >= 5
-    assert page["wide"] == [], page["wide"]
-    assert page["scrollWidth"] <= page["width"]
+def test_nothing_is_wider_than_the_window(
+    measured: dict[tuple[str, int], Any], page: str, width: int
+) -> None:
+    seen = measured[page, width]
+    assert seen["errors"] == ""
+    assert seen["width"] == width
+    assert seen["charts"] >= 5
+    assert seen["wide"] == [], seen["wide"]
+    assert seen["scrollWidth"] <= seen["width"]
 
 
+@pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_text_is_clipped(measured: dict[int, Any], width: int) -> None:
-    assert measured[width]["clipped"] == [], measured[width]["clipped"]
+def test_no_text_is_clipped_no_bar_is_cut_no_colour_repeats(
+    measured: dict[tuple[str, int], Any], page: str, width: int
+) -> None:
+    """Text and legends inside their charts, bars inside their axes, and in each chart
+    each series its own colour (``CHECK``)."""
+    assert measured[page, width]["clipped"] == [], measured[page, width]["clipped"]
 
 
+@pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("width", WIDTHS)
-def test_a_screenshot_is_taken_at_each_width(measured: dict[int, Any], width: int) -> None:
-    png = measured[width]["png"].read_bytes()
+def test_a_screenshot_is_taken_at_each_width(
+    measured: dict[tuple[str, int], Any], page: str, width: int
+) -> None:
+    png = measured[page, width]["png"].read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == width  # the PNG header's width
 

@@ -1,18 +1,21 @@
 """The self-contained HTML report: every chart of ``plots.py`` in one offline file.
 
 Pure: an :class:`~analytics.engine.analyze.Analysis` and rate tables in, an HTML string out;
-only ``agentcost report --html`` writes it. plotly.js is embedded once (with the first chart),
-so the file opens without a network. A hidden ``<pre id="js-errors">`` collects any
-JavaScript error the page raises, which the browser test reads back.
+only ``agentcost report --html`` writes it. plotly.js (its basic bundle, ``vendor/``) is
+in the page once, and every chart is drawn by one script from one JSON block
+(``report-data``): the plotly template, each chart's plain spec, and for each session its two
+charts, the hover rows of its calls and what its layouts do not share with the others', so
+no data is copied per chart. A hidden ``<pre id="js-errors">`` collects any JavaScript error
+the page raises, which the browser test reads back.
 
-The report opens on the session with the most LLM calls: how its context grows call by call
-and what each call costs. A selector, a click on a row of the sessions table, or
-``#session=<id>`` in the address redraws those two charts for any other session: each
-session's figures are embedded as plain plotly.js specs (``plots.*_spec``) in a JSON script
-element, so the file stays one offline page. A click on a heading sorts the table;
-``#sort=N`` (``#sort=Nd``: descending) does so on opening, for a link to share. For all
-sessions: the context items carried the most, the cost per day and the cost under every
-bundled rate table.
+The header says what was read, the cost and why each unpriced call has none; a table gives
+each agent's totals. The report opens on the session with the most LLM calls: how its
+context grows call by call and what each call costs. A selector, a click on a row of the
+sessions table, or ``#session=<id>`` in the address redraws those two charts for any other
+session. A click on a heading sorts the table; ``#sort=N`` (``#sort=Nd``: descending) does
+so on opening, for a link to share. For all sessions: the context items carried the most,
+the cost per day (by agent, or by model on demand) and the cost under every bundled rate
+table.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from analytics.core.attribution import attribute_context
-from analytics.core.pricing.call_costs import AGENT_COSTS, unpriced_models
+from analytics.core.pricing.call_costs import AGENT_COSTS
 from analytics.core.pricing.compare import table_totals
 from analytics.core.pricing.price import price_analysis, price_calls
 from analytics.core.pricing.rates import RateTable
@@ -33,7 +37,7 @@ from analytics.core.schema import COSTS
 from analytics.engine.analyze import Analysis
 from analytics.engine.tokens import stated_fixed_part
 from analytics.engine.validate import with_reconstruction
-from analytics.render.text_table import counted, counted_expr
+from analytics.render.text_table import counted_expr
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
 <script>
@@ -61,7 +65,13 @@ table.sessions th { position: sticky; top: 0; background: #f6f6f6; cursor: point
 table.sessions th[aria-sort="ascending"]::after { content: " \\25B2"; }
 table.sessions th[aria-sort="descending"]::after { content: " \\25BC"; }
 table.sessions td.num, table.sessions th.num { text-align: right; }
-table.sessions td:nth-child(3) { white-space: normal; }
+table.sessions td:nth-child(4) { white-space: normal; }
+table.agents { border-collapse: collapse; font-size: 0.9rem; }
+table.agents th, table.agents td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #eee;
+  text-align: right; }
+table.agents th:first-child, table.agents td:first-child { text-align: left;
+  white-space: nowrap; }
+table.agents tbody tr:last-child td { font-weight: 600; border-top: 1px solid #999; }
 table.sessions tbody tr { cursor: pointer; }
 table.sessions tbody tr:hover { background: #f3f7ff; }
 table.sessions tbody tr.chosen { background: #dde8ff; }
@@ -69,6 +79,7 @@ table.sessions tbody tr.chosen { background: #dde8ff; }
   body { margin: 1rem auto; padding: 0 0.75rem; }
   h2 { margin-top: 1.8rem; }
   .picker select { display: block; width: 100%; }
+  table.agents th, table.agents td { padding: 0.2rem 0.25rem; }
   table.sessions thead { display: none; }
   table.sessions, table.sessions tbody, table.sessions tr, table.sessions td { display: block; }
   table.sessions tr { border-bottom: 1px solid #ccc; padding: 0.3rem 0.4rem; }
@@ -81,33 +92,91 @@ table.sessions tbody tr.chosen { background: #dde8ff; }
 #: tree of thousands of sessions still gives a file a browser opens quickly.
 MAX_SELECTABLE = 500
 
-_SELECTOR_SCRIPT = """<script>
+#: The page's one script after plotly.js: draws every chart from the ``report-data`` block
+#: (the plotly template once, each chart's spec, each session's hover rows once) and wires the
+#: session selector, the table's rows and headings and the cost-per-day view. A chart's
+#: legend (below it) takes as many rows as the width needs, and the chart grows by as much:
+#: drawn first with a row (``ROW`` px) for each entry, it then takes its height plus the
+#: legend's, so its plot area keeps its size on a phone as on a desk.
+_DRAW_SCRIPT = """<script>
 (function () {
-  var charts = JSON.parse(document.getElementById("session-charts").textContent);
+  var report = JSON.parse(document.getElementById("report-data").textContent);
+  var ROW = 24;
   var select = document.getElementById("session-select");
   var table = document.getElementById("sessions");
   var body = table.tBodies[0];
   var config = {displaylogo: false, responsive: true};
-  function draw(id, spec) {
+  var drawn = {};
+  var NONE = {calls: {}, growth: {data: [], layout: {}}, cost: {data: [], layout: {}}};
+  function traces(spec, rows) {
+    return spec.data.map(function (trace) {
+      if (trace.style === undefined) { return trace; }
+      var full = Object.assign({}, report.styles[trace.style], trace);
+      delete full.style;
+      if (full.customdata === "@call") {
+        full.customdata = full.x.map(function (x) { return rows[x]; });
+        full.hovertemplate = full.hovertemplate.replace("@call", report.call_hover);
+      }
+      return full;
+    });
+  }
+  function merged(common, own) {
+    var out = Object.assign({}, common);
+    Object.keys(own).forEach(function (key) {
+      var a = common[key], b = own[key];
+      var both = [a, b].every(function (v) {
+        return v && typeof v === "object" && !Array.isArray(v);
+      });
+      out[key] = both ? merged(a, b) : b;
+    });
+    return out;
+  }
+  function draw(id, spec, rows) {
     var chart = document.getElementById(id);
-    var layout = Object.assign({}, spec.layout, {template: chart.layout.template});
-    Plotly.react(chart, spec.data, layout, config);
-    chart.setAttribute("data-session", select.value);
+    var entries = spec.data.filter(function (trace) { return trace.showlegend !== false; });
+    var height = spec.layout.height;
+    var layout = Object.assign({}, spec.layout, {
+      template: report.template, height: height + ROW * entries.length
+    });
+    drawn[id] = [spec, rows];
+    return Plotly.react(chart, traces(spec, rows || {}), layout, config).then(function () {
+      var legend = chart.querySelector(".legend");
+      var used = legend ? Math.ceil(legend.getBoundingClientRect().height) : 0;
+      return Plotly.relayout(chart, {height: height + used});
+    });
   }
   function show() {
-    var chosen = charts[select.value];
-    if (!chosen) { return; }
-    draw("chart-1", chosen.growth);
-    draw("chart-2", chosen.cost);
+    var chosen = report.sessions[select.value] || NONE;
+    ["growth", "cost"].forEach(function (kind, index) {
+      var layout = merged(report.layouts[kind], chosen[kind].layout);
+      draw("chart-" + (index + 1), {data: chosen[kind].data, layout: layout}, chosen.calls);
+    });
+    ["chart-1", "chart-2"].forEach(function (id) {
+      document.getElementById(id).setAttribute("data-session", select.value);
+    });
     Array.prototype.forEach.call(body.rows, function (row) {
       row.classList.toggle("chosen", row.getAttribute("data-session") === select.value);
     });
   }
   function pick(id) {
-    if (!charts[id]) { return; }
+    if (!report.sessions[id]) { return; }
     select.value = id;
     select.dispatchEvent(new Event("change"));
   }
+  Object.keys(report.charts).forEach(function (id) { draw(id, report.charts[id]); });
+  Array.prototype.forEach.call(document.querySelectorAll("select[data-chart]"), function (view) {
+    var id = view.getAttribute("data-chart");
+    function redraw() { draw(id, report.views[id][view.value]); }
+    view.addEventListener("change", redraw);
+    redraw();
+  });
+  var resizing;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      Object.keys(drawn).forEach(function (id) { draw(id, drawn[id][0], drawn[id][1]); });
+    }, 200);
+  });
   select.addEventListener("change", show);
   body.addEventListener("click", function (event) {
     var row = event.target.closest("tr");
@@ -141,6 +210,11 @@ _SELECTOR_SCRIPT = """<script>
   if (heading) { heading.click(); if (order[2]) { heading.click(); } }
 })();
 </script>"""
+
+#: plotly.js's basic bundle (scatter and bar traces, every axis, legend and annotation the
+#: charts use): 1.2 MB where the full bundle plotly.py ships is 4.8 MB. Its version is the
+#: plotly.js of the plotly package (a test checks); ``vendor/README.md`` says how to update it.
+PLOTLY_JS = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
 
 
 def _by_groups(
@@ -203,73 +277,106 @@ def render_report(
     """The report as one HTML document: ``table`` prices the calls (their models renamed by
     ``model_map`` first), ``tables`` are compared.
 
-    ``zone`` (an IANA name) decides which day a call belongs to.
+    ``zone`` (an IANA name) decides which day a call belongs to. plotly.js is in the page
+    once; every chart is drawn from one JSON block (:func:`_report_data`).
     """
-    from analytics.render import plots
-
     priced, carried, fixed_parts = _by_groups(analysis, table, model_map or {})
     calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
-    busiest = chosen[0] if chosen else None
-    fixed = _fixed_parts(priced, fixed_parts)
-    specs = _session_specs(priced, chosen, fixed, table.name)
-    first = priced.filter(pl.col("session_id") == pl.lit(busiest, pl.String))
-    short = (busiest or "none")[:8]
-    figures = [
-        (
-            "Context growth",
-            "Input tokens of each call of the chosen session (left axis) and in total (right"
-            " axis). Every call re-sends the fixed part and the whole conversation so far, so the"
-            " per-call line climbs and the total grows quadratically.",
-            plots.context_growth(
-                first,
-                fixed_tokens=fixed.get(busiest or ""),
-                title=f"Context growth, session {short}",
-            ),
-        ),
-        (
-            "Cost per call",
-            f"The chosen session's calls, priced with {table.name}.",
-            plots.cost_per_call(first, title=f"Cost per call, session {short}"),
-        ),
-        (
-            "Top carried context items",
-            "Conversation items that later calls re-sent the most; cost is each item's exact"
-            " share of the input cost of the calls that carried it (agentcost top).",
-            plots.carried_items(carried),
-        ),
-        (
-            "Cost per day",
-            f"All sessions, priced with {table.name}; days in {zone}.",
-            plots.cost_per_day(priced, zone),
-        ),
-        (
-            "Rate tables compared",
-            "The same calls under each bundled rate table, each model under the table's own"
-            " name for it (the model-equivalence map of agentcost compare). A table that does"
-            " not sell a model leaves its calls unpriced; the axis says how many it priced.",
-            plots.provider_comparison(table_totals(calls, tables)),
-        ),
-    ]
     _, sessions = price_analysis(
-        analysis.calls, analysis.sessions, table, log_prices=analysis.log_prices
+        analysis.calls, analysis.sessions, table, model_map, log_prices=analysis.log_prices
     )
-    body = [_facts(analysis, priced, table, zone), _picker(sessions, chosen, zone, table.name)]
-    for index, (heading, note, figure) in enumerate(figures):
-        chart = figure.to_html(
-            full_html=False,
-            include_plotlyjs=index == 0,
-            div_id=f"chart-{index + 1}",
-            config={"displaylogo": False, "responsive": True},
-        )
-        body.append(
-            f"<section><h2>{html.escape(heading)}</h2>"
-            f'<p class="note">{html.escape(note)}</p>{chart}</section>'
-        )
-    payload = json.dumps(specs, separators=(",", ":")).replace("</", "<\\/")
-    body.append(f'<script type="application/json" id="session-charts">{payload}</script>')
-    body.append(_SELECTOR_SCRIPT)
-    return _page("agentcost report", "\n".join(body))
+    data = _report_data(
+        priced, carried, calls, chosen, _fixed_parts(priced, fixed_parts), tables, zone
+    )
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    sections = [
+        _facts(analysis, priced, table, zone),
+        _agents(priced, sessions, table.name),
+        _picker(sessions, chosen, zone, table.name),
+        *(
+            _chart_section(f"chart-{index}", heading, note.format(rates=table.name, zone=zone))
+            for index, (heading, note) in enumerate(_CHARTS, start=1)
+        ),
+        f"<script>{PLOTLY_JS.read_text('utf-8')}</script>",
+        f'<script type="application/json" id="report-data">{payload}</script>',
+        _DRAW_SCRIPT,
+    ]
+    return _page("agentcost report", "\n".join(sections))
+
+
+#: The charts in page order: (heading, note; ``{rates}`` and ``{zone}`` filled in).
+_CHARTS = (
+    (
+        "Context growth",
+        "Input tokens of each call of the chosen session (left axis) and in total (right"
+        " axis). Every call re-sends the fixed part and the whole conversation so far, so the"
+        " per-call line climbs and the total grows quadratically.",
+    ),
+    ("Cost per call", "The chosen session's calls, priced with {rates}."),
+    (
+        "Top carried context items",
+        "Conversation items that later calls re-sent the most; cost is each item's exact"
+        " share of the input cost of the calls that carried it (agentcost top).",
+    ),
+    ("Cost per day", "All sessions, priced with {rates}; days in {zone}."),
+    (
+        "Rate tables compared",
+        "The same calls under each bundled rate table, each model under the table's own"
+        " name for it (the model-equivalence map of agentcost compare). A table that does"
+        " not sell a model leaves its calls unpriced; the axis says how many it priced.",
+    ),
+)
+#: Charts drawn one of several ways, the reader's choice: chart id -> the views' names, the
+#: first drawn on opening.
+_VIEWS = {"chart-4": ("agent", "model")}
+
+
+def _chart_section(chart: str, heading: str, note: str) -> str:
+    """A chart's section: heading, note, the view picker where it has views, its empty div."""
+    views = _VIEWS.get(chart, ())
+    picker = (
+        f'<div class="picker"><label for="{chart}-view">stack by </label>'
+        f'<select id="{chart}-view" data-chart="{chart}">'
+        + "".join(f'<option value="{view}">{view}</option>' for view in views)
+        + "</select></div>"
+        if views
+        else ""
+    )
+    return (
+        f'<section><h2>{html.escape(heading)}</h2><p class="note">{html.escape(note)}</p>'
+        f'{picker}<div id="{chart}" class="plotly-graph-div"></div></section>'
+    )
+
+
+def _report_data(
+    priced: pl.DataFrame,
+    carried: pl.DataFrame,
+    calls: pl.DataFrame,
+    chosen: Sequence[str],
+    fixed: dict[str, int],
+    tables: Sequence[RateTable],
+    zone: str,
+) -> dict[str, Any]:
+    """What the page draws, as JSON: plotly's template once (``template``), the charts of all
+    sessions (``charts``; ``views`` for those drawn one of several ways) and each chosen
+    session's two charts with its calls' hover rows once (``sessions``)."""
+    from analytics.render import plots
+
+    return {
+        "template": plots.template(),
+        "charts": {
+            "chart-3": plots.spec(plots.carried_items(carried)),
+            "chart-5": plots.spec(plots.provider_comparison(table_totals(calls, tables))),
+        },
+        "views": {
+            "chart-4": {
+                view: plots.cost_per_day_spec(priced, zone, by=view) for view in _VIEWS["chart-4"]
+            }
+        },
+        "call_hover": plots.CALL_HOVER,
+        **_session_specs(priced, chosen, fixed),
+    }
 
 
 def _selectable(priced: pl.DataFrame) -> list[str]:
@@ -282,24 +389,99 @@ def _selectable(priced: pl.DataFrame) -> list[str]:
 
 
 def _session_specs(
-    priced: pl.DataFrame, chosen: Sequence[str], fixed: dict[str, int], rates: str
-) -> dict[str, dict[str, Any]]:
-    """The two per-session charts of every chosen session, as plain plotly.js specs."""
+    priced: pl.DataFrame, chosen: Sequence[str], fixed: dict[str, int]
+) -> dict[str, Any]:
+    """The two charts of every chosen session, as plain plotly.js specs (``sessions``), with
+    what is the same across sessions once: the parts of their layouts that all share
+    (``layouts``; each session's layouts hold the rest) and the styles of their traces
+    (``styles``; each trace holds its data and its style's index); and the hover rows of each
+    session's calls once (its ``calls``)."""
     from analytics.render import plots
 
     by_session = priced.filter(pl.col("session_id").is_in(list(chosen))).partition_by(
         "session_id", as_dict=True
     )
-    specs = {}
+    specs: dict[str, dict[str, Any]] = {}
     for session_id in chosen:
         calls, short = by_session[(session_id,)], session_id[:8]
+        growth = plots.context_growth_spec(
+            calls, fixed_tokens=fixed.get(session_id), title=f"Context growth, session {short}"
+        )
+        cost = plots.cost_per_call_spec(calls, title=f"Cost per call, session {short}")
         specs[session_id] = {
-            "growth": plots.context_growth_spec(
-                calls, fixed_tokens=fixed.get(session_id), title=f"Context growth, session {short}"
-            ),
-            "cost": plots.cost_per_call_spec(calls, title=f"Cost per call, session {short}"),
+            "calls": plots.hover_by_call(growth, cost),
+            "growth": growth,
+            "cost": cost,
         }
-    return specs
+    none = priced.clear()  # no session: the charts' empty layouts, drawn with no data
+    layouts = (
+        {kind: _common([spec[kind]["layout"] for spec in specs.values()]) for kind in _KINDS}
+        if specs
+        else {
+            "growth": plots.context_growth_spec(none)["layout"],
+            "cost": plots.cost_per_call_spec(none)["layout"],
+        }
+    )
+    styles: dict[str, int] = {}
+    for spec in specs.values():
+        for kind, common in layouts.items():
+            spec[kind]["layout"] = _without(spec[kind]["layout"], common)
+            spec[kind]["data"] = [_styled(trace, styles) for trace in spec[kind]["data"]]
+    return {
+        "layouts": layouts,
+        "styles": [json.loads(style) for style in styles],
+        "sessions": specs,
+    }
+
+
+#: A trace's data: what it keeps when its style (the rest of it) is shared (``_styled``).
+_TRACE_DATA = ("x", "y", "customdata")
+
+
+def _styled(trace: dict[str, Any], styles: dict[str, int]) -> dict[str, Any]:
+    """A trace as its data and ``style``: the index of the rest of it (type, name, colours,
+    hover text) in ``styles``, where each style is once for every session. Adds to
+    ``styles``."""
+    style = json.dumps(
+        {key: value for key, value in trace.items() if key not in _TRACE_DATA}, sort_keys=True
+    )
+    data = {key: trace[key] for key in _TRACE_DATA if key in trace}
+    return {"style": styles.setdefault(style, len(styles)), **data}
+
+
+#: The two charts of each session, in page order (``chart-1``, ``chart-2``).
+_KINDS = ("growth", "cost")
+
+
+def _common(specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The entries that every one of ``specs`` (one or more) has, with the same value (nested
+    objects entry by entry; a list is one value). The page merges them back (``merged``)."""
+    common = {}
+    for key, value in specs[0].items():
+        values = [spec.get(key, _ABSENT) for spec in specs]
+        if all(isinstance(v, dict) for v in values):
+            shared = _common(values)
+            if shared:
+                common[key] = shared
+        elif all(v == value for v in values):
+            common[key] = value
+    return common
+
+
+_ABSENT = object()
+
+
+def _without(spec: dict[str, Any], common: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` less the entries of ``common`` (its :func:`_common` with others)."""
+    rest = {}
+    for key, value in spec.items():
+        if key not in common:
+            rest[key] = value
+        elif isinstance(value, dict):
+            own = _without(value, common[key])
+            if own:
+                rest[key] = own
+    return rest
 
 
 def _escaped(column: str, unknown: str = "") -> pl.Expr:
@@ -314,6 +496,7 @@ _NUM = ' class="num"'
 #: The sessions table: (heading, numeric, shown column, sort-value column) of ``_picker``.
 _SESSION_CELLS = [
     ("session", False, "_short", "session_id"),
+    ("agent", False, "agent", "agent"),
     ("start", False, "_start", "_start"),
     ("models", False, "_models", "_models"),
     ("calls", True, "llm_calls", "llm_calls"),
@@ -424,22 +607,14 @@ def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str
     )
     priced_calls = priced["cost_usd"].count()
     total = priced["cost_usd"].sum() if priced_calls else None
-    unpriced = unpriced_models(priced)
-    missing = ", ".join(
-        f"{row['model'] or 'unknown model'} ({counted(row['calls'], 'call')})"
-        for row in unpriced.iter_rows(named=True)
-    )
     rows: list[tuple[str, Any]] = [
         ("sessions", analysis.sessions.height),
         ("LLM calls", priced.height),
         ("per-call tokens", source_text or "none"),
         ("rate table", f"{table.name} (prices checked {table.checked.isoformat()})"),
         ("cost of the priced calls", "unknown" if total is None else f"${total:,.4f}"),
-        (
-            "calls without a cost",
-            f"{priced.height - priced_calls} (unpriced model or unknown tokens)",
-        ),
-        ("unpriced models", missing or "none"),
+        ("calls without a cost", priced.height - priced_calls),
+        *(("why unpriced", reason) for reason in unpriced_reasons(priced)),
         ("days in", zone),
         ("input issues", analysis.issues.height),
     ]
@@ -447,6 +622,82 @@ def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows
     )
     return f'<h1>agentcost report</h1><table class="facts">{cells}</table>'
+
+
+def unpriced_reasons(priced: pl.DataFrame) -> list[str]:
+    """Why the calls without a cost have none, one line a reason (the priced calls'
+    ``unpriced_reason``), most calls first, with its models and their calls:
+    ``output_tokens unknown: gpt-5-mini (26 calls), claude-haiku-4.5 (19 calls)``."""
+    by_model = (
+        priced.filter(pl.col("cost_usd").is_null())
+        .group_by("unpriced_reason", "model")
+        .len()
+        .sort(["len", "model"], descending=[True, False], nulls_last=True)
+    )
+    lines = (
+        by_model.group_by("unpriced_reason", maintain_order=True)
+        .agg(
+            pl.col("len").sum().alias("calls"),
+            pl.format(
+                "{} ({})",
+                pl.col("model").fill_null("unknown model"),
+                counted_expr(pl.col("len"), "call"),
+            )
+            .str.join(", ")
+            .alias("models"),
+        )
+        .sort(["calls", "unpriced_reason"], descending=[True, False])
+    )
+    return [f"{reason}: {models}" for reason, _, models in lines.iter_rows()]
+
+
+def _agents(priced: pl.DataFrame, sessions: pl.DataFrame, rates: str) -> str:
+    """The totals of each agent that wrote the logs (and of all of them): sessions, LLM calls,
+    the cost of its priced calls, and its calls without a cost; a cost is unknown where none
+    of its calls has one, never $0."""
+    from analytics.render.report import dollars
+
+    per_agent = (
+        priced.group_by("agent")
+        .agg(
+            pl.len().alias("calls"),
+            pl.col("cost_usd").sum().alias("cost"),
+            pl.col("cost_usd").count().alias("priced"),
+        )
+        .join(sessions.group_by("agent").len("sessions"), on="agent", how="full", coalesce=True)
+        .with_columns(pl.col("calls", "priced").fill_null(0))
+        .sort("agent", nulls_last=True)
+    )
+    every = per_agent.select(
+        pl.lit("all agents").alias("agent"), pl.sum("calls", "cost", "priced", "sessions")
+    )
+    rows = pl.concat([per_agent, every], how="vertical_relaxed").select(
+        _escaped("agent", "unknown agent"),
+        pl.col("sessions").fill_null(0).cast(pl.String),
+        pl.col("calls").cast(pl.String),
+        pl.when(pl.col("priced") > 0).then(dollars(pl.col("cost"))).otherwise(pl.lit("unknown")),
+        (pl.col("calls") - pl.col("priced")).cast(pl.String).alias("unpriced"),
+    )
+    head = "".join(
+        f"<th{_NUM if numeric else ''}>{html.escape(name)}</th>"
+        for name, numeric in (
+            ("agent", False),
+            ("sessions", True),
+            ("calls", True),
+            ("cost USD", True),
+            ("unpriced", True),
+        )
+    )
+    body = "".join(
+        "<tr><td>" + '</td><td class="num">'.join(row) + "</td></tr>" for row in rows.iter_rows()
+    )
+    return (
+        '<section><h2>Agents</h2><p class="note">Each agent that wrote the logs, and all of'
+        f" them (the last row): its sessions, its LLM calls, their cost with {html.escape(rates)}"
+        " (of the priced calls) and its calls without a cost (unpriced).</p>"
+        f'<table class="agents" id="agents"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></section>"
+    )
 
 
 def _page(title: str, body: str) -> str:

@@ -17,6 +17,8 @@ token count or cost stays unknown: it is left out of a line or bar and named "un
 
 from __future__ import annotations
 
+import html
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +39,14 @@ _TEMPLATE = "plotly_white"
 #: responsive page keeps its size instead of taking the container's.
 _HEIGHT = 480
 #: Legends below the plot area, clear of the x-axis title.
-_LEGEND = {"orientation": "h", "y": -0.25, "yanchor": "top"}
+_LEGEND = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "x": 0,
+    "maxheight": 2000,
+}
 #: Small fixed margins: every axis has ``automargin``, so plotly widens a margin exactly as
 #: far as its labels need, and a phone's narrow chart keeps its width for the data. The top
 #: one holds plotly's toolbar (about 30 px) above the title.
@@ -65,7 +74,7 @@ def _title(text: str) -> dict[str, Any]:
 
 
 #: Call details shown on hover, in this order (``customdata`` columns).
-_CALL_HOVER = (
+CALL_HOVER = (
     "<b>call %{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
     "input %{customdata[3]} tokens (cache read %{customdata[4]}, write %{customdata[5]})<br>"
     "output %{customdata[6]} tokens · tokens %{customdata[7]}<br>"
@@ -94,8 +103,35 @@ def context_growth(
     return _styled(context_growth_spec(calls, fixed_tokens=fixed_tokens, title=title))
 
 
-#: Series colours of the context-growth chart, one per kind of agent (plotly's defaults).
-_AGENT_COLORS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692")
+#: Series colours, all different: plotly's ten defaults, then ten darker ones that differ
+#: from them. A chart takes them in order, one per series, so no colour repeats within it;
+#: a chart with more series than this folds the smallest into one "other" series
+#: (:func:`fold`), drawn in the last colour.
+PALETTE = (
+    "#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a",
+    "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52",
+    "#222a2a", "#b68100", "#750d86", "#1ca71c", "#862a16",
+    "#778aae", "#0d2a63", "#6c7c32", "#b2828d", "#00a08b",
+)  # fmt: skip
+
+
+def fold(series: list[str], noun: str) -> dict[str, str]:
+    """Each of ``series`` (in drawing order: the costliest, or the first seen, first) to the
+    series it is drawn as: itself while they fit the palette, else the first
+    ``len(PALETTE) - 1`` themselves and the rest one series ``other N nouns`` (the palette's
+    last colour). So a chart never repeats a colour, however many series it has.
+
+    >>> fold(["a", "b"], "model")
+    {'a': 'a', 'b': 'b'}
+    >>> names = [f"m{n}" for n in range(len(PALETTE) + 2)]
+    >>> sorted(set(fold(names, "model").values()) - set(names))
+    ['other 3 models']
+    """
+    if len(series) <= len(PALETTE):
+        return {name: name for name in series}
+    kept = len(PALETTE) - 1
+    other = f"other {len(series) - kept} {noun}s"
+    return {name: name if n < kept else other for n, name in enumerate(series)}
 
 
 def agent_of(calls: pl.DataFrame) -> pl.Series:
@@ -130,12 +166,13 @@ def context_growth_spec(
         frame = frame.with_columns(
             fixed_part_tokens=pl.when(main).then(fixed_tokens).otherwise("fixed_part_tokens")
         )
+    drawn = fold(frame["agent"].unique(maintain_order=True).to_list(), "sub-agent")
+    frame = frame.with_columns(pl.col("agent").replace_strict(drawn))
     of_call = frame["agent"].to_list()
     agents = list(dict.fromkeys(of_call))  # in the order of their first call
     x = frame["call_index"].to_list()
     data: list[dict[str, Any]] = []
-    for index, agent in enumerate(agents):
-        color = _AGENT_COLORS[index % len(_AGENT_COLORS)]
+    for agent, color in zip(agents, PALETTE, strict=False):
         own = frame.filter(pl.col("agent") == agent)
         sources = own["token_source"].drop_nulls().unique().sort().to_list()
         fixed = own["fixed_part_tokens"]
@@ -162,7 +199,7 @@ def context_growth_spec(
                 "mode": "lines+markers",
                 "line": {"color": color},
                 "customdata": [hover[n] for n, name in enumerate(of_call) if name == agent],
-                "hovertemplate": _CALL_HOVER + "<extra></extra>",
+                "hovertemplate": CALL_HOVER + "<extra></extra>",
             }
         )
     if "reconstructed_input_tokens" in frame.columns:
@@ -249,7 +286,7 @@ def cost_per_call_spec(calls: pl.DataFrame, *, title: str = "") -> dict[str, Any
     frame = calls.sort("call_index")
     hover = _call_customdata(frame)
     data = []
-    for column, label in COST_PARTS.items():
+    for (column, label), color in zip(COST_PARTS.items(), PALETTE, strict=False):
         values = _usd(frame[column])
         if column == "request_cost_usd" and not any(values):
             continue
@@ -259,8 +296,9 @@ def cost_per_call_spec(calls: pl.DataFrame, *, title: str = "") -> dict[str, Any
                 "x": frame["call_index"].to_list(),
                 "y": values,
                 "name": label,
+                "marker": {"color": color},
                 "customdata": hover,
-                "hovertemplate": f"{label}: $%{{y:.4f}}<br>" + _CALL_HOVER + "<extra></extra>",
+                "hovertemplate": f"{label}: $%{{y:.4f}}<br>" + CALL_HOVER + "<extra></extra>",
             }
         )
     layout = {
@@ -295,6 +333,42 @@ def _styled(spec: dict[str, Any]) -> go.Figure:
     fig = go.Figure(spec)
     fig.update_layout(template=_TEMPLATE)
     return fig
+
+
+def template() -> dict[str, Any]:
+    """agentcost's plotly template as plain JSON: a page holds it once, for all its charts."""
+    plain: dict[str, Any] = json.loads(go.Figure(layout={"template": _TEMPLATE}).to_json())
+    return plain["layout"]["template"]  # type: ignore[no-any-return]
+
+
+def spec(fig: go.Figure) -> dict[str, Any]:
+    """A figure as a plain plotly.js spec (``data``, ``layout``) without its template (see
+    :func:`template`)."""
+    plain: dict[str, Any] = json.loads(fig.to_json())
+    plain["layout"].pop("template", None)
+    return plain
+
+
+#: What a trace's ``customdata`` and ``hovertemplate`` say in place of the per-call hover
+#: rows and text (``CALL_HOVER``) that :func:`hover_by_call` took out.
+BY_CALL = "@call"
+
+
+def hover_by_call(*specs: dict[str, Any]) -> dict[int, Sequence[object]]:
+    """The per-call hover rows of one session's ``specs``, each call's once, by call index.
+
+    Every trace that carried them (with ``CALL_HOVER`` in its hover text) says
+    :data:`BY_CALL` in its ``customdata`` and in its hover text instead; the page puts back,
+    for each point, the row of the call at its x, and ``CALL_HOVER``. Changes ``specs``.
+    """
+    rows: dict[int, Sequence[object]] = {}
+    for figure in specs:
+        for trace in figure["data"]:
+            if CALL_HOVER in trace.get("hovertemplate", "") and trace["customdata"]:
+                rows.update(zip(trace["x"], trace["customdata"], strict=True))
+                trace["customdata"] = BY_CALL
+                trace["hovertemplate"] = trace["hovertemplate"].replace(CALL_HOVER, BY_CALL)
+    return rows
 
 
 def carried_items(items: pl.DataFrame, *, top: int = 15, title: str = "") -> go.Figure:
@@ -388,16 +462,41 @@ def _labelled_bars(values: Sequence[Any], labels: Sequence[str], **bar: Any) -> 
     return fig
 
 
-def cost_per_day(calls: pl.DataFrame, zone: str, *, title: str = "") -> go.Figure:
-    """Cost per calendar day in ``zone``, stacked by model.
+#: A day in milliseconds, the unit of bar widths on a date axis.
+_DAY_MS = 86_400_000
+
+
+def cost_per_day(
+    calls: pl.DataFrame, zone: str, *, by: str = "model", title: str = ""
+) -> go.Figure:
+    """Cost per calendar day in ``zone``, stacked by ``by`` (a column of ``calls``: ``model``,
+    or ``agent`` for the agent that wrote the log).
 
     ``calls`` are priced calls with ``start_time``; unpriced calls add nothing to a bar and are
     counted in the hover text instead. Calls without a start time have no day and are left out.
+    Each series has its own colour (:data:`PALETTE`), the costliest first; past the palette's
+    size the cheapest are one ``other`` series (:func:`fold`). The x axis spans every bar.
     """
+    return _styled(cost_per_day_spec(calls, zone, by=by, title=title))
+
+
+def cost_per_day_spec(
+    calls: pl.DataFrame, zone: str, *, by: str = "model", title: str = ""
+) -> dict[str, Any]:
+    """:func:`cost_per_day` as a plain plotly.js figure (see :func:`context_growth_spec`)."""
+    dated = calls.filter(pl.col("start_time").is_not_null()).with_columns(
+        pl.col("start_time").dt.convert_time_zone(zone).dt.date().alias("day"),
+        pl.col(by).cast(pl.String).fill_null(f"unknown {by}").alias("series"),
+    )
+    ranked = (
+        dated.group_by("series")
+        .agg(pl.col("cost_usd").sum(), pl.len())
+        .sort(["cost_usd", "len", "series"], descending=[True, True, False], nulls_last=True)
+    )
+    drawn = fold(ranked["series"].to_list(), by)
     daily = (
-        calls.filter(pl.col("start_time").is_not_null())
-        .with_columns(pl.col("start_time").dt.convert_time_zone(zone).dt.date().alias("day"))
-        .group_by("day", "model")
+        dated.with_columns(pl.col("series").replace_strict(drawn, return_dtype=pl.String))
+        .group_by("day", "series")
         .agg(
             pl.when(pl.col("cost_usd").count() > 0)
             .then(pl.col("cost_usd").sum())
@@ -405,40 +504,47 @@ def cost_per_day(calls: pl.DataFrame, zone: str, *, title: str = "") -> go.Figur
             pl.len().alias("calls"),
             pl.col("cost_usd").null_count().alias("unpriced_calls"),
         )
-        .sort("day", "model", nulls_last=True)
+        .sort("day")
     )
-    fig = go.Figure()
-    for (model,), group in daily.group_by("model", maintain_order=True):
-        fig.add_trace(
-            go.Bar(
-                x=group["day"].to_list(),
-                y=_usd(group["cost_usd"]),
-                name=str(model),
-                customdata=list(
-                    zip(group["calls"].to_list(), group["unpriced_calls"].to_list(), strict=True)
+    data = []
+    for series, color in zip(dict.fromkeys(drawn.values()), PALETTE, strict=False):
+        group = daily.filter(pl.col("series") == series)
+        data.append(
+            {
+                "type": "bar",
+                "x": group["day"].dt.to_string().to_list(),
+                "y": _usd(group["cost_usd"]),
+                "name": series,
+                "marker": {"color": color},
+                "width": _DAY_MS * 0.8,  # in ms on a date axis: a day's bar, however far apart
+                "customdata": group.select("calls", "unpriced_calls").rows(),
+                "hovertemplate": (
+                    f"<b>{html.escape(series)}</b> · %{{x|%Y-%m-%d}}<br>$%{{y:.4f}} for "
+                    "%{customdata[0]} calls (%{customdata[1]} unpriced)<extra></extra>"
                 ),
-                hovertemplate=(
-                    f"<b>{model}</b> · %{{x|%Y-%m-%d}}<br>$%{{y:.4f}} for %{{customdata[0]}} "
-                    "calls (%{customdata[1]} unpriced)<extra></extra>"
-                ),
-            )
+            }
         )
-    fig.update_layout(
-        barmode="stack",
-        title=_title(title or "Cost per day"),
-        xaxis={
-            "title": {"text": f"day ({zone})"},
-            "type": "date",
-            "tickformat": "%Y-%m-%d",
-            "nticks": 8,
-            "automargin": True,
-        },
-        yaxis={"title": {"text": "cost (USD)"}, "tickprefix": "$", "automargin": True},
-        legend=_LEGEND,
-        margin=_MARGIN,
-        template=_TEMPLATE,
-    )
-    return fig
+    xaxis: dict[str, Any] = {
+        "title": {"text": f"day ({zone})"},
+        "type": "date",
+        "tickformat": "%Y-%m-%d",
+        "nticks": 8,
+        "automargin": True,
+    }
+    if daily.height:  # half a day beyond the first and last days: no bar is cut
+        noon = pl.Series([daily["day"].min(), daily["day"].max()]).cast(pl.Datetime("ms"))
+        edges = noon + pl.Series([-_DAY_MS // 2, _DAY_MS // 2]).cast(pl.Duration("ms"))
+        xaxis["range"] = edges.dt.strftime("%Y-%m-%d %H:%M").to_list()
+    layout = {
+        "barmode": "stack",
+        "title": _title(title or f"Cost per day, by {by}"),
+        "xaxis": xaxis,
+        "yaxis": {"title": {"text": "cost (USD)"}, "tickprefix": "$", "automargin": True},
+        "legend": {**_LEGEND, "traceorder": "normal"},  # the costliest first
+        "margin": _MARGIN,
+        "height": _HEIGHT,
+    }
+    return {"data": data, "layout": layout}
 
 
 def provider_comparison(totals: pl.DataFrame, *, title: str = "") -> go.Figure:
@@ -497,14 +603,14 @@ def _count_text(counts: pl.Series) -> list[str]:
 
 
 def _call_customdata(frame: pl.DataFrame) -> list[Sequence[object]]:
-    """Per-call hover fields in ``_CALL_HOVER`` order; missing columns read as unknown."""
+    """Per-call hover fields in ``CALL_HOVER`` order; missing columns read as unknown."""
 
     def column(name: str) -> pl.Series:
         if name in frame.columns:
             return frame[name]
         return pl.Series(name, [None] * frame.height, dtype=pl.Int64)
 
-    cost = column("cost_usd") if "cost_usd" in frame.columns else None
+    cost = _cost_text(frame) if "cost_usd" in frame.columns else None
     fields = [
         frame["call_index"].to_list(),
         frame["kind"].to_list(),
@@ -514,6 +620,22 @@ def _call_customdata(frame: pl.DataFrame) -> list[Sequence[object]]:
         _count_text(column("cache_write_tokens")),
         _count_text(column("output_tokens")),
         ["unknown" if s is None else s for s in column("token_source").cast(pl.String).to_list()],
-        _money_text(cost) if cost is not None else ["not priced here"] * frame.height,
+        cost if cost is not None else ["not priced here"] * frame.height,
     ]
     return [list(row) for row in zip(*fields, strict=True)]
+
+
+def _cost_text(frame: pl.DataFrame) -> list[str]:
+    """Each call's cost as its hover says it; an unpriced call's with its reason
+    (``unpriced_reason``, where the frame has it): ``unpriced: model not in the rate table``."""
+    money = pl.Series(_money_text(frame["cost_usd"]), dtype=pl.String)
+    if "unpriced_reason" not in frame.columns:
+        return money.to_list()
+    reason = pl.col("unpriced_reason")
+    return (
+        frame.select(
+            pl.when(reason.is_not_null()).then(pl.format("unpriced: {}", reason)).otherwise(money)
+        )
+        .to_series()
+        .to_list()
+    )
