@@ -626,27 +626,26 @@ def _facts(analysis: Analysis, priced: pl.DataFrame, table: RateTable, zone: str
 
 def unpriced_reasons(priced: pl.DataFrame) -> list[str]:
     """Why the calls without a cost have none, one line a reason (the priced calls'
-    ``unpriced_reason``), most calls first, with its models and their calls:
+    ``unpriced_reason``, as ``call_costs.unpriced_reasons`` counts them), most calls first,
+    with its models and their calls:
     ``output_tokens unknown: gpt-5-mini (26 calls), claude-haiku-4.5 (19 calls)``."""
-    by_model = (
-        priced.filter(pl.col("cost_usd").is_null())
-        .group_by("unpriced_reason", "model")
-        .len()
-        .sort(["len", "model"], descending=[True, False], nulls_last=True)
-    )
+    from analytics.core.pricing.call_costs import unpriced_reasons as by_model_and_reason
+
     lines = (
-        by_model.group_by("unpriced_reason", maintain_order=True)
+        by_model_and_reason(priced)
+        .sort(["calls", "model"], descending=[True, False], nulls_last=True)
+        .group_by("unpriced_reason", maintain_order=True)
         .agg(
-            pl.col("len").sum().alias("calls"),
+            pl.col("calls").sum().alias("total"),
             pl.format(
                 "{} ({})",
                 pl.col("model").fill_null("unknown model"),
-                counted_expr(pl.col("len"), "call"),
+                counted_expr(pl.col("calls"), "call"),
             )
             .str.join(", ")
             .alias("models"),
         )
-        .sort(["calls", "unpriced_reason"], descending=[True, False])
+        .sort(["total", "unpriced_reason"], descending=[True, False])
     )
     return [f"{reason}: {models}" for reason, _, models in lines.iter_rows()]
 

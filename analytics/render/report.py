@@ -178,7 +178,7 @@ def session_table(
     sessions: pl.DataFrame, zone: str, layout: Layout | None = None, notes: Sequence[str] = ()
 ) -> str:
     """The per-session table of ``agentcost analyze``, times in ``zone``; ``notes`` below it
-    (``unpriced_reasons``, say)."""
+    (``render.unpriced.reason_lines``, say)."""
     local = sessions.with_columns(
         *_id_and_start(zone, "%Y-%m-%d %H:%M", layout),
         pl.format("{}/{}/{}", "main_calls", "subagent_calls", "compaction_calls").alias("_split"),
@@ -262,42 +262,6 @@ def _agent_kept(columns: Sequence[Column], frame: pl.DataFrame) -> list[Column]:
 #: Session columns only Copilot's logs fill: its bill, its shutdown's request count, and the
 #: state its session ended in.
 _ONE_AGENT = frozenset({"billed_usd", "_check", "status"})
-
-
-def unpriced_reasons(
-    sessions: pl.DataFrame, table: RateTable, renames: Mapping[str, str] | None = None
-) -> list[str]:
-    """Why each model the sessions left unpriced (``unpriced_models``) has no price in
-    ``table``: it is not in the table, or its prices ended before its calls (``no price after
-    2025-09-05``) or began after them. ``renames``: the ``--model-map`` the calls were priced
-    with (a model is looked up under its new name)."""
-    if "unpriced_models" not in sessions.columns:
-        return []
-    spans = (
-        sessions.select("unpriced_models", "start_time")
-        .explode("unpriced_models")
-        .drop_nulls("unpriced_models")
-        .group_by("unpriced_models")
-        .agg(pl.col("start_time").min().alias("first"), pl.col("start_time").max().alias("last"))
-        .sort("unpriced_models")
-    )
-    lines = []
-    for model, first, last in spans.iter_rows():
-        looked_up = (renames or {}).get(model, model)
-        name = model if looked_up == model else f"{model} (as {looked_up})"
-        rate = table.resolve(looked_up)
-        ends = [p.effective_until for p in rate.periods] if rate else []
-        starts = [p.effective_from for p in rate.periods] if rate else []
-        if rate is None:
-            why = f"not in the {table.name} rate table"
-        elif first and all(ends) and first >= max(e for e in ends if e):
-            why = f"no price after {max(e for e in ends if e):%Y-%m-%d} in {table.name}"
-        elif last and all(starts) and last < min(s for s in starts if s):
-            why = f"no price before {min(s for s in starts if s):%Y-%m-%d} in {table.name}"
-        else:
-            why = f"no price in {table.name} at the time of its calls"
-        lines.append(f"unpriced: {name}: {why}")
-    return lines
 
 
 def _token_value(column: str) -> list[pl.Expr]:
