@@ -950,11 +950,12 @@ fn request_name(key: &(String, Option<String>)) -> &str {
     key.1.as_deref().unwrap_or(&key.0)
 }
 
-/// The request key an assistant line cut off at the end of its file still names: the first
-/// `"id"` after `"message":{` and the `"requestId"`, where the part kept holds them.
+/// The request key an assistant line cut off at the end of its file still names (the line's
+/// `"type"` or its message's `"role"` says it is one, whichever the part kept holds): the
+/// first `"id"` after `"message":{` and the `"requestId"`.
 fn torn_key(text: &[u8]) -> Option<(String, Option<String>)> {
     use memchr::memmem::find;
-    find(text, br#""type":"assistant""#)?;
+    find(text, br#""type":"assistant""#).or_else(|| find(text, br#""role":"assistant""#))?;
     let message = find(text, br#""message":{"#)?;
     let id = quoted_after(text.get(message..)?, br#""id":""#)?;
     Some((id, quoted_after(text, br#""requestId":""#)))
