@@ -12,10 +12,17 @@
 //!   earlier file of the group, then the later line of the file. The key is deduplicated across lines *and* files of the group: resume and
 //!   `--continue` write earlier lines again.
 //! - A request none of whose lines has a `stop_reason` never got its final usage: it is
-//!   counted with `final_usage = false` (its output is a lower bound).
+//!   counted with `final_usage = false` (its output is a lower bound; CLI 2.1.38/2.1.39 never
+//!   write one). That is not an interruption: a call is `interrupted` only where a
+//!   `[Request interrupted by user]` line answers its last line (or the `<synthetic>`
+//!   placeholder written in its place) and it has no final usage (`Fold::interrupted`).
 //! - Not calls: `message.model == "<synthetic>"` (a local placeholder); `progress` lines
 //!   (`data.type: agent_progress` embeds a sub-agent's messages, whose own file holds the
-//!   call); `toolUseResult.usage` (a restatement of the sub-agent's last call).
+//!   call: a request seen only there, its file missing, is counted once from them with a
+//!   warning naming it, `Fold::count_echoes`); `toolUseResult.usage` (a restatement of the
+//!   sub-agent's last call).
+//! - A file's cut-off last line is an issue that says whether it held the only usage line of
+//!   a request (the call is lost; `Fold::tell_torn`).
 //! - Sub-agent files (`<session>/subagents/agent-<id>.jsonl`, or older flat `agent-<id>.jsonl`
 //!   beside the session) carry the parent's `sessionId`: their calls belong to the parent
 //!   session, kind `subagent`, `agent_id` = `agentId`, `agent_name` = the sub-agent type the
