@@ -6,9 +6,11 @@ from decimal import Decimal
 from typing import Any
 
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analytics.core.behaviour import compaction_savings, loop_behaviour
-from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
+from analytics.core.schema import ANALYSIS_CALLS, COSTS, EVENTS, MONEY, combine, padded
 
 
 def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -23,14 +25,19 @@ def _events(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 def _calls(events: pl.DataFrame, costs: dict[int, str | None]) -> pl.DataFrame:
+    """One call per turn start and compaction of ``events``: interrupted where its text is
+    ``cut``, without its final usage record where ``open`` (or ``cut``), a Copilot call
+    (``final_usage`` null) where ``copilot``."""
     kinds = {"assistant.turn_start": "main", "session.compaction_complete": "compaction"}
+    text = pl.col("text").fill_null("")
     calls = events.filter(pl.col("event_type").is_in(list(kinds))).with_columns(
         pl.col("event_type").replace_strict(kinds).alias("kind"),
         pl.int_range(1, pl.len() + 1).alias("call_index"),
         pl.col("event_seq").replace_strict(costs, default=None).cast(MONEY).alias("cost_usd"),
-        pl.col("text").eq("cut").fill_null(False).alias("interrupted"),
+        (text == "cut").alias("interrupted"),
+        pl.when(text != "copilot").then(~text.is_in(["cut", "open"])).alias("final_usage"),
     )
-    return padded(calls, combine(CALLS, CALL_TOKENS, COSTS))
+    return padded(calls, combine(ANALYSIS_CALLS, COSTS))
 
 
 ROWS = [
@@ -72,6 +79,62 @@ def test_loop_behaviour_per_session() -> None:
     assert row["ended_without_task_complete"] is False
     assert (row["interrupted_calls"], row["interrupted_cost_usd"]) == (1, None)
     assert row["interrupted_unpriced_calls"] == 1
+    assert row["calls_without_final_usage"] == 1  # the interrupted call stated none either
+
+
+def test_calls_without_a_final_usage_record_are_not_interrupted() -> None:
+    """Claude Code 2.1.38/2.1.39 never write a final usage record: their calls are counted
+    apart, and none of them, nor their cost, is interrupted."""
+    rows = [
+        {"event_type": "user.message", "is_autopilot": False},
+        {"event_type": "assistant.turn_start", "text": "open"},
+        {"event_type": "assistant.turn_start", "text": "open"},
+        {"event_type": "session.compaction_complete", "text": "open"},
+    ]
+    events = _events(rows)
+    row = loop_behaviour(_calls(events, {2: "0.10", 3: "0.20", 4: "0.05"}), events).row(
+        0, named=True
+    )
+    assert (row["llm_calls"], row["calls_without_final_usage"]) == (2, 2)
+    assert (row["interrupted_calls"], row["interrupted_cost_usd"]) == (0, Decimal(0))
+
+
+def test_a_copilot_session_has_no_final_usage_count() -> None:
+    """Copilot's log has no final usage record to miss: the count is unknown, not 0, and its
+    own meaning of interrupted (a turn never closed) is counted as before."""
+    rows = [
+        {"event_type": "user.message", "is_autopilot": False},
+        {"event_type": "assistant.turn_start", "text": "copilot"},
+        {"event_type": "assistant.turn_start", "text": "copilot"},
+    ]
+    events = _events(rows)
+    calls = _calls(events, {}).with_columns(
+        (pl.col("call_index") == 2).alias("interrupted")  # the turn never closed
+    )
+    row = loop_behaviour(calls, events).row(0, named=True)
+    assert (row["interrupted_calls"], row["calls_without_final_usage"]) == (1, None)
+
+
+STATES = st.sampled_from(["", "open", "cut", "copilot"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    turns=st.lists(
+        st.tuples(st.sampled_from(["assistant.turn_start", "session.compaction_complete"]), STATES),
+        max_size=12,
+    )
+)
+def test_no_per_state_count_exceeds_the_calls(turns: list[tuple[str, str]]) -> None:
+    """INTERRUPTED and NO FINAL USAGE count the same calls as CALLS (the loop's turns, never
+    a compaction), so neither exceeds it, whatever the compactions' states."""
+    rows = [{"event_type": "user.message", "is_autopilot": False}] + [
+        {"event_type": e, "text": t} for e, t in turns
+    ]
+    events = _events(rows)
+    row = loop_behaviour(_calls(events, {}), events).row(0, named=True)
+    assert row["interrupted_calls"] <= row["llm_calls"]
+    assert (row["calls_without_final_usage"] or 0) <= row["llm_calls"]
 
 
 def test_a_session_without_calls_or_task_complete() -> None:

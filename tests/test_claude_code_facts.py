@@ -2,6 +2,10 @@
 README facts row: API calls, uncached input, cache writes (5-minute / 1-hour), cache reads,
 output, calls per model, sessions, lines read and calls without final usage.
 
+A file folded alone has no sub-agent files beside it: the sub-agent requests its
+``agent_progress`` lines restate are counted from those lines (the facts leave them out), and
+a warning names them.
+
 The README counts a call as a unique (``message.id``, ``requestId``) with the usage of its
 last line; ``in`` is uncached input, so here it is ``input_tokens - cache_read - cache_write``.
 A split of cache writes exists only where the log gives one; the table then writes 5m/1h,
@@ -10,6 +14,7 @@ and 0/0 where it does not.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -79,10 +84,21 @@ def session_prefixes(row: dict[str, str]) -> list[str]:
     return named
 
 
+def progress_lines(path: Path) -> list[int]:
+    """The numbers of the ``progress`` lines of ``path``."""
+    with path.open(encoding="utf-8") as lines:
+        return [n for n, line in enumerate(lines, 1) if json.loads(line)["type"] == "progress"]
+
+
 @pytest.mark.parametrize(("path", "row"), params("claude-code"))
 def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     tables = claude_code.read_files([path])
-    calls, sessions = tables.calls, tables.sessions
+    echoes = pl.col("source_line").is_in(progress_lines(path))
+    calls, sessions = tables.calls.filter(~echoes), tables.sessions
+    echoed = tables.calls.filter(echoes)
+    assert echoed["kind"].to_list() == ["subagent"] * echoed.height
+    named = tables.issues.filter(pl.col("message").str.contains("agent_progress"))
+    assert named.height == (1 if echoed.height else 0)
     lines, _, api_calls = (number(n) for n in row["lines / assistant / **API calls**"].split("/"))
     got = {
         **usage_figures(calls),
@@ -100,7 +116,7 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     assert sorted(s[: len(expected_sessions[0])] for s in sessions["session_id"]) == (
         expected_sessions
     )
-    assert int(sessions["llm_calls"].sum()) == api_calls
+    assert int(sessions["llm_calls"].sum()) == api_calls + echoed.height
     assert tables.issues.filter(pl.col("severity") == "error").height == 0
 
 

@@ -257,9 +257,7 @@ def test_top_command_lists_the_costliest_session_first() -> None:
 # --- cannot write, one wording ---
 
 
-def test_cannot_write_is_worded_one_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cannot_write_is_worded_one_way(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--output``, ``--html``, an export's DIR and the budget file that cannot be written:
     the same words."""
     logs = write_session(tmp_path / "home", "s1").parent.parent

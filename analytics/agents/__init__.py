@@ -45,7 +45,8 @@ class AgentTables:
 def call_columns() -> dict[str, pl.DataType]:
     """The calls table: provenance, session, call identity, tokens (``input_tokens`` includes
     cache reads and writes; ``output_tokens`` includes reasoning), request counters and the
-    flags the contract adds (``final_usage``: false where output is a lower bound)."""
+    call's states (``final_usage``: false where the log never states its final usage, so its
+    output is a lower bound; ``interrupted``: the log shows the user or the CLI stopped it)."""
     import polars as pl
 
     time = pl.Datetime("ms", "UTC")
@@ -74,14 +75,16 @@ def call_columns() -> dict[str, pl.DataType]:
         "speed": pl.String(),
         "service_tier": pl.String(),
         "final_usage": pl.Boolean(),
+        "interrupted": pl.Boolean(),
         "token_source": pl.String(),
         "agent_version": pl.String(),
     }
 
 
 def session_columns() -> dict[str, pl.DataType]:
-    """The sessions table: where and when, the agent's version, the calls by kind, and how
-    the session's lines were read (``issues``: issues in the session's files)."""
+    """The sessions table: where and when, the agent's version, the calls by kind and by
+    state (without a final usage record; interrupted), and how the session's lines were read
+    (``issues``: issues in the session's files)."""
     import polars as pl
 
     time = pl.Datetime("ms", "UTC")
@@ -100,6 +103,7 @@ def session_columns() -> dict[str, pl.DataType]:
         "subagent_calls": pl.Int64(),
         "compaction_calls": pl.Int64(),
         "calls_without_final_usage": pl.Int64(),
+        "interrupted_calls": pl.Int64(),
         "lines_read": pl.Int64(),
         "unknown_lines": pl.Int64(),
         "issues": pl.Int64(),

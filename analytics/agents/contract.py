@@ -29,8 +29,10 @@ def core_tables(
     Every call is ``observed`` (the log states its usage). Calls keep the fold's order and
     numbers: ``call_index`` 1.. per session by time (its sub-agents' calls among its own),
     ``event_seq`` their place among the session's context items in log order, so the items
-    a call carried are those numbered before it. A call without its final usage record
-    counts as interrupted (its output is a lower bound). A session's tokens are its calls'
+    a call carried are those numbered before it. A call's two states stay apart, as the fold
+    gives them: ``interrupted`` where the log shows the user or the CLI stopped it,
+    ``final_usage`` false where the log never states its final usage (its output is a lower
+    bound; Claude Code 2.1.38/2.1.39 never write one). A session's tokens are its calls'
     sums; a session without calls sent nothing (0).
     """
     import polars as pl
@@ -40,7 +42,6 @@ def core_tables(
     calls = tables.calls.with_columns(
         pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source"),
         pl.lit(0, pl.Int32).alias("process_index"),
-        pl.col("final_usage").not_().fill_null(False).alias("interrupted"),
         pl.lit(False).alias("is_byok"),
     )
     calls = padded(calls, ANALYSIS_CALLS)
@@ -52,7 +53,6 @@ def core_tables(
     sessions = tables.sessions.join(sums, on="session_id", how="left").with_columns(
         pl.lit(1, pl.Int64).alias("processes"),
         pl.lit(0, pl.Int64).alias("shutdowns"),
-        pl.col("calls_without_final_usage").alias("interrupted_calls"),
         pl.lit(0, pl.Int64).alias("failed_calls"),
         pl.lit(0, pl.Int64).alias("rewinds"),
         pl.lit(False).alias("byok"),

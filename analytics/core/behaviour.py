@@ -8,9 +8,13 @@ Two frames, both pure functions of priced calls and events:
   was, ignoring that the calls after it may have grown or ended the session sooner.
 * ``loop_behaviour``: per session, calls per user message, autopilot nudges and what the calls
   they triggered cost (every call after a nudge until the next message from a person),
-  whether the session ended without ``session.task_complete``, and interrupted calls and
-  their cost. Money is exact; null when no call in the sum is priced (``*_unpriced_calls``
-  counts the calls left out).
+  whether the session ended without ``session.task_complete``, interrupted calls (the log
+  shows the user or the CLI stopped them) and their cost, and apart from them the calls whose
+  log never states a final usage record (output may be low; null where the agent's log has no
+  such record at all, as Copilot's). Every count is of the loop's turns, as ``llm_calls``: a
+  compaction call is in ``compaction_savings``, never in a per-state count, so none exceeds
+  ``llm_calls``. Money is exact; null when no call in the sum is priced
+  (``*_unpriced_calls`` counts the calls left out).
 """
 
 from __future__ import annotations
@@ -92,9 +96,11 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
         check_sortedness=False,
     )
     nudged = pl.col("is_autopilot").fill_null(False)
-    cut = pl.col("interrupted").fill_null(False)
+    turn = pl.col("kind") != "compaction"
+    cut = pl.col("interrupted").fill_null(False) & turn
+    unfinished = pl.col("final_usage").not_().fill_null(False) & turn
     per_session = driven.group_by("session_id").agg(
-        (pl.col("kind") != "compaction").sum().cast(pl.Int64).alias("llm_calls"),
+        turn.sum().cast(pl.Int64).alias("llm_calls"),
         nudged.sum().cast(pl.Int64).alias("nudge_calls"),
         known_sum("cost_usd", nudged).cast(MONEY).alias("nudge_cost_usd"),
         (nudged & pl.col("cost_usd").is_null()).sum().cast(pl.Int64).alias("nudge_unpriced_calls"),
@@ -104,6 +110,10 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
         .sum()
         .cast(pl.Int64)
         .alias("interrupted_unpriced_calls"),
+        pl.when(pl.col("final_usage").is_not_null().any())
+        .then(unfinished.sum())
+        .cast(pl.Int64)
+        .alias("calls_without_final_usage"),
     )
     conversation = events.group_by("session_id").agg(
         ((kind == "user.message") & MAIN_AGENT & ~pl.col("is_autopilot"))
@@ -145,6 +155,7 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
             "interrupted_calls",
             "interrupted_cost_usd",
             "interrupted_unpriced_calls",
+            "calls_without_final_usage",
         )
         .sort("session_id")
     )

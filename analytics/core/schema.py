@@ -142,6 +142,8 @@ CALLS: dict[str, pl.DataType] = {
     "process_index": pl.Int32(),
     "start_time": TIMESTAMP,
     "end_time": TIMESTAMP,
+    # the log shows the call was stopped before it finished (Copilot: its turn never closed;
+    # Claude Code: the user's "[Request interrupted by user]"); not "no final usage record"
     "interrupted": pl.Boolean(),
     "user_initiated": pl.Boolean(),  # the first call after a user prompt (a premium request)
     "output_tokens": pl.Int64(),
@@ -151,8 +153,9 @@ CALLS: dict[str, pl.DataType] = {
 #: log states none of it). ``agent`` names the agent that wrote the log (``copilot``,
 #: ``claude-code``, ``codex``); ``cache_write_1h_tokens`` is the part of
 #: ``cache_write_tokens`` written for an hour (null: the log gives no split, and pricing says
-#: which rate it assumed); ``final_usage`` is false where the request never got its final
-#: usage record (its output is a lower bound).
+#: which rate it assumed); ``final_usage`` is false where the log never states the request's
+#: final usage record (its output is a lower bound), a state apart from ``interrupted`` (the
+#: log shows the user or the CLI stopped the call).
 AGENT_CALLS: dict[str, pl.DataType] = {
     "agent": pl.String(),
     "agent_version": pl.String(),
@@ -166,7 +169,8 @@ AGENT_CALLS: dict[str, pl.DataType] = {
 
 #: What every agent's sessions carry beside SESSIONS: the agent, its version
 #: (``copilot_version`` for Copilot), the session a fork was made from, and the calls whose
-#: output is a lower bound.
+#: log never states a final usage record (their output is a lower bound; counted apart from
+#: ``interrupted_calls``).
 AGENT_SESSIONS: dict[str, pl.DataType] = {
     "agent": pl.String(),
     "agent_version": pl.String(),

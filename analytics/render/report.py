@@ -185,6 +185,10 @@ def session_table(
         _check().alias("_check"),
     )
     checked = sessions["agent"].is_in(agents.ids(agents.shutdown_checked())).any()
+    unfinished, unfinished_legend = _final_usage(
+        sessions["calls_without_final_usage"],
+        Column("NO FINAL USAGE", "calls_without_final_usage", drop=9),
+    )
     columns = [
         Column("SESSION", "_id", right=False),
         *_agent_column(sessions, drop=6),
@@ -193,6 +197,7 @@ def session_table(
         Column("CALLS", "llm_calls"),
         Column("MAIN/SUB/COMPACT", "_split", drop=8),
         Column("INTERRUPTED", "interrupted_calls", drop=9),
+        *unfinished,
         Column("FAILED", "failed_calls", drop=9),
         *([Column("SHUTDOWN CHECK", "_check", right=False, drop=5)] if checked else []),
         Column("INPUT TOK", "_input", drop=2),
@@ -214,6 +219,7 @@ def session_table(
         "_id": counted(sessions.height, "session"),
         "llm_calls": _count(sessions["llm_calls"].sum()),
         "interrupted_calls": _count(sessions["interrupted_calls"].sum()),
+        "calls_without_final_usage": _count(sessions["calls_without_final_usage"].sum()),
         "failed_calls": _count(sessions["failed_calls"].sum()),
         "_input": _tokens_total(local, "input_tokens"),
         "_output": _tokens_total(local, "output_tokens"),
@@ -229,7 +235,13 @@ def session_table(
         f"{idle:,} of the {counted(sessions.height, 'session')} made no LLM call (the period "
         "reports and the first screen count sessions with calls)"
     ]
-    legend = [*notes, *_legend(estimated), *api_equivalent(sessions), *(counts if idle else [])]
+    legend = [
+        *notes,
+        *_legend(estimated),
+        *unfinished_legend,
+        *api_equivalent(sessions),
+        *(counts if idle else []),
+    ]
     return _table(local, _agent_kept(columns, sessions), totals, layout, legend)
 
 
@@ -328,6 +340,21 @@ ESTIMATE_LEGEND = (
 )
 
 
+#: Under a table that counts calls whose log never states their final usage.
+NO_FINAL_USAGE_LEGEND = (
+    "NO FINAL USAGE: calls whose log never states a final usage record: output may be low"
+    " (INTERRUPTED counts the calls the user or the CLI stopped)"
+)
+
+
+def _final_usage(counts: pl.Series, column: Column) -> tuple[list[Column], list[str]]:
+    """The NO FINAL USAGE ``column`` and its legend, from each row's count of such calls
+    (``counts``; null where the agent's log has no final usage record to miss, as
+    Copilot's): the column where any row has a count, the legend where any is above 0."""
+    shown = [column] if counts.is_not_null().any() else []
+    return shown, [NO_FINAL_USAGE_LEGEND] if (counts.fill_null(0) > 0).any() else []
+
+
 def _legend(estimated: bool | None) -> list[str]:
     """The note that explains ``~``, under a table that shows one."""
     return [ESTIMATE_LEGEND] if estimated else []
@@ -394,6 +421,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         .cast(pl.String)
         .alias("_seconds"),
         pl.when(pl.col("interrupted")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_cut"),
+        pl.when(~pl.col("final_usage")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("_open"),
         pl.when(pl.col("cost_usd").is_null() & pl.col("priced_model").is_null())
         .then(pl.lit("unpriced"))
         .when(pl.col("cost_usd").is_null())
@@ -401,6 +429,10 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         .otherwise(estimated_mark(cost, estimated))
         .alias("_cost"),
         _interval_cell(calls),
+    )
+    unfinished, unfinished_legend = _final_usage(
+        calls["final_usage"].not_().cast(pl.Int64),
+        Column("NO FINAL USAGE", "_open", right=False, drop=10),
     )
     columns = [
         Column("SESSION", "_id", right=False),
@@ -419,6 +451,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
         Column("TOKENS", "token_source", right=False, drop=1),
         Column("COST USD", "_cost"),
         Column("INTERRUPTED", "_cut", right=False, drop=10),
+        *unfinished,
     ]
     any_estimated = bool((calls["token_source"] == "estimated").any())
     totals = {
@@ -431,7 +464,7 @@ def call_table(calls: pl.DataFrame, zone: str, layout: Layout | None = None) -> 
             _money_total(calls["cost_usd"], calls["cost_usd"].null_count()), any_estimated
         ),
     }
-    notes = [*_legend(any_estimated), *api_equivalent(calls)]
+    notes = [*_legend(any_estimated), *unfinished_legend, *api_equivalent(calls)]
     return _table(local, _agent_kept(columns, calls), totals, layout, notes)
 
 
@@ -990,7 +1023,8 @@ def compaction_table(frame: pl.DataFrame, zone: str, layout: Layout | None = Non
 
 
 def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
-    """Agent-loop behaviour per session: prompts, calls, nudges, unfinished and cut-off work."""
+    """Agent-loop behaviour per session: prompts, calls, nudges, unfinished and cut-off work,
+    and apart from the cut-off calls those without a final usage record."""
     cells = frame.with_columns(
         _short_id(layout),
         pl.col("calls_per_user_message").round(1).cast(pl.String).fill_null("-").alias("_ratio"),
@@ -1000,6 +1034,10 @@ def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
         .then(pl.lit("no"))
         .otherwise(pl.lit("yes"))
         .alias("_done"),
+    )
+    unfinished, legend = _final_usage(
+        frame["calls_without_final_usage"],
+        Column("NO FINAL USAGE", "calls_without_final_usage", drop=7),
     )
     columns = [
         Column("SESSION", "_id", right=False),
@@ -1012,8 +1050,9 @@ def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
         Column("TASK COMPLETE", "_done", right=False, drop=1),
         Column("INTERRUPTED", "interrupted_calls", drop=7),
         Column("INTERRUPTED USD", "_cut_cost"),
+        *unfinished,
     ]
-    return _table(cells, columns, None, layout)
+    return _table(cells, columns, None, layout, legend)
 
 
 # --- 5-hour usage blocks (agentcost blocks) ---

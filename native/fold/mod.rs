@@ -2,7 +2,7 @@
 //! (bad bytes and bad lines become issues, the rest is read), and the agent-agnostic CALLS,
 //! SESSIONS and ISSUES rows a fold produces, with their columns in Arrow's layout.
 //!
-//! A fold (`claude.rs`, `codex.rs`) reads one *group* of files together (a Claude Code project
+//! A fold (`agents/claude_code/`, `agents/codex/`) reads one *group* of files together (a Claude Code project
 //! directory, a Codex home), so that a call written into several files is counted once, and
 //! returns a [`Folded`]: calls, sessions and issues, each file named by its index in the group.
 //! [`Folded::finish`] orders the calls, numbers them within their session and counts them into
@@ -81,21 +81,26 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Read `path` (file `file` of its group) line by line: each line that is a JSON object goes
 /// to `each` with its fields parsed against `schema`; a line that cannot be read is an issue
 /// (bad UTF-8 and NUL bytes are repaired with a warning, a blank line is a warning, a line
-/// that is not JSON or not an object is an error). Returns the number of lines read and the
-/// issues; a file that cannot be opened or read is an error issue with no line.
+/// that is not JSON or not an object is an error). Returns what was read ([`Read`]); a file
+/// that cannot be opened or read is an error issue with no line.
 pub fn read_file(
     path: &Path,
     file: usize,
     schema: &Schema,
     fields: &mut Fields,
     mut each: impl FnMut(&Line<'_>),
-) -> (i64, Vec<Issue>) {
+) -> Read {
     let mut issues = Vec::new();
+    let mut torn = None;
     let mut reader = match File::open(path) {
         Ok(f) => BufReader::with_capacity(1 << 20, f),
         Err(error) => {
             issues.push(file_issue(file, &error));
-            return (0, issues);
+            return Read {
+                lines: 0,
+                issues,
+                torn,
+            };
         }
     };
     let mut buffer = Vec::new();
@@ -111,7 +116,8 @@ pub fn read_file(
             }
         }
         number += 1;
-        if buffer.last() == Some(&b'\n') {
+        let ended = buffer.last() == Some(&b'\n');
+        if ended {
             buffer.pop();
         }
         let mut note = |severity: &'static str, message: &str| {
@@ -155,7 +161,7 @@ pub fn read_file(
             }),
             Ok(kind) => note("error", &format!("not a JSON object: {}", kind_name(kind))),
             Err(error) => {
-                let torn = if line.trim_ascii_end().ends_with(b"}") {
+                let hint = if line.trim_ascii_end().ends_with(b"}") {
                     ""
                 } else {
                     " (truncated line?)"
@@ -164,15 +170,32 @@ pub fn read_file(
                 note(
                     "error",
                     &format!(
-                        "invalid JSON{torn}: {}: line 1 column {} (char {at})",
+                        "invalid JSON{hint}: {}: line 1 column {} (char {at})",
                         error.message,
                         at + 1
                     ),
                 );
+                if !ended {
+                    torn = Some(line.to_vec());
+                }
             }
         }
     }
-    (number, issues)
+    Read {
+        lines: number,
+        issues,
+        torn,
+    }
+}
+
+/// What [`read_file`] read of a file.
+pub struct Read {
+    /// The number of lines.
+    pub lines: i64,
+    pub issues: Vec<Issue>,
+    /// The last line, when it could not be read and no newline ends it: a line cut off by a
+    /// crash or a copy taken while it was written (its number is `lines`).
+    pub torn: Option<Vec<u8>>,
 }
 
 fn file_issue(file: usize, error: &std::io::Error) -> Issue {
@@ -284,6 +307,9 @@ pub struct Call {
     pub service_tier: Option<String>,
     /// False where the request never got its final usage: its output is a lower bound.
     pub final_usage: bool,
+    /// True where the log shows the user or the CLI stopped the request (Esc, abort) before
+    /// it finished; a call merely without its final usage is not interrupted.
+    pub interrupted: bool,
     pub agent_version: Option<String>,
     /// Where the call stands among its session's items, when not at its own line: the
     /// (stamp, file, line) of the first line of its reply (a Codex call's usage line follows
@@ -361,6 +387,7 @@ pub struct Session {
     pub subagent_calls: i64,
     pub compaction_calls: i64,
     pub calls_without_final_usage: i64,
+    pub interrupted_calls: i64,
     pub lines: i64,
     pub unknown_lines: i64,
 }
@@ -567,9 +594,8 @@ impl Folded {
                 "compaction" => session.compaction_calls += 1,
                 _ => session.main_calls += 1,
             }
-            if !call.final_usage {
-                session.calls_without_final_usage += 1;
-            }
+            session.calls_without_final_usage += i64::from(!call.final_usage);
+            session.interrupted_calls += i64::from(call.interrupted);
             if let Some(model) = &call.model {
                 if !session.models.contains(model) {
                     session.models.push(model.clone());
@@ -735,7 +761,7 @@ impl Builder {
 }
 
 /// The CALLS columns of folded groups (their rows one after another).
-pub const CALL_COLUMNS: [&str; 26] = [
+pub const CALL_COLUMNS: [&str; 27] = [
     "source_file",
     "source_line",
     "agent",
@@ -760,12 +786,13 @@ pub const CALL_COLUMNS: [&str; 26] = [
     "speed",
     "service_tier",
     "final_usage",
+    "interrupted",
     "token_source",
     "agent_version",
 ];
 
 /// The SESSIONS columns of folded groups.
-pub const SESSION_COLUMNS: [&str; 17] = [
+pub const SESSION_COLUMNS: [&str; 18] = [
     "session_id",
     "agent",
     "source_files",
@@ -780,6 +807,7 @@ pub const SESSION_COLUMNS: [&str; 17] = [
     "subagent_calls",
     "compaction_calls",
     "calls_without_final_usage",
+    "interrupted_calls",
     "lines_read",
     "unknown_lines",
     "issues",
@@ -868,6 +896,7 @@ fn call_columns(b: &mut Builder, calls: &[Call]) {
     b.text("speed", each().map(|c| c.speed.as_deref()));
     b.text("service_tier", each().map(|c| c.service_tier.as_deref()));
     b.flag("final_usage", each().map(|c| Some(c.final_usage)));
+    b.flag("interrupted", each().map(|c| Some(c.interrupted)));
     b.text("token_source", each().map(|_| Some("observed")));
     b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
     b.close(calls.len());
@@ -900,6 +929,10 @@ fn session_columns(b: &mut Builder, group: &Folded) {
     b.int(
         "calls_without_final_usage",
         each().map(|s| Some(s.calls_without_final_usage)),
+    );
+    b.int(
+        "interrupted_calls",
+        each().map(|s| Some(s.interrupted_calls)),
     );
     b.int("lines_read", each().map(|s| Some(s.lines)));
     b.int("unknown_lines", each().map(|s| Some(s.unknown_lines)));
@@ -985,9 +1018,11 @@ mod tests {
         let mut fields = Fields::new(&schema);
         let mut seen = Vec::new();
         let node = schema.find("a").expect("a");
-        let (lines, mut issues) = read_file(path, 0, &schema, &mut fields, |line| {
+        let read = read_file(path, 0, &schema, &mut fields, |line| {
             seen.push((line.number, line.int(node)));
         });
+        let (lines, mut issues) = (read.lines, read.issues);
+        assert_eq!(read.torn.as_deref(), Some(&b"{\"a\":"[..]));
         assert_eq!(lines, 7);
         assert_eq!(seen, vec![(1, Some(1)), (3, Some(3)), (6, Some(4))]);
         let got: Vec<(Option<i64>, &str)> = issues.iter().map(|i| (i.line, i.severity)).collect();
@@ -1005,9 +1040,9 @@ mod tests {
         assert!(issues
             .last()
             .is_some_and(|i| i.message.contains("truncated line?")));
-        let (missing, more) = read_file(&dir.join("none"), 3, &schema, &mut fields, |_| {});
-        issues.extend(more);
-        assert_eq!(missing, 0);
+        let missing = read_file(&dir.join("none"), 3, &schema, &mut fields, |_| {});
+        issues.extend(missing.issues);
+        assert_eq!(missing.lines, 0);
         assert!(issues
             .last()
             .is_some_and(|i| i.file == 3 && i.line.is_none()));

@@ -12,10 +12,17 @@
 //!   earlier file of the group, then the later line of the file. The key is deduplicated across lines *and* files of the group: resume and
 //!   `--continue` write earlier lines again.
 //! - A request none of whose lines has a `stop_reason` never got its final usage: it is
-//!   counted with `final_usage = false` (its output is a lower bound).
+//!   counted with `final_usage = false` (its output is a lower bound; CLI 2.1.38/2.1.39 never
+//!   write one). That is not an interruption: a call is `interrupted` only where a
+//!   `[Request interrupted by user]` line answers its last line (or the `<synthetic>`
+//!   placeholder written in its place) and it has no final usage (`Fold::interrupted`).
 //! - Not calls: `message.model == "<synthetic>"` (a local placeholder); `progress` lines
 //!   (`data.type: agent_progress` embeds a sub-agent's messages, whose own file holds the
-//!   call); `toolUseResult.usage` (a restatement of the sub-agent's last call).
+//!   call: a request seen only there, its file missing, is counted once from them with a
+//!   warning naming it, `Fold::count_echoes`); `toolUseResult.usage` (a restatement of the
+//!   sub-agent's last call).
+//! - A file's cut-off last line is an issue that says whether it held the only usage line of
+//!   a request (the call is lost; `Fold::tell_torn`).
 //! - Sub-agent files (`<session>/subagents/agent-<id>.jsonl`, or older flat `agent-<id>.jsonl`
 //!   beside the session) carry the parent's `sessionId`: their calls belong to the parent
 //!   session, kind `subagent`, `agent_id` = `agentId`, `agent_name` = the sub-agent type the
@@ -34,7 +41,7 @@
 //! replies add none. A call stands among them at its request's first line.
 #![forbid(unsafe_code)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::fold::{self, Call, Folded, Item, Line, Session, Usage};
@@ -63,6 +70,7 @@ pub const KNOWN_TYPES: &[&str] = &[
 const FIELDS: &[(&str, Shape)] = &[
     ("type", Shape::Scalar),
     ("uuid", Shape::Scalar),
+    ("parentUuid", Shape::Scalar),
     ("isCompactSummary", Shape::Scalar),
     ("sessionId", Shape::Scalar),
     ("timestamp", Shape::Scalar),
@@ -109,6 +117,7 @@ const FIELDS: &[(&str, Shape)] = &[
     ("data", Shape::Struct),
     ("data.type", Shape::Scalar),
     ("data.agentId", Shape::Scalar),
+    ("data.message", Shape::Struct),
     ("toolUseResult", Shape::Struct),
     ("toolUseResult.agentId", Shape::Scalar),
     ("toolUseResult.agentType", Shape::Scalar),
@@ -119,6 +128,7 @@ const FIELDS: &[(&str, Shape)] = &[
 struct Nodes {
     kind: usize,
     uuid: usize,
+    parent: usize,
     compact_summary: usize,
     session: usize,
     time: usize,
@@ -147,6 +157,7 @@ struct Nodes {
     speed: usize,
     data_type: usize,
     data_agent: usize,
+    data_message: usize,
     result_agent: usize,
     result_type: usize,
 }
@@ -157,6 +168,7 @@ impl Nodes {
         Nodes {
             kind: n("type"),
             uuid: n("uuid"),
+            parent: n("parentUuid"),
             compact_summary: n("isCompactSummary"),
             session: n("sessionId"),
             time: n("timestamp"),
@@ -185,6 +197,7 @@ impl Nodes {
             speed: n("message.usage.speed"),
             data_type: n("data.type"),
             data_agent: n("data.agentId"),
+            data_message: n("data.message"),
             result_agent: n("toolUseResult.agentId"),
             result_type: n("toolUseResult.agentType"),
         }
@@ -239,6 +252,58 @@ struct Request {
     call: Call,
     rank: Rank,
     any_final: bool,
+    /// A `[Request interrupted by user]` line answers one of its lines.
+    stopped: bool,
+}
+
+/// Requests by key, each counted once (see [`Requests::add`]).
+#[derive(Default)]
+struct Requests {
+    list: Vec<Request>,
+    keys: HashMap<(String, Option<String>), usize>,
+}
+
+impl Requests {
+    /// Count `request` (one line of it, or what a part of the logs said of it): a new key is
+    /// a new call; a known one keeps the owner seen first, the usage of the best-ranked line,
+    /// and the span of all of its lines.
+    fn add(&mut self, request: Request) {
+        let Some(&at) = self.keys.get(&request.key) else {
+            self.keys.insert(request.key.clone(), self.list.len());
+            self.list.push(request);
+            return;
+        };
+        let Some(known) = self.list.get_mut(at) else {
+            return;
+        };
+        known.any_final |= request.any_final;
+        known.stopped |= request.stopped;
+        let start = fold::min_time(known.call.start_time, request.call.start_time);
+        let end = fold::max_time(known.call.end_time, request.call.end_time);
+        let owner = if owner_key(request.owner) < owner_key(known.owner) {
+            known.owner = request.owner;
+            &request.call
+        } else {
+            &known.call
+        };
+        let (session, kind, agent_id) = (owner.session.clone(), owner.kind, owner.agent_id.clone());
+        if request.rank > known.rank {
+            known.rank = request.rank;
+            known.call = request.call;
+        }
+        known.call.session = session;
+        known.call.kind = kind;
+        known.call.agent_id = agent_id;
+        known.call.start_time = start;
+        known.call.end_time = end;
+    }
+
+    /// Mark the request `key` as stopped by the user, when this part of the logs holds it.
+    fn stop(&mut self, key: &(String, Option<String>)) {
+        if let Some(request) = self.keys.get(key).and_then(|&at| self.list.get_mut(at)) {
+            request.stopped = true;
+        }
+    }
 }
 
 /// Earliest first; a line without a stamp after every stamped one.
@@ -277,6 +342,22 @@ struct Block {
     tool_use_id: Option<String>,
     subagent_type: Option<String>,
     bytes: i64,
+    /// A text block that is Claude Code's mark of a request the user stopped
+    /// ([`INTERRUPTED`]).
+    interrupt: bool,
+}
+
+/// The text Claude Code writes as a user line when the user stops a request in flight (Esc).
+/// `[Request interrupted by user for tool use]` is another mark: the request had finished
+/// and the user stopped the tool it asked for.
+const INTERRUPTED: &str = "[Request interrupted by user]";
+
+/// Whether `value` (a string of `line`) is the [`INTERRUPTED`] mark; its length is checked
+/// first, so a long text is never decoded for it.
+fn is_interrupt(line: &[u8], value: crate::read::json::Value) -> bool {
+    value.kind == Kind::Str
+        && value.decoded_len == INTERRUPTED.len()
+        && fold::string(line, value).as_deref() == Some(INTERRUPTED)
 }
 
 /// The second look at a user or assistant line: its `message.content`.
@@ -291,6 +372,7 @@ struct Content {
     name: usize,
     tool_use_id: usize,
     subagent_type: usize,
+    text: usize,
 }
 
 impl Content {
@@ -303,6 +385,7 @@ impl Content {
             ("tool_use_id", Shape::Scalar),
             ("input", Shape::Struct),
             ("input.subagent_type", Shape::Scalar),
+            ("text", Shape::Scalar),
         ]);
         let n = |s: &Schema, p: &str| s.find(p).unwrap_or(0);
         Content {
@@ -314,6 +397,7 @@ impl Content {
             name: n(&item, "name"),
             tool_use_id: n(&item, "tool_use_id"),
             subagent_type: n(&item, "input.subagent_type"),
+            text: n(&item, "text"),
             schema,
             item,
         }
@@ -330,6 +414,7 @@ impl Content {
             out.push(Block {
                 kind: Some("text".into()),
                 bytes: i64::try_from(value.decoded_len).unwrap_or(i64::MAX),
+                interrupt: is_interrupt(line, value),
                 ..Block::default()
             });
             return out;
@@ -351,6 +436,7 @@ impl Content {
                 tool_use_id: get(self.tool_use_id),
                 subagent_type: get(self.subagent_type),
                 bytes: i64::try_from(item.len()).unwrap_or(i64::MAX),
+                interrupt: is_interrupt(item, self.item_fields.get(self.text)),
             });
         }
         out
@@ -369,6 +455,12 @@ struct FileState {
     pending: Vec<Option<i64>>,
     unknown: i64,
     first_unknown: Option<(i64, String)>,
+    /// The `uuid` and request key of the file's last real assistant line, and the `uuid`
+    /// and `parentUuid` of its last `<synthetic>` one: what a [`INTERRUPTED`] line answers.
+    last_reply: Option<(String, (String, Option<String>))>,
+    last_placeholder: Option<(String, Option<String>)>,
+    /// The fields of an `agent_progress` line's embedded message.
+    echo_fields: Fields,
 }
 
 /// The fold of one group of files.
@@ -376,8 +468,12 @@ struct Fold {
     n: Nodes,
     out: Folded,
     sessions: HashMap<String, usize>,
-    requests: Vec<Request>,
-    keys: HashMap<(String, Option<String>), usize>,
+    requests: Requests,
+    /// Sub-agent requests as the parent's `agent_progress` lines restate them: counted only
+    /// where no sub-agent line holds the request (its file is missing).
+    echoes: Requests,
+    /// (file, line, request key) of each file's cut-off last assistant line.
+    torn: Vec<(usize, i64, (String, Option<String>))>,
     names: Names,
     content: Content,
     /// Context items, each keyed by what a copy of it repeats (see [`Fold::items`]).
@@ -401,8 +497,9 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
         n,
         out,
         sessions: HashMap::new(),
-        requests: Vec::new(),
-        keys: HashMap::new(),
+        requests: Requests::default(),
+        echoes: Requests::default(),
+        torn: Vec::new(),
         names: Names::default(),
         content: Content::new(),
         items: Vec::new(),
@@ -416,7 +513,7 @@ impl Fold {
         fold::session_of(&mut self.out.sessions, &mut self.sessions, id)
     }
 
-    fn line(&mut self, line: &Line<'_>, state: &mut FileState) {
+    fn line(&mut self, line: &Line<'_>, state: &mut FileState, schema: &Schema) {
         let n = &self.n;
         let time = line.time(n.time);
         let named = line.str(n.session).map(|s| s.into_owned());
@@ -492,6 +589,9 @@ impl Fold {
                     self.items(line, state, &session, time, &blocks);
                 }
                 self.user(line, &blocks);
+                if blocks.iter().any(|b| b.interrupt) {
+                    self.interrupted(line, state);
+                }
             }
             "progress" => {
                 let n = &self.n;
@@ -504,6 +604,15 @@ impl Fold {
                             .entry(agent.into_owned())
                             .or_insert_with(|| tool.into_owned());
                     }
+                    let call = Call {
+                        session: session.unwrap_or_else(|| state.hint.clone()),
+                        kind: "subagent",
+                        agent_id: line.str(self.n.data_agent).map(|s| s.into_owned()),
+                        agent_version: version,
+                        start_time: time,
+                        ..Call::default()
+                    };
+                    self.echo(line, state, schema, call);
                 }
             }
             _ => {}
@@ -531,10 +640,104 @@ impl Fold {
         }
     }
 
+    /// A [`INTERRUPTED`] line: the request it answers was stopped by the user. It answers a
+    /// request when its `parentUuid` is the request's last line, or a `<synthetic>` line the
+    /// CLI wrote in the reply's place; a mark that answers a tool result stopped a request
+    /// that wrote no line, so no call of the log was cut.
+    fn interrupted(&mut self, line: &Line<'_>, state: &FileState) {
+        let Some(mut parent) = line.str(self.n.parent).map(|s| s.into_owned()) else {
+            return;
+        };
+        if let Some((uuid, Some(up))) = &state.last_placeholder {
+            if *uuid == parent {
+                parent.clone_from(up);
+            }
+        }
+        if let Some((uuid, key)) = &state.last_reply {
+            if *uuid == parent {
+                self.requests.stop(key);
+            }
+        }
+    }
+
+    /// An `agent_progress` line's embedded sub-agent reply (`data.message`), read like an
+    /// assistant line of its own and kept among the echoes (see [`Fold::echoes`]); `call`
+    /// holds what the progress line says of it (session, sub-agent, version, stamp).
+    fn echo(&mut self, line: &Line<'_>, state: &mut FileState, schema: &Schema, call: Call) {
+        let value = line.get(self.n.data_message);
+        let Some(text) = line.text.get(value.start..value.end) else {
+            return;
+        };
+        if value.kind != Kind::Object
+            || !matches!(
+                crate::read::json::parse(text, schema, &mut state.echo_fields),
+                Ok(Kind::Object)
+            )
+        {
+            return;
+        }
+        let inner = Line {
+            text,
+            number: line.number,
+            fields: &state.echo_fields,
+        };
+        let n = &self.n;
+        let reply = inner.str(n.kind).as_deref() == Some("assistant")
+            && inner.str(n.model).as_deref() != Some("<synthetic>")
+            && inner.get(n.usage).kind == Kind::Object;
+        let Some(id) = inner.str(n.id).filter(|_| reply).map(|s| s.into_owned()) else {
+            return;
+        };
+        let time = inner.time(n.time).or(call.start_time);
+        let request = self.request(
+            &inner,
+            state.index,
+            id,
+            Call {
+                start_time: time,
+                ..call
+            },
+        );
+        self.echoes.add(request);
+    }
+
+    /// The request an assistant line states, `call` holding its session, kind, agent,
+    /// version and stamp; `line` may be an `agent_progress` line's embedded message, read at
+    /// the progress line's place in file `file`.
+    fn request(&self, line: &Line<'_>, file: usize, id: String, call: Call) -> Request {
+        let n = &self.n;
+        let usage = self.usage(line);
+        let is_final = line.get(n.stop).kind == Kind::Str;
+        Request {
+            key: (id.clone(), line.str(n.request).map(|s| s.into_owned())),
+            owner: (call.start_time, file, line.number),
+            rank: (
+                is_final,
+                usage.output.unwrap_or(-1),
+                std::cmp::Reverse(file),
+                line.number,
+            ),
+            any_final: is_final,
+            stopped: false,
+            call: Call {
+                file,
+                line: line.number,
+                model: line.str(n.model).map(|s| s.into_owned()),
+                api_call_id: Some(id),
+                end_time: call.start_time,
+                usage,
+                speed: line.str(n.speed).map(|s| s.into_owned()),
+                service_tier: line.str(n.tier).map(|s| s.into_owned()),
+                final_usage: is_final,
+                ..call
+            },
+        }
+    }
+
     fn assistant(
         &mut self,
         line: &Line<'_>,
-        state: &FileState,
+        state: &mut FileState,
         session: Option<String>,
         version: Option<String>,
         time: Option<i64>,
@@ -548,8 +751,10 @@ impl Fold {
             }
         }
         let n = &self.n;
-        let model = line.str(n.model).map(|s| s.into_owned());
-        if model.as_deref() == Some("<synthetic>") {
+        let uuid = line.str(n.uuid).map(|s| s.into_owned());
+        if line.str(n.model).as_deref() == Some("<synthetic>") {
+            let parent = line.str(n.parent).map(|s| s.into_owned());
+            state.last_placeholder = uuid.map(|uuid| (uuid, parent));
             return;
         }
         let Some(id) = line.str(n.id).map(|s| s.into_owned()) else {
@@ -579,42 +784,20 @@ impl Fold {
                 "assistant line without a valid timestamp".into(),
             );
         }
-        let usage = self.usage(line);
-        let is_final = line.get(n.stop).kind == Kind::Str;
-        let rank: Rank = (
-            is_final,
-            usage.output.unwrap_or(-1),
-            std::cmp::Reverse(state.index),
-            line.number,
-        );
-        let request = line.str(n.request).map(|s| s.into_owned());
-        let owner = (time, state.index, line.number);
-        let session = session.unwrap_or_else(|| state.hint.clone());
         let (kind, agent_id) = self.agent_of(line, state);
         let call = Call {
-            file: state.index,
-            line: line.number,
-            session,
+            session: session.unwrap_or_else(|| state.hint.clone()),
             kind,
-            model,
             agent_id,
-            api_call_id: Some(id.clone()),
             start_time: time,
-            end_time: time,
-            usage,
-            speed: line.str(n.speed).map(|s| s.into_owned()),
-            service_tier: line.str(n.tier).map(|s| s.into_owned()),
-            final_usage: is_final,
             agent_version: version,
             ..Call::default()
         };
-        self.add(Request {
-            key: (id, request),
-            owner,
-            call,
-            rank,
-            any_final: is_final,
-        });
+        let request = self.request(line, state.index, id, call);
+        if let Some(uuid) = uuid {
+            state.last_reply = Some((uuid, request.key.clone()));
+        }
+        self.requests.add(request);
     }
 
     /// The kind of call a line of this file makes (`main`, `subagent`, `compaction`), and
@@ -722,39 +905,6 @@ impl Fold {
         }
     }
 
-    /// Count `request` (one line of it, or what a part of the logs said of it): a new key is
-    /// a new call; a known one keeps the owner seen first, the usage of the best-ranked line,
-    /// and the span of all of its lines.
-    fn add(&mut self, request: Request) {
-        let Some(&at) = self.keys.get(&request.key) else {
-            self.keys.insert(request.key.clone(), self.requests.len());
-            self.requests.push(request);
-            return;
-        };
-        let Some(known) = self.requests.get_mut(at) else {
-            return;
-        };
-        known.any_final |= request.any_final;
-        let start = fold::min_time(known.call.start_time, request.call.start_time);
-        let end = fold::max_time(known.call.end_time, request.call.end_time);
-        let owner = if owner_key(request.owner) < owner_key(known.owner) {
-            known.owner = request.owner;
-            &request.call
-        } else {
-            &known.call
-        };
-        let (session, kind, agent_id) = (owner.session.clone(), owner.kind, owner.agent_id.clone());
-        if request.rank > known.rank {
-            known.rank = request.rank;
-            known.call = request.call;
-        }
-        known.call.session = session;
-        known.call.kind = kind;
-        known.call.agent_id = agent_id;
-        known.call.start_time = start;
-        known.call.end_time = end;
-    }
-
     /// A line's `message.usage` as the contract counts it: input includes cache reads and
     /// writes; the 1-hour part of cache writes where the log splits them.
     fn usage(&self, line: &Line<'_>) -> Usage {
@@ -802,6 +952,85 @@ impl Fold {
     }
 }
 
+/// How an issue names a request: its `requestId`, else its `message.id`.
+fn request_name(key: &(String, Option<String>)) -> &str {
+    key.1.as_deref().unwrap_or(&key.0)
+}
+
+/// The request key an assistant line cut off at the end of its file still names (the line's
+/// `"type"` or its message's `"role"` says it is one, whichever the part kept holds): the
+/// first `"id"` after `"message":{` and the `"requestId"`.
+fn torn_key(text: &[u8]) -> Option<(String, Option<String>)> {
+    use memchr::memmem::find;
+    find(text, br#""type":"assistant""#).or_else(|| find(text, br#""role":"assistant""#))?;
+    let message = find(text, br#""message":{"#)?;
+    let id = quoted_after(text.get(message..)?, br#""id":""#)?;
+    Some((id, quoted_after(text, br#""requestId":""#)))
+}
+
+/// The characters between `key` (ending in a quote) and the next quote.
+fn quoted_after(text: &[u8], key: &[u8]) -> Option<String> {
+    let at = memchr::memmem::find(text, key)? + key.len();
+    let rest = text.get(at..)?;
+    let end = memchr::memchr(b'"', rest)?;
+    String::from_utf8(rest.get(..end)?.to_vec()).ok()
+}
+
+impl Fold {
+    /// The echoes of requests no line of the logs states otherwise (their sub-agent's file
+    /// is missing) become calls, once each, with one warning per session naming them.
+    fn count_echoes(&mut self) {
+        let mut lone: BTreeMap<String, Vec<Request>> = BTreeMap::new();
+        for echo in std::mem::take(&mut self.echoes.list) {
+            if !self.requests.keys.contains_key(&echo.key) {
+                lone.entry(echo.call.session.clone())
+                    .or_default()
+                    .push(echo);
+            }
+        }
+        for (session, echoes) in lone {
+            let first = echoes.iter().map(|e| (e.owner.1, e.owner.2)).min();
+            let names: Vec<&str> = echoes.iter().map(|e| request_name(&e.key)).collect();
+            let message = format!(
+                "{} sub-agent request(s) of session {session} appear only in the parent's \
+                 agent_progress lines (the sub-agent's own file is missing): counted from \
+                 those lines: {}",
+                echoes.len(),
+                names.join(", ")
+            );
+            if let Some((file, line)) = first {
+                self.out.issue(file, line, "warning", message);
+            }
+            for echo in echoes {
+                self.requests.add(echo);
+            }
+        }
+    }
+
+    /// Say in the issue of each cut-off last line whether the request it began lost its only
+    /// usage line (the call is not counted) or is counted from its earlier lines.
+    fn tell_torn(&mut self) {
+        for (file, line, key) in std::mem::take(&mut self.torn) {
+            let counted = self.requests.keys.contains_key(&key)
+                || (key.1.is_none() && self.requests.keys.keys().any(|(id, _)| *id == key.0));
+            let name = request_name(&key);
+            let told = if counted {
+                format!("; it held a usage line of request {name}, counted from its other lines (its output may be low)")
+            } else {
+                format!("; it held the only usage line of request {name}: that call is not counted")
+            };
+            let issue = self
+                .out
+                .issues
+                .iter_mut()
+                .find(|i| i.file == file && i.line == Some(line) && i.severity == "error");
+            if let Some(issue) = issue {
+                issue.message.push_str(&told);
+            }
+        }
+    }
+}
+
 impl fold::GroupFold for Fold {
     /// Take in what a part (one file's fold) found, as if its file were read now.
     fn merge(&mut self, part: Fold) {
@@ -811,9 +1040,13 @@ impl fold::GroupFold for Fold {
         }
         self.out.issues.extend(part.out.issues);
         self.items.extend(part.items);
-        for request in part.requests {
-            self.add(request);
+        for request in part.requests.list {
+            self.requests.add(request);
         }
+        for echo in part.echoes.list {
+            self.echoes.add(echo);
+        }
+        self.torn.extend(part.torn);
         self.names.by_agent.extend(part.names.by_agent);
         self.names.by_tool.extend(part.names.by_tool);
         for (agent, tool) in part.names.tool_of {
@@ -834,18 +1067,27 @@ impl fold::GroupFold for Fold {
             pending: Vec::new(),
             unknown: 0,
             first_unknown: None,
+            last_reply: None,
+            last_placeholder: None,
+            echo_fields: Fields::new(schema),
         };
-        let (_, issues) = fold::read_file(path, index, schema, &mut fields, |line| {
-            self.line(line, &mut state);
+        let read = fold::read_file(path, index, schema, &mut fields, |line| {
+            self.line(line, &mut state, schema);
         });
-        self.out.issues.extend(issues);
+        self.out.issues.extend(read.issues);
+        if let Some(key) = read.torn.as_deref().and_then(torn_key) {
+            self.torn.push((index, read.lines, key));
+        }
         self.end_file(state);
     }
 
     fn finish(mut self) -> Folded {
-        for request in self.requests {
+        self.count_echoes();
+        self.tell_torn();
+        for request in self.requests.list {
             let mut call = request.call;
             call.final_usage = request.any_final;
+            call.interrupted = request.stopped && !request.any_final;
             if call.kind == "subagent" {
                 call.agent_name = Some(
                     call.agent_id
@@ -1057,19 +1299,159 @@ mod tests {
         assert_eq!(outputs, vec![Some(50), Some(7)]);
     }
 
-    #[test]
-    fn synthetic_messages_agent_progress_and_tool_result_usage_are_not_calls() {
-        let text = [
-            r#"{"type":"assistant","sessionId":"s1","timestamp":"2026-05-01T10:00:01Z","message":{"id":"x","model":"<synthetic>","stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}"#,
-            r#"{"type":"progress","sessionId":"s1","timestamp":"2026-05-01T10:00:02Z","parentToolUseID":"toolu_1","data":{"type":"agent_progress","agentId":"a1","message":{"type":"assistant","message":{"id":"msg_sub","model":"claude-haiku-4-5","stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":9}}}}}"#,
-            r#"{"type":"user","sessionId":"s1","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"done"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":5,"output_tokens":9},"totalTokens":14}}"#,
+    /// A parent session's line restating its sub-agent's request `req` (`agent_progress`),
+    /// then the tool result that restates the sub-agent's last usage.
+    fn progress_lines(req: &str) -> [String; 2] {
+        [
+            format!(
+                r#"{{"type":"progress","sessionId":"s1","timestamp":"2026-05-01T10:00:02Z","parentToolUseID":"toolu_1","data":{{"type":"agent_progress","agentId":"a1","message":{{"type":"assistant","timestamp":"2026-05-01T10:00:01.500Z","requestId":"{req}","message":{{"id":"msg_sub","model":"claude-haiku-4-5","stop_reason":"end_turn","usage":{{"input_tokens":5,"output_tokens":9}}}}}}}}}}"#
+            ),
+            r#"{"type":"user","sessionId":"s1","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"done"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":5,"output_tokens":9},"totalTokens":14}}"#.to_owned(),
         ]
-        .map(str::to_owned);
-        let folded = fold_texts(&[("p/s1.jsonl", lines(&text))]);
-        assert!(folded.calls.is_empty());
+    }
+
+    #[test]
+    fn synthetic_messages_and_tool_result_usage_are_not_calls() {
+        let synthetic = r#"{"type":"assistant","sessionId":"s1","timestamp":"2026-05-01T10:00:01Z","message":{"id":"x","model":"<synthetic>","stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        let [progress, result] = progress_lines("req_sub");
+        let sub = reply("s1", "msg_sub", Some("req_sub"), Some("end_turn"), 9, 1);
+        let folded = fold_texts(&[
+            (
+                "p/s1.jsonl",
+                lines(&[synthetic.to_owned(), progress, result]),
+            ),
+            ("p/s1/subagents/agent-a1.jsonl", lines(&[sub])),
+        ]);
+        // the progress line restates the sub-agent file's call: counted once, from the file
+        assert_eq!(folded.calls.len(), 1);
+        assert_eq!((folded.calls[0].file, folded.calls[0].line), (1, 1));
         assert_eq!(folded.sessions.len(), 1);
-        assert_eq!(folded.sessions[0].lines, 3);
+        assert_eq!(folded.sessions[0].lines, 4);
         assert!(folded.issues.is_empty(), "{:?}", folded.issues);
+    }
+
+    #[test]
+    fn a_sub_agent_request_seen_only_in_progress_lines_is_counted_once_and_named() {
+        let [progress, result] = progress_lines("req_011CY18wA");
+        let text = lines(&[progress.clone(), progress, result]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        assert_eq!(folded.calls.len(), 1);
+        let call = &folded.calls[0];
+        assert_eq!(
+            (call.kind, call.agent_id.as_deref()),
+            ("subagent", Some("a1"))
+        );
+        assert_eq!((call.usage.input, call.usage.output), (Some(5), Some(9)));
+        assert_eq!(call.start_time, Some(1_777_629_601_500));
+        assert_eq!(call.session, "s1");
+        assert_eq!(folded.sessions[0].subagent_calls, 1);
+        assert_eq!(folded.issues.len(), 1);
+        let issue = &folded.issues[0];
+        assert_eq!((issue.line, issue.severity), (Some(1), "warning"));
+        assert!(
+            issue.message.contains("agent_progress"),
+            "{}",
+            issue.message
+        );
+        assert!(
+            issue.message.ends_with(": req_011CY18wA"),
+            "{}",
+            issue.message
+        );
+    }
+
+    /// A user line of session `s1` answering line `parent` with `text`.
+    fn user_text(uuid: &str, parent: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","parentUuid":"{parent}","sessionId":"s1","timestamp":"2026-05-01T10:00:09Z","message":{{"role":"user","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        )
+    }
+
+    /// [`reply`] with its own `uuid`.
+    fn reply_at(uuid: &str, id: &str, stop: Option<&str>, t: u32) -> String {
+        let line = reply("s1", id, Some(&format!("req_{id}")), stop, 3, t);
+        format!(r#"{{"uuid":"{uuid}",{}"#, &line[1..])
+    }
+
+    #[test]
+    fn only_a_request_the_user_stopped_is_interrupted() {
+        let placeholder = r#"{"type":"assistant","uuid":"p4","parentUuid":"a4","sessionId":"s1","timestamp":"2026-05-01T10:00:08Z","message":{"id":"x","model":"<synthetic>","stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        let text = lines(&[
+            // m1 never got its final usage, and nobody stopped it (CLI 2.1.39 writes no stop
+            // reason at all)
+            reply_at("a1", "m1", None, 1),
+            user_text("u1", "a1", "go on"),
+            // m2 asked for a tool; the user stopped the tool, not the request
+            reply_at("a2", "m2", Some("tool_use"), 2),
+            user_text("u2", "a2", "[Request interrupted by user for tool use]"),
+            // m3 finished with a tool request; Esc then stopped a request that wrote nothing
+            reply_at("a3", "m3", None, 3),
+            r#"{"type":"user","uuid":"r3","parentUuid":"a3","sessionId":"s1","timestamp":"2026-05-01T10:00:04Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t3","content":"ok"}]}}"#.to_owned(),
+            user_text("u3", "r3", "[Request interrupted by user]"),
+            // m4 was stopped while it streamed: the CLI wrote a placeholder, then the mark
+            reply_at("a4", "m4", None, 5),
+            placeholder.to_owned(),
+            user_text("u4", "p4", "[Request interrupted by user]"),
+            // m5 was stopped with no placeholder
+            reply_at("a5", "m5", None, 6),
+            user_text("u5", "a5", "[Request interrupted by user]"),
+        ]);
+        let folded = fold_texts(&[("p/s1.jsonl", text)]);
+        let states: Vec<_> = folded
+            .calls
+            .iter()
+            .map(|c| (c.api_call_id.as_deref(), c.final_usage, c.interrupted))
+            .collect();
+        assert_eq!(
+            states,
+            vec![
+                (Some("m1"), false, false),
+                (Some("m2"), true, false),
+                (Some("m3"), false, false),
+                (Some("m4"), false, true),
+                (Some("m5"), false, true),
+            ]
+        );
+        let session = &folded.sessions[0];
+        assert_eq!(
+            (session.calls_without_final_usage, session.interrupted_calls),
+            (4, 2)
+        );
+    }
+
+    #[test]
+    fn a_cut_off_last_line_says_whether_it_lost_a_call() {
+        let first = reply("s1", "msg_1", Some("req_1"), None, 5, 1);
+        let lost = reply("s1", "msg_2", Some("req_2"), Some("end_turn"), 20, 2);
+        let cut = |line: &str| line[..line.len() - 40].to_owned();
+        let issue_of = |text: String| {
+            let folded = fold_texts(&[("p/s1.jsonl", text)]);
+            let message = folded.issues.last().map(|i| i.message.clone());
+            (folded.calls.len(), message.unwrap_or_default())
+        };
+        let (calls, message) = issue_of(format!(
+            "{first}
+{}",
+            cut(&lost)
+        ));
+        assert_eq!(calls, 1);
+        assert!(message.contains("(truncated line?)"), "{message}");
+        assert!(
+            message.ends_with(
+                "it held the only usage line of request req_2: that call is not counted"
+            ),
+            "{message}"
+        );
+        let (calls, message) = issue_of(format!(
+            "{first}
+{}",
+            cut(&first)
+        ));
+        assert_eq!(calls, 1);
+        assert!(
+            message.contains("request req_1, counted from its other lines"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -728,10 +728,10 @@ impl fold::GroupFold for Fold {
         let hint = hint_of(path);
         let mut current: Option<Current> = None;
         let mut unknown: (i64, Option<(i64, String)>) = (0, None);
-        let (_, issues) = fold::read_file(path, file, schema, &mut line_fields, |line| {
+        let read = fold::read_file(path, file, schema, &mut line_fields, |line| {
             self.line(line, file, &hint, &mut current, &mut unknown);
         });
-        self.out.issues.extend(issues);
+        self.out.issues.extend(read.issues);
         if let (count, Some((line, kind))) = unknown {
             let message =
                 format!("{count} line(s) of unknown type (first: {kind:?}); counted, not read");
