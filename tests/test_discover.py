@@ -238,3 +238,24 @@ def test_agent_of_reads_the_same_from_the_head_as_from_the_file(
     head = read_head(path)
     assert head == path.read_bytes()[:SNIFF_BYTES]
     assert agent_of(path, head) == agent_of(path)
+
+
+@pytest.mark.parametrize(
+    ("first_line", "agent"),
+    [
+        (b'{"type":"session.start","data":{"sessionId":"s"}}', "copilot"),
+        (b'{"data":{"sessionId":"s"}}', "copilot"),  # a Copilot event that lost its type
+        # pi's session-bench stats answer: an undotted type is no Copilot event
+        (
+            b'{"id":"session-bench-stats-1","type":"response","command":"get_session_stats",'
+            b'"success":true,"data":{"sessionId":"af940a24","tokens":{"input":6939}}}',
+            None,
+        ),
+    ],
+)
+def test_only_a_dotted_type_or_untyped_data_is_a_copilot_event(
+    tmp_path: Path, first_line: bytes, agent: str | None
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(first_line + b"\n")
+    assert agent_of(path) == agent

@@ -185,11 +185,15 @@ def test_event_groups_hold_each_session_whole(group_bytes: int, real_logs: Path)
         assert together.equals(analyze(paths).events.sort("session_id", "event_seq"))
 
 
-def test_event_groups_of_no_session(tmp_path: Path) -> None:
+def test_event_groups_of_no_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An analysis of the default homes, none of which holds a session yet (a named path
+    without a log is an error; a home not yet used is not), has one empty group."""
     from analytics.engine.analyze import analyze
 
     (tmp_path / "session-state" / "abc").mkdir(parents=True)
-    groups = list(analyze([tmp_path], keep_events=False).event_groups())
+    for variable in ("HOME", "COPILOT_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.setenv(variable, str(tmp_path))
+    groups = list(analyze([], keep_events=False).event_groups())
     assert [group.height for group in groups] == [0]
 
 

@@ -367,8 +367,8 @@ _NO_AGENT = (
 
 def agent_of(path: Path, head: bytes | None = None) -> str | None:
     """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
-    (an event with a dotted ``type``), Claude Code or Codex (each agent module's
-    ``recognizes``), else None. A file none of whose first lines decodes is left to the
+    (an event with a dotted ``type``, or with ``data`` and no type), Claude Code or Codex
+    (each agent module's ``recognizes``), else None. A file none of whose first lines decodes is left to the
     Copilot scanner, which reports each line (a damaged log is a log). A line is read whole
     up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta`` carries the whole system prompt).
 
@@ -420,7 +420,10 @@ def _agent_in(lines: Iterable[bytes]) -> tuple[bool, str | None]:
             return True, CLAUDE_CODE
         if codex.recognizes(value):
             return True, CODEX
-        return True, COPILOT if "data" in value else None
+        # every Copilot event type is dotted; an event whose type is lost but whose data is
+        # there is a damaged Copilot line, while an undotted type is another tool's record
+        # (pi's ``{"type": "response", "data": ...}`` stats)
+        return True, COPILOT if "data" in value and not isinstance(kind, str) else None
     return False, COPILOT
 
 
