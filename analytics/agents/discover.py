@@ -368,9 +368,10 @@ _NO_AGENT = (
 def agent_of(path: Path, head: bytes | None = None) -> str | None:
     """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
     (an event with a dotted ``type``, or with ``data`` and no type), Claude Code or Codex
-    (each agent module's ``recognizes``), else None. A file none of whose first lines decodes is left to the
-    Copilot scanner, which reports each line (a damaged log is a log). A line is read whole
-    up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta`` carries the whole system prompt).
+    (each agent module's ``recognizes``), else None. A file none of whose first lines
+    decodes is left to the Copilot scanner, which reports each line (a damaged log is a
+    log). A line is read whole up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta``
+    carries the whole system prompt).
 
     ``head``: the file's first bytes, already read (``read_head``); the file is opened
     again only when the line that decides goes past them (one open per log saves about a
