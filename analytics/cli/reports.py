@@ -112,11 +112,11 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
-            from analytics.core.periods import period_report, sessions_without_calls
+            from analytics.core.periods import day_window, period_report, sessions_without_calls
             from analytics.core.timezones import resolve_zone
 
             zone = resolve_zone(timezone)
-            start, end = cli._days(since, until)
+            start, end = day_window(since, until)
             window = cli._window(None, None, timezone, agent)
             result, priced_calls, priced_sessions = cli._priced(
                 ctx, paths, rates, model_map, found=replays.found, window=window
@@ -172,12 +172,13 @@ def _dataset_period(
 ) -> None:
     """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
     output the same logs give."""
+    from analytics.core.periods import day_window
     from analytics.core.reports_sql import dataset_issues, duckdb_report
     from analytics.core.timezones import resolve_zone
 
     if not (dataset / "dataset.json").is_file():
         raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
-    start, end = cli._days(since, until)
+    start, end = day_window(since, until)
     zone = str(resolve_zone(timezone))
     rep = duckdb_report(
         dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
