@@ -16,7 +16,7 @@ session's bill no call states is split over those calls in proportion to their t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
@@ -69,6 +69,14 @@ def _day(value: str | None, name: str) -> date | None:
         return date.fromisoformat(value)
     except ValueError:
         raise UsageError(f"{name} {value!r} is not a date; use YYYY-MM-DD") from None
+
+
+def period_start(period: Period, today: date) -> date:
+    """The first day of the ``period`` holding ``today``: itself, its ISO week's Monday, or
+    the first of its month."""
+    if period == "week":
+        return today - timedelta(days=today.weekday())
+    return today.replace(day=1) if period == "month" else today
 
 
 def known_sum(column: str, where: pl.Expr | None = None) -> pl.Expr:
