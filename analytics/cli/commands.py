@@ -700,6 +700,31 @@ def validate(
         _fail(error)
 
 
+# --- commands: mcp ---
+
+
+#: What ``agentcost mcp`` says when the SDK is not installed.
+MCP_EXTRA = "agentcost mcp needs the mcp extra: pip install 'agentcost[mcp]'"
+
+
+# The help is rich markup: ``\[`` keeps the extra's brackets, which rich would read as a tag.
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    r"""Serve agentcost's figures to an agent over the Model Context Protocol (stdio): spend,
+    session_cost, top_items, blocks and budget (needs the mcp extra: pip install
+    'agentcost\[mcp]')."""
+    try:
+        try:
+            from analytics.cli.mcp_server import serve
+        except ModuleNotFoundError as missing:
+            if (missing.name or "").partition(".")[0] == "analytics":
+                raise  # agentcost's own module: a bug, not a missing extra
+            raise UsageError(MCP_EXTRA) from None
+        serve(use_cache=bool(ctx.find_root().obj))
+    except AgentcostError as error:
+        _fail(error)
+
+
 # --- shared by the commands ---
 
 
