@@ -35,9 +35,9 @@ NOW_SESSION = "cc-now-0001"
 
 
 def _now_session(now: datetime) -> list[dict[str, Any]]:
-    """A Claude Code session of two calls, 20 and 10 minutes before ``now``: a prompt, a
+    """A Claude Code session of two calls, 2 minutes and 1 minute before ``now``: a prompt, a
     tool call and its result (re-sent by the second call), a reply."""
-    at = [(now - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%S.000Z") for m in (20, 10)]
+    at = [(now - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%S.000Z") for m in (2, 1)]
     usage = [(3, 5200, 0, 40), (4, 300, 5200, 25)]  # input, cache write, cache read, output
     lines: list[dict[str, Any]] = [
         {"type": "user", "uuid": "u0", "sessionId": NOW_SESSION, "timestamp": at[0],
@@ -172,7 +172,13 @@ def test_spend_of_a_window_by_agent_is_daily_s(home: dict[str, str]) -> None:
     assert found["periods"] == daily["periods"] and found["totals"] == daily["totals"][0]
     assert {row["agent"] for row in found["periods"]} == {"copilot", "claude-code", "codex"}
     today = answer(home, "spend", period="today")
-    assert today["totals"]["calls"] == 2 and today["since"] == today["until"]
+    day = today["since"]
+    assert day == today["until"] == str(now().date())
+    assert (
+        today["totals"]
+        == cli(home, "daily", "--since", day, "--until", day, "-f", "json")["totals"][0]
+    )
+    assert today["totals"]["calls"] == 2  # the session being written
 
 
 @needs_mcp
@@ -305,3 +311,12 @@ def test_without_the_extra_one_line_says_what_to_install(tmp_path: Path) -> None
     assert run.stderr == (
         "agentcost: error: agentcost mcp needs the mcp extra: pip install 'agentcost[mcp]'\n"
     )
+
+
+@needs_mcp
+def test_spend_on_the_real_logs_is_analyze_s_total(real_logs: Path, home: dict[str, str]) -> None:
+    """Every agent's real logs (``paths``): the total is analyze's, exactly."""
+    found = answer(home, "spend", paths=[str(real_logs)])
+    sessions = cli(home, "analyze", str(real_logs), "-f", "json")["sessions"]
+    total = sum(Decimal(s["cost_usd"]) for s in sessions if s["cost_usd"] is not None)
+    assert Decimal(found["totals"]["cost_usd"]) == total > 0
