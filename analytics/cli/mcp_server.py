@@ -165,7 +165,7 @@ class _Tools:
         assert zone is not None
         start, end = day_window(since, until, ("since", "until"))
         if period:
-            end = datetime.now(zone).date()
+            end = _today(window)
             start = period_start("day" if period == "today" else period, end)
         rows_per = per or ("day" if start or end else "month")
         result, calls, sessions = self._priced(paths, rates, window)
