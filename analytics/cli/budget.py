@@ -141,13 +141,12 @@ def statusline(
     """One short line for a shell prompt or tmux: whose calls it counts, today's cost, the
     month against the budget (if set), and the session being written now (of the logs under
     PATHS, default the home; of --agent's sessions alone when given)."""
-    from analytics.core.budget import budget_path, load_budget
+    from analytics.core.budget import saved_budget
     from analytics.engine.watch import latest_log
     from analytics.render.budget_text import statusline as line
 
     try:
-        saved = load_budget() if budget_path().exists() else None
-        status = _budget_status(ctx, paths, saved, rates, timezone, agent)
+        status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent)
         try:
             agents = tuple(chosen.value for chosen in agent or [])
             active = _active(latest_log(paths or [], agents), status.agents)

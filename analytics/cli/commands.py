@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO
@@ -247,37 +246,18 @@ def _error_line(error: AgentcostError) -> str:
     return f"agentcost: error: {error}"
 
 
-def _day(value: str | None, option: str) -> date | None:
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{option} {value!r} is not a date; use YYYY-MM-DD") from None
-
-
-def _days(since: str | None, until: str | None) -> tuple[date | None, date | None]:
-    """``--since`` and ``--until`` as days; a window that ends before it starts is a usage
-    error, not an empty report."""
-    start, end = _day(since, "--since"), _day(until, "--until")
-    if start and end and end < start:
-        raise UsageError(
-            f"--until {end} is before --since {start}; the window would hold no day (swap them?)"
-        )
-    return start, end
-
-
 def _window(
     since: str | None,
     until: str | None,
     timezone: str | None,
     agent: list[Agent] | None = None,
 ) -> Window:
+    from analytics.core.periods import day_window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
     agents = tuple(sorted({chosen.value for chosen in agent or []}))
-    return Window(*_days(since, until), resolve_zone(timezone), agents)
+    return Window(*day_window(since, until), resolve_zone(timezone), agents)
 
 
 def _model_map(pairs: list[str] | None) -> dict[str, str]:
@@ -716,6 +696,31 @@ def validate(
             table,
             wide=wide,
         )
+    except AgentcostError as error:
+        _fail(error)
+
+
+# --- commands: mcp ---
+
+
+#: What ``agentcost mcp`` says when the SDK is not installed.
+MCP_EXTRA = "agentcost mcp needs the mcp extra: pip install 'agentcost[mcp]'"
+
+
+# The help is rich markup: ``\[`` keeps the extra's brackets, which rich would read as a tag.
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    r"""Serve agentcost's figures to an agent over the Model Context Protocol (stdio): spend,
+    session_cost, top_items, blocks and budget (needs the mcp extra: pip install
+    'agentcost\[mcp]')."""
+    try:
+        try:
+            from analytics.cli.mcp_server import serve
+        except ModuleNotFoundError as missing:
+            if (missing.name or "").partition(".")[0] == "analytics":
+                raise  # agentcost's own module: a bug, not a missing extra
+            raise UsageError(MCP_EXTRA) from None
+        serve(use_cache=bool(ctx.find_root().obj))
     except AgentcostError as error:
         _fail(error)
 

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analytics.cache.output import Report
-    from analytics.core.blocks import Burn
     from analytics.core.periods import Breakdown, Period, PeriodReport
     from analytics.render.text_table import Layout
 
@@ -112,11 +111,11 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
-            from analytics.core.periods import period_report, sessions_without_calls
+            from analytics.core.periods import day_window, period_report, sessions_without_calls
             from analytics.core.timezones import resolve_zone
 
             zone = resolve_zone(timezone)
-            start, end = cli._days(since, until)
+            start, end = day_window(since, until)
             window = cli._window(None, None, timezone, agent)
             result, priced_calls, priced_sessions = cli._priced(
                 ctx, paths, rates, model_map, found=replays.found, window=window
@@ -172,12 +171,13 @@ def _dataset_period(
 ) -> None:
     """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
     output the same logs give."""
+    from analytics.core.periods import day_window
     from analytics.core.reports_sql import dataset_issues, duckdb_report
     from analytics.core.timezones import resolve_zone
 
     if not (dataset / "dataset.json").is_file():
         raise UsageError(f"{dataset}: no agentcost dataset here (no dataset.json)")
-    start, end = cli._days(since, until)
+    start, end = day_window(since, until)
     zone = str(resolve_zone(timezone))
     rep = duckdb_report(
         dataset, period=period, zone=zone, by=by.value if by else None, since=start, until=end
@@ -339,42 +339,37 @@ def blocks(
         from dataclasses import replace
         from datetime import UTC, datetime
 
-        from analytics.core.blocks import (
-            active_block,
-            blocks_in_days,
-            burn,
-            pace_row,
-            usage_blocks,
-        )
+        from analytics.core.blocks import blocks_view, pace_row
         from analytics.render import report
 
         metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
         days = cli._window(since, until, timezone, agent or metered)
         window = replace(days, since=None, until=None)  # every call makes the blocks
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
-        now = datetime.now(UTC)
-        every_block = usage_blocks(priced_calls, now)
-        limit = _token_limit(token_limit, every_block)
-        table = blocks_in_days(every_block, days.since, days.until, str(window.zone))
-        if active:
-            table = active_block(table)
-        live = active_block(table)
-        pace = burn(live.row(0, named=True), now) if live.height else None
-        notes = _blocks_notes(pace, limit)
+        zone = str(window.zone)
+        view = blocks_view(
+            priced_calls,
+            datetime.now(UTC),
+            zone,
+            days.since,
+            days.until,
+            token_limit=token_limit,
+            active_only=active,
+        )
+        table, pace, limit = view.shown, view.pace, view.limit
+        notes = report.blocks_notes(pace, limit)
         cli._emit(
             output_format,
             output,
             table,
             lambda: report.render_sections_json(
-                {"blocks": table, "active": pace_row(pace, limit)},
-                result.issues,
-                timezone=str(window.zone),
+                {"blocks": table, "active": pace_row(pace, limit)}, result.issues, timezone=zone
             ),
             lambda layout: (
-                "\n".join([report.blocks_table(table, str(window.zone), limit, layout), *notes])
+                "\n".join([report.blocks_table(table, zone, limit, layout), *notes])
                 if table.height
                 else "no 5-hour block starts on these days (--since/--until)"
-                if every_block.height
+                if view.every.height
                 else "no calls in these logs for a 5-hour block"
             ),
             wide=wide,
@@ -382,33 +377,3 @@ def blocks(
         cli._report_issues(result, False, show_issues)
     except AgentcostError as error:
         cli._fail(error)
-
-
-def _token_limit(value: str | None, table: pl.DataFrame) -> int | None:
-    """``--token-limit``: a number of tokens, or ``max``: the most a finished block used."""
-    if value is None:
-        return None
-    if value == "max":
-        from analytics.core.blocks import most_tokens
-
-        return most_tokens(table)
-    if not value.isdigit() or int(value) == 0:
-        raise UsageError(f"--token-limit {value!r}: expected a number of tokens or max")
-    return int(value)
-
-
-def _blocks_notes(pace: Burn | None, limit: int | None) -> list[str]:
-    """The lines under the blocks table: the active block's pace and where it leads."""
-    if pace is None:
-        return ["no active block: the last call was 5 hours ago or more"]
-    lines = [
-        f"active block: {pace.minutes_left:.0f} min left; burn {pace.tokens_per_minute:,.0f} "
-        f"tokens/min, ${pace.usd_per_hour:.2f}/h (since the block opened)",
-        f"projected by its end at that pace: {pace.projected_total_tokens:,} tokens, "
-        f"${pace.projected_cost_usd:.2f} (an estimate)",
-    ]
-    if limit:
-        share = pace.projected_total_tokens * 100 / limit
-        verdict = "over" if pace.projected_total_tokens > limit else "within"
-        lines.append(f"token limit {limit:,}: projected {share:.0f}% ({verdict} the limit)")
-    return lines

@@ -26,6 +26,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from analytics.core.errors import UsageError
 from analytics.core.schema import MONEY, TIMESTAMP
 
 #: A block's length.
@@ -136,6 +137,54 @@ def blocks_in_days(
     if until is not None:
         kept &= day <= until
     return blocks.filter(kept)
+
+
+@dataclass(frozen=True)
+class BlocksView:
+    """What ``agentcost blocks`` shows: ``every`` block of the calls, the blocks ``shown``
+    (those starting on the days asked; only the active one when asked), the active block's
+    ``pace`` (None with none active) and the token ``limit`` (None without one)."""
+
+    every: pl.DataFrame
+    shown: pl.DataFrame
+    pace: Burn | None
+    limit: int | None
+
+
+def blocks_view(
+    priced_calls: pl.DataFrame,
+    now: datetime,
+    zone: str,
+    since: date | None = None,
+    until: date | None = None,
+    *,
+    token_limit: str | None = None,
+    active_only: bool = False,
+    limit_name: str = "--token-limit",
+) -> BlocksView:
+    """The blocks of ``priced_calls`` at ``now`` (``usage_blocks``), those starting on
+    ``since``..``until`` in ``zone`` (``blocks_in_days``), the active block's pace, and
+    ``token_limit`` read by ``parse_token_limit`` (errors call it ``limit_name``)."""
+    every = usage_blocks(priced_calls, now)
+    limit = parse_token_limit(token_limit, every, limit_name)
+    shown = blocks_in_days(every, since, until, zone)
+    if active_only:
+        shown = active_block(shown)
+    live = active_block(shown)
+    pace = burn(live.row(0, named=True), now) if live.height else None
+    return BlocksView(every, shown, pace, limit)
+
+
+def parse_token_limit(value: str | None, blocks: pl.DataFrame, name: str) -> int | None:
+    """A token limit given as text (``--token-limit``, called ``name`` in errors): a number
+    of tokens, or ``max``: the most a finished block of ``blocks`` used."""
+    if value is None:
+        return None
+    if value == "max":
+        return most_tokens(blocks)
+    if not value.isdigit() or int(value) == 0:
+        raise UsageError(f"{name} {value!r}: expected a number of tokens or max")
+    return int(value)
 
 
 def active_block(blocks: pl.DataFrame) -> pl.DataFrame:

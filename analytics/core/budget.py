@@ -167,6 +167,12 @@ def load_budget(path: Path | None = None) -> Budget:
     return parse_budget(text, str(path))
 
 
+def saved_budget() -> Budget | None:
+    """The saved budget, or None when none is set (no budget file); a file that cannot be
+    used is a ``ConfigError`` (``load_budget``)."""
+    return load_budget() if budget_path().exists() else None
+
+
 def budget_month(today: date, start_day: int) -> tuple[date, date]:
     """The budget month holding ``today``: (first day, first day of the next one)."""
     start = today.replace(day=start_day)

@@ -9,12 +9,12 @@ tool as well as an answer. Periods are in the user's timezone and come from
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from zoneinfo import ZoneInfo
 
 import polars as pl
 
-from analytics.core.periods import period_report, sessions_without_calls
+from analytics.core.periods import period_report, period_start, sessions_without_calls
 from analytics.core.pricing.call_costs import unpriced_reasons
 
 #: How many of the costliest sessions the screen lists.
@@ -49,8 +49,8 @@ def home_screen(
     """
     starts = [
         ("today", today, "agentcost daily"),
-        ("this week", today - timedelta(days=today.weekday()), "agentcost weekly"),
-        ("this month", today.replace(day=1), "agentcost monthly"),
+        ("this week", period_start("week", today), "agentcost weekly"),
+        ("this month", period_start("month", today), "agentcost monthly"),
         ("all time", None, "agentcost analyze"),
     ]
     periods = pl.concat(

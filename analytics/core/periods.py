@@ -16,13 +16,14 @@ session's bill no call states is split over those calls in proportion to their t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
 import polars as pl
 
 from analytics.core.apportion import apportion
+from analytics.core.errors import UsageError
 from analytics.core.pricing.call_costs import nano_aiu_usd
 from analytics.core.schema import MONEY
 
@@ -44,6 +45,38 @@ class PeriodReport:
     rows: pl.DataFrame
     totals: pl.DataFrame
     zone: str
+
+
+def day_window(
+    since: str | None, until: str | None, names: tuple[str, str] = ("--since", "--until")
+) -> tuple[date | None, date | None]:
+    """``since`` and ``until`` (``YYYY-MM-DD`` or None) as days; errors call them by
+    ``names`` (the CLI's options, or an MCP tool's arguments). A window that ends before it
+    starts is a usage error, not an empty report."""
+    start, end = _day(since, names[0]), _day(until, names[1])
+    if start and end and end < start:
+        raise UsageError(
+            f"{names[1]} {end} is before {names[0]} {start}; the window would hold no day "
+            "(swap them?)"
+        )
+    return start, end
+
+
+def _day(value: str | None, name: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{name} {value!r} is not a date; use YYYY-MM-DD") from None
+
+
+def period_start(period: Period, today: date) -> date:
+    """The first day of the ``period`` holding ``today``: itself, its ISO week's Monday, or
+    the first of its month."""
+    if period == "week":
+        return today - timedelta(days=today.weekday())
+    return today.replace(day=1) if period == "month" else today
 
 
 def known_sum(column: str, where: pl.Expr | None = None) -> pl.Expr:

@@ -30,6 +30,7 @@ from analytics.render.text_table import (
 )
 
 if TYPE_CHECKING:
+    from analytics.core.blocks import Burn
     from analytics.core.home import HomeScreen
     from analytics.core.pricing.compare import Comparison
     from analytics.core.pricing.rates import RateTable
@@ -1056,6 +1057,23 @@ def behaviour_table(frame: pl.DataFrame, layout: Layout | None = None) -> str:
 
 
 # --- 5-hour usage blocks (agentcost blocks) ---
+
+
+def blocks_notes(pace: Burn | None, limit: int | None) -> list[str]:
+    """The lines under the blocks table: the active block's pace and where it leads."""
+    if pace is None:
+        return ["no active block: the last call was 5 hours ago or more"]
+    lines = [
+        f"active block: {pace.minutes_left:.0f} min left; burn {pace.tokens_per_minute:,.0f} "
+        f"tokens/min, ${pace.usd_per_hour:.2f}/h (since the block opened)",
+        f"projected by its end at that pace: {pace.projected_total_tokens:,} tokens, "
+        f"${pace.projected_cost_usd:.2f} (an estimate)",
+    ]
+    if limit:
+        share = pace.projected_total_tokens * 100 / limit
+        verdict = "over" if pace.projected_total_tokens > limit else "within"
+        lines.append(f"token limit {limit:,}: projected {share:.0f}% ({verdict} the limit)")
+    return lines
 
 
 def blocks_table(
