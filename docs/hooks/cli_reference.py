@@ -18,8 +18,9 @@ from typing import Any
 
 #: The marker of ``docs/commands.md`` that the reference replaces.
 MARKER = "<!-- cli-reference -->"
-#: The width the help is drawn at: what a code block of the site shows without scrolling.
-WIDTH = 90
+#: The width the help is drawn at: what a code block of the site shows without scrolling
+#: (material's content column, about 72 monospace characters on a desktop screen).
+WIDTH = 72
 
 # The checkout the site is built from, ahead of any installed copy of agentcost.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
