@@ -40,7 +40,8 @@ AGENT_LOGS: list[tuple[str, str]] = [
 #: An SDK capture for ``capture-to-log`` and ``validate CAPTURE.json``.
 CAPTURE = "darthmolen-sdk-captures/spike-05-0132-output.json"
 
-#: The README's commands; ``{logs}`` is the tour's input, ``{tmp}`` a scratch directory.
+#: The commands of the README and of docs/commands.md; ``{logs}`` is the tour's input, ``{tmp}``
+#: a scratch directory.
 COMMANDS = [
     "agentcost",
     "agentcost analyze {logs}",
