@@ -53,9 +53,10 @@ def _digests(directory: Path) -> dict[str, tuple[str, int]]:
     }
 
 
-def test_readme_states_the_contract() -> None:
-    """The README's "Team scale" table is the one ``dataset.TABLES`` gives."""
-    assert dataset.readme_table() in (REPO / "README.md").read_text()
+def test_the_docs_state_the_contract() -> None:
+    """The contracts page's dataset table (docs/contracts.md) is the one ``dataset.TABLES``
+    gives."""
+    assert dataset.docs_table() in (REPO / "docs" / "contracts.md").read_text()
 
 
 def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: Path) -> None:

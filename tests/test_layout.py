@@ -1,8 +1,8 @@
 """The house's rules, checked on the source.
 
-The flow is agents -> engine -> core -> render -> cli (README, "The house"). What comes after
-CALLS (the core, the renderers and the commands that read logs) sees only the contract
-tables; it never learns how an agent writes its logs. So no module under ``core/``,
+The flow is agents -> engine -> core -> render -> cli (docs/adding-an-agent.md, "The house").
+What comes after CALLS (the core, the renderers and the commands that read logs) sees only
+the contract tables; it never learns how an agent writes its logs. So no module under ``core/``,
 ``render/`` or ``cli/`` imports ``analytics.agents`` or anything under it: not at the top,
 not inside a function, not for type checking. The commands reach the agents' files through
 the engine (``engine.inputs``). The one exception is ``cli/tools.py``: ``simulate`` and
@@ -112,11 +112,12 @@ def test_pricing_has_one_entry_point() -> None:
     assert callers == ["core/pricing/price.py"]
 
 
-def test_the_readme_shows_every_package() -> None:
-    """The README's tree of the house names each package of ``analytics/`` (sub-packages
-    included) and nothing else, so the map stays true as the layout changes."""
-    readme = (PACKAGE.parent / "README.md").read_text("utf-8")
-    house = readme.split("## The house", 1)[1].split("How the data flows", 1)[0]
+def test_the_docs_show_every_package() -> None:
+    """The docs' tree of the house (docs/adding-an-agent.md) names each package of
+    ``analytics/`` (sub-packages included) and nothing else, so the map stays true as the
+    layout changes."""
+    page = (PACKAGE.parent / "docs" / "adding-an-agent.md").read_text("utf-8")
+    house = page.split("## The house", 1)[1].split("How the data flows", 1)[0]
     shown = set(re.findall(r"^ {6}( *)([a-z_]+)/ ", house, re.M))
     named = {len(indent) // 2 * "  " + name for indent, name in shown}
     packages = {

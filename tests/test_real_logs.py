@@ -11,7 +11,8 @@ To regenerate the snapshots after an intended change, run::
 
     .venv/bin/python tests/test_real_logs.py
 
-(``... tests/test_real_logs.py table`` prints the README's table of every real log.)
+(``... tests/test_real_logs.py table`` prints the docs' table of every real log,
+``docs/agents/copilot.md``.)
 
 then review the diff (``git diff tests/snapshots``) before committing it. Tests never write them.
 """
@@ -227,9 +228,9 @@ def test_a_priced_model_with_unknown_tokens_is_not_called_unpriced(real_logs: Pa
     assert unpriced["aiusage-core"] == [] and unpriced["7c34d7cd-639"] == ["gpt-6-luna"]
 
 
-# --- the README's table of every real log ----------------------------------------------------
+# --- the docs' table of every real log (docs/agents/copilot.md) -------------------------------
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "agents" / "copilot.md"
 TABLE_START = "<!-- real-logs-table: start -->"
 TABLE_END = "<!-- real-logs-table: end -->"
 
@@ -243,7 +244,7 @@ def _usd(value: str | None) -> str:
 
 
 def table_rows(path: Path, relative: str) -> list[str]:
-    """The README rows of one real log file: one per session it holds."""
+    """The table rows of one real log file: one per session it holds."""
     rows = []
     for s in analyze_json(path)["sessions"]:
         requests = "—" if s["shutdown_requests"] is None else str(s["shutdown_requests"])
@@ -275,8 +276,8 @@ def table_rows(path: Path, relative: str) -> list[str]:
 
 
 def readme_rows(real_logs: Path) -> dict[str, list[str]]:
-    """The table rows the README holds, by file (for the files present here)."""
-    text = README.read_text()
+    """The table rows the page holds, by file (for the files present here)."""
+    text = PAGE.read_text()
     table = text[text.index(TABLE_START) : text.index(TABLE_END)]
     found: dict[str, list[str]] = {}
     for line in table.splitlines():
@@ -285,22 +286,22 @@ def readme_rows(real_logs: Path) -> dict[str, list[str]]:
     return found
 
 
-#: The Copilot logs: the README's file-by-file table is theirs (the other agents' files are
+#: The Copilot logs: the page's file-by-file table is theirs (the other agents' files are
 #: checked against their own facts tables: test_claude_code_facts, test_codex_facts).
 COPILOT_FILES = [f for f in FILES if _relative(f).split("/")[0] not in ("claude-code", "codex")]
 
 
 @pytest.mark.parametrize("relative", [_relative(f) for f in COPILOT_FILES] or ["<none>"])
-def test_the_readme_table_tells_the_truth(real_logs: Path, relative: str) -> None:
-    """Each README row is what ``agentcost analyze FILE`` prints now (files present here)."""
+def test_the_docs_table_tells_the_truth(real_logs: Path, relative: str) -> None:
+    """Each row of the page is what ``agentcost analyze FILE`` prints now (files present here)."""
     written = readme_rows(real_logs).get(relative)
     if written is None:
-        pytest.skip(f"{relative} is not in the README's table (new data)")
+        pytest.skip(f"{relative} is not in the page's table (new data)")
     assert written == table_rows(real_logs / relative, relative)
 
 
 def print_table(real_logs: Path = DEFAULT_REAL_LOGS) -> None:
-    """Print the README's table from the current code (paste it between the markers)."""
+    """Print the page's table from the current code (paste it between the markers)."""
     print(
         "| file | session | CLI | calls (main+sub+compaction) | failed | shutdown requests "
         "| agree | billed | cost (github-copilot) | cost = bill | cost_source |"

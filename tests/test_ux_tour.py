@@ -5,6 +5,10 @@ log of each agent agentcost reads (``AGENT_LOGS``: when another agent's logs are
 line goes there). What the terminal shows (``capture-pane -J``: a line the terminal wrapped
 is joined again) must hold no traceback and no line longer than 80 characters. CI installs
 tmux (``.ci/run``); elsewhere the tour is skipped without it.
+
+Issue 39: the shell examples of the docs (each ```sh block of ``docs/``, collected by
+``tests.test_docs.shell_examples``) run the same way, a block's commands in order, in a
+scratch directory where ``sample_logs`` is the bundled sample logs.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
+from tests.test_docs import shell_examples
 
 WIDTH = 80
 _SOCKETS = itertools.count()
@@ -35,7 +40,8 @@ AGENT_LOGS: list[tuple[str, str]] = [
 #: An SDK capture for ``capture-to-log`` and ``validate CAPTURE.json``.
 CAPTURE = "darthmolen-sdk-captures/spike-05-0132-output.json"
 
-#: The README's commands; ``{logs}`` is the tour's input, ``{tmp}`` a scratch directory.
+#: The commands of the README and of docs/commands.md; ``{logs}`` is the tour's input, ``{tmp}``
+#: a scratch directory.
 COMMANDS = [
     "agentcost",
     "agentcost analyze {logs}",
@@ -102,6 +108,20 @@ def in_tmux(command: str, env: dict[str, str], tmp: Path) -> str:
         subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
 
 
+def tour_env(logs: Path, tmp: Path) -> dict[str, str]:
+    """The environment of a tour step: agentcost on the PATH, a home, cache and config of
+    its own in ``tmp``, and ``logs`` as the Copilot home."""
+    return {
+        "PATH": f"{AGENTCOST.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp),
+        "AGENTCOST_CACHE_DIR": str(tmp / "cache"),
+        "AGENTCOST_CONFIG_DIR": str(tmp / "config"),
+        "COPILOT_HOME": str(logs if logs.is_dir() else logs.parent),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+    }
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize(("name", "logs"), inputs(), ids=[name for name, _ in inputs()])
 def test_the_tour(name: str, logs: Path, command: str, tmp_path: Path) -> None:
@@ -110,23 +130,31 @@ def test_the_tour(name: str, logs: Path, command: str, tmp_path: Path) -> None:
     capture = REAL_LOGS / CAPTURE
     if "{capture}" in command and not capture.exists():
         pytest.skip(f"{capture} is not present (the shared/ folder is absent)")
-    env = {
-        "PATH": f"{AGENTCOST.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(tmp_path),
-        "AGENTCOST_CACHE_DIR": str(tmp_path / "cache"),
-        "AGENTCOST_CONFIG_DIR": str(tmp_path / "config"),
-        "COPILOT_HOME": str(logs if logs.is_dir() else logs.parent),
-        "TERM": "xterm-256color",
-        "LANG": "C.UTF-8",
-    }
     text = command.format(logs=shlex.quote(str(logs)), tmp=tmp_path, capture=capture)
-    shown = in_tmux(text, env, tmp_path)
+    assert_shown_well(text, in_tmux(text, tour_env(logs, tmp_path), tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("page", "commands"),
+    shell_examples(),
+    ids=[f"{page}:{index}" for index, (page, _) in enumerate(shell_examples())],
+)
+def test_the_docs_examples(page: str, commands: list[str], tmp_path: Path) -> None:
+    """A ```sh block of the docs, as a reader would run it beside the sample logs."""
+    (tmp_path / "sample_logs").symlink_to(SAMPLE_LOGS)
+    text = " && ".join(commands)
+    assert_shown_well(text, in_tmux(text, tour_env(SAMPLE_LOGS, tmp_path), tmp_path))
+
+
+def assert_shown_well(text: str, shown: str) -> None:
+    """``text`` finished with a status the tour accepts, and the terminal shows no traceback
+    and no line longer than ``WIDTH``."""
     lines = [line.rstrip() for line in shown.splitlines()]
     assert any(line.startswith("__tour_done__") for line in lines), f"{text} did not finish"
     status = next(line for line in lines if line.startswith("__tour_done__")).split()[1]
     # 1: a budget is over, say; 124: timeout ended watch (Ctrl-C), as it ends it by design
     assert status in {"0", "1", "124"}, f"{text}: exit {status}\n{shown}"
-    if "agentcost watch" in command:  # every agent's newest session is shown, with its calls
+    if "agentcost watch" in text:  # every agent's newest session is shown, with its calls
         assert "calls so far" in shown, shown
     assert "Traceback" not in shown, shown
     long = [line for line in lines if len(line) > WIDTH]

@@ -1,15 +1,16 @@
 """The team dataset: agentcost's tables as versioned, Hive-partitioned Parquet (the contract).
 
 This module is the one place the dataset's tables, columns and types are written down
-(``TABLES``); the README's "Team scale" table is checked against it (tests/test_dataset.py).
+(``TABLES``); the docs' table of it (docs/contracts.md) is checked against it
+(tests/test_dataset.py).
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
 The columns are the core's contracts (``core.schema``, ``pricing.call_costs.AGENT_COSTS``)
 plus what only the dataset holds (who, each call's share of the bill, each session's costs).
-The dataset is read by other people's tools, so it changes only with ``VERSION``: the README's
+The dataset is read by other people's tools, so it changes only with ``VERSION``: the docs'
 table of every column and type is generated from ``TABLES`` and checked by the tests, so a
-contract that gains or loses a column fails them until the README, and ``VERSION``, say so.
+contract that gains or loses a column fails them until the docs, and ``VERSION``, say so.
 ``dataset_frames`` selects exactly these columns.
 
 Layout, under ``DIR``::
@@ -113,7 +114,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "sessions": SESSIONS,
     "issues": ISSUES,
 }
-#: What each table holds, for ``dataset.json`` and the README.
+#: What each table holds, for ``dataset.json`` and the docs.
 DESCRIPTIONS = {
     "calls": "One row per LLM call: tokens, cost under the rate table, share of the log's bill.",
     "sessions": "One row per session, reconciled with its log, with costs.",
@@ -442,8 +443,9 @@ def read_table(directory: Path, table: str) -> pl.DataFrame:
     )
 
 
-def readme_table() -> str:
-    """The contract as the README's Markdown table (tests/test_dataset.py keeps them equal)."""
+def docs_table() -> str:
+    """The contract as the Markdown table of docs/contracts.md (tests/test_dataset.py keeps
+    them equal)."""
     lines = ["| table | columns (type), in file order; then the Hive keys |", "| --- | --- |"]
     for name, columns in TABLES.items():
         listed = ", ".join(f"`{c}` ({d})" for c, d in {**columns, **PARTITIONS}.items())

@@ -1,9 +1,10 @@
 """Render tables for people (aligned text) and for machines (JSON, CSV).
 
 Pure functions from frames to strings; only the command line (``cli/``) prints. The JSON
-shape is a stable contract documented in the README: ``{"sessions": [...], "issues": [...]}`` or
-``{"calls": [...], "issues": [...]}``. Times are ISO-8601 UTC (``...Z``) in JSON and CSV and
-the user's timezone in the text table; decimals are strings so no digit is lost.
+shape is a stable contract documented in docs/contracts.md: ``{"sessions": [...],
+"issues": [...]}`` or ``{"calls": [...], "issues": [...]}``. Times are ISO-8601 UTC
+(``...Z``) in JSON and CSV and the user's timezone in the text table; decimals are strings so
+no digit is lost.
 """
 
 from __future__ import annotations
