@@ -267,3 +267,37 @@ def test_claude_a_request_copied_between_projects_counts_once(tmp_path: Path) ->
     assert len(claude_code.discover([tmp_path / "projects"])) == 2
     tables = claude_code.read([tmp_path / "projects"])
     assert figures(tables) == {"s1": (2, 2206, 2000, 200, 30)}
+
+
+#: Lines whose hygiene every agent's reader shares (``native/read/line.rs``): a line of
+#: Unicode space (U+00A0, U+2003) is blank, a byte order mark and NULs are read past, a line
+#: that is JSON but not an object is an error, each with the same words.
+HYGIENE_LINES = [
+    ("\u00a0", "warning", "blank line ignored"),
+    ("\u2003 \u3000", "warning", "blank line ignored"),
+    ("[1, 2]", "error", "not a JSON object: list"),
+    ('{"type": "x"', "error", "invalid JSON (truncated line?): Expecting ',' delimiter"),
+]
+
+
+@pytest.mark.parametrize("agent", ["copilot", "claude-code", "codex"])
+def test_a_line_reads_alike_in_every_agents_log(tmp_path: Path, agent: str) -> None:
+    """A log of each agent, its good lines followed by the same odd lines: the same issues.
+    Before, a U+00A0 line was a blank-line warning in a Copilot log and a JSON error in a
+    Claude Code or Codex one."""
+    from analytics.engine.analyze import analyze
+
+    good = {
+        "copilot": [
+            json.dumps({"type": "session.start", "data": {"sessionId": "s"}, "id": "1"}),
+        ],
+        "claude-code": [reply("s1", "m1", "end_turn", 10)],
+        "codex": [meta("c1", "2026-05-01T10:00:00.000Z"), token_count(1, (10, 1), (10, 1))],
+    }[agent]
+    folder = {"copilot": "session-state/s", "claude-code": "projects/p", "codex": "sessions"}
+    name = {"copilot": "events.jsonl", "claude-code": "s1.jsonl", "codex": "rollout-c1.jsonl"}
+    path = write(tmp_path / folder[agent] / name[agent], good + [t for t, _, _ in HYGIENE_LINES])
+    issues = analyze([path]).issues.filter(pl.col("line") > len(good))
+    found = [(sev, msg) for sev, msg in issues.select("severity", "message").rows()]
+    for (_, severity, words), (got_severity, got) in zip(HYGIENE_LINES, found, strict=True):
+        assert (got_severity, got[: len(words)]) == (severity, words)

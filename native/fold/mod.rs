@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 use crate::read::format;
 use crate::read::json::{self, Fields, Kind, Schema, Value};
+use crate::read::line;
 use crate::read::scan::Issue;
 use crate::read::table::{BoolColumn, Column, IntColumn, StrColumn};
 
@@ -76,8 +77,6 @@ pub fn integer(line: &[u8], value: Value) -> Option<i64> {
         .flatten()
 }
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
 /// Read `path` (file `file` of its group) line by line: each line that is a JSON object goes
 /// to `each` with its fields parsed against `schema`; a line that cannot be read is an issue
 /// (bad UTF-8 and NUL bytes are repaired with a warning, a blank line is a warning, a line
@@ -120,63 +119,30 @@ pub fn read_file(
         if ended {
             buffer.pop();
         }
-        let mut note = |severity: &'static str, message: &str| {
+        let mut note = |severity: &'static str, message: String| {
             issues.push(Issue {
                 file,
                 line: Some(number),
                 severity,
-                message: message.into(),
+                message,
             });
         };
-        let mut text: Cow<[u8]> = Cow::Borrowed(&buffer);
-        if let Some(rest) = text.strip_prefix(BOM) {
-            note(
-                "warning",
-                "byte order mark (U+FEFF) at the start of the line ignored",
-            );
-            text = Cow::Owned(rest.to_vec());
-        }
-        if simdutf8::basic::from_utf8(&text).is_err() {
-            note("warning", "line is not valid UTF-8; bad bytes replaced");
-            text = Cow::Owned(String::from_utf8_lossy(&text).into_owned().into_bytes());
-        }
-        if memchr::memchr(0, &text).is_some() {
-            note("warning", "NUL bytes removed (left by a crash)");
-            text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
-        }
-        let mut end = text.len();
-        while end > 0 && text.get(end - 1) == Some(&b'\r') {
-            end -= 1;
-        }
-        let line = text.get(..end).unwrap_or(&[]);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            note("warning", "blank line ignored");
+        // the line's hygiene and its issues' words are every agent's (`read::line`)
+        let Some(text) = line::clean(&buffer, false, |warning| note("warning", warning.into()))
+        else {
             continue;
-        }
-        match json::parse(line, schema, fields) {
+        };
+        match json::parse(&text, schema, fields) {
             Ok(Kind::Object) => each(&Line {
-                text: line,
+                text: &text,
                 number,
                 fields,
             }),
-            Ok(kind) => note("error", &format!("not a JSON object: {}", kind_name(kind))),
+            Ok(kind) => note("error", line::not_an_object(kind)),
             Err(error) => {
-                let hint = if line.trim_ascii_end().ends_with(b"}") {
-                    ""
-                } else {
-                    " (truncated line?)"
-                };
-                let at = json::char_index(line, error.at);
-                note(
-                    "error",
-                    &format!(
-                        "invalid JSON{hint}: {}: line 1 column {} (char {at})",
-                        error.message,
-                        at + 1
-                    ),
-                );
+                note("error", line::invalid_json(&text, &error));
                 if !ended {
-                    torn = Some(line.to_vec());
+                    torn = Some(text.into_owned());
                 }
             }
         }
@@ -216,18 +182,6 @@ fn io_reason(error: &std::io::Error) -> String {
     letters.next().map_or_else(String::new, |first| {
         first.to_lowercase().chain(letters).collect()
     })
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Null => "null",
-        Kind::True | Kind::False => "bool",
-        Kind::Int => "int",
-        Kind::Float => "float",
-        Kind::Str => "str",
-        Kind::Array => "list",
-        Kind::Object | Kind::Missing => "dict",
-    }
 }
 
 /// The raw text of each item of a JSON array value of `line` (the line is valid JSON, so a

@@ -31,6 +31,7 @@ use rayon::prelude::*;
 
 use crate::read::format::{self, Dtype, Format, Rule};
 use crate::read::json::{self, Fields, Kind, Schema, Value};
+use crate::read::line;
 use crate::read::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise.
@@ -429,44 +430,6 @@ fn append(mut into: Table, mut from: Table) -> Table {
     into
 }
 
-/// UTF-8's byte order mark (U+FEFF), and the warning for one at the start of a line.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-const BOM_IGNORED: &str = "byte order mark (U+FEFF) at the start of the line ignored";
-
-/// Whether UTF-8 text is only Unicode White_Space (a line's first other byte is nearly always
-/// ASCII, which settles it without decoding).
-fn is_blank(text: &[u8]) -> bool {
-    match text
-        .iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C))
-    {
-        None => true,
-        Some(b) if b.is_ascii() => false,
-        Some(_) => String::from_utf8_lossy(text)
-            .chars()
-            .all(char::is_whitespace),
-    }
-}
-
-/// Python's `str.isspace` (for the "truncated line?" hint): Unicode White_Space and the four
-/// information separators U+001C..U+001F.
-fn python_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's name of a JSON value's type, for "not a JSON object" messages.
-fn python_type(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Array => "list",
-        Kind::Str => "str",
-        Kind::Int => "int",
-        Kind::Float => "float",
-        Kind::True | Kind::False => "bool",
-        Kind::Object => "dict",
-        Kind::Null | Kind::Missing => "NoneType",
-    }
-}
-
 /// A session start line: its row within its file, the session it names, its event id.
 type Start = (usize, Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -802,67 +765,29 @@ impl<'s> Builder<'s> {
         });
     }
 
-    /// One line: an event row, or an issue (or a row with warnings).
-    /// `clean`: the line is known to be UTF-8 without NULs.
+    /// One line: an event row, or an issue (or a row with warnings). The line's hygiene and
+    /// the words of its issues are every agent's (`line`). `clean`: the line is known to be
+    /// UTF-8 without NULs.
     fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
-        // A byte order mark, as Windows tools write at the start of a file (and `cat` then
-        // carries to the start of a line): JSON allows a parser to ignore it (RFC 8259, 8.1).
-        let raw = match raw.strip_prefix(BOM) {
-            Some(rest) => {
-                self.issue(state, number, "warning", BOM_IGNORED.into());
-                rest
-            }
-            None => raw,
-        };
-        let mut text: Cow<[u8]> = Cow::Borrowed(raw);
-        if !clean && simdutf8::basic::from_utf8(raw).is_err() {
-            text = Cow::Owned(String::from_utf8_lossy(raw).into_owned().into_bytes());
-            let message = "line is not valid UTF-8; bad bytes replaced".into();
-            self.issue(state, number, "warning", message);
+        let mut notes: Vec<&'static str> = Vec::new();
+        let text = line::clean(raw, clean, |note| notes.push(note));
+        for note in notes {
+            self.issue(state, number, "warning", note.into());
         }
-        if !clean && memchr::memchr(0, &text).is_some() {
-            text = Cow::Owned(text.iter().copied().filter(|&b| b != 0).collect());
-            self.issue(
-                state,
-                number,
-                "warning",
-                "NUL bytes removed (left by a crash)".into(),
-            );
-        }
-        if is_blank(&text) {
-            self.issue(state, number, "warning", "blank line ignored".into());
+        let Some(text) = text else {
             return;
-        }
-        let mut end = text.len();
-        while end > 0 && text.get(end - 1) == Some(&b'\r') {
-            end -= 1;
-        }
-        let line = text.get(..end).unwrap_or(&[]);
+        };
         let scanner = self.scanner;
-        match json::parse(line, &scanner.schema, &mut self.fields) {
+        match json::parse(&text, &scanner.schema, &mut self.fields) {
             Err(error) => {
-                let trimmed = String::from_utf8_lossy(line);
-                let torn = if trimmed.trim_end_matches(python_space).ends_with('}') {
-                    ""
-                } else {
-                    " (truncated line?)"
-                };
-                let at = json::char_index(line, error.at);
-                let message = format!(
-                    "invalid JSON{torn}: {}: line 1 column {} (char {at})",
-                    error.message,
-                    at + 1
-                );
+                let message = line::invalid_json(&text, &error);
                 self.issue(state, number, "error", message);
             }
-            Ok(Kind::Object) => self.event(line, number, state),
+            Ok(Kind::Object) => self.event(&text, number, state),
             Ok(Kind::Null) => {
                 self.issue(state, number, "error", "event has no 'type'".into());
             }
-            Ok(kind) => {
-                let message = format!("not a JSON object: {}", python_type(kind));
-                self.issue(state, number, "error", message);
-            }
+            Ok(kind) => self.issue(state, number, "error", line::not_an_object(kind)),
         }
     }
 
