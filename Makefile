@@ -36,7 +36,7 @@ $(VENV)/.test-deps: $(VENV)/.installed .ci/install-test-deps
 	touch $@
 
 ## lint, type-check and the whole test suite (notebooks, browser, terminal and Spark included)
-test: setup $(VENV)/.test-deps rust-check docs
+test: setup $(VENV)/.test-deps $(VENV)/.wheel-tools rust-check docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -61,12 +61,17 @@ bench: setup
 	$(PY) -m benchmarks.run --profile
 	$(PY) -m benchmarks.agents
 
-## a wheel of agentcost with the scanner in it, alone in dist/ (see the README); maturin's
-## own target/wheels/ also keeps the editable stub of `make setup`, which pip cannot install
-## beside it
-wheel: setup
-	rm -rf dist
-	$(BIN)/maturin build --release --out dist
+# ziglang and auditwheel (the wheel extra): what `make wheel` and its test need beyond dev.
+$(VENV)/.wheel-tools: $(VENV)/.installed
+	bash .ci/install-extra $(VENV) wheel
+	touch $@
+
+## the release files, alone in dist/ (see the README): the sdist, and the wheel built from it,
+## manylinux_2_17 (linked with zig; auditwheel shows its tag): .ci/build-dist says how. Not
+## maturin's own target/wheels/: it also keeps the editable stub of `make setup`, which pip
+## cannot install beside the wheel
+wheel: $(VENV)/.wheel-tools
+	PATH="$(abspath $(BIN)):$$PATH" bash .ci/build-dist dist
 
 clean:
 	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis target dist analytics/*.so
