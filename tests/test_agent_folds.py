@@ -301,3 +301,23 @@ def test_a_line_reads_alike_in_every_agents_log(tmp_path: Path, agent: str) -> N
     found = [(sev, msg) for sev, msg in issues.select("severity", "message").rows()]
     for (_, severity, words), (got_severity, got) in zip(HYGIENE_LINES, found, strict=True):
         assert (got_severity, got[: len(words)]) == (severity, words)
+
+
+def test_every_registered_reader_keeps_the_reader_contract() -> None:
+    """Each agent the registry names a reader for offers ``discover`` and ``read_files`` with
+    the :class:`analytics.agents.reader.Reader` signatures, so the engine and ``watch``
+    reach it through the registry alone."""
+    import inspect
+
+    from analytics.agents.reader import Reader, reader_of, readers
+
+    found = readers()
+    assert [agent.id for agent, _ in found] == ["claude-code", "codex"]
+    for agent, reader in found:
+        for name in ("discover", "read_files"):
+            wanted = inspect.signature(getattr(Reader, name))
+            given = inspect.signature(getattr(reader, name))
+            assert list(given.parameters) == [p for p in wanted.parameters if p != "self"]
+        assert reader_of(agent.id) is reader
+    with pytest.raises(KeyError):
+        reader_of("copilot")  # the engine's own pipeline reads Copilot's logs

@@ -30,7 +30,9 @@ class Agent:
     the vendor's list prices, with no per-token bill on ``plans`` (a subscription); else the
     rate table's, and its logs record the bill. ``shutdown_check``: its log's shutdown states
     the session's request count, which the counted calls are checked against (SHUTDOWN
-    CHECK)."""
+    CHECK). ``reader``: the module that folds its logs one call per API request (a
+    :class:`analytics.agents.reader.Reader`), imported when its logs are read; empty for
+    Copilot, whose logs go through the engine's own pipeline."""
 
     id: str
     name: str
@@ -43,6 +45,7 @@ class Agent:
     api_equivalent: bool = False
     plans: str = ""
     shutdown_check: bool = False
+    reader: str = ""
 
     def homes(self) -> list[Path]:
         """The homes named by the environment and the defaults, in that order (whether or
@@ -81,6 +84,7 @@ CLAUDE_CODE = Agent(
     blocks=True,
     api_equivalent=True,
     plans="Claude Pro/Max",
+    reader="analytics.agents.claude_code",
 )
 CODEX = Agent(
     id="codex",
@@ -91,6 +95,7 @@ CODEX = Agent(
     logs_in=("sessions", "archived_sessions"),
     api_equivalent=True,
     plans="a ChatGPT plan",
+    reader="analytics.agents.codex",
 )
 
 #: Every agent agentcost reads, in the order help texts name them.

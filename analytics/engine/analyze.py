@@ -268,17 +268,15 @@ def _with_agents(result: Analysis, items: bool) -> Analysis:
     report read them as they read Copilot's events (unless ``items`` is false: then the calls
     are numbered among themselves, and what priced them is stored under a key of its own,
     apart from the analysis whose calls stand among their items)."""
-    from analytics.agents import claude_code, codex
     from analytics.agents.contract import core_tables
-    from analytics.agents.discover import CLAUDE_CODE, CODEX
+    from analytics.agents.reader import readers
 
-    readers = {CLAUDE_CODE: claude_code, CODEX: codex}
     parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
-    for agent, module in readers.items():
-        files = [log.path for name, log in result.found.agent_logs if name == agent]
+    for agent, reader in readers():
+        files = [log.path for name, log in result.found.agent_logs if name == agent.id]
         if files:
             # discovery already found every file (a session's sub-agents too), once each
-            parts.append(core_tables(module.read_files(files, items=items)))
+            parts.append(core_tables(reader.read_files(files, items=items)))
     source = result.calls_source
     copilot_sessions = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]

@@ -36,7 +36,6 @@ import polars as pl
 
 from analytics.agents.discover import (
     CLAUDE_CODE,
-    CODEX,
     COPILOT,
     Found,
     LogFile,
@@ -135,11 +134,11 @@ class AgentFollow:
     and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
 
     def __init__(self, watched: Watched) -> None:
-        from analytics.agents import claude_code, codex
+        from analytics.agents.reader import reader_of
 
         self.agent = watched.agent
         self.log = watched.log
-        self._module = {CLAUDE_CODE: claude_code, CODEX: codex}[watched.agent]
+        self._module = reader_of(watched.agent)
         self._seen: tuple[tuple[str, int, int, int], ...] | None = None
         self.calls = pl.DataFrame()
         self.sessions = pl.DataFrame()

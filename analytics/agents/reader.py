@@ -1,0 +1,50 @@
+"""What an agent folded one call per API request offers the engine, and where to find it.
+
+Each such agent's module (``claude_code``, ``codex``) is a :class:`Reader`, named by its
+registry entry (``registry.Agent.reader``): the engine, ``watch`` and the tests reach every
+agent through :func:`readers` and :func:`reader_of`, so a new agent is its module and its
+registry line, not an edit of each place that reads logs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+from analytics.agents.registry import AGENTS, Agent
+
+if TYPE_CHECKING:
+    from analytics.agents import AgentTables
+
+
+class Reader(Protocol):
+    """An agent's log reader: its groups of files, and their fold."""
+
+    def discover(self, paths: Sequence[Path]) -> list[list[Path]]:
+        """The groups of files under ``paths`` to fold together (a call written into
+        several files of a group counts once)."""
+        ...
+
+    def read_files(self, files: Sequence[Path], *, items: bool = True) -> AgentTables:
+        """The fold of ``files`` (already discovered, each once), with the sessions'
+        context items unless ``items`` is false."""
+        ...
+
+
+def reader_of(agent_id: str) -> Reader:
+    """The reader of the agent whose id is ``agent_id`` (its module, imported now)."""
+    agent = next((a for a in AGENTS if a.id == agent_id and a.reader), None)
+    if agent is None:
+        raise KeyError(f"no reader for agent {agent_id!r}")
+    return _module(agent)
+
+
+def readers() -> list[tuple[Agent, Reader]]:
+    """Every agent that has a reader, with it, in the registry's order."""
+    return [(agent, _module(agent)) for agent in AGENTS if agent.reader]
+
+
+def _module(agent: Agent) -> Reader:
+    return cast("Reader", importlib.import_module(agent.reader))
