@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks.agent_trees import build
+from benchmarks.notes import write_keeping_notes
 from benchmarks.run import AGENTCOST, CCUSAGE, DATA, HERE, RESULTS, Run, ensure_ccusage, measure
 
 #: Each agent's tree under the data directory, the ccusage report and how ccusage finds it.
@@ -65,7 +66,7 @@ def main() -> None:
             runs.append(run)
     text = render(runs)
     print(text)
-    (HERE / "AGENTS.md").write_text(text)
+    write_keeping_notes(HERE / "AGENTS.md", text)
     (RESULTS / f"agents-{dt.date.today()}.json").write_text(
         json.dumps([run.__dict__ for run in runs], indent=1)
     )

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from analytics.cache.output import OutputCache
 from benchmarks import profile
+from benchmarks.notes import write_keeping_notes
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -104,7 +105,7 @@ def main() -> None:
     )
     report = render(runs, agreement, ladder + profiles)
     print(report)
-    (HERE / "README.md").write_text(report)
+    write_keeping_notes(HERE / "README.md", report)
     (RESULTS / f"runs-{dt.date.today()}.json").write_text(
         json.dumps([run.__dict__ for run in runs], indent=1)
     )
