@@ -88,19 +88,13 @@ def solve_systems(
     """Solve dense systems (row-major matrices and vectors concatenated, ``sizes[k]``
     unknowns each) by Gauss-Jordan with partial pivoting: solutions and inverse diagonals."""
 
-def fold_claude_code(
-    groups: Sequence[Sequence[str]], with_items: bool = True
+def fold_agent(
+    agent: str, groups: Sequence[Sequence[str]], with_items: bool = True
 ) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
-    """Fold Claude Code logs, each group (a project directory's files) together, groups in
+    """Fold the logs of ``agent`` (its id; a ``ValueError`` when the crate has no fold of
+    that name), each group (files a call may be copied between) together, groups in
     parallel: the calls, sessions, issues and items tables (see ``analytics.agents``; the
     items empty unless ``with_items``)."""
-
-def fold_codex(
-    groups: Sequence[Sequence[str]], with_items: bool = True
-) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]:
-    """Fold Codex CLI rollouts, each group (a home's rollouts) together, groups in parallel:
-    the calls, sessions, issues and items tables (see ``analytics.agents``; the items empty
-    unless ``with_items``)."""
 
 def fold_columns() -> tuple[list[str], list[str], list[str], list[str]]:
     """The column names of the folds' calls, sessions, issues and items tables."""

@@ -162,7 +162,7 @@ def test_codex_home_and_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     live = write(home / "sessions" / "2026" / "05" / "01" / "rollout-x-s1.jsonl", lines)
     archived = write(home / "archived_sessions" / "rollout-x-s1.jsonl", lines)
     write(home / "history.jsonl", ['{"session_id":"s1"}'])
-    assert codex.homes() == [home]
+    assert codex.homes() == [home / "sessions", home / "archived_sessions"]
     assert codex.discover([home]) == [[live, archived]]
     tables = codex.read()
     assert figures(tables) == {"s1": (1, 100, 0, 0, 10)}, "a copy in archived_sessions"

@@ -94,7 +94,7 @@ def test_the_agent_modules_find_their_homes_from_the_registry(
     (tmp_path / ".codex" / "sessions").mkdir(parents=True)
     assert copilot_home() == tmp_path / ".copilot"
     assert claude_code.homes() == [tmp_path / ".claude" / "projects"]
-    assert codex.homes() == [tmp_path / ".codex"]
+    assert codex.homes() == [tmp_path / ".codex" / "sessions"]
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
     assert copilot_home() == tmp_path / "elsewhere"
 

@@ -19,7 +19,7 @@ polars and the native module are imported on first use, so importing this packag
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +46,9 @@ def call_columns() -> dict[str, pl.DataType]:
     """The calls table: provenance, session, call identity, tokens (``input_tokens`` includes
     cache reads and writes; ``output_tokens`` includes reasoning), request counters and the
     call's states (``final_usage``: false where the log never states its final usage, so its
-    output is a lower bound; ``interrupted``: the log shows the user or the CLI stopped it)."""
+    output is a lower bound; ``interrupted``: the log shows the user or the CLI stopped it),
+    who served it where the log says (``provider``) and the cost the agent itself logged
+    (``logged_cost_usd``, US dollars as the log's decimal text; null where it logs none)."""
     import polars as pl
 
     time = pl.Datetime("ms", "UTC")
@@ -78,6 +80,8 @@ def call_columns() -> dict[str, pl.DataType]:
         "interrupted": pl.Boolean(),
         "token_source": pl.String(),
         "agent_version": pl.String(),
+        "provider": pl.String(),
+        "logged_cost_usd": pl.String(),
     }
 
 
@@ -158,17 +162,14 @@ def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     return frame.select(pl.col(name).cast(dtype) for name, dtype in columns.items())
 
 
-def fold(
-    groups: Sequence[Sequence[Path]],
-    native: Callable[
-        [list[list[str]], bool], tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]
-    ],
-    items: bool = True,
-) -> AgentTables:
-    """Fold ``groups`` with a native fold (groups in parallel) into :class:`AgentTables`;
-    without ``items`` the items table is empty (and nothing is spent gathering it)."""
+def fold(groups: Sequence[Sequence[Path]], agent: str, items: bool = True) -> AgentTables:
+    """Fold ``groups`` with the native fold of the agent whose id is ``agent`` (groups in
+    parallel) into :class:`AgentTables`; without ``items`` the items table is empty (and
+    nothing is spent gathering it)."""
+    from analytics import _scanner
+
     named = [[str(path) for path in group] for group in groups]
-    calls, sessions, issues, items_table = native(named, items)
+    calls, sessions, issues, items_table = _scanner.fold_agent(agent, named, items)
     return AgentTables(
         calls=_frame(calls, call_columns()),
         sessions=_frame(sessions, session_columns()),

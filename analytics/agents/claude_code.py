@@ -41,19 +41,12 @@ def recognizes(line: dict[str, object]) -> bool:
 def homes() -> list[Path]:
     """The Claude Code ``projects`` directories that exist (never created or written): under
     each home of ``registry.CLAUDE_CODE``."""
-    candidates = [
-        home / directory for home in CLAUDE_CODE.homes() for directory in CLAUDE_CODE.logs_in
-    ]
-    found: list[Path] = []
-    seen: set[Path] = set()
-    for candidate in candidates:
-        if not candidate.is_dir():
-            continue
-        real = candidate.resolve()
-        if real not in seen:
-            seen.add(real)
-            found.append(candidate)
-    return found
+    return CLAUDE_CODE.log_dirs()
+
+
+def claims(path: Path, head: bytes) -> bool:
+    """Claude Code writes JSON lines only: no other file is its log."""
+    return False
 
 
 def project_of(path: Path) -> Path:
@@ -91,6 +84,5 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues (and items) of exactly ``files``, folded as one group
     (as one project directory's files are), with no discovery."""
-    from analytics import _scanner
 
-    return fold([list(files)], _scanner.fold_claude_code, items)
+    return fold([list(files)], CLAUDE_CODE.id, items)

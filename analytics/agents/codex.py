@@ -32,9 +32,15 @@ def recognizes(line: dict[str, object]) -> bool:
 
 
 def homes() -> list[Path]:
-    """The Codex home, if it exists and holds rollouts (never created or written)."""
-    (home,) = CODEX.homes()
-    return [home] if any((home / d).is_dir() for d in ROLLOUT_DIRS) else []
+    """The Codex home's rollout directories that exist (``sessions``, ``archived_sessions``;
+    not the home itself, whose ``history.jsonl`` is prompts, not calls); never created or
+    written."""
+    return CODEX.log_dirs()
+
+
+def claims(path: Path, head: bytes) -> bool:
+    """Codex writes JSON lines only: no other file is its log."""
+    return False
 
 
 def discover(paths: Sequence[Path]) -> list[list[Path]]:
@@ -52,14 +58,12 @@ def discover(paths: Sequence[Path]) -> list[list[Path]]:
 def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues of the rollouts under ``paths`` (default: the home),
     and their context items unless ``items`` is false."""
-    from analytics import _scanner
 
-    return fold(discover(homes() if paths is None else paths), _scanner.fold_codex, items)
+    return fold(discover(homes() if paths is None else paths), CODEX.id, items)
 
 
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues (and items) of exactly ``files``, folded as one group
     (as one home's files are), with no discovery."""
-    from analytics import _scanner
 
-    return fold([list(files)], _scanner.fold_codex, items)
+    return fold([list(files)], CODEX.id, items)

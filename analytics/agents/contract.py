@@ -40,6 +40,7 @@ def core_tables(
     from analytics.core.schema import ANALYSIS_CALLS, ANALYSIS_SESSIONS, ISSUES, conform, padded
 
     calls = tables.calls.with_columns(
+        pl.col("logged_cost_usd").str.to_decimal(scale=18).cast(ANALYSIS_CALLS["logged_cost_usd"]),
         pl.when(pl.col("model").is_not_null()).then(pl.lit("log")).alias("model_source"),
         pl.lit(0, pl.Int32).alias("process_index"),
         pl.lit(False).alias("is_byok"),

@@ -138,15 +138,13 @@ def _dangling(path: Path | str) -> str | None:
 
 
 def default_targets() -> list[Path]:
-    """Every agent home that exists: the Copilot home, each Claude Code ``projects``
-    directory, and a Codex home's ``sessions`` and ``archived_sessions`` (not the home
-    itself, whose ``history.jsonl`` is prompts, not calls)."""
-    from analytics.agents import claude_code, codex
+    """Every agent home that exists: the Copilot home, and each other agent's log
+    directories (``Reader.homes``)."""
+    from analytics.agents.reader import readers
 
     home = copilot_home()
     targets = [home] if home.is_dir() else []
-    targets += claude_code.homes()
-    targets += [h / d for h in codex.homes() for d in codex.ROLLOUT_DIRS if (h / d).is_dir()]
+    targets += [directory for _, reader in readers() for directory in reader.homes()]
     if not targets:
         raise InputError(
             f"no agent home found ({every_home()}); set "

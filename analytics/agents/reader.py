@@ -20,7 +20,28 @@ if TYPE_CHECKING:
 
 
 class Reader(Protocol):
-    """An agent's log reader: its groups of files, and their fold."""
+    """An agent's log reader: which files are its logs, where they live, how they group,
+    and their fold.
+
+    Discovery offers a reader the files whose names end in one of its registry entry's
+    ``suffixes``: a ``.jsonl`` file through :meth:`recognizes` (its first line that decodes
+    as a JSON object), any other (a ``.json`` chat, an SQLite database) through
+    :meth:`claims`. A file no reader takes is set aside as not a log, saying so."""
+
+    def recognizes(self, line: dict[str, object]) -> bool:
+        """Whether a decoded JSON-lines record (a file's first object line) is one this
+        agent writes; never true of another agent's records."""
+        ...
+
+    def claims(self, path: Path, head: bytes) -> bool:
+        """Whether a file that is not JSON lines (``head``: its first bytes) is one of this
+        agent's logs; read nothing else of it."""
+        ...
+
+    def homes(self) -> list[Path]:
+        """The directories (or files) holding this agent's logs when no path is named: those
+        of its registry entry's homes that exist (nothing is created or written)."""
+        ...
 
     def discover(self, paths: Sequence[Path]) -> list[list[Path]]:
         """The groups of files under ``paths`` to fold together (a call written into

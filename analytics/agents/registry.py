@@ -32,7 +32,9 @@ class Agent:
     the session's request count, which the counted calls are checked against (SHUTDOWN
     CHECK). ``reader``: the module that folds its logs one call per API request (a
     :class:`analytics.agents.reader.Reader`), imported when its logs are read; empty for
-    Copilot, whose logs go through the engine's own pipeline."""
+    Copilot, whose logs go through the engine's own pipeline. ``suffixes``: the endings of
+    the file names discovery offers its reader (``.jsonl`` files by their first record,
+    others, such as ``.db``, through ``Reader.claims``)."""
 
     id: str
     name: str
@@ -46,6 +48,7 @@ class Agent:
     plans: str = ""
     shutdown_check: bool = False
     reader: str = ""
+    suffixes: tuple[str, ...] = (".jsonl",)
 
     def homes(self) -> list[Path]:
         """The homes named by the environment and the defaults, in that order (whether or
@@ -57,6 +60,19 @@ class Agent:
             named += [Path(part.strip()).expanduser() for part in parts if part.strip()]
         defaults = [Path(home).expanduser() for home in self.default_homes]
         return [*named, *defaults] if self.adds_homes or not named else named
+
+    def log_dirs(self) -> list[Path]:
+        """The directories holding the agent's logs that exist, each once however it is
+        reached: ``logs_in`` of each home (the home itself when ``logs_in`` is empty). What
+        discovery walks when no path is named; nothing is created."""
+        found: list[Path] = []
+        seen: set[Path] = set()
+        for home in self.homes():
+            for directory in [home / name for name in self.logs_in] or [home]:
+                if directory.is_dir() and (real := directory.resolve()) not in seen:
+                    seen.add(real)
+                    found.append(directory)
+        return found
 
     def home_words(self) -> str:
         """Where the agent's home is, in words: ``$COPILOT_HOME or ~/.copilot``."""

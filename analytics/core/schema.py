@@ -165,6 +165,10 @@ AGENT_CALLS: dict[str, pl.DataType] = {
     "speed": pl.String(),
     "service_tier": pl.String(),
     "final_usage": pl.Boolean(),
+    # who served the call where the log names it (a local provider bills nothing)
+    "provider": pl.String(),
+    # the call's cost as the agent logged it (pi, OpenCode): shown beside the price, not used
+    "logged_cost_usd": MONEY,
 }
 
 #: What every agent's sessions carry beside SESSIONS: the agent, its version

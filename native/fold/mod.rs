@@ -265,6 +265,13 @@ pub struct Call {
     /// it finished; a call merely without its final usage is not interrupted.
     pub interrupted: bool,
     pub agent_version: Option<String>,
+    /// Who served the call, where the log names it (OpenCode's `providerID`: `anthropic`,
+    /// `lmstudio`); a local provider bills nothing.
+    pub provider: Option<String>,
+    /// The call's cost as the agent itself logged it, in US dollars, as the log's decimal text
+    /// (pi's `usage.cost.total`, OpenCode's `cost`): shown beside agentcost's price, never
+    /// used as it.
+    pub logged_cost: Option<String>,
     /// Where the call stands among its session's items, when not at its own line: the
     /// (stamp, file, line) of the first line of its reply (a Codex call's usage line follows
     /// the reply it counts).
@@ -715,7 +722,7 @@ impl Builder {
 }
 
 /// The CALLS columns of folded groups (their rows one after another).
-pub const CALL_COLUMNS: [&str; 27] = [
+pub const CALL_COLUMNS: [&str; 29] = [
     "source_file",
     "source_line",
     "agent",
@@ -743,6 +750,8 @@ pub const CALL_COLUMNS: [&str; 27] = [
     "interrupted",
     "token_source",
     "agent_version",
+    "provider",
+    "logged_cost_usd",
 ];
 
 /// The SESSIONS columns of folded groups.
@@ -853,6 +862,8 @@ fn call_columns(b: &mut Builder, calls: &[Call]) {
     b.flag("interrupted", each().map(|c| Some(c.interrupted)));
     b.text("token_source", each().map(|_| Some("observed")));
     b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
+    b.text("provider", each().map(|c| c.provider.as_deref()));
+    b.text("logged_cost_usd", each().map(|c| c.logged_cost.as_deref()));
     b.close(calls.len());
 }
 

@@ -10,8 +10,9 @@
 //! warnings and unreadable files are few and leave as Python lists. The GIL is released while
 //! scanning.
 //!
-//! `fold_claude_code(groups)` and `fold_codex(groups)` fold Claude Code and Codex logs (see
-//! `claude.rs`, `codex.rs`): calls, sessions and issues, each an `ArrowTable`.
+//! `fold_agent(agent, groups)` folds the logs of an agent folded one call per request (its
+//! folder under `agents/`, named in `agents::FOLDS`): calls, sessions, issues and items, each
+//! an `ArrowTable`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -653,42 +654,24 @@ fn fold_groups(
     ))
 }
 
-/// Fold Claude Code logs: each group (a project directory's session and sub-agent files) is
-/// folded together, so a request copied into several of its files counts once. Returns the
-/// calls, sessions, issues and items tables (the items empty unless `with_items`).
+/// Fold one agent's logs (`agent`: its id, as `agents::FOLDS` names it): each group (files
+/// a call may be copied between: a Claude Code project directory, a Codex home) is folded
+/// together, so a request written into several of its files counts once. Returns the calls,
+/// sessions, issues and items tables (the items empty unless `with_items`).
 #[pyfunction]
-#[pyo3(signature = (groups, with_items = true))]
-fn fold_claude_code(
+#[pyo3(signature = (agent, groups, with_items = true))]
+fn fold_agent(
     py: Python<'_>,
+    agent: &str,
     groups: Vec<Vec<PathBuf>>,
     with_items: bool,
 ) -> PyResult<FoldedTables> {
-    fold_groups(
-        py,
-        groups,
-        "claude-code",
-        crate::agents::claude_code::fold_with,
-        with_items,
-    )
-}
-
-/// Fold Codex CLI rollouts: each group (a home's rollouts) is folded together, so a
-/// session's totals in several files count once and a fork finds its parent. Returns the
-/// calls, sessions, issues and items tables (the items empty unless `with_items`).
-#[pyfunction]
-#[pyo3(signature = (groups, with_items = true))]
-fn fold_codex(
-    py: Python<'_>,
-    groups: Vec<Vec<PathBuf>>,
-    with_items: bool,
-) -> PyResult<FoldedTables> {
-    fold_groups(
-        py,
-        groups,
-        "codex",
-        crate::agents::codex::fold_with,
-        with_items,
-    )
+    let Some(&(id, fold)) = crate::agents::FOLDS.iter().find(|(id, _)| *id == agent) else {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "no native fold for agent {agent:?}"
+        )));
+    };
+    fold_groups(py, groups, id, fold, with_items)
 }
 
 /// The column names of the folds' calls, sessions, issues and items tables.
@@ -744,8 +727,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(event_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_format, module)?)?;
     module.add_function(wrap_pyfunction!(solve_systems, module)?)?;
-    module.add_function(wrap_pyfunction!(fold_claude_code, module)?)?;
-    module.add_function(wrap_pyfunction!(fold_codex, module)?)?;
+    module.add_function(wrap_pyfunction!(fold_agent, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_pass::pass_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_tokens::copilot_tokens, module)?)?;
