@@ -40,18 +40,14 @@ const SEEDS: &[&[u8]] = &[
     br#"{"type":"session.usage_record","data":{"usage":{"model":"m","inputTokens":"12","isByok":"TRUE","provider":{"id":"copilot"},"accounting":{"usageId":"u"},"copilotUsage":{"totalNanoAiu":1e3,"tokenDetails":[]}}},"timestamp":"2026-05-01T10:00:04+02:00"}"#,
 ];
 
-/// Claude Code and Codex lines for the folds' run.
-const AGENT_SEEDS: &[&[u8]] = &[
-    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:01.000Z","version":"2.1.101","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":null,"content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"Explore"}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":7,"cache_creation":{"ephemeral_5m_input_tokens":4,"ephemeral_1h_input_tokens":6}}}}"#,
-    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:02.000Z","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":70,"server_tool_use":{"web_search_requests":1},"speed":"fast"}}}"#,
-    br#"{"type":"user","sessionId":"s2","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":1}}}"#,
-    br#"{"type":"progress","sessionId":"s1","parentToolUseID":"t1","data":{"type":"agent_progress","agentId":"a1","message":{"message":{"id":"m9","usage":{"output_tokens":1}}}}}"#,
-    br#"{"timestamp":"2026-05-01T10:00:00.000Z","type":"session_meta","payload":{"id":"c1","timestamp":"2026-05-01T10:00:00.000Z","cli_version":"0.130.0","forked_from_id":"p1","source":{"subagent":"review"}}}"#,
-    br#"{"timestamp":"2026-05-01T10:00:01.000Z","type":"turn_context","payload":{"model":"gpt-5.5"}}"#,
-    br#"{"timestamp":"2026-05-01T10:00:05.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9,"reasoning_output_tokens":2,"total_tokens":109,"cache_write_input_tokens":3},"last_token_usage":{"input_tokens":60,"output_tokens":9}}}}"#,
-    br#"{"timestamp":"2026-05-01T10:00:06.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
-    br#"{"id":"legacy","timestamp":"2025-05-01T10:00:00Z","instructions":null}"#,
-];
+/// Every natively folded agent's seed lines (each agent's `SEEDS`), for the folds' run.
+fn agent_seeds() -> &'static [&'static [u8]] {
+    let seeds: Vec<&'static [u8]> = _scanner::agents::FOLDS
+        .iter()
+        .flat_map(|agent| agent.seeds.iter().copied())
+        .collect();
+    Box::leak(seeds.into_boxed_slice())
+}
 
 /// A seed line damaged: truncated, NULs inserted, bits flipped, bytes inserted.
 fn damaged(seeds: &'static [&'static [u8]]) -> impl Strategy<Value = Vec<u8>> {
@@ -286,7 +282,8 @@ fn folds_survive_damaged_input_for_a_stated_time() {
         failure_persistence: None,
         ..Config::default()
     });
-    let strategy = (file(AGENT_SEEDS), file(AGENT_SEEDS));
+    let seeds = agent_seeds();
+    let strategy = (file(seeds), file(seeds));
     while started.elapsed() < Duration::from_secs(seconds) {
         let (first, second) = strategy.new_tree(&mut runner).expect("an input").current();
         let mut lines = 0i64;
@@ -301,12 +298,9 @@ fn folds_survive_damaged_input_for_a_stated_time() {
             lines += i64::try_from(count).unwrap_or(0);
             bytes += data.len() as u64;
         }
-        for fold in [
-            _scanner::agents::claude_code::fold,
-            _scanner::agents::codex::fold,
-        ] {
+        for agent in _scanner::agents::FOLDS {
             let began = Instant::now();
-            let folded = std::panic::catch_unwind(|| fold(&paths))
+            let folded = std::panic::catch_unwind(|| (agent.fold)(&paths, true))
                 .unwrap_or_else(|_| panic!("fold panicked on {first:?} and {second:?}"));
             let took = began.elapsed();
             assert!(took < Duration::from_secs(5), "hang: {took:?} on {first:?}");

@@ -11,13 +11,27 @@ use std::path::PathBuf;
 
 use crate::fold::Folded;
 
-/// An agent's fold: one group of files (those a call may be copied between) into its calls,
-/// sessions, issues and, when asked, context items.
-pub type Fold = fn(&[PathBuf], bool) -> Folded;
+/// An agent folded one call per API request, as the crate knows it.
+pub struct Native {
+    /// Its id: the `agent` column, the Python registry's `Agent.id`.
+    pub id: &'static str,
+    /// One group of files (those a call may be copied between) into its calls, sessions,
+    /// issues and, when asked (the flag), context items.
+    pub fold: fn(&[PathBuf], bool) -> Folded,
+    /// Lines of its format for the fuzzers (`native/fuzz.rs`).
+    pub seeds: &'static [&'static [u8]],
+}
 
-/// Every agent folded one call per API request, by its id (the `agent` column; the Python
-/// registry's `Agent.id`).
-pub const FOLDS: &[(&str, Fold)] = &[
-    ("claude-code", claude_code::fold_with),
-    ("codex", codex::fold_with),
+/// Every agent folded one call per API request.
+pub const FOLDS: &[Native] = &[
+    Native {
+        id: "claude-code",
+        fold: claude_code::fold_with,
+        seeds: claude_code::SEEDS,
+    },
+    Native {
+        id: "codex",
+        fold: codex::fold_with,
+        seeds: codex::SEEDS,
+    },
 ];

@@ -666,12 +666,15 @@ fn fold_agent(
     groups: Vec<Vec<PathBuf>>,
     with_items: bool,
 ) -> PyResult<FoldedTables> {
-    let Some(&(id, fold)) = crate::agents::FOLDS.iter().find(|(id, _)| *id == agent) else {
+    let Some(native) = crate::agents::FOLDS
+        .iter()
+        .find(|native| native.id == agent)
+    else {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "no native fold for agent {agent:?}"
         )));
     };
-    fold_groups(py, groups, id, fold, with_items)
+    fold_groups(py, groups, native.id, native.fold, with_items)
 }
 
 /// The column names of the folds' calls, sessions, issues and items tables.

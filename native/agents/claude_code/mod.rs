@@ -1107,6 +1107,15 @@ impl fold::GroupFold for Fold {
     }
 }
 
+/// Lines of this format for the fuzzers (`native/fuzz.rs` damages and mixes them): one of
+/// each record the fold reads.
+pub const SEEDS: &[&[u8]] = &[
+    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:01.000Z","version":"2.1.101","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":null,"content":[{"type":"tool_use","id":"t1","name":"Task","input":{"subagent_type":"Explore"}}],"usage":{"input_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":5,"output_tokens":7,"cache_creation":{"ephemeral_5m_input_tokens":4,"ephemeral_1h_input_tokens":6}}}}"#,
+    br#"{"type":"assistant","sessionId":"s1","requestId":"r1","timestamp":"2026-05-01T10:00:02.000Z","message":{"id":"m1","model":"claude-opus-4-6","stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":70,"server_tool_use":{"web_search_requests":1},"speed":"fast"}}}"#,
+    br#"{"type":"user","sessionId":"s2","timestamp":"2026-05-01T10:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":{"agentId":"a1","usage":{"input_tokens":1}}}"#,
+    br#"{"type":"progress","sessionId":"s1","parentToolUseID":"t1","data":{"type":"agent_progress","agentId":"a1","message":{"message":{"id":"m9","usage":{"output_tokens":1}}}}}"#,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

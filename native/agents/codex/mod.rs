@@ -853,6 +853,16 @@ impl fold::GroupFold for Fold {
     }
 }
 
+/// Lines of this format for the fuzzers (`native/fuzz.rs` damages and mixes them): one of
+/// each record the fold reads.
+pub const SEEDS: &[&[u8]] = &[
+    br#"{"timestamp":"2026-05-01T10:00:00.000Z","type":"session_meta","payload":{"id":"c1","timestamp":"2026-05-01T10:00:00.000Z","cli_version":"0.130.0","forked_from_id":"p1","source":{"subagent":"review"}}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:01.000Z","type":"turn_context","payload":{"model":"gpt-5.5"}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:05.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9,"reasoning_output_tokens":2,"total_tokens":109,"cache_write_input_tokens":3},"last_token_usage":{"input_tokens":60,"output_tokens":9}}}}"#,
+    br#"{"timestamp":"2026-05-01T10:00:06.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+    br#"{"id":"legacy","timestamp":"2025-05-01T10:00:00Z","instructions":null}"#,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
