@@ -255,28 +255,34 @@ def analyze(
             stored_as=(results, key) if results and key else None,
             previous=None,  # loaded, not analysed anew
         )
-    result = _with_agents(result, agent_items)
+    slot = fingerprints.paths_slot(paths) if results else None
+    result = _with_agents(result, agent_items, results, slot)
     return _within(result, window) if window and window.narrows() else result
 
 
-def _with_agents(result: Analysis, items: bool) -> Analysis:
+def _with_agents(
+    result: Analysis, items: bool, results: ResultCache | None = None, slot: str | None = None
+) -> Analysis:
     """The analysis with every agent's calls and sessions: Copilot's (from the pipeline or
     the result cache) marked ``copilot`` with the agent columns the others carry, and the
-    Claude Code and Codex logs discovery found, folded natively now (``analytics.agents``;
-    never stored in the result cache, whose tables stay Copilot's alone), with their context
+    logs of every other agent discovery found, folded by their readers (``analytics.agents``),
+    a group of files at a time, the groups unchanged since the last analysis of the same
+    paths (``slot``) taken from ``results`` (``cache.agent_results``), with their context
     items (``agent_events``), which ``events`` gives as EVENTS rows, so attribution and the
     report read them as they read Copilot's events (unless ``items`` is false: then the calls
     are numbered among themselves, and what priced them is stored under a key of its own,
     apart from the analysis whose calls stand among their items)."""
     from analytics.agents.contract import core_tables
     from analytics.agents.reader import readers
+    from analytics.cache.agent_results import agent_tables
 
     parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
     for agent, reader in readers():
-        files = [log.path for name, log in result.found.agent_logs if name == agent.id]
-        if files:
+        logs = [log for name, log in result.found.agent_logs if name == agent.id]
+        if logs:
             # discovery already found every file (a session's sub-agents too), once each
-            parts.append(core_tables(reader.read_files(files, items=items)))
+            tables = agent_tables(agent, reader, logs, items=items, slot=slot, cache=results)
+            parts.append(core_tables(tables))
     source = result.calls_source
     copilot_sessions = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]
