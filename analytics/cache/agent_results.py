@@ -58,13 +58,82 @@ NAMES = ("calls", "sessions", "issues", "items")
 GROUP = "_group"
 
 
-@dataclass(frozen=True)
-class Part:
-    """Files folded together (in discovery's order), and their fold's tables tagged with
-    ``GROUP`` (any index: ``_numbered`` sets it), or None while not folded."""
+class Folds:
+    """The groups of files of one agent (``files``, each group in discovery's order; a
+    group merged into another is None) and the tables of those folded so far, one frame
+    per table with each row's group in ``GROUP``: every step works on whole columns, never
+    a group at a time (a 1 GB tree has thousands of groups)."""
 
-    files: tuple[LogFile, ...]
-    tables: dict[str, pl.DataFrame] | None = None
+    def __init__(self, order: dict[str, int]) -> None:
+        self.order = order
+        self.files: list[tuple[LogFile, ...] | None] = []
+        self.tables: dict[str, pl.DataFrame] | None = None
+        self.pending: list[int] = []
+
+    def add(self, files: Sequence[LogFile]) -> int:
+        """A group of files not folded yet; its index."""
+        self.files.append(tuple(sorted(files, key=lambda log: self.order[str(log.path)])))
+        self.pending.append(len(self.files) - 1)
+        return len(self.files) - 1
+
+    def take(self, tables: dict[str, pl.DataFrame]) -> None:
+        """Rows already folded (``GROUP``: indices of ``files``)."""
+        self.tables = (
+            tables
+            if self.tables is None
+            else {name: pl.concat([self.tables[name], tables[name]]) for name in NAMES}
+        )
+
+    def fold(self, agent: Agent, reader: Reader, items: bool, counter: list[int] | None) -> None:
+        """Fold every pending group (a natively folded agent's in one call)."""
+        todo, self.pending = self.pending, []
+        if not todo:
+            return
+        groups = [[log.path for log in self.files[at] or ()] for at in todo]
+        if counter is not None:
+            counter.extend(len(group) for group in groups)
+        self.take(_fold_groups(agent, reader, groups, items, todo))
+
+    def merge(self) -> bool:
+        """Make every set of groups that share an identity (``_identities``) one pending
+        group, their rows dropped; whether any did."""
+        if self.tables is None:
+            return False
+        shared = (
+            _identities(self.tables)
+            .group_by("id")
+            .agg(pl.col(GROUP).unique())
+            .filter(pl.col(GROUP).list.len() > 1)[GROUP]
+            .to_list()
+        )
+        if not shared:
+            return False
+        root: dict[int, int] = {}
+
+        def find(at: int) -> int:
+            while root.get(at, at) != at:
+                at = root[at]
+            return at
+
+        for members in shared:
+            first = find(members[0])
+            for other in members[1:]:
+                if find(other) != first:
+                    root[find(other)] = first
+        together: dict[int, list[int]] = {}
+        for at in root:
+            together.setdefault(find(at), []).append(at)
+        gone = []
+        for top, members in together.items():
+            members.append(top)
+            gone += members
+            self.add([log for at in members for log in self.files[at] or ()])
+            for at in members:
+                self.files[at] = None
+        self.tables = {
+            name: t.filter(~pl.col(GROUP).is_in(gone)) for name, t in self.tables.items()
+        }
+        return True
 
 
 def agent_tables(
@@ -79,33 +148,28 @@ def agent_tables(
 ) -> AgentTables:
     """The fold of ``logs`` (one agent's files, in discovery's order) as one fold of them
     all gives it, with the groups unchanged since the last run of ``slot`` (the paths
-    analysed) taken from ``cache`` (None: fold everything, store nothing).
+    analysed) taken from ``cache`` (None: fold them all as one group, store nothing).
     ``fold_counter`` is given the number of files each fold reads (for the tests)."""
     if cache is None:
         return reader.read_files([log.path for log in logs], items=items)
-    order = {str(log.path): at for at, log in enumerate(logs)}
-    key = _key(agent, logs, items) if cache else None
-    if cache and key:
+    folds = Folds({str(log.path): at for at, log in enumerate(logs)})
+    key = _key(agent, logs, items)
+    if key:
         stored = _load(cache, key)
         if stored is not None:
             return _plain(stored[0])
-    previous = _previous(cache, _slot(slot, agent, items)) if cache and slot else None
-    parts = _reused(previous, logs)
-    kept = {str(log.path) for part in parts for log in part.files}
-    parts += [
-        Part(files) for files in _units(reader, agent, [g for g in logs if str(g.path) not in kept])
-    ]
-    while True:
-        parts = _folded(agent, reader, parts, items, order, fold_counter)
-        merged = _merged(parts, order)
-        if len(merged) == len(parts):
-            break
-        parts = merged
-    tables = _together(parts, order)
-    if cache and key:
+    previous = _previous(cache, _slot(slot, agent, items)) if slot else None
+    kept = _reuse(previous, logs, folds)
+    for unit in _units(reader, agent, [log for log in logs if str(log.path) not in kept]):
+        folds.add(unit)
+    folds.fold(agent, reader, items, fold_counter)
+    while folds.merge():
+        folds.fold(agent, reader, items, fold_counter)
+    groups, tables = _together(folds)
+    if key:
         note = {
-            "groups": [[str(log.path) for log in part.files] for part in parts],
-            "prints": [_print(part.files) for part in parts],
+            "groups": [[str(log.path) for log in group] for group in groups],
+            "prints": [_print(group) for group in groups],
         }
         cache.save_later(key, tables, note, _slot(slot, agent, items) if slot else None)
     return _plain(tables)
@@ -166,19 +230,27 @@ def _previous(cache: ResultCache, slot: str) -> _Previous | None:
     return _Previous(tables, groups, prints)
 
 
-def _reused(previous: _Previous | None, logs: Sequence[LogFile]) -> list[Part]:
-    """The previous run's groups whose files are all still there and unchanged, with their
-    rows."""
+def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) -> set[str]:
+    """Give ``folds`` the previous run's groups whose files are all still there and
+    unchanged, with their rows; the paths of their files."""
     if previous is None:
-        return []
+        return set()
     now = {str(log.path): log for log in logs}
-    parts = []
+    index: dict[int, int] = {}
     for at, (group, printed) in enumerate(zip(previous.groups, previous.prints, strict=True)):
         files = tuple(now[path] for path in group if path in now)
         if len(files) == len(group) and files and _print(files) == printed:
-            mine = {name: t.filter(pl.col(GROUP) == at) for name, t in previous.tables.items()}
-            parts.append(Part(files, mine))
-    return parts
+            folds.files.append(files)
+            index[at] = len(folds.files) - 1
+    if index:
+        moved = pl.col(GROUP).replace_strict(index, default=None, return_dtype=pl.Int64)
+        folds.take(
+            {
+                name: table.filter(pl.col(GROUP).is_in(list(index))).with_columns(moved)
+                for name, table in previous.tables.items()
+            }
+        )
+    return {str(log.path) for at in index.values() for log in folds.files[at] or ()}
 
 
 def _units(reader: Reader, agent: Agent, logs: Sequence[LogFile]) -> list[tuple[LogFile, ...]]:
@@ -206,52 +278,27 @@ def _units(reader: Reader, agent: Agent, logs: Sequence[LogFile]) -> list[tuple[
     return [tuple(unit) for unit in units]
 
 
-def _folded(
-    agent: Agent,
-    reader: Reader,
-    parts: list[Part],
-    items: bool,
-    order: dict[str, int],
-    counter: list[int] | None,
-) -> list[Part]:
-    """``parts``, each folded (those not folded yet, in one fold of several groups where
-    the agent has a native fold)."""
-    todo = [at for at, part in enumerate(parts) if part.tables is None]
-    if not todo:
-        return parts
-    if counter is not None:
-        counter.extend(len(parts[at].files) for at in todo)
-    groups = [[log.path for log in parts[at].files] for at in todo]
-    out = list(parts)
-    for at, tables in zip(todo, _fold_groups(agent, reader, groups, items), strict=True):
-        out[at] = Part(parts[at].files, tables)
-    return out
-
-
 def _fold_groups(
-    agent: Agent, reader: Reader, groups: list[list[Path]], items: bool
-) -> list[dict[str, pl.DataFrame]]:
-    """Each group's fold; a natively folded agent's groups in one call (folded in
-    parallel), its rows told apart by their files."""
+    agent: Agent, reader: Reader, groups: list[list[Path]], items: bool, tags: list[int]
+) -> dict[str, pl.DataFrame]:
+    """The fold of each group, its rows tagged with the group's tag (``GROUP``); a natively
+    folded agent's groups in one call (folded in parallel), told apart by their files."""
     from analytics.agents import fold
 
     try:
         whole = fold(groups, agent.id, items)
     except ValueError:  # no native fold: the reader's own, a group at a time
-        return [_tables(reader.read_files(group, items=items), 0) for group in groups]
-    if len(groups) == 1:
-        return [_tables(whole, 0)]
-    where = {str(path): at for at, group in enumerate(groups) for path in group}
-    tagged = _tables(whole, where)
-    return [
-        {name: t.filter(pl.col(GROUP) == at) for name, t in tagged.items()}
-        for at in range(len(groups))
-    ]
+        parts = [
+            _tagged(reader.read_files(g, items=items), t) for g, t in zip(groups, tags, strict=True)
+        ]
+        return {name: pl.concat([part[name] for part in parts]) for name in NAMES}
+    where = {str(path): tag for group, tag in zip(groups, tags, strict=True) for path in group}
+    return _tagged(whole, where)
 
 
-def _tables(tables: AgentTables, where: int | dict[str, int]) -> dict[str, pl.DataFrame]:
-    """A fold's tables, each row tagged with its group: ``where`` (one for all), or the
-    group of the file each row comes from (a session's first file)."""
+def _tagged(tables: AgentTables, where: int | dict[str, int]) -> dict[str, pl.DataFrame]:
+    """A fold's tables, each row tagged (``GROUP``) with ``where`` (one tag for all), or
+    the tag of the file it comes from (a session's first file)."""
     files = {
         "calls": pl.col("source_file"),
         "sessions": pl.col("source_files").list.first(),
@@ -273,99 +320,65 @@ def _tables(tables: AgentTables, where: int | dict[str, int]) -> dict[str, pl.Da
 _SESSION, _CALL, _ITEM = 11, 23, 37
 
 
-def _identities(part: int, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """(part, identity hash) of everything a group's fold names that another group's may
+def _identities(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """(group, identity hash) of everything a group's fold names that another group's may
     share: sessions (their own and their parents), calls' ``api_call_id``, items'
     ``event_id``. A hash collision only folds two groups together needlessly."""
     calls, sessions, items = tables["calls"], tables["sessions"], tables["items"]
-    columns = [
-        calls["session_id"].hash(_SESSION),
-        calls["api_call_id"].drop_nulls().hash(_CALL),
-        sessions["session_id"].hash(_SESSION),
-        sessions["parent_session_id"].drop_nulls().hash(_SESSION),
-        items["session_id"].hash(_SESSION),
-        items["event_id"].drop_nulls().hash(_ITEM),
+    named = [
+        (calls, "session_id", _SESSION),
+        (calls, "api_call_id", _CALL),
+        (sessions, "session_id", _SESSION),
+        (sessions, "parent_session_id", _SESSION),
+        (items, "session_id", _SESSION),
+        (items, "event_id", _ITEM),
     ]
-    ids = pl.concat([c.alias("id") for c in columns]).unique()
-    return pl.DataFrame({"id": ids}).with_columns(pl.lit(part, pl.Int64).alias("part"))
-
-
-def _merged(parts: list[Part], order: dict[str, int]) -> list[Part]:
-    """``parts`` with every set that shares an identity (see ``_identities``) made one part,
-    not folded yet; the others as they are."""
-    ids = pl.concat([_identities(at, part.tables or {}) for at, part in enumerate(parts)])
-    shared = (
-        ids.group_by("id")
-        .agg(pl.col("part").unique())
-        .filter(pl.col("part").list.len() > 1)["part"]
-        .to_list()
-    )
-    if not shared:
-        return parts
-    root = list(range(len(parts)))
-
-    def find(at: int) -> int:
-        while root[at] != at:
-            root[at] = root[root[at]]
-            at = root[at]
-        return at
-
-    for members in shared:
-        first = find(members[0])
-        for other in members[1:]:
-            root[find(other)] = first
-    together: dict[int, list[int]] = {}
-    for at in range(len(parts)):
-        together.setdefault(find(at), []).append(at)
-    out = []
-    for members in together.values():
-        if len(members) == 1:
-            out.append(parts[members[0]])
-            continue
-        files = sorted(
-            (log for at in members for log in parts[at].files), key=lambda g: order[str(g.path)]
-        )
-        out.append(Part(tuple(files)))
-    return out
-
-
-def _together(parts: list[Part], order: dict[str, int]) -> dict[str, pl.DataFrame]:
-    """Every part's tables as one fold of all the files gives them, tagged with each row's
-    part: sessions (and their calls and items) by their first file, each part's order kept
-    within; issues by file and line."""
-    tables = {
-        name: pl.concat(
+    return (
+        pl.concat(
             [
-                (part.tables or {})[name].with_columns(pl.lit(at, pl.Int64).alias(GROUP))
-                for at, part in enumerate(parts)
-            ],
-            how="vertical",
+                table.lazy()
+                .filter(pl.col(column).is_not_null())
+                .select(GROUP, pl.col(column).hash(seed).alias("id"))
+                for table, column, seed in named
+            ]
         )
-        for name in NAMES
-    }
-    where = (
-        pl.col("source_files")
-        .list.first()
-        .replace_strict(order, default=None, return_dtype=pl.Int64)
+        .unique()
+        .collect()
     )
+
+
+def _together(folds: Folds) -> tuple[list[tuple[LogFile, ...]], dict[str, pl.DataFrame]]:
+    """The groups left, and every table as one fold of all the files gives it, each row
+    tagged with its group's index among them: sessions (and their calls and items) by their
+    first file, each group's own order kept within; issues by file and line."""
+    live = [at for at, files in enumerate(folds.files) if files is not None]
+    groups = [folds.files[at] or () for at in live]
+    number = pl.col(GROUP).replace_strict(
+        {at: new for new, at in enumerate(live)}, default=None, return_dtype=pl.Int64
+    )
+    tables = {name: t.with_columns(number) for name, t in (folds.tables or {}).items()}
+    if not tables:
+        return groups, {}
+    order = folds.order
+    where = pl.col("source_files").list.first()
+    first = where.replace_strict(order, default=None, return_dtype=pl.Int64).alias("_first")
     sessions = (
-        tables["sessions"]
-        .with_columns(where.alias("_first"))
-        .sort("_first", maintain_order=True, nulls_last=True)
+        tables["sessions"].with_columns(first).sort("_first", maintain_order=True, nulls_last=True)
     )
-    first = sessions.select("session_id", "_first")
+    starts = sessions.select("session_id", "_first")
     out = {"sessions": sessions.drop("_first")}
     for name in ("calls", "items"):
-        table = tables[name]
         out[name] = (
-            table.join(first, on="session_id", how="left", maintain_order="left")
+            tables[name]
+            .join(starts, on="session_id", how="left", maintain_order="left")
             .sort("_first", maintain_order=True, nulls_last=True)
             .drop("_first")
         )
-    issues = tables["issues"]
     place = pl.col("file").replace_strict(order, default=None, return_dtype=pl.Int64)
-    out["issues"] = issues.sort(place, pl.col("line"), maintain_order=True, nulls_last=False)
-    return out
+    out["issues"] = tables["issues"].sort(
+        place, pl.col("line"), maintain_order=True, nulls_last=False
+    )
+    return groups, out
 
 
 def _plain(tables: dict[str, pl.DataFrame]) -> AgentTables:
