@@ -160,8 +160,13 @@ def agent_tables(
             return _plain(stored[0])
     previous = _previous(cache, _slot(slot, agent, items)) if slot else None
     kept = _reuse(previous, logs, folds)
-    for unit in _units(reader, agent, [log for log in logs if str(log.path) not in kept]):
-        folds.add(unit)
+    known = {path for group in previous.groups for path in group} if previous else set()
+    for fine in (True, False):  # the changed groups' files apart, new ones by directory
+        chosen = [
+            log for log in logs if str(log.path) not in kept and (str(log.path) in known) == fine
+        ]
+        for unit in _units(reader, agent, chosen, fine=fine):
+            folds.add(unit)
     folds.fold(agent, reader, items, fold_counter)
     while folds.merge():
         folds.fold(agent, reader, items, fold_counter)
@@ -253,29 +258,41 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
     return {str(log.path) for at in index.values() for log in folds.files[at] or ()}
 
 
-def _units(reader: Reader, agent: Agent, logs: Sequence[LogFile]) -> list[tuple[LogFile, ...]]:
-    """The first groups of files never folded before (see the module's docstring), each in
-    discovery's order."""
+def _units(
+    reader: Reader, agent: Agent, logs: Sequence[LogFile], *, fine: bool
+) -> list[list[LogFile]]:
+    """The first groups of files to fold (see the module's docstring): each JSON-lines file
+    with the files under the directory named as it, and, unless ``fine``, with the other
+    files of its directory (a tree never folded before: fewer groups to fold again when
+    files share a session); other layouts by the reader's own groups."""
     if not logs:
         return []
     if agent.suffixes != (".jsonl",):
         by_path = {str(log.path): log for log in logs}
         groups = reader.discover([log.path for log in logs])
-        found = [tuple(by_path[p] for p in map(str, group) if p in by_path) for group in groups]
-        found = [unit for unit in found if unit]
+        found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
         placed = {str(log.path) for unit in found for log in unit}
-        return found + [(log,) for log in logs if str(log.path) not in placed]
+        return [unit for unit in found if unit] + [
+            [log] for log in logs if str(log.path) not in placed
+        ]
     owner: dict[str, int] = {}
     units: list[list[LogFile]] = []
     for log in logs:  # in path order: a file comes before the files under its stem
-        parent = log.path.parent
-        home = next((owner[str(d)] for d in (parent, *parent.parents) if str(d) in owner), None)
+        path = str(log.path)
+        directory = path[: path.rfind("/")]
+        home, above = owner.get(directory), directory
+        while home is None and "/" in above:
+            above = above[: above.rfind("/")]
+            home = owner.get(above)
         if home is None:
-            owner[str(log.path.with_suffix(""))] = len(units)
-            units.append([log])
-        else:
-            units[home].append(log)
-    return [tuple(unit) for unit in units]
+            home = len(units)
+            units.append([])
+            if not fine:
+                owner[directory] = home
+        units[home].append(log)
+        stem = path[: path.rfind(".")] if "." in path[path.rfind("/") :] else path
+        owner.setdefault(stem, home)
+    return units
 
 
 def _fold_groups(
