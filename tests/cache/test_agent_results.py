@@ -1,0 +1,198 @@
+"""The agents' result cache (``analytics.cache.agent_results``): a run that reuses groups
+from the previous one gives what one fold of every file gives, and folds only what changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from analytics.agents import AgentTables
+from analytics.agents.discover import discover
+from analytics.agents.reader import readers
+from analytics.cache import results
+from analytics.cache.agent_results import agent_tables
+from analytics.cache.results import ResultCache
+from tests.conftest import REAL_LOGS
+
+
+def reply(session: str, message: str, output: int, second: int, uuid: str = "") -> str:
+    """One Claude Code assistant line: request ``message`` of ``session``, finished."""
+    line = {
+        "type": "assistant",
+        "sessionId": session,
+        "uuid": uuid or f"u-{session}-{message}",
+        "requestId": f"req_{message}",
+        "timestamp": f"2026-05-01T10:00:{second:02d}Z",
+        "message": {
+            "id": message,
+            "model": "claude-opus-4-6",
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": output},
+        },
+    }
+    return json.dumps(line) + "\n"
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def run(root: Path, cache: ResultCache | None, counter: list[int] | None = None) -> AgentTables:
+    """Every agent's tables under ``root``, as ``_with_agents`` asks for them (one agent
+    per tree in these tests)."""
+    found = discover([root])
+    (agent_id,) = {name for name, _ in found.agent_logs}
+    agent, reader = next((a, r) for a, r in readers() if a.id == agent_id)
+    logs = [log for name, log in found.agent_logs if name == agent_id]
+    tables = agent_tables(
+        agent, reader, logs, items=True, slot=str(root), cache=cache, fold_counter=counter
+    )
+    results.flush()
+    return tables
+
+
+def assert_same(a: AgentTables, b: AgentTables) -> None:
+    for name in ("calls", "sessions", "issues", "items"):
+        assert_frame_equal(getattr(a, name), getattr(b, name))
+
+
+def test_a_touched_file_folds_again_only_its_group(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    write(
+        root,
+        {
+            "p1/s1.jsonl": reply("s1", "m1", 5, 1),
+            "p2/s2.jsonl": reply("s2", "m2", 6, 2),
+            "p3/s3.jsonl": reply("s3", "m3", 7, 3),
+        },
+    )
+    cache = ResultCache(tmp_path / "cache")
+    counter: list[int] = []
+    run(root, cache, counter)
+    assert sum(counter) == 3  # cold: every file, once
+    counter.clear()
+    assert_same(run(root, cache, counter), run(root, None))
+    assert counter == []  # warm: nothing folded
+    with (root / "p2/s2.jsonl").open("a") as log:
+        log.write(reply("s2", "m4", 8, 4))
+    got = run(root, cache, counter)
+    assert counter == [1]  # the touched file alone
+    assert_same(got, run(root, None))
+    assert got.calls.height == 4
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_request_copied_into_another_group_counts_once(tmp_path: Path, warm: bool) -> None:
+    root = tmp_path / "projects"
+    write(root, {"p1/s1.jsonl": reply("s1", "m1", 5, 1) + reply("s1", "m2", 9, 2)})
+    cache = ResultCache(tmp_path / "cache")
+    if warm:  # the original is stored before its copy appears
+        run(root, cache)
+    # a session file copied into another project, and a resume writing the request again
+    write(
+        root,
+        {
+            "p2/s1.jsonl": reply("s1", "m1", 5, 1),
+            "p3/s9.jsonl": reply("s9", "m2", 9, 2, uuid="u-s1-m2") + reply("s9", "m3", 4, 5),
+        },
+    )
+    got = run(root, cache)
+    assert_same(got, run(root, None))
+    assert sorted(got.calls["api_call_id"].to_list()) == ["m1", "m2", "m3"]
+    assert_same(run(root, cache), got)  # and warm after it
+
+
+def test_a_deleted_file_drops_its_calls(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    write(root, {"p1/s1.jsonl": reply("s1", "m1", 5, 1), "p2/s2.jsonl": reply("s2", "m2", 6, 2)})
+    cache = ResultCache(tmp_path / "cache")
+    run(root, cache)
+    (root / "p2/s2.jsonl").unlink()
+    got = run(root, cache)
+    assert got.calls["session_id"].to_list() == ["s1"]
+    assert_same(got, run(root, None))
+
+
+#: Lines the edits write: requests of three sessions, some shared between them.
+POOL = [
+    reply("s1", "m1", 5, 1),
+    reply("s1", "m2", 9, 2),
+    reply("s2", "m3", 4, 3),
+    reply("s2", "m1", 5, 1),  # a request copied into another session
+    reply("s3", "m4", 7, 4),
+    reply("s3", "m4", 8, 5),  # the same request, more output
+    '{"type":"assistant","sessionId":"s3","message":{"id":"m5"',  # cut off
+]
+FILES = [
+    "p1/s1.jsonl",
+    "p1/s2.jsonl",
+    "p2/s1.jsonl",
+    "p2/s3.jsonl",
+    "p1/s1/subagents/agent-a.jsonl",
+]
+EDITS = st.tuples(
+    st.sampled_from(["append", "delete", "copy"]),
+    st.sampled_from(FILES),
+    st.sampled_from(FILES),
+    st.sampled_from(POOL),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(EDITS, min_size=1, max_size=6))
+def test_any_edits_give_what_a_cold_fold_gives(edits: list[tuple[str, str, str, str]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "projects"
+        write(root, {"p1/s1.jsonl": POOL[0], "p2/s3.jsonl": POOL[4]})
+        cache = ResultCache(Path(folder) / "cache")
+        run(root, cache)
+        for what, name, other, line in edits:
+            path, target = root / name, root / other
+            if what == "append":
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a") as log:
+                    log.write(line if line.endswith("\n") else line + "\n")
+            elif what == "delete" and path.exists() and len(list(root.rglob("*.jsonl"))) > 1:
+                path.unlink()
+            elif what == "copy" and path.exists() and path != target:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, target)
+            assert_same(run(root, cache), run(root, None))
+
+
+def real_trees() -> list[object]:
+    return [
+        pytest.param(agent, id=agent)
+        if (REAL_LOGS / agent).is_dir()
+        else pytest.param(
+            agent, marks=pytest.mark.skip(reason=f"no real logs at {REAL_LOGS / agent}")
+        )
+        for agent in ("claude-code", "codex")
+    ]
+
+
+@pytest.mark.parametrize("agent", real_trees())
+def test_real_logs_cached_cold_warm_and_touched(tmp_path: Path, agent: str) -> None:
+    root = tmp_path / agent
+    shutil.copytree(REAL_LOGS / agent, root)
+    cache = ResultCache(tmp_path / "cache")
+    cold = run(root, None)
+    assert_same(run(root, cache), cold)
+    assert_same(run(root, cache), cold)
+    files = sorted(root.rglob("*.jsonl"))
+    last = files[len(files) // 2]
+    lines = last.read_bytes().splitlines(keepends=True)
+    with last.open("ab") as log:
+        log.write(lines[-1] if lines[-1].endswith(b"\n") else b"\n" + lines[-1])
+    files[0].unlink()
+    assert_same(run(root, cache), run(root, None))
