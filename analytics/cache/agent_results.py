@@ -50,7 +50,7 @@ from analytics.cache.results import ResultCache
 if TYPE_CHECKING:
     from analytics.agents.discover import LogFile
     from analytics.agents.reader import Reader
-    from analytics.agents.registry import Agent
+    from analytics.core.registry import Agent
 
 #: The tables of a fold, as stored (each with ``GROUP``).
 NAMES = ("calls", "sessions", "issues", "items")
