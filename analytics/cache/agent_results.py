@@ -10,10 +10,12 @@ file being written) costs the fold of its own files, not of the whole tree.
 replay), so files that share anything must be folded together. The cache never assumes which
 do; it finds out from the folds:
 
-- A file is first folded alone (JSON-lines logs, where every line names its session or the
-  file does), with the files under the directory named as it (a session's sub-agents).
-  Other layouts (a chat spread over several JSON files, a database) start from the reader's
-  own groups (``Reader.discover``).
+- The first groups are guesses, checked below. Files never folded before are grouped by
+  directory (a tree's first run then rarely folds a file twice); the files of a group that
+  changed are folded apart, each JSON-lines file (where every line names its session or the
+  file does) with the files under the directory named as it (a session's sub-agents), so
+  a live session's group becomes its own files. Other layouts (a chat spread over several
+  JSON files, a database) start from the reader's own groups (``Reader.discover``).
 - Two groups that share an *identity* are folded again as one: a session (by id, or one's
   ``parent_session_id`` naming the other's session), a call's ``api_call_id`` (the dedupe
   key), or an item's ``event_id``. Repeated until no two groups share one. A fold of files
