@@ -20,7 +20,8 @@ do; it finds out from the folds:
   ``parent_session_id`` naming the other's session), a call's ``api_call_id`` (the dedupe
   key), or an item's ``event_id``. Repeated until no two groups share one. A fold of files
   that share none of these is the fold of each apart (each group's rows are then those the
-  whole fold gives them), which the tests check on every kind of copy and fork.
+  whole fold gives them): the tests check it on copied and resumed requests, random edits
+  and the real logs (a Codex fork among them).
 
 **Reuse.** The groups, each with a digest of its files' identities on disk (path, size,
 ``mtime_ns``, ``ctime_ns``, inode), are the note of the agent's stored tables, remembered
