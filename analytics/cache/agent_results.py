@@ -139,6 +139,17 @@ class Folds:
         return True
 
 
+@dataclass(frozen=True)
+class Folded:
+    """An agent's tables (``agent_tables``), the sessions whose rows are those of an
+    earlier run's, unchanged (``same``: their groups were reused), and the analysis that
+    earlier run was stored as (``before``: ``Analysis.stored_as``), which priced them."""
+
+    tables: AgentTables
+    same: frozenset[str] = frozenset()
+    before: str | None = None
+
+
 def agent_tables(
     agent: Agent,
     reader: Reader,
@@ -147,22 +158,27 @@ def agent_tables(
     items: bool,
     slot: str | None,
     cache: ResultCache | None,
+    analysis: str | None = None,
     fold_counter: list[int] | None = None,
-) -> AgentTables:
+) -> Folded:
     """The fold of ``logs`` (one agent's files, in discovery's order) as one fold of them
     all gives it, with the groups unchanged since the last run of ``slot`` (the paths
     analysed) taken from ``cache`` (None: fold them all as one group, store nothing).
-    ``fold_counter`` is given the number of files each fold reads (for the tests)."""
+    ``analysis``: the key the whole analysis is stored as, noted for the next run's
+    ``Folded.before``. ``fold_counter`` is given the number of files each fold reads."""
     if cache is None:
-        return reader.read_files([log.path for log in logs], items=items)
+        return Folded(reader.read_files([log.path for log in logs], items=items))
     folds = Folds({str(log.path): at for at, log in enumerate(logs)})
     key = _key(agent, logs, items)
     if key:
         stored = _load(cache, key)
         if stored is not None:
-            return _plain(stored[0])
+            tables, note = stored
+            same = frozenset(tables["sessions"]["session_id"].to_list())
+            return Folded(_plain(tables), same, _noted(note))
     previous = _previous(cache, _slot(slot, agent, items)) if slot else None
     kept = _reuse(previous, logs, folds)
+    reused = list(range(len(folds.files)))
     known = {path for group in previous.groups for path in group} if previous else set()
     for fine in (True, False):  # the changed groups' files apart, new ones by directory
         chosen = [
@@ -173,14 +189,26 @@ def agent_tables(
     folds.fold(agent, reader, items, fold_counter)
     while folds.merge():
         folds.fold(agent, reader, items, fold_counter)
+    same = frozenset(
+        (folds.tables or {})["sessions"].filter(pl.col(GROUP).is_in(reused))["session_id"].to_list()
+        if reused
+        else ()
+    )
     groups, tables = _together(folds)
     if key:
         note = {
             "groups": [[str(log.path) for log in group] for group in groups],
             "prints": [_print(group) for group in groups],
+            "analysis": analysis,
         }
         cache.save_later(key, tables, note, _slot(slot, agent, items) if slot else None)
-    return _plain(tables)
+    return Folded(_plain(tables), same, previous.analysis if previous else None)
+
+
+def _noted(note: dict[str, object]) -> str | None:
+    """The analysis a stored note names (``agent_tables``' ``analysis``), if any."""
+    analysis = note.get("analysis")
+    return analysis if isinstance(analysis, str) else None
 
 
 def _key(agent: Agent, logs: Sequence[LogFile], items: bool) -> str | None:
@@ -223,6 +251,7 @@ class _Previous:
     tables: dict[str, pl.DataFrame]
     groups: list[list[str]]
     prints: list[str]
+    analysis: str | None
 
 
 def _previous(cache: ResultCache, slot: str) -> _Previous | None:
@@ -235,7 +264,7 @@ def _previous(cache: ResultCache, slot: str) -> _Previous | None:
     groups, prints = note.get("groups"), note.get("prints")
     if not (isinstance(groups, list) and isinstance(prints, list) and len(groups) == len(prints)):
         return None
-    return _Previous(tables, groups, prints)
+    return _Previous(tables, groups, prints, _noted(note))
 
 
 def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) -> set[str]:

@@ -56,6 +56,8 @@ import polars as pl
 
 from analytics.cache.location import results_dir
 
+#: What joins a result's key and a variant of it (``ResultCache._beside``); keys are hex.
+VARIANT = "-"
 #: Tables are stored as Arrow IPC files, LZ4-compressed (``_write``).
 SUFFIX = ".arrow"
 #: Results kept (whole analyses and groups of sessions); older ones are deleted.
@@ -223,6 +225,7 @@ class ResultCache:
     def load_table(self, key: str, name: str) -> pl.DataFrame | None:
         """Table ``name`` of result ``key`` alone (one of ``TABLES``, or one its caller kept
         beside them), or None."""
+        key = key.partition(VARIANT)[0]
         flush(f"result {key}")
         try:
             return _whole(self.root / key, name)
@@ -287,8 +290,9 @@ class ResultCache:
         Waits only for a write of that table: the result itself, or other tables beside it,
         may still be being written (a result just computed has nothing beside it)."""
         flush(f"beside {key} {stem}")
+        folder, stem = self._beside(key, stem)
         try:
-            return _read(self.root / key / f"{stem}{SUFFIX}")
+            return _read(folder / f"{stem}{SUFFIX}")
         except (OSError, ValueError, pl.exceptions.PolarsError):
             return None
 
@@ -298,8 +302,8 @@ class ResultCache:
         itself (writes run in the order they were asked for)."""
 
         def write() -> None:
-            folder = self.root / key
-            for stem, table in tables.items():
+            for name, table in tables.items():
+                folder, stem = self._beside(key, name)
                 temporary = folder / f".{uuid.uuid4().hex}"
                 try:
                     _write(table, temporary)
@@ -330,6 +334,13 @@ class ResultCache:
 
         what = {f"result {key}"} | ({f"slot {slot}"} if slot else set())
         _start(what, write)
+
+    def _beside(self, key: str, stem: str) -> tuple[Path, str]:
+        """The folder and file stem of table ``stem`` kept beside result ``key``: a variant
+        key (``KEY-VARIANT``, ``fingerprints.without_items``) keeps its tables beside the
+        result ``KEY`` itself, each stem named after the variant."""
+        key, _, variant = key.partition(VARIANT)
+        return self.root / key, f"{variant}-{stem}" if variant else stem
 
     def _drop_oldest(self) -> None:
         with contextlib.suppress(OSError):

@@ -271,40 +271,65 @@ def _with_agents(
     items (``agent_events``), which ``events`` gives as EVENTS rows, so attribution and the
     report read them as they read Copilot's events (unless ``items`` is false: then the calls
     are numbered among themselves, and what priced them is stored under a key of its own,
-    apart from the analysis whose calls stand among their items)."""
+    apart from the analysis whose calls stand among their items). The sessions of the groups
+    taken unchanged from the previous analysis, which priced them, are among the sessions
+    ``previous`` shares (``Before.same``): only the others are priced again."""
     from analytics.agents.contract import core_tables
     from analytics.agents.reader import readers
     from analytics.cache.agent_results import agent_tables
 
+    # discovery already found every file (a session's sub-agents too), once each
+    named = [
+        (agent, reader, [log for name, log in result.found.agent_logs if name == agent.id])
+        for agent, reader in readers()
+    ]
+    named = [(agent, reader, logs) for agent, reader, logs in named if logs]
+
+    def keyed(key: str) -> str:
+        return key if items or not named else fingerprints.without_items(key)
+
+    stored = result.stored_as
+    if stored is not None:
+        stored = (stored[0], keyed(stored[1]))
+    before = result.previous
+    if before is not None:
+        before = dataclasses.replace(before, key=keyed(before.key))
     parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
-    for agent, reader in readers():
-        logs = [log for name, log in result.found.agent_logs if name == agent.id]
-        if logs:
-            # discovery already found every file (a session's sub-agents too), once each
-            tables = agent_tables(agent, reader, logs, items=items, slot=slot, cache=results)
-            parts.append(core_tables(tables))
+    same: set[str] = set()  # the agents' sessions priced by the previous analysis as they are
+    for agent, reader, logs in named:
+        folded = agent_tables(
+            agent,
+            reader,
+            logs,
+            items=items,
+            slot=slot,
+            cache=results,
+            analysis=stored[1] if stored else None,
+        )
+        parts.append(core_tables(folded.tables))
+        if before is not None and folded.before == before.key:
+            same |= folded.same
     source = result.calls_source
     copilot_sessions = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]
 
-    def every(mine: pl.DataFrame) -> pl.DataFrame:
+    def every(mine: pl.DataFrame, agents: Sequence[pl.DataFrame] = others) -> pl.DataFrame:
         copilot = _as_copilot_calls(mine, copilot_sessions)
-        return pl.concat([copilot, *others], how="vertical") if others else copilot
+        return pl.concat([copilot, *agents], how="vertical") if agents else copilot
 
     def calls() -> pl.DataFrame:
         return every(source if isinstance(source, pl.DataFrame) else source())
 
-    before = result.previous
     if before is not None:
-        fresh = before.calls
-        before = dataclasses.replace(before, calls=lambda: every(fresh()))
+        fresh, kept = before.calls, pl.Series(sorted(same), dtype=pl.String).implode()
+        changed = [c.filter(~pl.col("session_id").is_in(kept)) for c in others] if same else others
+        before = dataclasses.replace(
+            before, same=before.same | same, calls=lambda: every(fresh(), changed)
+        )
 
     sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
     issues = [result.issues, *(i for _, _, i, _ in parts)]
     events = [e for _, _, _, e in parts if items]
-    stored = result.stored_as
-    if stored is not None and parts and not items:
-        stored = (stored[0], fingerprints.without_items(stored[1]))
     return dataclasses.replace(
         result,
         stored_as=stored,

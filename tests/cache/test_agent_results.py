@@ -47,21 +47,28 @@ def write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
-def run(root: Path, cache: ResultCache | None, counter: list[int] | None = None) -> AgentTables:
-    """Every agent's tables under ``root``, as ``_with_agents`` asks for them (one agent
-    per tree in these tests)."""
+def run(
+    root: Path, cache: ResultCache | None, counter: list[int] | None = None
+) -> AgentTables | None:
+    """The agent's tables under ``root`` as ``_with_agents`` asks for them (one agent per
+    tree in these tests; None when discovery finds no log of any)."""
     found = discover([root])
+    if not found.agent_logs:
+        return None
     (agent_id,) = {name for name, _ in found.agent_logs}
     agent, reader = next((a, r) for a, r in readers() if a.id == agent_id)
     logs = [log for name, log in found.agent_logs if name == agent_id]
-    tables = agent_tables(
+    folded = agent_tables(
         agent, reader, logs, items=True, slot=str(root), cache=cache, fold_counter=counter
     )
     results.flush()
-    return tables
+    return folded.tables
 
 
-def assert_same(a: AgentTables, b: AgentTables) -> None:
+def assert_same(a: AgentTables | None, b: AgentTables | None) -> None:
+    assert (a is None) == (b is None)
+    if a is None or b is None:
+        return
     for name in ("calls", "sessions", "issues", "items"):
         assert_frame_equal(getattr(a, name), getattr(b, name))
 
@@ -88,6 +95,7 @@ def test_a_touched_file_folds_again_only_its_group(tmp_path: Path) -> None:
     got = run(root, cache, counter)
     assert counter == [1]  # the touched file alone
     assert_same(got, run(root, None))
+    assert got is not None
     assert got.calls.height == 4
 
 
@@ -108,6 +116,7 @@ def test_a_request_copied_into_another_group_counts_once(tmp_path: Path, warm: b
     )
     got = run(root, cache)
     assert_same(got, run(root, None))
+    assert got is not None
     assert sorted(got.calls["api_call_id"].to_list()) == ["m1", "m2", "m3"]
     assert_same(run(root, cache), got)  # and warm after it
 
@@ -119,6 +128,7 @@ def test_a_deleted_file_drops_its_calls(tmp_path: Path) -> None:
     run(root, cache)
     (root / "p2/s2.jsonl").unlink()
     got = run(root, cache)
+    assert got is not None
     assert got.calls["session_id"].to_list() == ["s1"]
     assert_same(got, run(root, None))
 
