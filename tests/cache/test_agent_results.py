@@ -7,7 +7,9 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,9 +18,11 @@ from polars.testing import assert_frame_equal
 from analytics.agents import AgentTables
 from analytics.agents.discover import discover
 from analytics.agents.reader import readers
-from analytics.cache import results
+from analytics.cache import repriced, results
 from analytics.cache.agent_results import agent_tables
 from analytics.cache.results import ResultCache
+from analytics.core.pricing.rates import load_rates
+from analytics.engine.analyze import analyze
 from tests.conftest import REAL_LOGS
 
 
@@ -206,3 +210,42 @@ def test_real_logs_cached_cold_warm_and_touched(tmp_path: Path, agent: str) -> N
         log.write(lines[-1] if lines[-1].endswith(b"\n") else b"\n" + lines[-1])
     files[0].unlink()
     assert_same(run(root, cache), run(root, None))
+
+
+@pytest.mark.parametrize("items", [False, True])
+def test_a_touched_tree_prices_only_the_changed_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, items: bool
+) -> None:
+    """The sessions of the groups reused unchanged are priced by the previous analysis
+    (``Before.same``), with or without the context items; the priced tables are those of a
+    fresh pricing."""
+    monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
+    seen: list[int] = []
+    real = repriced.price_analysis
+
+    def spy(calls: pl.DataFrame, *args: Any) -> Any:
+        seen.append(calls.height)
+        return real(calls, *args)
+
+    monkeypatch.setattr(repriced, "price_analysis", spy)
+    root = tmp_path / "projects"
+    write(root, {f"p{n}/s{n}.jsonl": reply(f"s{n}", f"m{n}", n, n) for n in range(1, 5)})
+    table = load_rates("github-copilot")
+
+    def priced() -> tuple[pl.DataFrame, pl.DataFrame]:
+        result = analyze([root], use_cache=True, agent_items=items)
+        tables = repriced.priced(result, table, {}, ["calls", "sessions"])
+        results.flush()
+        fresh = analyze([root], agent_items=items)
+        calls, sessions = real(fresh.calls, fresh.sessions, table, {}, fresh.log_prices)
+        assert_frame_equal(tables["sessions"], sessions)
+        assert_frame_equal(tables["calls"], calls)
+        return tables["calls"], tables["sessions"]
+
+    priced()
+    with (root / "p2/s2.jsonl").open("a") as log:
+        log.write(reply("s2", "m9", 3, 9))
+    seen.clear()
+    calls, _ = priced()
+    assert seen[0] == 2  # the touched session's calls alone (then the fresh pricing's)
+    assert calls.height == 5
