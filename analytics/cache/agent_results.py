@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,10 +312,10 @@ def _units(
     units: list[list[LogFile]] = []
     for log in logs:  # in path order: a file comes before the files under its stem
         path = str(log.path)
-        directory = path[: path.rfind("/")]
+        directory = path[: path.rfind(os.sep)]
         home, above = owner.get(directory), directory
-        while home is None and "/" in above:
-            above = above[: above.rfind("/")]
+        while home is None and os.sep in above:
+            above = above[: above.rfind(os.sep)]
             home = owner.get(above)
         if home is None:
             home = len(units)
@@ -322,7 +323,7 @@ def _units(
             if not fine:
                 owner[directory] = home
         units[home].append(log)
-        stem = path[: path.rfind(".")] if "." in path[path.rfind("/") :] else path
+        stem = path[: path.rfind(".")] if "." in path[path.rfind(os.sep) :] else path
         owner.setdefault(stem, home)
     return units
 
