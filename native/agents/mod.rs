@@ -6,6 +6,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod kimi;
 
 use std::path::PathBuf;
 
@@ -33,5 +34,10 @@ pub const FOLDS: &[Native] = &[
         id: "codex",
         fold: codex::fold_with,
         seeds: codex::SEEDS,
+    },
+    Native {
+        id: "kimi",
+        fold: kimi::fold_with,
+        seeds: kimi::SEEDS,
     },
 ];
