@@ -123,8 +123,20 @@ CODEX = Agent(
     reader="analytics.agents.codex",
 )
 
+KIMI = Agent(
+    id="kimi",
+    name="Kimi Code",
+    short_name="Kimi",
+    home_variables=("KIMI_CODE_HOME", "KIMI_SHARE_DIR"),
+    default_homes=("~/.kimi-code", "~/.kimi"),
+    logs_in=("sessions",),
+    api_equivalent=True,
+    plans="a Kimi membership (kimi-for-coding)",
+    reader="analytics.agents.kimi",
+)
+
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, KIMI)
 
 
 def listed(words: list[str], last: str = "and") -> str:

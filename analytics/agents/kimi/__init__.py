@@ -1,0 +1,106 @@
+"""Kimi Code (Moonshot's coding CLI) wire logs: which files they are, where, and the fold.
+
+Homes (``registry.KIMI``): ``$KIMI_CODE_HOME`` (default ``~/.kimi-code``), whose
+``sessions/<workDirKey>/<sessionId>/agents/<agentId>/wire.jsonl`` are Kimi Code's logs, and
+the legacy kimi-cli's ``$KIMI_SHARE_DIR`` (default ``~/.kimi``), whose
+``sessions/<md5(cwd)>/<uuid>/wire.jsonl`` are its logs. Each variable overrides its own home
+only. What each file of a home is:
+
+* ``wire.jsonl``: the log (one call per ``usage.record``; kimi-cli: per ``StatusUpdate`` with
+  ``token_usage``). Read.
+* kimi-cli's ``context.jsonl`` (and its rotated ``context_<n>.jsonl``): the conversation as
+  sent to the model, opened by a ``_checkpoint``/``_system_prompt`` record; no per-call usage.
+  Claimed, its lines counted and skipped, so naming a kimi-cli home reports no stray file.
+* ``state.json``: the session's ``id`` and ``cwd``, read by the fold beside each wire (not
+  offered by discovery: not JSON lines).
+* ``session_index.jsonl`` (top of a Kimi Code home), ``server/events/*.jsonl`` (the web
+  server's journal), kimi-cli's ``user-history/*.jsonl`` (typed prompts): no calls, not
+  claimed; discovery reports them as not a log of an agent agentcost reads. None of them is
+  under ``sessions/``, which is what is read when no path is named.
+
+All files named together are one group: a call copied into another file (a resumed session's
+earlier copy, a ``/fork``) counts once. The counting rules are in
+``native/agents/kimi/mod.rs``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from analytics.agents import AgentTables, fold, keyed, unique
+from analytics.core.registry import KIMI
+
+#: The first record of a kimi-cli ``context.jsonl``: its bookkeeping roles.
+CONTEXT_ROLES = frozenset({"_checkpoint", "_system_prompt", "_usage"})
+
+def recognizes(line: dict[str, object]) -> bool:
+    """Whether a decoded first record is a Kimi wire's or a kimi-cli context file's: the
+    ``{"type": "metadata", "protocol_version"}`` header both CLIs write, a kimi-cli record
+    (``{timestamp, message: {type, payload}}``: the oldest wires have no header), or a
+    ``context.jsonl`` bookkeeping record (``role`` ``_checkpoint``, ``_system_prompt``,
+    ``_usage``)."""
+    kind = line.get("type")
+    if kind == "metadata":
+        return isinstance(line.get("protocol_version"), str)
+    if kind is not None:
+        return False
+    message = line.get("message")
+    if isinstance(message, dict):
+        return (
+            isinstance(message.get("type"), str)
+            and isinstance(message.get("payload"), dict)
+            and isinstance(line.get("timestamp"), int | float)
+        )
+    return line.get("role") in CONTEXT_ROLES
+
+
+def claims(path: Path, head: bytes) -> bool:
+    """Kimi writes its logs as JSON lines only: no other file is one (``state.json`` is read
+    beside its wire by the fold)."""
+    return False
+
+
+def homes() -> list[Path]:
+    """The ``sessions`` directories that exist of the Kimi Code home (``$KIMI_CODE_HOME`` or
+    ``~/.kimi-code``) and of the kimi-cli home (``$KIMI_SHARE_DIR`` or ``~/.kimi``): each
+    variable replaces its own default only. Nothing is created or written."""
+    found: list[Path] = []
+    for variable, default in zip(KIMI.home_variables, KIMI.default_homes, strict=True):
+        home = Path(os.environ.get(variable, "").strip() or default).expanduser()
+        sessions = home / "sessions"
+        if sessions.is_dir() and sessions.resolve() not in {d.resolve() for d in found}:
+            found.append(sessions)
+    return found
+
+
+def discover(paths: Sequence[Path]) -> list[list[Path]]:
+    """One group of the Kimi files under ``paths``: a home's ``sessions/`` (a directory
+    holding one), any other directory's ``wire.jsonl`` and ``context*.jsonl`` files, and named
+    files as they are."""
+    found: list[tuple[Path, Path]] = []
+    for target in paths:
+        if not target.is_dir():
+            found += keyed(target)
+            continue
+        root = target / "sessions" if (target / "sessions").is_dir() else target
+        found += [pair for pair in keyed(root) if _session_file(pair[1])]
+    group = unique(found)
+    return [group] if group else []
+
+
+def _session_file(path: Path) -> bool:
+    """A session's wire, or a kimi-cli context file."""
+    return path.name == "wire.jsonl" or path.name.startswith("context")
+
+
+def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues of the wires under ``paths`` (default: the homes), and
+    their context items unless ``items`` is false."""
+    return fold(discover(homes() if paths is None else paths), KIMI.id, items)
+
+
+def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
+    """The calls, sessions and issues (and items) of exactly ``files``, folded as one group."""
+    return fold([list(files)], KIMI.id, items)
