@@ -13,10 +13,14 @@ only. What each file of a home is:
   Claimed, its lines counted and skipped, so naming a kimi-cli home reports no stray file.
 * ``state.json``: the session's ``id`` and ``cwd``, read by the fold beside each wire (not
   offered by discovery: not JSON lines).
-* ``session_index.jsonl`` (top of a Kimi Code home), ``server/events/*.jsonl`` (the web
-  server's journal), kimi-cli's ``user-history/*.jsonl`` (typed prompts): no calls, not
-  claimed; discovery reports them as not a log of an agent agentcost reads. None of them is
-  under ``sessions/``, which is what is read when no path is named.
+* ``session_index.jsonl`` (top of a Kimi Code home: ``{sessionId, sessionDir, workDir}``) and
+  kimi-cli's ``user-history/<md5>.jsonl`` (typed prompts, ``{content}``): no calls. Claimed
+  and skipped unread (:func:`skipped`), so naming a home reports no stray file.
+* ``server/events/<sessionId>.jsonl`` (the web server's own journal, not a session log): not
+  claimed; discovery reports it as not a log of an agent agentcost reads.
+
+None but the wires and context files is under ``sessions/``, which is what is read when no
+path is named.
 
 All files named together are one group: a call copied into another file (a resumed session's
 earlier copy, a ``/fork``) counts once. The counting rules are in
@@ -34,13 +38,20 @@ from analytics.core.registry import KIMI
 
 #: The first record of a kimi-cli ``context.jsonl``: its bookkeeping roles.
 CONTEXT_ROLES = frozenset({"_checkpoint", "_system_prompt", "_usage"})
+#: The keys of a Kimi Code ``session_index.jsonl`` entry.
+INDEX_KEYS = frozenset({"sessionId", "sessionDir", "workDir"})
+#: The files of a home that are claimed but hold no call: the session index, and the
+#: directory of kimi-cli's prompt history.
+INDEX_FILE, HISTORY_DIR = "session_index.jsonl", "user-history"
+
 
 def recognizes(line: dict[str, object]) -> bool:
     """Whether a decoded first record is a Kimi wire's or a kimi-cli context file's: the
     ``{"type": "metadata", "protocol_version"}`` header both CLIs write, a kimi-cli record
-    (``{timestamp, message: {type, payload}}``: the oldest wires have no header), or a
+    (``{timestamp, message: {type, payload}}``: the oldest wires have no header), a
     ``context.jsonl`` bookkeeping record (``role`` ``_checkpoint``, ``_system_prompt``,
-    ``_usage``)."""
+    ``_usage``), a ``session_index.jsonl`` entry or a kimi-cli prompt history line (both
+    skipped unread)."""
     kind = line.get("type")
     if kind == "metadata":
         return isinstance(line.get("protocol_version"), str)
@@ -53,7 +64,11 @@ def recognizes(line: dict[str, object]) -> bool:
             and isinstance(message.get("payload"), dict)
             and isinstance(line.get("timestamp"), int | float)
         )
-    return line.get("role") in CONTEXT_ROLES
+    if line.keys() >= INDEX_KEYS:
+        return True
+    return line.get("role") in CONTEXT_ROLES or (
+        line.keys() == {"content"} and isinstance(line["content"], str)
+    )
 
 
 def claims(path: Path, head: bytes) -> bool:
@@ -101,6 +116,13 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
     return fold(discover(homes() if paths is None else paths), KIMI.id, items)
 
 
+def skipped(path: Path) -> bool:
+    """A claimed file that holds no call and is not read: a Kimi Code session index, a
+    kimi-cli prompt history."""
+    return path.name == INDEX_FILE or path.parent.name == HISTORY_DIR
+
+
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
-    """The calls, sessions and issues (and items) of exactly ``files``, folded as one group."""
-    return fold([list(files)], KIMI.id, items)
+    """The calls, sessions and issues (and items) of exactly ``files``, folded as one group
+    (less those :func:`skipped`)."""
+    return fold([[path for path in files if not skipped(path)]], KIMI.id, items)

@@ -76,9 +76,7 @@ def rows(kind: str) -> list[object]:
     if not readme.is_file():
         return params("kimi")  # the skip, saying why
     found = wire_rows(readme) if kind == "wire" else facts_rows(readme)
-    return [
-        pytest.param(path, row, id=str(path.relative_to(readme.parent))) for path, row in found
-    ]
+    return [pytest.param(path, row, id=str(path.relative_to(readme.parent))) for path, row in found]
 
 
 @pytest.mark.parametrize(("path", "row"), rows("wire"))

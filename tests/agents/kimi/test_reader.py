@@ -17,12 +17,18 @@ from analytics.agents import claude_code, codex, kimi
 from analytics.agents.discover import agent_of
 
 META = {"type": "metadata", "protocol_version": "1.5", "created_at": 1000}
-LEGACY = {"timestamp": 1760000000.5, "message": {"type": "TurnBegin", "payload": {"user_input": "x"}}}
+LEGACY = {"timestamp": 1760000000.5, "message": {"type": "TurnBegin", "payload": {}}}
 
 
 def request(t: int) -> dict[str, object]:
-    return {"type": "llm.request", "agentId": "main", "provider": "openai",
-            "model": "kimi-k2.7-code", "modelAlias": "moonshot-ai/kimi-k2.7-code", "time": t}  # fmt: skip
+    return {
+        "type": "llm.request",
+        "agentId": "main",
+        "provider": "openai",
+        "model": "kimi-k2.7-code",
+        "modelAlias": "moonshot-ai/kimi-k2.7-code",
+        "time": t,
+    }
 
 
 def usage(other: int, out: int, read: int, write: int = 0) -> dict[str, int]:
@@ -30,8 +36,14 @@ def usage(other: int, out: int, read: int, write: int = 0) -> dict[str, int]:
 
 
 def record(t: int, u: dict[str, int], scope: str = "turn") -> dict[str, object]:
-    return {"type": "usage.record", "agentId": "main", "model": "moonshot-ai/kimi-k2.7-code",
-            "usage": u, "usageScope": scope, "time": t}  # fmt: skip
+    return {
+        "type": "usage.record",
+        "agentId": "main",
+        "model": "moonshot-ai/kimi-k2.7-code",
+        "usage": u,
+        "usageScope": scope,
+        "time": t,
+    }
 
 
 def step_end(t: int, u: dict[str, int] | None) -> dict[str, object]:
@@ -45,16 +57,32 @@ def step_end(t: int, u: dict[str, int] | None) -> dict[str, object]:
 
 def replay(t: int, u: dict[str, int]) -> dict[str, object]:
     meta = {"model": {"provider": "agent-loop", "model": "agent-loop"}, "usage": u}
-    return {"message": {"message": {"role": "assistant", "content": []}, "meta": meta},
-            "type": "agent.message.appended", "time": t, "kind": "event"}  # fmt: skip
+    return {
+        "message": {"message": {"role": "assistant", "content": []}, "meta": meta},
+        "type": "agent.message.appended",
+        "time": t,
+        "kind": "event",
+    }
 
 
 RETRY = {"type": "turn.step.retrying", "agentId": "main", "failedAttempt": 1, "statusCode": 429}
 A, B = usage(100, 10, 50), usage(20, 5, 150)
 #: One turn: a request whose usage is written three times, a rate-limited attempt, the
 #: request that succeeds.
-TURN = [META, request(1), record(2, A), step_end(3, A), request(4), step_end(5, None),
-        RETRY, request(6), record(7, B), step_end(8, B), replay(9, A), replay(9, B)]  # fmt: skip
+TURN = [
+    META,
+    request(1),
+    record(2, A),
+    step_end(3, A),
+    request(4),
+    step_end(5, None),
+    RETRY,
+    request(6),
+    record(7, B),
+    step_end(8, B),
+    replay(9, A),
+    replay(9, B),
+]
 
 
 def lines(records: list[dict[str, object]]) -> str:
@@ -78,8 +106,9 @@ def wire(root: Path, session: str, text: str, agent: str = "main") -> Path:
         ({"role": "_checkpoint", "id": 0}, True),  # kimi-cli context.jsonl, skipped
         ({"role": "_system_prompt", "content": "You are"}, True),
         ({"role": "user", "content": "hi"}, False),
-        ({"sessionId": "session_1", "sessionDir": "/h", "workDir": "/w"}, False),  # the index
-        ({"content": "a prompt typed"}, False),  # kimi-cli user-history
+        ({"sessionId": "session_1", "sessionDir": "/h", "workDir": "/w"}, True),  # the index
+        ({"content": "a prompt typed"}, True),  # kimi-cli user-history
+        ({"content": "a prompt", "role": "user"}, False),
         ({"type": "user", "sessionId": "s", "uuid": "u", "message": {}}, False),  # Claude Code
         ({"type": "session_meta", "payload": {"id": "x"}, "timestamp": "t"}, False),  # Codex
         ({"type": "session.start", "data": {}, "id": "e"}, False),  # Copilot
@@ -100,7 +129,8 @@ def test_no_other_agent_claims_a_kimi_first_record(line: dict[str, object]) -> N
     [
         ("wire.jsonl", lines(TURN), "kimi"),
         ("context.jsonl", '{"role": "_checkpoint", "id": 0}\n', "kimi"),
-        ("session_index.jsonl", '{"sessionId": "s", "sessionDir": "/d", "workDir": "/w"}\n', None),
+        ("session_index.jsonl", '{"sessionId": "s", "sessionDir": "/", "workDir": "/"}\n', "kimi"),
+        ("events.jsonl", '{"type": "session.created", "data": {}}\n', "copilot"),
     ],
 )
 def test_discovery_tells_each_file_of_a_home(
@@ -132,7 +162,11 @@ def test_homes_default_each_variable_replaces_its_own_and_absent_is_silent(
 
 
 def test_a_home_named_reads_its_wires_not_its_index(tmp_path: Path) -> None:
-    (tmp_path / "session_index.jsonl").write_text('{"sessionId": "s"}\n', encoding="utf-8")
+    index = tmp_path / "session_index.jsonl"
+    index.write_text('{"sessionId": "s", "sessionDir": "/d", "workDir": "/w"}\n', "utf-8")
+    history = tmp_path / "user-history" / "0a1b.jsonl"
+    history.parent.mkdir()
+    history.write_text('{"content": "fix it"}\n', encoding="utf-8")
     path = wire(tmp_path / "sessions", "wd_p_1/session_a", lines(TURN))
     (path.parent.parent.parent / "state.json").write_text(
         json.dumps({"id": "session_a", "cwd": "/w/p"}), encoding="utf-8"
@@ -140,6 +174,9 @@ def test_a_home_named_reads_its_wires_not_its_index(tmp_path: Path) -> None:
     assert kimi.discover([tmp_path]) == [[path]]
     sessions = kimi.read([tmp_path]).sessions
     assert sessions.select("session_id", "cwd").rows() == [("session_a", "/w/p")]
+    claimed = kimi.read_files([index, history, path])  # as discovery hands them over
+    assert claimed.sessions["session_id"].to_list() == ["session_a"]
+    assert claimed.issues.height == 0
 
 
 def figures(text: str) -> tuple[object, ...]:
@@ -173,11 +210,15 @@ def figures(text: str) -> tuple[object, ...]:
         # all zeros: the provider sent no usage, a call of unknown tokens
         (lines([META, record(2, usage(0, 0, 0))]), (1, 0, 0, 0, 1, [], 0)),
         # unknown record types are counted and named once
-        (lines([META, {"type": "x.y", "time": 1}, {"type": "x.z"}, record(2, A)]),
-         (1, 150, 50, 10, 0, ["warning"], 2)),  # fmt: skip
+        (
+            lines([META, {"type": "x.y", "time": 1}, {"type": "x.z"}, record(2, A)]),
+            (1, 150, 50, 10, 0, ["warning"], 2),
+        ),
         # an unknown protocol version is a warning, the rest is read
-        (lines([{**META, "protocol_version": "9.0"}, record(2, A)]),
-         (1, 150, 50, 10, 0, ["warning"], 0)),  # fmt: skip
+        (
+            lines([{**META, "protocol_version": "9.0"}, record(2, A)]),
+            (1, 150, 50, 10, 0, ["warning"], 0),
+        ),
         # a truncated last line is an error, the rest is read
         (lines([META, record(2, A)]) + '{"type": "usage.rec', (1, 150, 50, 10, 0, ["error"], 0)),
         # NUL bytes in a line are removed with a warning
@@ -207,7 +248,8 @@ def test_a_sessions_calls_count_once_however_many_copies(
         records.insert(at, records[at])
     with tempfile.TemporaryDirectory() as root:
         files = [wire(Path(root) / f"home{h}", "session_a", lines(records)) for h in range(homes)]
-        files += [wire(Path(root) / f"cut{i}", "session_a", lines(TURN[:cut])) for i, cut in enumerate(cuts)]
+        for i, cut in enumerate(cuts):
+            files.append(wire(Path(root) / f"cut{i}", "session_a", lines(TURN[:cut])))
         tables = kimi.read_files(files)
     assert tables.calls.height == 2
     assert tables.sessions["session_id"].to_list() == ["session_a"]
