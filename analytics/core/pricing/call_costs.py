@@ -225,7 +225,7 @@ def _price(
 ) -> pl.DataFrame:
     """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_by_table`."""
     agent = any(name in calls.columns for name in AGENT_USAGE)
-    optional = {**AGENT_USAGE, "user_initiated": pl.Boolean()}
+    optional = {**AGENT_USAGE, "user_initiated": pl.Boolean(), "provider": pl.String()}
     usage = _without_empty_chunks(
         calls.with_columns(
             pl.lit(None, dtype=dtype).alias(name)

@@ -5,6 +5,10 @@ API (Anthropic, OpenAI, Google, DeepSeek). Tables name models differently, so ea
 prices the calls through the model-equivalence map (``equivalence.seller_names``):
 Copilot's ``claude-sonnet-4.6`` is priced as OpenRouter's ``anthropic/claude-sonnet-4.6``.
 What each table priced each model as is part of the result, so no column hides a rename.
+
+A call served by a local provider (``call_costs.LOCAL_PROVIDERS``) costs exactly 0 in every
+column, ``vendor`` included: no seller's API price is put on it, since nobody sells what ran
+on the user's machine. ``priced_as`` marks its rows ``local`` (no seller, no check date).
 """
 
 from __future__ import annotations
@@ -61,15 +65,17 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
     """Per log model: the model ``table`` priced it as, and the table that price comes from.
     Bring-your-own-key calls under ``github-copilot`` are a row of their own (``byok``):
     Copilot bills them nothing, and their price, if any, is their provider's
-    (``price_from``), so "not sold there" would misstate why."""
+    (``price_from``), so "not sold there" would misstate why. Calls served by a local
+    provider are a row of their own too (``local``): $0, sold by no table."""
     tables = (
         {name: load_rate_table(name) for name in VENDOR_TABLES}
         if table.name == VENDOR
         else {table.name: table}
     )
     byok = pl.lit(table.name == "github-copilot") & pl.col("is_byok").fill_null(False)
+    local = (pl.col("cost_source") == "local").fill_null(False)
     pairs = (
-        priced_calls.group_by("model", "priced_model", byok.alias("byok"))
+        priced_calls.group_by("model", "priced_model", byok.alias("byok"), local.alias("local"))
         .agg(
             pl.len().cast(pl.Int64).alias("calls"),
             pl.col("cost_usd").count().cast(pl.Int64).alias("priced_calls"),
@@ -79,12 +85,14 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
     )
     # A handful of rows (one per model): which of the tables knows each priced model.
     seller = [
-        provider
-        if provider
-        else next((name for name, t in tables.items() if model and t.resolve(model)), None)
-        for model, provider in zip(
+        None
+        if is_local
+        else provider
+        or next((name for name, t in tables.items() if model and t.resolve(model)), None)
+        for model, provider, is_local in zip(
             pairs["priced_model"].to_list(),
             pl.select(pl.when(pairs["byok"]).then(pairs["_provider"])).to_series().to_list(),
+            pairs["local"].to_list(),
             strict=True,
         )
     ]
@@ -108,6 +116,7 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
             "priced_model",
             "seller",
             "byok",
+            "local",
             "calls",
             "priced_calls",
             "checked",
