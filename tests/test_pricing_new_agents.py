@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -180,31 +181,65 @@ def test_local_calls_cost_zero_and_leave_the_other_calls_alone(
 # ------------------------------------------------------------------------------ model names
 
 
+#: Every model name the real logs of the five agents write (``../shared/real_logs/<folder>``),
+#: what it prices as and from which table (None: unpriced), and the cost of :func:`call` (600
+#: uncached, 400 cached, 100 output tokens of which 60 reasoning) at that price.
+REAL_LOG_MODELS = [
+    # pi via openai-codex: gpt-5.5 $5/M input, $0.50/M cached, $30/M output
+    ("pi", "gpt-5.5", "gpt-5.5", "openai", "0.0062"),
+    # gpt-5.4-mini $0.75/M, $0.075/M cached, $4.50/M
+    ("pi", "gpt-5.4-mini", "gpt-5.4-mini", "openai", "0.00093"),
+    ("pi", "irrlicht-turn-abort-unsupported-model", None, None, None),
+    # Gemini CLI: thoughts at the output price; gemini-2.5-pro $1.25/M, $0.125/M, $10/M
+    ("gemini-cli", "gemini-2.5-pro", "gemini-2.5-pro", "google", "0.00180"),
+    # gemini-3.5-flash: $1.50/M, $0.15/M cached, $9/M
+    ("gemini-cli", "gemini-3.5-flash", "gemini-3.5-flash", "google", "0.00186"),
+    # OpenCode's LM Studio model, were it served elsewhere: no table sells it
+    ("opencode", "gemma-4-e2b-it-uncensored", None, None, None),
+    # Kimi Code: the provider's id and the config alias; $0.95/M, $0.19/M cached, $4/M
+    ("kimi", "kimi-k2.7-code", "kimi-k2.7-code", "moonshotai", "0.001046"),
+    ("kimi", "moonshot-ai/kimi-k2.7-code", "kimi-k2.7-code", "moonshotai", "0.001046"),
+    # Antigravity's display label and response model of slot M16; $2/M, $0.20/M cached, $12/M
+    ("antigravity", "Gemini 3.1 Pro (High)", "gemini-3.1-pro-preview", "google", "0.00248"),
+    ("antigravity", "gemini-pro-default", None, None, None),
+]
+
+
+@pytest.mark.parametrize(("folder", "model", "priced_as", "price_from", "cost"), REAL_LOG_MODELS)
+def test_the_new_agents_models_are_priced_at_their_vendors_list_price(
+    folder: str, model: str, priced_as: str | None, price_from: str | None, cost: str | None
+) -> None:
+    out = price_calls(frame(call(model, agent=folder)), COPILOT).row(0, named=True)
+    assert (out["priced_model"], out["price_from"]) == (priced_as, price_from)
+    assert out["cost_source"] == (None if cost is None else "vendor_api")
+    assert out["cost_usd"] == (None if cost is None else Decimal(cost))
+    assert out["unpriced_reason"] == (NOT_IN_ANY if cost is None else None)
+
+
+@pytest.mark.parametrize(("folder", "model"), [row[:2] for row in REAL_LOG_MODELS])
+def test_the_listed_model_names_are_the_real_logs_own(
+    real_logs: Path, folder: str, model: str
+) -> None:
+    home = real_logs / folder
+    if not home.is_dir():
+        pytest.skip(f"no {folder} logs in this copy of the real logs")
+    kept = {"README.md", "GIT_BLOBS", "SHA256SUMS"}
+    files = [p for p in home.rglob("*") if p.is_file() and p.name not in kept]
+    assert any(model.encode() in p.read_bytes() for p in files), model
+
+
 @pytest.mark.parametrize(
-    ("model", "priced_as", "price_from", "cost"),
+    ("model", "priced_as", "cost"),
     [
-        # Gemini CLI: thoughts (60 of the 100 output tokens) at the output price;
-        # gemini-2.5-pro $1.25/M input, $0.125/M cached, $10/M output
-        ("gemini-2.5-pro", "gemini-2.5-pro", "google", "0.00180"),
-        # gemini-3.5-flash: $1.50/M, $0.15/M cached, $9/M
-        ("gemini-3.5-flash", "gemini-3.5-flash", "google", "0.00186"),
-        ("gemini-3-flash-preview", "gemini-3-flash-preview", "google", "0.00062"),
-        # Antigravity's display label of Gemini 3.1 Pro: $2/M, $0.20/M cached, $12/M
-        ("Gemini 3.1 Pro (High)", "gemini-3.1-pro-preview", "google", "0.00248"),
-        # Kimi Code: the provider's id and the config alias; $0.95/M, $0.19/M cached, $4/M
-        ("kimi-k2.7-code", "kimi-k2.7-code", "moonshotai", "0.001046"),
-        ("moonshot-ai/kimi-k2.7-code", "kimi-k2.7-code", "moonshotai", "0.001046"),
-        # pi via openai-codex: gpt-5.4-mini $0.75/M, $0.075/M cached, $4.50/M
-        ("gpt-5.4-mini", "gpt-5.4-mini", "openai", "0.00093"),
+        # names the agents write elsewhere: $0.50/M, $0.05/M cached, $3/M
+        ("gemini-3-flash-preview", "gemini-3-flash-preview", "0.00062"),
+        ("gemini-3.1-pro-preview", "gemini-3.1-pro-preview", "0.00248"),
+        ("gemini-3.1-pro-high", "gemini-3.1-pro-preview", "0.00248"),
     ],
 )
-def test_the_new_agents_models_are_priced_at_their_vendors_list_price(
-    model: str, priced_as: str, price_from: str, cost: str
-) -> None:
-    out = price_calls(frame(call(model)), COPILOT).row(0, named=True)
-    assert (out["priced_model"], out["price_from"]) == (priced_as, price_from)
-    assert out["cost_source"] == "vendor_api"
-    assert out["cost_usd"] == Decimal(cost)
+def test_other_gemini_names_are_priced(model: str, priced_as: str, cost: str) -> None:
+    out = price_by_table(frame(call(model)), GOOGLE).row(0, named=True)
+    assert (out["priced_model"], out["cost_usd"]) == (priced_as, Decimal(cost))
 
 
 def test_kimi_cost_worked_out() -> None:
@@ -236,8 +271,6 @@ def test_a_gemini_prompt_above_200k_is_priced_whole_at_the_long_context_tier() -
         "kimi-for-coding",  # Kimi's subscription model: no per-token price
         "kimi-code/kimi-for-coding",
         "MODEL_PLACEHOLDER_M50",  # Antigravity's checkpoint model, named nowhere
-        "gemini-pro-default",  # Antigravity's slot name: its model changes over time
-        "irrlicht-turn-abort-unsupported-model",  # pi's failed call
         "gemini-2.5-pro-preview-tts-x",  # a TTS model is not Gemini 2.5 Pro
     ],
 )
