@@ -538,9 +538,8 @@ impl Fold {
                 file,
                 line.number,
                 "warning",
-                "usage.record without usage; not counted".into(),
+                "usage.record without usage; counted as a call of unknown tokens".into(),
             );
-            return;
         }
         let counters = n.counters.map(|node| line.int(node));
         let alias = line.str(n.model).map(|s| s.into_owned());
@@ -732,10 +731,11 @@ fn shown(counter: Option<i64>) -> String {
 }
 
 /// A call's usage from (uncached input, output, cache read, cache write): input includes the
-/// cache; all four 0 is the stand-in for a response without usage (tokens unknown).
+/// cache; all four 0 (the stand-in for a response without usage) or none known: tokens
+/// unknown, no final usage.
 fn call_usage(counters: [Option<i64>; 4]) -> Call {
     let [other, output, read, write] = counters;
-    if counters.iter().all(|c| *c == Some(0)) {
+    if counters.iter().all(|c| *c == Some(0)) || counters.iter().all(Option::is_none) {
         return Call {
             final_usage: false,
             ..Call::default()

@@ -183,12 +183,22 @@ fn a_sub_agents_wire_is_its_sessions_and_names_the_agent() {
 }
 
 #[test]
-fn an_all_zero_record_is_a_call_of_unknown_tokens() {
-    let folded = fold_lines(&[META.to_owned(), record("main", 5, [0, 0, 0, 0], "turn")]);
-    assert_eq!(folded.calls.len(), 1);
-    let call = &folded.calls[0];
-    assert!(!call.final_usage);
-    assert_eq!((call.usage.input, call.usage.output), (None, None));
+fn an_all_zero_record_or_one_without_usage_is_a_call_of_unknown_tokens() {
+    let bare =
+        r#"{"type":"usage.record","agentId":"main","model":"m","usageScope":"turn","time":6}"#;
+    let lines = [
+        META.to_owned(),
+        record("main", 5, [0, 0, 0, 0], "turn"),
+        bare.to_owned(),
+    ];
+    let folded = fold_lines(&lines);
+    assert_eq!(folded.calls.len(), 2);
+    for call in &folded.calls {
+        assert!(!call.final_usage);
+        assert_eq!((call.usage.input, call.usage.output), (None, None));
+    }
+    let issues: Vec<_> = folded.issues.iter().map(|i| (i.line, i.severity)).collect();
+    assert_eq!(issues, vec![(Some(3), "warning")]);
 }
 
 #[test]

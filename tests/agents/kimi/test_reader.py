@@ -209,6 +209,11 @@ def figures(text: str) -> tuple[object, ...]:
         (lines([META, record(2, A, "session")]), (1, 150, 50, 10, 0, [], 0)),
         # all zeros: the provider sent no usage, a call of unknown tokens
         (lines([META, record(2, usage(0, 0, 0))]), (1, 0, 0, 0, 1, [], 0)),
+        # a record without usage: a call of unknown tokens, with a warning
+        (
+            lines([META, {"type": "usage.record", "agentId": "main", "time": 2}]),
+            (1, 0, 0, 0, 1, ["warning"], 0),
+        ),
         # unknown record types are counted and named once
         (
             lines([META, {"type": "x.y", "time": 1}, {"type": "x.z"}, record(2, A)]),
