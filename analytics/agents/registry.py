@@ -113,9 +113,25 @@ CODEX = Agent(
     plans="a ChatGPT plan",
     reader="analytics.agents.codex",
 )
+ANTIGRAVITY = Agent(
+    id="antigravity",
+    name="Antigravity CLI",
+    short_name="Antigravity",
+    home_variables=("ANTIGRAVITY_DATA_DIR",),
+    default_homes=(
+        "~/.gemini/antigravity-cli",
+        "~/.gemini/antigravity-ide",
+        "~/.gemini/antigravity",
+    ),
+    logs_in=("conversations",),
+    api_equivalent=True,
+    plans="a Google account's Antigravity quota",
+    reader="analytics.agents.antigravity",
+    suffixes=(".db",),
+)
 
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY)
 
 
 def listed(words: list[str], last: str = "and") -> str:
