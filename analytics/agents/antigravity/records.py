@@ -79,7 +79,7 @@ def usage(blob: bytes) -> Usage:
         cache_read=wire.number(found, 5) or 0,
         thinking=None if thinking is None and visible is None else thinking or 0,
         provider=wire.number(found, 6),
-        unknown=tuple(sorted({n for n, _, _ in found if n not in USAGE_FIELDS})),
+        unknown=tuple(sorted(found.keys() - USAGE_FIELDS)),
     )
 
 
@@ -113,7 +113,7 @@ def step_records(
     found = wire.fields(metadata)
     start, end = wire.seconds(found, 1), wire.seconds(found, 8)
 
-    def records(within: list[wire.Field], where: str) -> list[Record]:
+    def records(within: wire.Message, where: str) -> list[Record]:
         blobs = [(f"{where}9", b) for b in wire.blobs(within, 9)]
         for retry in wire.blobs(within, 28):
             blobs += [(f"{where}28>2", b) for b in wire.blobs(wire.fields(retry), 2)]

@@ -15,46 +15,47 @@ from google.protobuf import empty_pb2, message, unknown_fields
 #: Wire types (``protobuf``'s numbering).
 VARINT, FIXED64, BYTES, GROUP, FIXED32 = 0, 1, 2, 3, 5
 
-#: A decoded field: (number, wire type, value: an int, bytes, or for a group its fields).
-Field = tuple[int, int, object]
+#: A decoded message: each field number's values in wire order, as (wire type, value: an
+#: int, bytes, or for a group its fields).
+Message = dict[int, list[tuple[int, object]]]
 
 
 class WireError(ValueError):
     """A blob that does not decode as a protobuf message."""
 
 
-def fields(blob: bytes) -> list[Field]:
-    """The fields of the message ``blob``, in wire order (a repeated field once per value)."""
+def fields(blob: bytes) -> Message:
+    """The fields of the message ``blob`` by number (a repeated field's values in order)."""
     holder = empty_pb2.Empty()
     try:
         holder.ParseFromString(blob)
     except message.DecodeError as error:
         raise WireError(str(error) or "not a protobuf message") from None
-    return [
-        (field.field_number, field.wire_type, field.data)
-        for field in unknown_fields.UnknownFieldSet(holder)
-    ]
+    found: Message = {}
+    for field in unknown_fields.UnknownFieldSet(holder):
+        found.setdefault(field.field_number, []).append((field.wire_type, field.data))
+    return found
 
 
-def number(found: list[Field], field: int) -> int | None:
+def number(found: Message, field: int) -> int | None:
     """The last varint value of ``field`` (the protobuf rule for a repeated scalar read as
     one), or None when the message does not carry it."""
-    values = [v for n, w, v in found if n == field and w == VARINT and isinstance(v, int)]
+    values = [v for w, v in found.get(field, ()) if w == VARINT and isinstance(v, int)]
     return values[-1] if values else None
 
 
-def blobs(found: list[Field], field: int) -> list[bytes]:
+def blobs(found: Message, field: int) -> list[bytes]:
     """Every length-delimited value of ``field`` (a sub-message, string or bytes), in order."""
-    return [v for n, w, v in found if n == field and w == BYTES and isinstance(v, bytes)]
+    return [v for w, v in found.get(field, ()) if w == BYTES and isinstance(v, bytes)]
 
 
-def blob(found: list[Field], field: int) -> bytes | None:
+def blob(found: Message, field: int) -> bytes | None:
     """The last length-delimited value of ``field``, or None."""
     values = blobs(found, field)
     return values[-1] if values else None
 
 
-def text(found: list[Field], field: int) -> str | None:
+def text(found: Message, field: int) -> str | None:
     """The last length-delimited value of ``field`` as UTF-8 text (None when absent, empty,
     or not UTF-8)."""
     value = blob(found, field)
@@ -64,7 +65,7 @@ def text(found: list[Field], field: int) -> str | None:
         return None
 
 
-def seconds(found: list[Field], field: int) -> float | None:
+def seconds(found: Message, field: int) -> float | None:
     """A ``{1: seconds, 2: nanos}`` timestamp at ``field`` as POSIX seconds, or None."""
     value = blob(found, field)
     if value is None:
