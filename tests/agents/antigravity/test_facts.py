@@ -47,6 +47,18 @@ def facts_params() -> list[object]:
     return found
 
 
+def slot_names(row: dict[str, str]) -> dict[str, tuple[str, int]]:
+    """The models cell (``MODEL_PLACEHOLDER_M16 = "Gemini 3.1 Pro (High)" / … 3; …``): each
+    slot's expected ``model`` (its display label as an id, else the slot) and its calls."""
+    found = {}
+    for part in row["models (calls)"].split(";"):
+        slot = re.search(r"`MODEL_PLACEHOLDER_(M\d+)`", part).group(1)  # type: ignore[union-attr]
+        label = re.search(r'"([^"]+)"', part)
+        name = records.model_name(label.group(1)) if label else f"MODEL_PLACEHOLDER_{slot}"
+        found[slot] = (name, number(part.rsplit(" ", 1)[-1]))
+    return found
+
+
 def figures(cell: str) -> dict[str, int]:
     """``uncached 14,438 · cr 40,697 · … · out 851 (thinking 843, visible 8)`` as a dict."""
     return {name: number(value) for name, value in _FIGURE.findall(cell)}
@@ -82,8 +94,9 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     assert len(found.usage) + in_steps == number(count)
 
     expected = figures(row[USAGE])
+    uncached = calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]
     got = {
-        "uncached": int((calls["input_tokens"] - calls["cache_read_tokens"] - calls["cache_write_tokens"]).sum()),
+        "uncached": int(uncached.sum()),
         "cr": int(calls["cache_read_tokens"].sum()),
         "cw": int(calls["cache_write_tokens"].sum()),
         "input": int(calls["input_tokens"].sum()),
@@ -94,12 +107,7 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     }  # fmt: skip
     assert got == expected
 
-    models = {}
-    for part in row["models (calls)"].split(";"):
-        slot = re.search(r"`(MODEL_PLACEHOLDER_M\d+)`", part).group(1)  # type: ignore[union-attr]
-        label = re.search(r'"([^"]+)"', part)
-        name = records.model_name(label.group(1)) if label else slot
-        models[name] = number(part.rsplit(" ", 1)[-1])
+    models = {name: count for name, count in slot_names(row).values()}
     assert dict(calls.group_by("model").len().iter_rows()) == models
 
     tables_read = dict(re.findall(r"(steps|gen_metadata) (\d+)", row["rows"]))
@@ -112,7 +120,8 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str]) -> None:
     not README.is_file(), reason=f"real Antigravity logs not present at {README.parent}"
 )
 def test_each_call_equals_its_line() -> None:
-    (path,) = [x.values[0] for x in facts_params()]  # type: ignore[attr-defined]
+    ((path, row),) = [x.values for x in facts_params()]  # type: ignore[attr-defined]
+    names = slot_names(row)
     calls = antigravity.read_files([path]).calls
     lines = per_call_rows()
     assert calls.height == len(lines)
@@ -127,10 +136,5 @@ def test_each_call_equals_its_line() -> None:
         assert out == thinking + visible
         assert call["source_line"] == int(re.search(r"step (\d+)", line["step"]).group(1))  # type: ignore[union-attr]
         assert call["kind"] == ("compaction" if "CHECKPOINT" in line["step"] else "main")
-        slot = f"MODEL_PLACEHOLDER_{line['model']}"
-        assert (
-            call["model"] == slot
-            or line["model"] == "M16"
-            and call["model"] == "gemini-3.1-pro-high"
-        )
+        assert call["model"] == names[line["model"]][0]
         assert call["start_time"].strftime("%H:%M:%S.%f")[:12] == line["time"]
