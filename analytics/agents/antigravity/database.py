@@ -79,9 +79,12 @@ KNOWN_STEP_TYPES = frozenset({14, 98, 90, 15, 23, 21, 8, 9, 5, 7, 38, 132})
 
 def read(path: Path) -> Conversation:
     """The usage records and facts of the database at ``path`` (never raises on its
-    content: each problem is in ``problems``)."""
+    content: each problem is in ``problems``). An empty file is a database agy created and
+    has not written yet: nothing, and no problem."""
     found = Conversation(path=path, session_id=path.stem)
     try:
+        if path.stat().st_size == 0:
+            return found
         with _opened(path) as connection:
             connection.execute("BEGIN")
             try:
