@@ -4,12 +4,12 @@ Home (``registry.ANTIGRAVITY``): ``$ANTIGRAVITY_DATA_DIR`` (ccusage's variable: 
 reads none, only ``HOME`` moves it), else ``~/.gemini/antigravity-cli``, ``-ide`` and
 ``~/.gemini/antigravity``; each home's ``conversations/<conversation-id>.db`` is one SQLite
 database per conversation, its steps and generations as protobuf blobs (``database``,
-``records``, ``wire``). Gemini CLI's chats sit beside them under ``~/.gemini/tmp`` as JSON:
+``records``, ``schema``). Gemini CLI's chats sit beside them under ``~/.gemini/tmp`` as JSON:
 this reader claims only SQLite files named as agy names them, and never JSON. All databases
 named together are one group: a call whose usage is in two databases (a copied conversation,
 a sub-agent's) counts once (``fold``).
 
-Decoding is per blob in Python (``protobuf``'s C parser does the wire format); measured on
+Decoding is per blob in Python (``protobuf``'s C parser, through ``schema``); measured on
 a database of the real rows copied 10,000 times in ``docs/agents/antigravity.md``.
 """
 

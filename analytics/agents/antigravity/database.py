@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
-from analytics.agents.antigravity import records, wire
+from analytics.agents.antigravity import records, schema
 
 #: The first bytes of every SQLite 3 database.
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -168,11 +168,10 @@ def _workspace(connection: sqlite3.Connection, found: Conversation) -> None:
     """The workspace (``trajectory_metadata_blob`` 1 -> 1, a ``file://`` URI) as ``cwd``."""
     for (data,) in connection.execute("SELECT data FROM trajectory_metadata_blob"):
         try:
-            for workspace in wire.blobs(wire.fields(data or b""), 1):
-                uri = wire.text(wire.fields(workspace), 1)
-                if uri:
-                    found.cwd = uri.removeprefix("file://")
-        except wire.WireError:
+            for workspace in schema.TrajectoryMetadata.FromString(data or b"").workspace:
+                uri = schema.text(workspace.uri)
+                found.cwd = uri.removeprefix("file://") if uri else found.cwd
+        except schema.DecodeError:
             continue
 
 
@@ -182,7 +181,7 @@ def _steps(connection: sqlite3.Connection, found: Conversation) -> None:
         found.unknown_steps += step_type not in KNOWN_STEP_TYPES
         try:
             found.usage += records.step_records(idx, step_type, status, metadata or b"", payload)
-        except wire.WireError as error:
+        except schema.DecodeError as error:
             found.problems.append(Problem(idx, "error", f"steps row {idx}: {error}"))
 
 
@@ -191,5 +190,5 @@ def _gen(connection: sqlite3.Connection, found: Conversation) -> None:
         found.rows += 1
         try:
             found.usage += records.gen_records(idx, data or b"")
-        except wire.WireError as error:
+        except schema.DecodeError as error:
             found.problems.append(Problem(idx, "error", f"gen_metadata row {idx}: {error}"))

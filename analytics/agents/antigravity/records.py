@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from analytics.agents.antigravity import wire
+from analytics.agents.antigravity import schema
 
-#: ``ModelUsageStats`` fields: 1 model enum, 2 uncached input, 3 output (thinking included),
-#: 4 cache write, 5 cache read, 6 API provider enum, 7 message id, 8 a key/value pair (the
-#: session id), 9 thinking output, 10 visible output, 11 response id, 12 provider's message id.
-USAGE_FIELDS = frozenset(range(1, 13))
 #: Steps' ``step_type`` of a background conversation summary (``CHECKPOINT``).
 CHECKPOINT = 23
 #: Steps' ``status`` values that say the call did not finish: pending, canceled.
@@ -65,21 +62,24 @@ class Record:
     name: str | None
 
 
-def usage(blob: bytes) -> Usage:
-    """The ``ModelUsageStats`` encoded in ``blob`` (raises :class:`wire.WireError`)."""
-    found = wire.fields(blob)
-    key = wire.text(found, 11) or wire.text(found, 12) or wire.text(found, 7)
-    thinking, visible = wire.number(found, 9), wire.number(found, 10)
+def usage(parsed: Any) -> Usage:
+    """A parsed ``ModelUsageStats`` (``schema.MESSAGES["Usage"]``) as a :class:`Usage`."""
+    key = (
+        schema.text(parsed.response_id)
+        or schema.text(parsed.provider_message_id)
+        or schema.text(parsed.message_id)
+    )
+    split = parsed.HasField("thinking_output_tokens") or parsed.HasField("response_output_tokens")
     return Usage(
         key=key,
-        model=wire.number(found, 1),
-        uncached=wire.number(found, 2) or 0,
-        output=wire.number(found, 3) or 0,
-        cache_write=wire.number(found, 4) or 0,
-        cache_read=wire.number(found, 5) or 0,
-        thinking=None if thinking is None and visible is None else thinking or 0,
-        provider=wire.number(found, 6),
-        unknown=tuple(sorted(found.keys() - USAGE_FIELDS)),
+        model=parsed.model if parsed.HasField("model") else None,
+        uncached=parsed.input_tokens,
+        output=parsed.output_tokens,
+        cache_write=parsed.cache_write_tokens,
+        cache_read=parsed.cache_read_tokens,
+        thinking=parsed.thinking_output_tokens if split else None,
+        provider=parsed.provider if parsed.HasField("provider") else None,
+        unknown=tuple(sorted(schema.unknown(parsed))),
     )
 
 
@@ -109,23 +109,23 @@ def step_records(
 ) -> list[Record]:
     """The usage records of one ``steps`` row: its ``metadata``'s, and those of the copy in
     ``payload`` (field 5) when it is given (the caller passes it only where it is not
-    ``metadata`` itself)."""
-    found = wire.fields(metadata)
-    start, end = wire.seconds(found, 1), wire.seconds(found, 8)
+    ``metadata`` itself). Raises ``schema.DecodeError`` on a blob that does not decode."""
+    parsed = schema.StepMetadata.FromString(metadata)
+    start = schema.seconds(parsed.created) if parsed.HasField("created") else None
+    end = schema.seconds(parsed.completed) if parsed.HasField("completed") else None
 
-    def records(within: wire.Message, where: str) -> list[Record]:
-        blobs = [(f"{where}9", b) for b in wire.blobs(within, 9)]
-        for retry in wire.blobs(within, 28):
-            blobs += [(f"{where}28>2", b) for b in wire.blobs(wire.fields(retry), 2)]
+    def records(step: Any, where: str) -> list[Record]:
+        found = [(f"{where}9", u) for u in step.usage]
+        found += [(f"{where}28>2", r.usage) for r in step.retries if r.HasField("usage")]
         return [
-            Record(usage(b), "steps", row, place, step_type, status, start, end, None)
-            for place, b in blobs
+            Record(usage(u), "steps", row, place, step_type, status, start, end, None)
+            for place, u in found
         ]
 
-    kept = records(found, "metadata>")
+    kept = records(parsed, "metadata>")
     if payload is not None:
-        for copy in wire.blobs(wire.fields(payload), 5):
-            kept += records(wire.fields(copy), "step_payload>5>")
+        for copy in schema.StepPayload.FromString(payload).metadata:
+            kept += records(copy, "step_payload>5>")
     return kept
 
 
@@ -133,17 +133,16 @@ def gen_records(row: int, data: bytes) -> list[Record]:
     """The usage records of one ``gen_metadata`` row (1 -> 4 and 1 -> 17 -> 2), named by the
     row's display label (1 -> 21) or response model (1 -> 19) as :func:`model_name`."""
     kept: list[Record] = []
-    for meta in wire.blobs(wire.fields(data), 1):
-        found = wire.fields(meta)
-        label = wire.text(found, 21) or wire.text(found, 19)
+    for generation in schema.GenMetadata.FromString(data).generation:
+        label = schema.text(generation.label) or schema.text(generation.response_model)
         name = model_name(label) if label else None
-        timing = wire.blob(found, 9)
-        start = wire.seconds(wire.fields(timing), 4) if timing is not None else None
-        blobs = [("data>1>4", b) for b in wire.blobs(found, 4)]
-        for retry in wire.blobs(found, 17):
-            blobs += [("data>1>17>2", b) for b in wire.blobs(wire.fields(retry), 2)]
+        timing = generation.timing
+        started = timing.HasField("started") and generation.HasField("timing")
+        start = schema.seconds(timing.started) if started else None
+        found = [("data>1>4", u) for u in generation.usage]
+        found += [("data>1>17>2", r.usage) for r in generation.retries if r.HasField("usage")]
         kept += [
-            Record(usage(b), "gen_metadata", row, place, None, None, start, None, name)
-            for place, b in blobs
+            Record(usage(u), "gen_metadata", row, place, None, None, start, None, name)
+            for place, u in found
         ]
     return kept

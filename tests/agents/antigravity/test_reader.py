@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.agents import antigravity
-from analytics.agents.antigravity import database, records
+from analytics.agents.antigravity import database, records, schema
 from tests.agents.antigravity.dbs import CONVERSATION, RESPONSES, change, copy, real_database
 
 TOTALS = ("input_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens")
@@ -193,15 +193,19 @@ def test_step_status_sets_the_call_state(
     assert (call["final_usage"], call["interrupted"]) == (final, interrupted)
 
 
-def test_unknown_usage_fields_are_a_warning(tmp_path: Path) -> None:
-    """A usage record carrying a field ``ModelUsageStats`` does not have (here a second copy
-    of the checkpoint's usage, appended to its step with field 100 added) is reported."""
+@pytest.mark.parametrize(
+    ("extra", "fields"),
+    [(b"\xa0\x06\x01", "100"), (b"\x12\x01x", "2"), (b"\xa0\x06\x01\xa8\x06\x02", "100, 101")],
+)
+def test_unknown_usage_fields_are_a_warning(tmp_path: Path, extra: bytes, fields: str) -> None:
+    """A usage record carrying a field ``ModelUsageStats`` does not have, or one of its
+    fields with another wire type (here a second copy of the checkpoint's usage, appended to
+    its step with ``extra`` added), is reported; the calls are still counted."""
     path = copy(tmp_path)
     connection = sqlite3.connect(path)
     (metadata,) = connection.execute("SELECT metadata FROM steps WHERE idx = 4").fetchone()
-    usage = next(b for b in _usage_blobs(metadata))
-    extended = usage + b"\xa0\x06\x01"  # field 100, varint 1
-    metadata += b"\x4a" + bytes([len(extended)]) + extended  # field 9, length-delimited
+    usage = schema.StepMetadata.FromString(metadata).usage[0].SerializeToString() + extra
+    metadata += b"\x4a" + bytes([len(usage)]) + usage  # field 9, length-delimited
     connection.execute(
         "UPDATE steps SET metadata = ?, step_payload = NULL WHERE idx = 4", (metadata,)
     )
@@ -210,14 +214,8 @@ def test_unknown_usage_fields_are_a_warning(tmp_path: Path) -> None:
     tables = antigravity.read_files([path])
     assert totals(tables) == REAL_TOTALS
     assert tables.issues["message"].to_list() == [
-        "usage records carry unknown fields 100 (not counted)"
+        f"usage records carry unknown fields {fields} (not counted)"
     ]
-
-
-def _usage_blobs(metadata: bytes) -> list[bytes]:
-    from analytics.agents.antigravity import wire
-
-    return wire.blobs(wire.fields(metadata), 9)
 
 
 @pytest.mark.parametrize(
