@@ -17,13 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
-from analytics.core.attribution import attribute_context
+from analytics.core.attribution import attribute_context, carried_context
 from analytics.core.pricing.compare import table_totals
 from analytics.core.pricing.price import price_calls
 from analytics.core.pricing.rates import load_rate_table, parse_rate_table
 from analytics.core.schema import CALL_TOKENS, CALLS, MONEY, combine, padded
 from analytics.engine.analyze import analyze
-from analytics.render.html_report import carried_context
 from analytics.render.plots import PALETTE
 from tests.conftest import SAMPLE_LOGS
 from tests.mixed_tree import CLAUDE_CALLS, CODEX, write_mixed_tree

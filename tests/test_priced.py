@@ -119,7 +119,7 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
     table prices every model these logs quote, so it is also tried without those models, which
     the log's own prices then price."""
     from analytics.core.pricing.price import price_calls
-    from analytics.render.html_report import _by_groups
+    from analytics.engine.report_frames import report_frames
 
     copilot = load_rates("github-copilot")
     seen: set[str] = set()
@@ -137,7 +137,7 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
             )
             calls = price_calls(result.calls, table, log_prices=result.log_prices)
             want = dict(zip(sessions["session_id"], sessions["cost_usd"], strict=True))
-            for priced_calls in (calls, _by_groups(result, table)[0]):
+            for priced_calls in (calls, report_frames(result, table).priced):
                 sums = priced_calls.group_by("session_id").agg(
                     pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum())
                 )

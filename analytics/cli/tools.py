@@ -73,7 +73,7 @@ def simulate(
 ) -> None:
     """Write simulated Copilot CLI session logs with exact per-call ground truth."""
     from analytics.agents.copilot import simulate as sim
-    from analytics.render.text_table import counted
+    from analytics.core.words import counted
 
     try:
         params = sim.SimulationParams(

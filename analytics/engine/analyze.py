@@ -447,7 +447,7 @@ def _within(result: Analysis, window: Window) -> Analysis:
 def issue_summary(issues: pl.DataFrame) -> str:
     """One line for stderr: how many issues, how many lost data."""
     errors = issues.filter(pl.col("severity") == "error").height
-    from analytics.render.text_table import counted
+    from analytics.core.words import counted
 
     warnings = issues.height - errors
     return (

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from analytics.engine.inputs import agents
+from analytics.core import registry as agents
+from analytics.core.words import counted, counted_expr
 from analytics.render.text_table import (
     Column,
     Layout,
-    counted,
-    counted_expr,
     draw,
     render_table,
     shorter_path,

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.core.events import EVENT_KEYS, MAIN_AGENT
 from analytics.core.schema import CALLS, ISSUES, conform
-from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
 from tests.reference.tokens import USAGE_RECORDS
 
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.

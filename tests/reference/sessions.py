@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.core.events import EVENT_KEYS, MAIN_AGENT
 from analytics.core.schema import ISSUES, SESSIONS, conform, with_nulls
-from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
 from tests.reference.calls import failed_calls
 from tests.reference.tokens import models_by_calls
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.core.events import EVENT_KEYS, MAIN_AGENT
 from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
-from analytics.engine.events import EVENT_KEYS, MAIN_AGENT
 from tests.reference import calibrate as reference_calibrate
 from tests.reference import fit as reference_fit
 from tests.reference.calibrate import _GROUP

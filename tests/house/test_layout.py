@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "analytics"
+PACKAGE = Path(__file__).resolve().parents[2] / "analytics"
 #: The native engine's crate (Rust).
 CRATE = PACKAGE.parent / "native"
 #: The packages whose modules come after CALLS.
