@@ -1,6 +1,6 @@
 """Antigravity CLI (``agy``): its conversation databases, where they are, and their fold.
 
-Home (``registry.ANTIGRAVITY``): ``$ANTIGRAVITY_DATA_DIR`` (ccusage's variable: agy itself
+Home (``core.registry.ANTIGRAVITY``): ``$ANTIGRAVITY_DATA_DIR`` (ccusage's variable: agy itself
 reads none, only ``HOME`` moves it), else ``~/.gemini/antigravity-cli``, ``-ide`` and
 ``~/.gemini/antigravity``; each home's ``conversations/<conversation-id>.db`` is one SQLite
 database per conversation, its steps and generations as protobuf blobs (``database``,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from analytics.agents import AgentTables
 from analytics.agents.antigravity import database
-from analytics.agents.registry import ANTIGRAVITY
+from analytics.core.registry import ANTIGRAVITY
 
 #: A conversation database's name: the conversation's UUID.
 _CONVERSATION = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.db$")

@@ -18,7 +18,7 @@ import polars as pl
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
 from analytics.agents.antigravity import records
 from analytics.agents.antigravity.database import Conversation
-from analytics.agents.registry import ANTIGRAVITY
+from analytics.core.registry import ANTIGRAVITY
 
 _COUNTERS = ("uncached", "output", "cache_write", "cache_read", "thinking")
 

@@ -10,7 +10,7 @@ import pytest
 
 from analytics.agents import antigravity
 from analytics.agents.antigravity.database import SQLITE_HEADER
-from analytics.agents.registry import ANTIGRAVITY
+from analytics.core.registry import ANTIGRAVITY
 from tests.agents.antigravity.dbs import CONVERSATION, REAL_CALLS, copy
 
 SQLITE = SQLITE_HEADER + b"\x10\x00\x02\x02"
