@@ -261,3 +261,39 @@ def test_calls_count_once_however_many_copies(
         change(files[-1], "DELETE FROM gen_metadata")
     picked = [files[i] for i in order if i < copies]
     assert totals(antigravity.read_files(picked)) == REAL_TOTALS
+
+
+#: Which real call each usage-bearing row holds: steps idx -> call, gen_metadata idx -> call.
+STEP_CALLS = {3: 0, 4: 1, 7: 2, 10: 3}
+GEN_CALLS = {0: 0, 1: 2, 2: 3}
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.sets(st.integers(0, 10)),
+    generations=st.sets(st.integers(0, 2)),
+)
+def test_every_row_is_read_or_an_issue(
+    tmp_path: Path, steps: set[int], generations: set[int]
+) -> None:
+    """Damage any rows: each damaged row is one error naming it, and a call is lost only
+    when every row holding a copy of it is damaged."""
+    real_database()
+    folder = tmp_path / f"{sorted(steps)}-{sorted(generations)}".replace(" ", "")
+    path = copy(folder)
+    change(
+        path,
+        *(
+            f"UPDATE steps SET metadata = x'ff', step_payload = x'ff' WHERE idx = {i}"
+            for i in steps
+        ),
+        *(f"UPDATE gen_metadata SET data = x'ff' WHERE idx = {i}" for i in generations),
+    )
+    tables = antigravity.read_files([path])
+    errors = tables.issues.filter(pl.col("severity") == "error")
+    assert sorted(errors["line"]) == sorted([*steps, *generations])
+    kept = {c for i, c in STEP_CALLS.items() if i not in steps}
+    kept |= {c for i, c in GEN_CALLS.items() if i not in generations}
+    assert tables.calls["api_call_id"].to_list() == [RESPONSES[c] for c in sorted(kept)]
