@@ -82,7 +82,7 @@ def _calls(found: pl.DataFrame) -> pl.DataFrame:
         )
         .join(named, on=["source_file", "enum"], how="left", nulls_equal=True)
     )
-    placeholder = pl.col("enum").map_elements(records.model_id, return_dtype=pl.String)
+    placeholder = slot_name(pl.col("enum"))
     provider = pl.col("provider_enum").replace_strict(
         records.PROVIDERS, default=None, return_dtype=pl.String
     )
@@ -109,6 +109,17 @@ def _calls(found: pl.DataFrame) -> pl.DataFrame:
     calls = calls.with_columns(index.alias("call_index"), index.alias("event_seq"))
     missing = [n for n in call_columns() if n not in calls.columns]
     return calls.with_columns(pl.lit(None).alias(n) for n in missing)
+
+
+def slot_name(enum: pl.Expr) -> pl.Expr:
+    """A model enum's name: ``MODEL_PLACEHOLDER_M<n>`` for 1000 + n (as ``gen_metadata``'s
+    ``model_enum`` entry writes it), else ``MODEL_<n>``; null where the record has none."""
+    base = records.PLACEHOLDER_BASE
+    return (
+        pl.when(enum >= base)
+        .then(pl.format("MODEL_PLACEHOLDER_M{}", enum - base))
+        .otherwise(pl.format("MODEL_{}", enum))
+    )
 
 
 def _issues(conversations: Sequence[Conversation], calls: pl.DataFrame) -> pl.DataFrame:

@@ -83,17 +83,6 @@ def usage(parsed: Any) -> Usage:
     )
 
 
-def model_id(enum: int | None) -> str | None:
-    """The enum's name: ``MODEL_PLACEHOLDER_M<n>`` for 1000 + n, else ``MODEL_<n>``."""
-    if enum is None:
-        return None
-    return (
-        f"MODEL_PLACEHOLDER_M{enum - PLACEHOLDER_BASE}"
-        if enum >= PLACEHOLDER_BASE
-        else f"MODEL_{enum}"
-    )
-
-
 _LABEL_NOISE = re.compile(r"[()]")
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.agents import antigravity
-from analytics.agents.antigravity import database, records, schema
+from analytics.agents.antigravity import database, fold, records, schema
 from tests.agents.antigravity.dbs import CONVERSATION, RESPONSES, change, copy, real_database
 
 TOTALS = ("input_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens")
@@ -241,7 +241,8 @@ def test_a_display_label_becomes_a_model_id(label: str, name: str) -> None:
     ],
 )
 def test_model_enums_name_their_slot(enum: int | None, name: str | None) -> None:
-    assert records.model_id(enum) == name
+    frame = pl.DataFrame({"enum": [enum]}, schema={"enum": pl.Int64})
+    assert frame.select(fold.slot_name(pl.col("enum")))["enum"].to_list() == [name]
 
 
 @settings(
