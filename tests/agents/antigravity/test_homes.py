@@ -81,3 +81,15 @@ def test_an_absent_home_is_silent(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert antigravity.homes() == []
     tables = antigravity.read()
     assert (tables.calls.height, tables.sessions.height, tables.issues.height) == (0, 0, 0)
+
+
+def test_discover_takes_named_files_and_directories_once(tmp_path: Path) -> None:
+    conversations = tmp_path / "home" / "conversations"
+    path = copy(conversations)
+    (tmp_path / "home" / "opencode.db").write_bytes(SQLITE)
+    (conversations / "notes.db").write_bytes(SQLITE)
+    (conversations / f"{CONVERSATION[:-1]}0.db").write_text("not a database")
+    assert antigravity.discover([tmp_path, path, conversations]) == [[path]]
+    assert antigravity.discover([tmp_path / "absent"]) == []
+    tables = antigravity.read([tmp_path], items=False)
+    assert (tables.calls.height, tables.items.height) == (REAL_CALLS, 0)
