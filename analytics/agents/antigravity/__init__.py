@@ -9,8 +9,10 @@ this reader claims only SQLite files named as agy names them, and never JSON. Al
 named together are one group: a call whose usage is in two databases (a copied conversation,
 a sub-agent's) counts once (``fold``).
 
-Decoding is per blob in Python (``protobuf``'s C parser, through ``schema``); measured on
-a database of the real rows copied 10,000 times in ``docs/agents/antigravity.md``.
+Importing this package is cheap (discovery imports it to ask ``claims``): SQLite and the
+protobuf runtime are loaded by ``read_files``. Decoding is per blob in Python (``protobuf``'s
+C parser, through ``schema``); measured on a database of the real rows copied 10,000 times
+in ``docs/agents/antigravity.md``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables
-from analytics.agents.antigravity import database
 from analytics.core.registry import ANTIGRAVITY
 
+#: The first bytes of every SQLite 3 database.
+SQLITE_HEADER = b"SQLite format 3\x00"
 #: A conversation database's name: the conversation's UUID.
 _CONVERSATION = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.db$")
 
@@ -38,7 +41,7 @@ def claims(path: Path, head: bytes) -> bool:
     ``<uuid>.db`` in a ``conversations`` directory (OpenCode's ``opencode.db``, agy's own
     ``conversation_summaries.db`` index and any JSON are not). The file is not opened."""
     return (
-        head.startswith(database.SQLITE_HEADER)
+        head.startswith(SQLITE_HEADER)
         and path.parent.name == "conversations"
         and _CONVERSATION.match(path.name.lower()) is not None
     )
@@ -74,7 +77,7 @@ def _databases(root: Path) -> list[Path]:
 def _head_claims(path: Path) -> bool:
     try:
         with path.open("rb") as file:
-            return claims(path, file.read(len(database.SQLITE_HEADER)))
+            return claims(path, file.read(len(SQLITE_HEADER)))
     except OSError:
         return False
 
@@ -88,6 +91,6 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
 
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues of exactly ``files``, folded as one group."""
-    from analytics.agents.antigravity import fold
+    from analytics.agents.antigravity import database, fold
 
     return fold.tables([database.read(path) for path in files])

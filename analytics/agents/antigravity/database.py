@@ -29,10 +29,8 @@ from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
-from analytics.agents.antigravity import records, schema
+from analytics.agents.antigravity import SQLITE_HEADER, records, schema
 
-#: The first bytes of every SQLite 3 database.
-SQLITE_HEADER = b"SQLite format 3\x00"
 #: ``PRAGMA user_version`` of the databases this reader was written for.
 SCHEMA_VERSION = 1
 #: How long to wait for a writer's lock before reporting the file (milliseconds' worth).

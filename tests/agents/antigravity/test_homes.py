@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analytics.agents import antigravity
-from analytics.agents.antigravity.database import SQLITE_HEADER
+from analytics.agents.antigravity import SQLITE_HEADER
 from analytics.core.registry import ANTIGRAVITY
 from tests.agents.antigravity.dbs import CONVERSATION, REAL_CALLS, copy
 
