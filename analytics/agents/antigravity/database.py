@@ -37,10 +37,12 @@ SCHEMA_VERSION = 1
 BUSY_SECONDS = 2.0
 
 # Only copies of ``step_payload`` that are not the row's ``metadata`` are fetched: on every
-# real row the payload holds the metadata verbatim (its field 5), so SQL drops it.
+# real row the payload holds the metadata verbatim (its field 5), so SQL drops it (not where
+# the metadata is empty or missing: then the payload's copy is all there is).
 _STEPS = (
     "SELECT idx, step_type, status, metadata, CASE WHEN step_payload IS NULL"
-    " OR instr(step_payload, metadata) > 0 THEN NULL ELSE step_payload END FROM steps ORDER BY idx"
+    " OR (length(metadata) > 0 AND instr(step_payload, metadata) > 0) THEN NULL"
+    " ELSE step_payload END FROM steps ORDER BY idx"
 )
 _GEN = "SELECT idx, data FROM gen_metadata ORDER BY idx"
 

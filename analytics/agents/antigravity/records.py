@@ -99,11 +99,10 @@ def step_records(
     """The usage records of one ``steps`` row: its ``metadata``'s, and those of the copy in
     ``payload`` (field 5) when it is given (the caller passes it only where it is not
     ``metadata`` itself). Raises ``schema.DecodeError`` on a blob that does not decode."""
-    parsed = schema.StepMetadata.FromString(metadata)
-    start = schema.seconds(parsed.created) if parsed.HasField("created") else None
-    end = schema.seconds(parsed.completed) if parsed.HasField("completed") else None
 
     def records(step: Any, where: str) -> list[Record]:
+        start = schema.seconds(step.created) if step.HasField("created") else None
+        end = schema.seconds(step.completed) if step.HasField("completed") else None
         found = [(f"{where}9", u) for u in step.usage]
         found += [(f"{where}28>2", r.usage) for r in step.retries if r.HasField("usage")]
         return [
@@ -111,6 +110,7 @@ def step_records(
             for place, u in found
         ]
 
+    parsed = schema.StepMetadata.FromString(metadata)
     kept = records(parsed, "metadata>")
     if payload is not None:
         for copy in schema.StepPayload.FromString(payload).metadata:

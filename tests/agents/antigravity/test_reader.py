@@ -170,6 +170,17 @@ def test_a_step_that_does_not_decode_is_an_issue_the_rest_counted(tmp_path: Path
     assert (line, severity) == (4, "error")
 
 
+@pytest.mark.parametrize("metadata", ["NULL", "x''"])
+def test_the_payload_copy_counts_where_the_metadata_is_missing(
+    tmp_path: Path, metadata: str
+) -> None:
+    path = change(copy(tmp_path), f"UPDATE steps SET metadata = {metadata} WHERE idx = 4")
+    tables = antigravity.read_files([path])
+    assert totals(tables) == REAL_TOTALS
+    (call,) = tables.calls.filter(pl.col("kind") == "compaction").to_dicts()
+    assert call["start_time"].isoformat() == "2026-06-28T09:54:35.264000+00:00"
+
+
 def test_an_unknown_step_type_still_counts(tmp_path: Path) -> None:
     tables = antigravity.read_files(
         [change(copy(tmp_path), "UPDATE steps SET step_type = 999 WHERE idx = 4")]
