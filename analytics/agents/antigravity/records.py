@@ -10,7 +10,6 @@ agy writes one call's usage up to four times (``docs/agents/antigravity.md``): i
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,16 +82,6 @@ def usage(parsed: Any) -> Usage:
     )
 
 
-_LABEL_NOISE = re.compile(r"[()]")
-
-
-def model_name(label: str) -> str:
-    """A display label as a model id: lower case, without parentheses, words joined by
-    dashes (``Gemini 3.1 Pro (High)`` is ``gemini-3.1-pro-high``, the spelling ccusage and
-    the rate tables' patterns use)."""
-    return "-".join(_LABEL_NOISE.sub(" ", label).lower().split())
-
-
 def step_records(
     row: int, step_type: int, status: int, metadata: bytes, payload: bytes | None
 ) -> list[Record]:
@@ -120,11 +109,11 @@ def step_records(
 
 def gen_records(row: int, data: bytes) -> list[Record]:
     """The usage records of one ``gen_metadata`` row (1 -> 4 and 1 -> 17 -> 2), named by the
-    row's display label (1 -> 21) or response model (1 -> 19) as :func:`model_name`."""
+    row's display label (1 -> 21: ``Gemini 3.1 Pro (High)``, the name the rate tables know)
+    or else its response model (1 -> 19: ``gemini-pro-default``, an agy-internal name)."""
     kept: list[Record] = []
     for generation in schema.GenMetadata.FromString(data).generation:
-        label = schema.text(generation.label) or schema.text(generation.response_model)
-        name = model_name(label) if label else None
+        name = schema.text(generation.label) or schema.text(generation.response_model)
         timing = generation.timing
         started = timing.HasField("started") and generation.HasField("timing")
         start = schema.seconds(timing.started) if started else None

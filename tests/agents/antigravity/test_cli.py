@@ -29,7 +29,7 @@ def test_the_real_database_through_analyze(path: Path, row: dict[str, str]) -> N
     assert sum(c["output_tokens"] for c in calls) == expected["out"]
     assert sum(c["reasoning_tokens"] for c in calls) == expected["thinking"]
     assert sum(c["cache_read_tokens"] for c in calls) == expected["cr"]
-    priced = [c for c in calls if c["model"] == "gemini-3.1-pro-high"]
+    priced = [c for c in calls if c["model"] == "Gemini 3.1 Pro (High)"]
     assert sum(Decimal(str(c["cost_usd"])) for c in priced) == Decimal("0.0470754")
     (checkpoint,) = [c for c in calls if c["model"] == "MODEL_PLACEHOLDER_M50"]
     assert checkpoint["cost_usd"] is None

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from analytics.agents import antigravity
-from analytics.agents.antigravity import database, records
+from analytics.agents.antigravity import database
 from tests.conftest import REAL_LOGS
 from tests.readme_facts import cells, number
 
@@ -49,12 +49,12 @@ def facts_params() -> list[object]:
 
 def slot_names(row: dict[str, str]) -> dict[str, tuple[str, int]]:
     """The models cell (``MODEL_PLACEHOLDER_M16 = "Gemini 3.1 Pro (High)" / … 3; …``): each
-    slot's expected ``model`` (its display label as an id, else the slot) and its calls."""
+    slot's expected ``model`` (its display label, else the slot) and its calls."""
     found = {}
     for part in row["models (calls)"].split(";"):
         slot = re.search(r"`MODEL_PLACEHOLDER_(M\d+)`", part).group(1)  # type: ignore[union-attr]
         label = re.search(r'"([^"]+)"', part)
-        name = records.model_name(label.group(1)) if label else f"MODEL_PLACEHOLDER_{slot}"
+        name = label.group(1) if label else f"MODEL_PLACEHOLDER_{slot}"
         found[slot] = (name, number(part.rsplit(" ", 1)[-1]))
     return found
 

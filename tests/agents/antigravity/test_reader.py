@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.agents import antigravity
-from analytics.agents.antigravity import database, fold, records, schema
+from analytics.agents.antigravity import database, fold, schema
 from tests.agents.antigravity.dbs import CONVERSATION, RESPONSES, change, copy, real_database
 
 TOTALS = ("input_tokens", "cache_read_tokens", "output_tokens", "reasoning_tokens")
@@ -53,7 +53,7 @@ def test_calls_only_in_steps_count_and_keep_their_slot(tmp_path: Path) -> None:
 def test_planner_calls_only_in_gen_metadata_count(tmp_path: Path) -> None:
     tables = antigravity.read_files([change(copy(tmp_path), "DELETE FROM steps")])
     assert tables.calls["api_call_id"].to_list() == [RESPONSES[0], RESPONSES[2], RESPONSES[3]]
-    assert set(tables.calls["model"]) == {"gemini-3.1-pro-high"}
+    assert set(tables.calls["model"]) == {"Gemini 3.1 Pro (High)"}
 
 
 def test_the_checkpoint_is_a_background_compaction_call(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_a_slot_named_elsewhere_in_the_database_takes_that_name(tmp_path: Path) 
     """A step call with no ``gen_metadata`` row of its own is named by a row naming its slot."""
     path = change(copy(tmp_path), "DELETE FROM gen_metadata WHERE idx > 0")
     models = dict(antigravity.read_files([path]).calls.select("api_call_id", "model").rows())
-    assert models[RESPONSES[3]] == "gemini-3.1-pro-high"
+    assert models[RESPONSES[3]] == "Gemini 3.1 Pro (High)"
     assert models[RESPONSES[1]] == "MODEL_PLACEHOLDER_M50"
 
 
@@ -227,19 +227,6 @@ def test_unknown_usage_fields_are_a_warning(tmp_path: Path, extra: bytes, fields
     assert tables.issues["message"].to_list() == [
         f"usage records carry unknown fields {fields} (not counted)"
     ]
-
-
-@pytest.mark.parametrize(
-    ("label", "name"),
-    [
-        ("Gemini 3.1 Pro (High)", "gemini-3.1-pro-high"),
-        ("gemini-pro-default", "gemini-pro-default"),
-        ("Claude Sonnet 4.6 (Thinking)", "claude-sonnet-4.6-thinking"),
-        ("  Gemini 3 Flash ", "gemini-3-flash"),
-    ],
-)
-def test_a_display_label_becomes_a_model_id(label: str, name: str) -> None:
-    assert records.model_name(label) == name
 
 
 @pytest.mark.parametrize(
