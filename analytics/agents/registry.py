@@ -114,8 +114,19 @@ CODEX = Agent(
     reader="analytics.agents.codex",
 )
 
+OPENCODE = Agent(
+    id="opencode",
+    name="OpenCode",
+    short_name="OpenCode",
+    home_variables=("OPENCODE_DATA_DIR", "KILO_DATA_DIR"),
+    default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
+    adds_homes=True,
+    reader="analytics.agents.opencode",
+    suffixes=(".db",),
+)
+
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, OPENCODE)
 
 
 def listed(words: list[str], last: str = "and") -> str:
