@@ -6,8 +6,10 @@ fields out of the JSON (``->>``) and the frames are built from each query's whol
 once: no Python runs per row.
 
 The database is opened read-only and never written: with ``immutable=1`` (no lock, no
-``-shm``/``-wal`` file made) when no ``-wal`` file is beside it (no OpenCode process has it
-open in WAL mode), else in ``mode=ro`` so the rows still in the live ``-wal`` are read too.
+``-shm``/``-wal`` file made) when no ``-wal`` or ``-journal`` file is beside it (no process
+has it open for writing: OpenCode keeps it in WAL mode, whose ``-wal`` lives while it is
+open), else in ``mode=ro``, honouring the writer's locks and reading the rows still in the
+live ``-wal``.
 A file that cannot be read (locked, truncated, not a database, not OpenCode's) gives a
 :class:`UnreadableError` with SQLite's reason; the caller makes it an issue.
 """
@@ -162,9 +164,10 @@ class Rows:
 
 
 def uri(path: Path) -> str:
-    """The read-only SQLite URI of ``path``: ``immutable`` (no lock, no file made beside it)
-    unless a ``-wal`` file says a writer may hold rows there, which are then read too."""
-    live = path.with_name(path.name + "-wal").exists()
+    """The read-only SQLite URI of ``path``: ``immutable`` (no lock taken, no file made beside
+    it) unless a ``-wal`` or ``-journal`` file says a writer may be at work, when SQLite's
+    locks are honoured and the rows still in a live ``-wal`` are read too."""
+    live = any(path.with_name(path.name + end).exists() for end in ("-wal", "-journal"))
     return f"file:{pathname2url(str(path.absolute()))}?mode=ro{'' if live else '&immutable=1'}"
 
 

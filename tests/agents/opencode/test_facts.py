@@ -18,12 +18,13 @@ from tests.readme_facts import empty, number, params
 
 USAGE = re.compile(
     r"in (?P<input>[\d,]+) · out (?P<output>[\d,]+) · reasoning (?P<reasoning>[\d,]+) · "
-    r"cache r/w (?P<read>[\d,]+)/(?P<write>[\d,]+) · total (?P<total>[\d,]+) · cost (?P<cost>[\d.]+)"
+    r"cache r/w (?P<read>[\d,]+)/(?P<write>[\d,]+) · "
+    r"total (?P<total>[\d,]+) · cost (?P<cost>[\d.]+)"
 )
 
 
 def models(cell: str) -> dict[str, int]:
-    """``gemma 40, qwen/qwen3-4b 1`` as {model: calls}; ``–`` as none."""
+    """``gemma 40, qwen/qwen3-4b 1`` as {model: calls}; an en dash as none."""
     if empty(cell):
         return {}
     pairs = (part.strip().rsplit(" ", 1) for part in cell.split(","))
@@ -42,13 +43,21 @@ def test_file_equals_its_facts_row(path: Path, row: dict[str, str], tmp_path: Pa
     reasoning = int(calls["reasoning_tokens"].sum())
     uncached = int(calls["input_tokens"].sum()) - read - write
     output = int(calls["output_tokens"].sum()) - reasoning
-    got = {"input": uncached, "output": output, "reasoning": reasoning, "read": read, "write": write}
+    got = {
+        "input": uncached,
+        "output": output,
+        "reasoning": reasoning,
+        "read": read,
+        "write": write,
+    }
     got["total"] = sum(got.values())
     assert got == {key: number(usage[key]) for key in got}
     cost = calls["logged_cost_usd"].str.to_decimal(scale=18).sum()
     assert Decimal(cost) == Decimal(usage["cost"])
     per_model = calls.group_by("model").len()
     assert dict(per_model.iter_rows()) == models(row["model (calls)"])
-    assert int(tables.sessions["lines_read"].sum()) == number(row["lines: parts by type"].split(":")[0])
+    assert int(tables.sessions["lines_read"].sum()) == number(
+        row["lines: parts by type"].split(":")[0]
+    )
     assert int(tables.sessions["unknown_lines"].sum()) == 0
     assert tables.issues.height == 0
