@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables
-from analytics.agents.registry import OPENCODE
+from analytics.core.registry import OPENCODE
 
 #: The names of OpenCode's and Kilo's databases.
 DATABASE_NAME = re.compile(r"(opencode(-[\w.-]+)?|kilo)\.db")

@@ -33,7 +33,7 @@ import polars as pl
 
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
 from analytics.agents.opencode import database
-from analytics.agents.registry import OPENCODE
+from analytics.core.registry import OPENCODE
 
 #: Part types OpenCode writes (others are counted as unknown rows).
 PART_TYPES = frozenset(
