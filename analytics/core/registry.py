@@ -131,7 +131,7 @@ OPENCODE = Agent(
     default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
     adds_homes=True,
     reader="analytics.agents.opencode",
-    suffixes=(".db",),
+    suffixes=(".db", ".json"),
 )
 
 #: Every agent agentcost reads, in the order help texts name them.

@@ -8,10 +8,10 @@ names another, as ccusage reads it). Kilo writes the same tables into ``kilo.db`
 group: a part migrated or copied into several counts once (``fold``). The databases are
 opened read-only and never written (``database``).
 
-Not read: the JSON tree OpenCode wrote before its database (``storage/message/...``), which
-its migration copies into ``opencode.db`` and leaves in place (every message it holds is in
-the database, under the same ids, on any install that ran a database build), and the
-OpenCode 2.x tables (``session_message``), whose rows are reported as an issue.
+The JSON store OpenCode wrote before its database (``storage/{session,message,part}/``,
+``legacy``) is read too; its migration copies it into the database under the same ids, so
+a part found in both counts once. Not read: the OpenCode 2.x table ``session_message``,
+whose rows are reported as an issue.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables
+from analytics.agents.opencode import legacy
 from analytics.core.registry import OPENCODE
 
 #: The names of OpenCode's and Kilo's databases.
@@ -30,9 +31,9 @@ DATABASE_NAME = re.compile(r"(opencode(-[\w.-]+)?|kilo)\.db")
 #: The first bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-#: Directories of a data home never holding a database: OpenCode's git snapshots of the
-#: user's worktrees (large), its legacy JSON tree, logs and tool output.
-SKIPPED = frozenset({"snapshot", "storage", "log", "tool-output", "bin"})
+#: Directories of a data home holding no usage: OpenCode's git snapshots of the user's
+#: worktrees (large), its logs, tool output and binaries.
+SKIPPED = frozenset({"snapshot", "log", "tool-output", "bin"})
 
 #: The subdirectories of ``$XDG_DATA_HOME`` that are OpenCode's and Kilo's homes.
 XDG_HOMES = ("opencode", "kilo")
@@ -44,9 +45,17 @@ def recognizes(line: dict[str, object]) -> bool:
 
 
 def claims(path: Path, head: bytes) -> bool:
-    """Whether ``path`` is an OpenCode or Kilo database: an SQLite file (by its first bytes)
-    named as they name theirs (``opencode.db``, ``opencode-<channel>.db``, ``kilo.db``)."""
+    """Whether ``path`` is an OpenCode or Kilo database (an SQLite file, by its first bytes,
+    named as they name theirs: ``opencode.db``, ``opencode-<channel>.db``, ``kilo.db``) or a
+    record of OpenCode's legacy JSON store (a JSON object at ``storage/<kind>/…/<id>.json``)."""
+    if path.suffix == ".json":
+        return legacy.claims(path) and head.lstrip()[:1] == b"{"
     return head.startswith(SQLITE_HEADER) and DATABASE_NAME.fullmatch(path.name) is not None
+
+
+def is_log(path: Path) -> bool:
+    """Whether ``path`` is named as one of OpenCode's stores (a database or a legacy record)."""
+    return DATABASE_NAME.fullmatch(path.name) is not None or legacy.claims(path)
 
 
 def homes() -> list[Path]:
@@ -64,11 +73,12 @@ def homes() -> list[Path]:
     return found
 
 
-def databases(root: Path) -> list[Path]:
-    """The OpenCode and Kilo databases under ``root`` (itself, if it is a file named as one),
-    sorted; links are not followed and ``SKIPPED`` directories not entered."""
+def stores(root: Path) -> list[Path]:
+    """The OpenCode and Kilo databases and legacy records under ``root`` (itself, if it is a
+    file named as one), sorted; links are not followed and ``SKIPPED`` directories not
+    entered."""
     if not root.is_dir():
-        return [root] if root.is_file() and DATABASE_NAME.fullmatch(root.name) else []
+        return [root] if root.is_file() and is_log(root) else []
     found: list[Path] = []
     stack = [root]
     while stack:
@@ -81,18 +91,18 @@ def databases(root: Path) -> list[Path]:
         for entry in reversed(listed):
             if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED:
                 stack.append(Path(entry.path))
-            elif DATABASE_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            elif is_log(Path(entry.path)) and entry.is_file(follow_symlinks=False):
                 found.append(Path(entry.path))
     return sorted(found)
 
 
 def discover(paths: Sequence[Path]) -> list[list[Path]]:
-    """One group of every database under ``paths`` (each file once however it is named): a
-    part copied between databases counts once."""
+    """One group of every database and legacy record under ``paths`` (each file once however
+    it is named): a part copied between them counts once."""
     seen: set[Path] = set()
     group: list[Path] = []
     for target in paths:
-        for path in databases(target):
+        for path in stores(target):
             if (real := path.resolve()) not in seen:
                 seen.add(real)
                 group.append(path)

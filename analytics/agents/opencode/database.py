@@ -30,6 +30,9 @@ BUSY_SECONDS = 2.0
 #: The tables every OpenCode 1.x database has.
 TABLES = ("session", "message", "part")
 
+#: OpenCode 2.x's table of messages (with their usage), not read yet: its rows are reported.
+UNREAD = ("session_message",)
+
 #: Valid JSON of a table's rows (invalid rows are reported, not read: SQLite's JSON functions
 #: would fail the whole query on one).
 _VALID = "(SELECT id, {columns} data FROM {table} WHERE json_valid(data))"
@@ -72,6 +75,7 @@ _TEXT, _INT = pl.String(), pl.Int64()
 
 #: A session: its sub-agent tree's root, parent, directory, OpenCode version, times.
 SESSION_COLUMNS = {
+    "line": (_INT, "s.rowid"),
     "session": (_TEXT, "s.id"),
     "root": (_TEXT, "coalesce(t.root_id, s.id)"),
     "parent": (_TEXT, "s.parent_id"),
@@ -185,26 +189,28 @@ def read(path: Path) -> Rows:
     with closing(connection):
         try:
             connection.execute("PRAGMA query_only = ON")
-            tables = {
-                name
-                for (name,) in connection.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                )
-            }
-            missing = [table for table in TABLES if table not in tables]
-            if missing:
-                raise UnreadableError(f"not an OpenCode database: no {', '.join(missing)} table")
-            unread = {
-                table: count
-                for table in ("session_message",)
-                if table in tables
-                and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-            }
-            return Rows(
-                sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
-                parts=frame(connection.execute(PARTS), schema(PART_COLUMNS)),
-                invalid=frame(connection.execute(INVALID), INVALID_SCHEMA),
-                unread=unread,
-            )
+            return rows_of(connection)
         except sqlite3.Error as error:
             raise UnreadableError(f"cannot read the database: {error}") from error
+
+
+def rows_of(connection: sqlite3.Connection) -> Rows:
+    """The rows of an open database of OpenCode's tables (``sqlite3.Error`` if it cannot be
+    read; :class:`UnreadableError` if it lacks them)."""
+    listed = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    tables = {name for (name,) in listed}
+    missing = [table for table in TABLES if table not in tables]
+    if missing:
+        raise UnreadableError(f"not an OpenCode database: no {', '.join(missing)} table")
+    unread = {
+        table: count
+        for table in UNREAD
+        if table in tables
+        and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    }
+    return Rows(
+        sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
+        parts=frame(connection.execute(PARTS), schema(PART_COLUMNS)),
+        invalid=frame(connection.execute(INVALID), INVALID_SCHEMA),
+        unread=unread,
+    )

@@ -32,7 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
-from analytics.agents.opencode import database
+from analytics.agents.opencode import database, legacy
 from analytics.core.registry import OPENCODE
 
 #: Part types OpenCode writes (others are counted as unknown rows).
@@ -61,12 +61,13 @@ def _tagged(frame: pl.DataFrame, name: str, index: int) -> pl.DataFrame:
 
 def _read(files: Sequence[Path]) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
     """Every file's sessions and parts, tagged with their file, each session and part once
-    (the first file's), and the issues of reading them: unreadable files, invalid rows,
-    tables not counted."""
+    (a database's before the legacy store's, then the first file's), and the issues of
+    reading them: unreadable files, invalid rows, tables not counted."""
+    stores = [path for path in files if legacy.claims(path)]
     sessions = [_tagged(pl.DataFrame(schema=database.schema(database.SESSION_COLUMNS)), "", 0)]
     parts = [_tagged(pl.DataFrame(schema=database.schema(database.PART_COLUMNS)), "", 0)]
     issues = []
-    for index, path in enumerate(files):
+    for index, path in enumerate(path for path in files if not legacy.claims(path)):
         name = str(path)
         try:
             rows = database.read(path)
@@ -83,6 +84,19 @@ def _read(files: Sequence[Path]) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[
             issue(name, None, "error", f"{count} rows of table {table} (OpenCode 2.x) not read")
             for table, count in rows.unread.items()
         ]
+    if stores:
+        rows, listed, problems = legacy.read(stores)
+        names = pl.DataFrame(
+            {"line": range(1, len(listed) + 1), "file": [str(path) for path in listed]},
+            schema={"line": pl.Int64(), "file": pl.String()},
+        )
+        index = len(files) - len(stores)
+        for found, into in ((rows.sessions, sessions), (rows.parts, parts)):
+            tagged = found.join(names, on="line", how="left").with_columns(
+                pl.lit(None, pl.Int64).alias("line"), pl.lit(index, pl.Int64).alias("file_index")
+            )
+            into.append(tagged.select(*found.columns, "file", "file_index"))
+        issues += [issue(str(path), None, "error", why) for path, why in problems]
     return (
         pl.concat(sessions).unique("session", keep="first", maintain_order=True),
         pl.concat(parts).unique("part", keep="first", maintain_order=True),

@@ -178,3 +178,29 @@ def database_of(projections: list[Path], path: Path) -> Path:
         for index, projection in enumerate(projections):
             load(projection, connection, prefix=f"{index:03d}")
     return path
+
+
+def legacy_tree(database: Path, data: Path) -> list[Path]:
+    """The rows of ``database`` written as OpenCode's JSON store wrote them before it had a
+    database (``<data>/storage/{session,message,part}/<folder>/<id>.json``, each the record
+    with its ids, indented): the files written."""
+    written: list[Path] = []
+
+    def put(kind: str, folder: str, record: dict[str, object]) -> None:
+        path = data / "storage" / kind / folder / f"{record['id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+        written.append(path)
+
+    with closing(sqlite3.connect(database)) as db:
+        query = "SELECT id, parent_id, directory, version, time_created, time_updated FROM session"
+        for sid, parent, directory, version, created, updated in db.execute(query):
+            record = {"id": sid, "projectID": "prj_test", "directory": directory,
+                      "title": "title", "version": version,
+                      "time": {"created": created, "updated": updated}}  # fmt: skip
+            put("session", "prj_test", record | ({"parentID": parent} if parent else {}))
+        for mid, sid, text in db.execute("SELECT id, session_id, data FROM message"):
+            put("message", sid, {"id": mid, "sessionID": sid, **json.loads(text)})
+        for pid, mid, sid, text in db.execute("SELECT id, message_id, session_id, data FROM part"):
+            put("part", mid, {"id": pid, "sessionID": sid, "messageID": mid, **json.loads(text)})
+    return written
