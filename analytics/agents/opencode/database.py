@@ -17,12 +17,16 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.request import pathname2url
 
 import polars as pl
+
+T = TypeVar("T")
 
 #: How long a read waits for a writer's lock before the file is reported as locked.
 BUSY_SECONDS = 2.0
@@ -182,6 +186,12 @@ def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFra
 
 def read(path: Path) -> Rows:
     """The rows of the database at ``path``; :class:`UnreadableError` if it cannot be read."""
+    return opened(path, rows_of)
+
+
+def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
+    """What ``use`` reads from the database at ``path``, opened read-only (see :func:`uri`);
+    :class:`UnreadableError` if it cannot be opened or read."""
     try:
         connection = sqlite3.connect(uri(path), uri=True, timeout=BUSY_SECONDS)
     except sqlite3.Error as error:
@@ -189,7 +199,7 @@ def read(path: Path) -> Rows:
     with closing(connection):
         try:
             connection.execute("PRAGMA query_only = ON")
-            return rows_of(connection)
+            return use(connection)
         except sqlite3.Error as error:
             raise UnreadableError(f"cannot read the database: {error}") from error
 

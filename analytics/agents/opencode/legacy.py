@@ -73,11 +73,10 @@ def kind(path: Path) -> str:
     return path.parent.parent.name
 
 
-def read(files: Sequence[Path]) -> tuple[Rows, list[Path], list[tuple[Path, str]]]:
-    """The rows of the legacy record ``files`` (``Rows``' ``line`` is a file's place in the
-    returned list, from 1), that list, and the files not read with why."""
-    from analytics.agents.opencode.database import rows_of
-
+def load(files: Sequence[Path]) -> tuple[sqlite3.Connection, list[Path], list[tuple[Path, str]]]:
+    """An in-memory database of OpenCode's tables holding the legacy record ``files`` (a
+    row's ``rowid`` is its file's place in the returned list, from 1), that list, and the
+    files not read with why (unreadable, or not JSON)."""
     staged: list[tuple[str, str, str, str]] = []
     listed: list[Path] = []
     problems: list[tuple[Path, str]] = []
@@ -89,11 +88,20 @@ def read(files: Sequence[Path]) -> tuple[Rows, list[Path], list[tuple[Path, str]
             continue
         staged.append((kind(path), path.parent.name, path.stem, text))
         listed.append(path)
-    with closing(sqlite3.connect(":memory:")) as connection:
-        connection.executescript(_BUILD)
-        connection.executemany("INSERT INTO raw VALUES (?, ?, ?, ?)", staged)
-        connection.executescript(_FILL)
-        invalid = [row for (row,) in connection.execute(_INVALID)]
-        rows = rows_of(connection)
+    connection = sqlite3.connect(":memory:")
+    connection.executescript(_BUILD)
+    connection.executemany("INSERT INTO raw VALUES (?, ?, ?, ?)", staged)
+    connection.executescript(_FILL)
+    invalid = [row for (row,) in connection.execute(_INVALID)]
     problems += [(listed[row - 1], "not valid JSON; record skipped") for row in invalid]
-    return rows, listed, problems
+    return connection, listed, problems
+
+
+def read(files: Sequence[Path]) -> tuple[Rows, list[Path], list[tuple[Path, str]]]:
+    """The rows of the legacy record ``files`` (``Rows``' ``line`` is a file's place in the
+    returned list, from 1), that list, and the files not read with why."""
+    from analytics.agents.opencode.database import rows_of
+
+    connection, listed, problems = load(files)
+    with closing(connection):
+        return rows_of(connection), listed, problems
