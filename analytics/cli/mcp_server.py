@@ -200,7 +200,7 @@ class _Tools:
         json), whether its tokens are estimated, and the monthly budget left when one is
         set."""
         from analytics.core.budget import budget_status, saved_budget
-        from analytics.render.text_table import counted
+        from analytics.core.words import counted
 
         window = _window(timezone)
         result, calls, sessions = self._priced(paths, rates, window)
@@ -445,7 +445,7 @@ def _spent(
 
 def _calls(row: dict[str, Any]) -> str:
     """``12 calls in 3 sessions``."""
-    from analytics.render.text_table import counted
+    from analytics.core.words import counted
 
     return f"{counted(row['calls'] or 0, 'call')} in {counted(row['sessions'] or 0, 'session')}"
 

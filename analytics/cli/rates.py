@@ -10,7 +10,7 @@ import typer
 
 from analytics.cli import commands as cli
 from analytics.core.errors import AgentcostError
-from analytics.render.text_table import counted
+from analytics.core.words import counted
 
 # --- commands: rates ---
 

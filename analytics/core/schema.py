@@ -180,6 +180,8 @@ AGENT_SESSIONS: dict[str, pl.DataType] = {
     "agent_version": pl.String(),
     "parent_session_id": pl.String(),
     "calls_without_final_usage": pl.Int64(),
+    # the sum of its calls' logged costs (the agent's own estimate); null: none logged
+    "logged_cost_usd": MONEY,
 }
 
 #: One row per session, reconciled with the log's own totals (see ``sessions.py``).

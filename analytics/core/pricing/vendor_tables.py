@@ -11,10 +11,9 @@ TOML rate tables that agentcost ships and reads (README, "Pricing").
 
 ``python -m analytics.core.pricing.vendor_tables`` rewrites
 ``analytics/rate_tables/anthropic.toml``, ``openai.toml`` and ``bedrock.toml`` (Claude on AWS
-Bedrock, :data:`NAMES_WITH`) from the installed database;
-``--check`` only says whether they are current (``tests/test_pricing_db.py`` does the same).
-To update prices: upgrade the pinned ``genai-prices`` in ``pyproject.toml``, run the module,
-review the diff.
+Bedrock, :data:`NAMES_WITH`) from the installed database; ``--check`` only says whether they are
+current (``tests/core/pricing/test_vendor_tables.py`` does the same). To update prices: upgrade
+the pinned ``genai-prices`` in ``pyproject.toml``, run the module, review the diff.
 
 What the conversion keeps, per model of the vendor's provider entry:
 
