@@ -2,8 +2,8 @@
 
 OpenCode keeps its sessions as rows of ``opencode.db`` (tables ``session``, ``message``,
 ``part``; each ``data`` column is the record's JSON without its ids). SQLite itself picks the
-fields out of the JSON (``->>``) and the frames are built from each query's whole result at
-once: no Python runs per row.
+fields out of the JSON (``->>``), one query per table, and the frames are built from each
+query's whole result at once: no Python runs per row.
 
 The database is opened read-only and never written: with ``immutable=1`` (no lock, no
 ``-shm``/``-wal`` file made) when no ``-wal`` or ``-journal`` file is beside it (no process
@@ -37,10 +37,6 @@ TABLES = ("session", "message", "part")
 #: OpenCode 2.x's table of messages (with their usage), not read yet: its rows are reported.
 UNREAD = ("session_message",)
 
-#: Valid JSON of a table's rows (invalid rows are reported, not read: SQLite's JSON functions
-#: would fail the whole query on one).
-_VALID = "(SELECT id, {columns} data FROM {table} WHERE json_valid(data))"
-
 #: Each session with the root of its sub-agent tree (itself when it has no parent, or its
 #: parent is not in the database); ``depth`` bounds a parent cycle.
 _ROOTS = """
@@ -55,19 +51,12 @@ WITH RECURSIVE tree(id, root_id, depth) AS (
 
 
 def select(columns: dict[str, tuple[pl.DataType, str]]) -> str:
-    """A SELECT list of ``columns`` (name -> (dtype, SQL expression)), each value coerced in
-    SQL to its dtype (a JSON field holding another type is null), so the frame is built
-    from the rows at once whatever the JSON holds."""
-    coerced = []
-    for dtype, expression in columns.values():
-        if dtype == pl.String():
-            coerced.append(f"CAST({expression} AS TEXT)")
-        else:
-            coerced.append(
-                f"CASE WHEN typeof({expression}) IN ('integer', 'real') "
-                f"THEN CAST({expression} AS INTEGER) END"
-            )
-    return "SELECT " + ",\n       ".join(coerced)
+    """A SELECT list of ``columns`` (name -> (dtype, SQL expression)), each as text: the
+    frame is built from the rows at once whatever types the JSON holds, and :func:`frame`
+    casts each column to its dtype (a value of another type is null)."""
+    return "SELECT " + ",\n       ".join(
+        f"CAST({expression} AS TEXT)" for _, expression in columns.values()
+    )
 
 
 def schema(columns: dict[str, tuple[pl.DataType, str]]) -> dict[str, pl.DataType]:
@@ -90,69 +79,54 @@ SESSION_COLUMNS = {
 }
 SESSIONS = f"{_ROOTS}{select(SESSION_COLUMNS)}\nFROM session s LEFT JOIN tree t ON t.id = s.id"
 
-#: A part with what its message says (role, model, provider, mode, agent, error) and the
-#: fields its type gives: a ``step-finish`` part's usage, its cost as the JSON's number text
-#: and its whole JSON (what a fork's copy repeats), the sizes of text and tool parts. A user
-#: message names its model under ``model``; an assistant message at its top level (else its
-#: user message's is taken).
+#: A message: its role, creation stamp, model and provider (an assistant message names them
+#: at its top level, a user message under ``model``), mode, agent, error and parent (an
+#: assistant message's user message).
+MESSAGE_COLUMNS = {
+    "line": (_INT, "m.rowid"),
+    "message": (_TEXT, "m.id"),
+    "role": (_TEXT, "m.data ->> '$.role'"),
+    "message_created": (_INT, "m.data ->> '$.time.created'"),
+    "model": (_TEXT, "coalesce(m.data ->> '$.modelID', m.data ->> '$.model.modelID')"),
+    "provider": (_TEXT, "coalesce(m.data ->> '$.providerID', m.data ->> '$.model.providerID')"),
+    "mode": (_TEXT, "m.data ->> '$.mode'"),
+    "agent_name": (_TEXT, "m.data ->> '$.agent'"),
+    "error": (_TEXT, "m.data ->> '$.error.name'"),
+    "parent_message": (_TEXT, "m.data ->> '$.parentID'"),
+}
+MESSAGES = f"{select(MESSAGE_COLUMNS)}\nFROM message m WHERE json_valid(m.data)"
+
+#: A part: where and when, its type, and the fields its type gives: a ``step-finish``
+#: part's ``tokens`` (the JSON object's text, taken apart by the fold), ``cost`` (the JSON
+#: value's text: a number as written) and ``snapshot``; the sizes of a text and of a tool's
+#: input and output. Few fields are taken in SQL: SQLite 3.40 parses a row's JSON once per
+#: field.
 PART_COLUMNS = {
     "line": (_INT, "p.rowid"),
     "part": (_TEXT, "p.id"),
     "own_session": (_TEXT, "p.session_id"),
-    "session": (_TEXT, "coalesce(t.root_id, p.session_id)"),
     "message": (_TEXT, "p.message_id"),
-    "time": (_INT, "coalesce(p.time_updated, p.time_created)"),
     "created": (_INT, "p.time_created"),
+    "time": (_INT, "coalesce(p.time_updated, p.time_created)"),
     "type": (_TEXT, "p.data ->> '$.type'"),
-    "role": (_TEXT, "m.data ->> '$.role'"),
-    "message_created": (_INT, "m.data ->> '$.time.created'"),
-    "model": (
-        _TEXT,
-        "coalesce(m.data ->> '$.modelID', m.data ->> '$.model.modelID', "
-        "u.data ->> '$.model.modelID')",
-    ),
-    "provider": (
-        _TEXT,
-        "coalesce(m.data ->> '$.providerID', m.data ->> '$.model.providerID', "
-        "u.data ->> '$.model.providerID')",
-    ),
-    "mode": (_TEXT, "m.data ->> '$.mode'"),
-    "agent_name": (_TEXT, "m.data ->> '$.agent'"),
-    "error": (_TEXT, "m.data ->> '$.error.name'"),
-    "input": (_INT, "p.data ->> '$.tokens.input'"),
-    "output": (_INT, "p.data ->> '$.tokens.output'"),
-    "reasoning": (_INT, "p.data ->> '$.tokens.reasoning'"),
-    "cache_read": (_INT, "p.data ->> '$.tokens.cache.read'"),
-    "cache_write": (_INT, "p.data ->> '$.tokens.cache.write'"),
-    "total": (_INT, "p.data ->> '$.tokens.total'"),
-    "cost": (
-        _TEXT,
-        "CASE WHEN json_type(p.data, '$.cost') IN ('integer', 'real') THEN p.data -> '$.cost' END",
-    ),
-    "step": (_TEXT, "CASE WHEN p.data ->> '$.type' = 'step-finish' THEN p.data END"),
+    "tokens": (_TEXT, "p.data -> '$.tokens'"),
+    "cost": (_TEXT, "p.data -> '$.cost'"),
+    "snapshot": (_TEXT, "p.data ->> '$.snapshot'"),
     "text_bytes": (_INT, "length(CAST(p.data ->> '$.text' AS BLOB))"),
     "tool": (_TEXT, "p.data ->> '$.tool'"),
     "call_id": (_TEXT, "p.data ->> '$.callID'"),
     "tool_input_bytes": (_INT, "length(CAST(p.data -> '$.state.input' AS BLOB))"),
     "tool_output_bytes": (_INT, "length(CAST(p.data ->> '$.state.output' AS BLOB))"),
 }
-_PARTS = _VALID.format(
-    columns="rowid, session_id, message_id, time_created, time_updated,", table="part"
-)
-_MESSAGES = _VALID.format(columns="", table="message")
-PARTS = f"""{_ROOTS}{select(PART_COLUMNS)}
-FROM {_PARTS} p
-LEFT JOIN tree t ON t.id = p.session_id
-LEFT JOIN {_MESSAGES} m ON m.id = p.message_id
-LEFT JOIN {_MESSAGES} u ON u.id = m.data ->> '$.parentID'
-"""
+PARTS = f"{select(PART_COLUMNS)}\nFROM part p WHERE json_valid(p.data)"
 
-#: Rows whose ``data`` is not JSON: reported, not read.
-INVALID = """
-SELECT 'part', rowid, id FROM part WHERE NOT json_valid(data)
-UNION ALL SELECT 'message', rowid, id FROM message WHERE NOT json_valid(data)
+#: Every row of the tables whose ``data`` is JSON: those missing from the frames read are
+#: the rows whose ``data`` is not JSON (reported, not read; no second parse to find them).
+ROW_IDS = """
+SELECT 'part', CAST(rowid AS TEXT), id FROM part
+UNION ALL SELECT 'message', CAST(rowid AS TEXT), id FROM message
 """
-INVALID_SCHEMA = {"table": _TEXT, "line": _INT, "id": _TEXT}
+ROW_SCHEMA = {"table": _TEXT, "line": _INT, "id": _TEXT}
 
 
 class UnreadableError(Exception):
@@ -161,11 +135,12 @@ class UnreadableError(Exception):
 
 @dataclass(frozen=True)
 class Rows:
-    """What one database holds: its sessions, its parts (with their messages' facts), the
-    rows whose JSON is invalid, and the rows of tables this reader does not count (OpenCode
-    2.x ``session_message``), by table."""
+    """What one database holds: its sessions, messages and parts, the rows whose JSON is
+    invalid, and the rows of tables this reader does not count (OpenCode 2.x
+    ``session_message``), by table."""
 
     sessions: pl.DataFrame
+    messages: pl.DataFrame
     parts: pl.DataFrame
     invalid: pl.DataFrame
     unread: dict[str, int]
@@ -180,8 +155,10 @@ def uri(path: Path) -> str:
 
 
 def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A query's whole result as a frame of ``schema`` (built at once, not row by row)."""
-    return pl.DataFrame(cursor.fetchall(), schema=columns, orient="row")
+    """A query's whole result (text columns, see :func:`select`) as a frame of ``columns``,
+    built at once, not row by row; a value that is not of its column's dtype is null."""
+    text = pl.DataFrame(cursor.fetchall(), schema=dict.fromkeys(columns, _TEXT), orient="row")
+    return text.cast(columns, strict=False)
 
 
 def read(path: Path) -> Rows:
@@ -204,6 +181,20 @@ def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
             raise UnreadableError(f"cannot read the database: {error}") from error
 
 
+def invalid(rows: pl.DataFrame, messages: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
+    """The ``rows`` (``ROW_IDS``) that ``messages`` and ``parts`` lack: those whose JSON is
+    invalid, by table, row and id."""
+    read = pl.concat(
+        [
+            parts.select(pl.lit("part").alias("table"), "line"),
+            messages.select(pl.lit("message").alias("table"), "line"),
+        ]
+    )
+    return rows.join(read, on=["table", "line"], how="anti").sort(
+        "table", "line", descending=[True, False]
+    )
+
+
 def rows_of(connection: sqlite3.Connection) -> Rows:
     """The rows of an open database of OpenCode's tables (``sqlite3.Error`` if it cannot be
     read; :class:`UnreadableError` if it lacks them)."""
@@ -218,9 +209,12 @@ def rows_of(connection: sqlite3.Connection) -> Rows:
         if table in tables
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
+    messages = frame(connection.execute(MESSAGES), schema(MESSAGE_COLUMNS))
+    parts = frame(connection.execute(PARTS), schema(PART_COLUMNS))
     return Rows(
         sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
-        parts=frame(connection.execute(PARTS), schema(PART_COLUMNS)),
-        invalid=frame(connection.execute(INVALID), INVALID_SCHEMA),
+        messages=messages,
+        parts=parts,
+        invalid=invalid(frame(connection.execute(ROW_IDS), ROW_SCHEMA), messages, parts),
         unread=unread,
     )

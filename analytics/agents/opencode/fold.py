@@ -44,7 +44,15 @@ PART_TYPES = frozenset(
 #: The message ``error`` of a step the user stopped.
 ABORTED = "MessageAbortedError"
 
-_MS = pl.Datetime("ms", "UTC")
+#: The counts of a ``step-finish`` part's ``tokens``, by the column they are read into.
+_COUNTS = {
+    "input": "input",
+    "output": "output",
+    "reasoning": "reasoning",
+    "cache_read": "cache.read",
+    "cache_write": "cache.write",
+    "total": "total",
+}
 
 
 def issue(file: str, line: int | None, severity: str, message: str) -> dict[str, object]:
@@ -59,12 +67,15 @@ def _tagged(frame: pl.DataFrame, name: str, index: int) -> pl.DataFrame:
     )
 
 
-def _read(files: Sequence[Path]) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
-    """Every file's sessions and parts, tagged with their file, each session and part once
-    (a database's before the legacy store's, then the first file's), and the issues of
-    reading them: unreadable files, invalid rows, tables not counted."""
+def _read(
+    files: Sequence[Path],
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
+    """Every file's sessions, messages and parts (sessions and parts tagged with their
+    file), each once (a database's before the legacy store's, then the first file's), and
+    the issues of reading them: unreadable files, invalid rows, tables not counted."""
     stores = [path for path in files if legacy.claims(path)]
     sessions = [_tagged(pl.DataFrame(schema=database.schema(database.SESSION_COLUMNS)), "", 0)]
+    messages = [pl.DataFrame(schema=database.schema(database.MESSAGE_COLUMNS))]
     parts = [_tagged(pl.DataFrame(schema=database.schema(database.PART_COLUMNS)), "", 0)]
     issues = []
     for index, path in enumerate(path for path in files if not legacy.claims(path)):
@@ -75,6 +86,7 @@ def _read(files: Sequence[Path]) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[
             issues.append(issue(name, None, "error", f"{error}; file skipped"))
             continue
         sessions.append(_tagged(rows.sessions, name, index))
+        messages.append(rows.messages)
         parts.append(_tagged(rows.parts, name, index))
         issues += [
             issue(name, line, "error", f"{table} {id_!r}: data is not valid JSON; row skipped")
@@ -96,33 +108,58 @@ def _read(files: Sequence[Path]) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[
                 pl.lit(None, pl.Int64).alias("line"), pl.lit(index, pl.Int64).alias("file_index")
             )
             into.append(tagged.select(*found.columns, "file", "file_index"))
+        messages.append(rows.messages)
         issues += [issue(str(path), None, "error", why) for path, why in problems]
     return (
         pl.concat(sessions).unique("session", keep="first", maintain_order=True),
+        pl.concat(messages).unique("message", keep="first", maintain_order=True),
         pl.concat(parts).unique("part", keep="first", maintain_order=True),
         issues,
     )
 
 
-def _with_sessions(parts: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """``parts`` in log order (creation stamp, id, file, row) with their own session's
-    parent and creation stamp (what tell a sub-agent's call and a fork's original) and its
-    OpenCode version."""
+def _joined(parts: pl.DataFrame, messages: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` in log order (creation stamp, id, file, row) with what their message says
+    (role, model and provider, else its user message's, mode, agent, error, creation stamp)
+    and their own session's root, parent and creation stamp (what tell a sub-agent's call
+    and a fork's original) and OpenCode version."""
+    asked = messages.select(
+        pl.col("message").alias("parent_message"),
+        pl.col("model").alias("asked_model"),
+        pl.col("provider").alias("asked_provider"),
+    )
+    said = messages.join(asked, on="parent_message", how="left").with_columns(
+        pl.coalesce("model", "asked_model").alias("model"),
+        pl.coalesce("provider", "asked_provider").alias("provider"),
+    )
     own = sessions.select(
         pl.col("session").alias("own_session"),
+        pl.col("root").alias("session"),
         pl.col("parent").alias("own_parent"),
         pl.col("created").alias("own_created"),
         pl.col("version").alias("agent_version"),
     )
-    return parts.join(own, on="own_session", how="left").sort(
-        ["created", "part", "file_index", "line"], nulls_last=True
+    return (
+        parts.join(said.drop("asked_model", "asked_provider"), on="message", how="left")
+        .join(own, on="own_session", how="left")
+        .with_columns(pl.coalesce("session", "own_session").alias("session"))
+        .sort(["created", "part", "file_index", "line"], nulls_last=True)
     )
+
+
+def _usage(name: str) -> pl.Expr:
+    """A count of a ``step-finish`` part's ``tokens`` (``input``, ``cache.read``, ...): a
+    whole number, else null."""
+    return pl.col("tokens").str.json_path_match(f"$.{name}").cast(pl.Int64, strict=False)
 
 
 def _calls(parts: pl.DataFrame) -> pl.DataFrame:
     """The ``step-finish`` parts less forks' copies, as calls (before numbering)."""
-    steps = parts.filter(pl.col("type") == "step-finish")
-    fork_key = pl.struct("message_created", "step")
+    steps = parts.filter(pl.col("type") == "step-finish").with_columns(
+        *(_usage(name).alias(column) for column, name in _COUNTS.items()),
+        pl.when(pl.col("cost").str.contains(r"^-?[0-9]")).then(pl.col("cost")).alias("cost"),
+    )
+    fork_key = pl.struct("message_created", "tokens", "cost", "snapshot")
     oldest = steps.sort(["own_created", "created", "file_index", "line"], nulls_last=True)
     original = pl.col("own_session").first().over(fork_key)
     steps = oldest.filter(pl.col("message_created").is_null() | (pl.col("own_session") == original))
@@ -339,10 +376,10 @@ def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataF
 def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
     databases ``files``, folded as one group."""
-    sessions, parts, problems = _read(files)
-    parts = _with_sessions(parts, sessions)
+    sessions, messages, parts, problems = _read(files)
+    parts = _joined(parts, messages, sessions)
     calls, context = _numbered(_calls(parts), _items(parts))
-    missing = parts.filter((pl.col("type") == "step-finish") & pl.col("input").is_null())
+    missing = parts.filter((pl.col("type") == "step-finish") & _usage("input").is_null())
     problems += [
         issue(
             file,
