@@ -158,7 +158,7 @@ def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFra
     """A query's whole result (text columns, see :func:`select`) as a frame of ``columns``,
     built at once, not row by row; a value that is not of its column's dtype is null."""
     text = pl.DataFrame(cursor.fetchall(), schema=dict.fromkeys(columns, _TEXT), orient="row")
-    return text.cast(columns, strict=False)
+    return text.cast(pl.Schema(columns), strict=False)
 
 
 def read(path: Path) -> Rows:
