@@ -344,3 +344,34 @@ def test_calls_count_once_however_often_copied(
     calls = opencode.read(paths=[home]).calls
     assert calls.height == len(steps)
     assert int(calls["input_tokens"].sum()) == sum(steps)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.lists(st.sampled_from(["step", "text", "cut", "nul", "odd"]), min_size=1, max_size=12)
+)
+def test_every_part_row_is_read_or_an_issue(rows: list[str]) -> None:
+    """Each part row is read (a line of its session) or reported (its JSON is invalid); a
+    ``step-finish`` row read is one call."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "opencode.db"
+        with closing(create(path)) as db:
+            sid = session(db, 1)
+            mid = message(db, sid, {"role": "assistant", "time": {"created": 1}}, 1)
+            data = {
+                "step": {"type": "step-finish", "tokens": usage(3, 1), "cost": 0},
+                "text": {"type": "text", "text": "x"},
+                "cut": '{"type":"text","te',
+                "nul": "\x00\x00",
+                "odd": {"type": "hologram"},
+            }
+            for at, kind in enumerate(rows):
+                part(db, sid, mid, data[kind], at)
+            db.commit()
+        tables = opencode.read_files([path])
+    invalid = rows.count("cut") + rows.count("nul")
+    assert int(tables.sessions["lines_read"].sum()) + tables.issues.height == len(rows)
+    assert tables.issues.height == invalid
+    assert tables.calls.height == rows.count("step")
