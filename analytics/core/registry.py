@@ -122,6 +122,22 @@ CODEX = Agent(
     plans="a ChatGPT plan",
     reader="analytics.agents.codex",
 )
+ANTIGRAVITY = Agent(
+    id="antigravity",
+    name="Antigravity CLI",
+    short_name="Antigravity",
+    home_variables=("ANTIGRAVITY_DATA_DIR",),
+    default_homes=(
+        "~/.gemini/antigravity-cli",
+        "~/.gemini/antigravity-ide",
+        "~/.gemini/antigravity",
+    ),
+    logs_in=("conversations",),
+    api_equivalent=True,
+    plans="a Google account's Antigravity quota",
+    reader="analytics.agents.antigravity",
+    suffixes=(".db",),
+)
 
 OPENCODE = Agent(
     id="opencode",
@@ -135,7 +151,7 @@ OPENCODE = Agent(
 )
 
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX, OPENCODE)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE)
 
 
 def listed(words: list[str], last: str = "and") -> str:

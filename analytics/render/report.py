@@ -539,7 +539,15 @@ def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[st
     priced = found.priced_as.with_columns(pl.col("model").fill_null("unknown model"))
     lines = (
         priced.with_columns(
-            pl.when(pl.col("byok") & pl.col("priced_model").is_null())
+            pl.when(pl.col("local"))
+            .then(
+                pl.format(
+                    "{} local: served on the user's own machine, $0 ({})",
+                    "model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
+            )
+            .when(pl.col("byok") & pl.col("priced_model").is_null())
             .then(
                 pl.format(
                     "{} BYOK: your own key, no provider price ({} unpriced)",

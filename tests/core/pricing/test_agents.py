@@ -537,7 +537,8 @@ def test_other_agents_are_priced_at_their_vendor_list_price_under_the_copilot_ta
     assert by_session["codex"]["cost_usd"] == Decimal("0.00265")  # $2.50/M in, $15/M out
     assert by_session["unknown"]["cost_usd"] is None
     assert by_session["unknown"]["unpriced_reason"] == (
-        "model not in the bedrock, anthropic, openai, google, openrouter or deepseek rate tables"
+        "model not in the bedrock, anthropic, openai, google, moonshotai, openrouter or deepseek "
+        "rate tables"
     )
     assert per_session["billed_usd"].null_count() == per_session.height  # no bill: not $0
     sources = dict(zip(per_session["session_id"], per_session["cost_source"], strict=True))

@@ -1,7 +1,7 @@
 """The vendor tables against the price database they are made from
 (``analytics.core.pricing.vendor_tables``): they are current, every model the real Claude
-Code and Codex logs name resolves to the database's model, and any such call costs exactly
-what the database computes for it."""
+Code, Codex, pi, Gemini CLI and Kimi Code logs name resolves to the database's model, and any
+such call costs exactly what the database computes for it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from analytics.core.pricing.rates import load_rate_table
 from analytics.core.pricing.vendor_tables import (
     VENDORS,
     ConversionError,
+    _names,
     _regex_glob,
     stale_tables,
 )
@@ -28,7 +29,10 @@ genai_prices = pytest.importorskip(
 )
 from genai_prices import Usage, calc_price, data_snapshot  # noqa: E402
 
-#: Models named in ../shared/real_logs/claude-code and codex (their README facts tables).
+#: Models named in ../shared/real_logs/claude-code, codex (their README facts tables), pi
+#: (``gpt-5.5``, ``gpt-5.4-mini`` via ``openai-codex``), gemini-cli and kimi (``llm.request``'s
+#: model), as the database spells them; Antigravity's label and Kimi's config alias are in
+#: ``test_new_agents.py``.
 LOG_MODELS = {
     "anthropic": [
         "claude-opus-4-6",
@@ -48,6 +52,8 @@ LOG_MODELS = {
         "gpt-5.5",
         "gpt-5.6-sol",
     ],
+    "google": ["gemini-2.5-pro", "gemini-3.5-flash", "gemini-3-flash-preview"],
+    "moonshotai": ["kimi-k2.7-code"],
     # Claude on Bedrock, as a routed id, an inference profile, the global endpoint
     "bedrock": [
         "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
@@ -102,7 +108,8 @@ usages = st.fixed_dictionaries(
 def test_log_named_models_cost_what_the_database_computes(
     table: str, model: str, calls: list[dict[str, Any]]
 ) -> None:
-    openai = table == "openai"
+    # Only Anthropic's log splits writes by lifetime; the others price every write alike.
+    no_split = table not in ("anthropic", "bedrock")
     rows = [
         {
             "model": model,
@@ -113,7 +120,7 @@ def test_log_named_models_cost_what_the_database_computes(
             "reasoning_tokens": None,
             "start_time": c["when"],
             "user_initiated": None,
-            "cache_write_1h_tokens": None if openai else c["write_1h"],
+            "cache_write_1h_tokens": None if no_split else c["write_1h"],
             "web_search_requests": c["searches"],
             "speed": None,
             "service_tier": None,
@@ -184,6 +191,10 @@ def test_fast_mode_costs_what_the_database_computes_where_it_has_it() -> None:
             "gpt-5.6-sol-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]",
         ),
         (r"^claude-opus-5[-@]\d{8}$", "claude-opus-5[-@]" + "[0-9]" * 8),
+        # no ``$``: the start of a name
+        (r"^gemini-3\.5-flash-\d", "gemini-3.5-flash-[0-9]*"),
+        # a letter in either case is the letter: names are matched in lower case
+        (r"^m-[tT][tT][sS]$", "m-tts"),
     ],
 )
 def test_match_regexes_become_exact_globs(regex: str, glob: str) -> None:
@@ -194,3 +205,30 @@ def test_match_regexes_become_exact_globs(regex: str, glob: str) -> None:
 def test_regexes_without_a_glob_equivalent_are_refused(regex: str) -> None:
     with pytest.raises(ConversionError):
         _regex_glob(regex, "m")
+
+
+def test_a_pattern_and_not_a_tts_model_becomes_a_pattern_with_excludes() -> None:
+    from genai_prices.types import ClauseAnd, ClauseOr, ClauseRegex, ClauseStartsWith
+
+    not_tts = ClauseRegex(regex="^(?!.*-[tT][tT][sS](?:$|-))")
+    info = model_info(
+        ClauseOr(or_=[ClauseAnd(and_=[ClauseStartsWith(starts_with="gemini-2.5-pro"), not_tts])])
+    )
+    assert _names(info) == ([], ("gemini-2.5-pro*",), ("*-tts", "*-tts-*"))
+    twice = model_info(
+        ClauseOr(
+            or_=[
+                ClauseAnd(and_=[ClauseStartsWith(starts_with="a"), not_tts]),
+                ClauseStartsWith(starts_with="b"),
+            ]
+        )
+    )
+    with pytest.raises(ConversionError):  # the excludes would apply to ``b*`` too
+        _names(twice)
+
+
+def model_info(match: Any) -> Any:
+    """A database model with this match rule (only ``id`` and ``match`` are read)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(id="m", match=match)
