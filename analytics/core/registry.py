@@ -139,8 +139,19 @@ ANTIGRAVITY = Agent(
     suffixes=(".db",),
 )
 
+OPENCODE = Agent(
+    id="opencode",
+    name="OpenCode",
+    short_name="OpenCode",
+    home_variables=("OPENCODE_DATA_DIR", "KILO_DATA_DIR"),
+    default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
+    adds_homes=True,
+    reader="analytics.agents.opencode",
+    suffixes=(".db", ".json"),
+)
+
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE)
 
 
 def listed(words: list[str], last: str = "and") -> str:
