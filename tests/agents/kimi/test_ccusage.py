@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import polars as pl
 import pytest
 
 from analytics.agents import kimi
+from analytics.core.pricing.price import price_calls
+from analytics.core.pricing.rates import load_rate_table
 from tests.conftest import REAL_LOGS
 
 RECORDED = Path(__file__).with_name("ccusage_sessions.json")
@@ -65,3 +68,16 @@ def test_agentcost_equals_ccusage_per_session(tmp_path: Path) -> None:
             assert row[kind] == answer[kind], (answer["sessionId"], kind)
         aliases = answer["modelsUsed"]
         assert row["models"] == [alias.rsplit("/", 1)[-1] for alias in aliases]
+
+
+def test_agentcost_prices_each_session_as_ccusage_does(tmp_path: Path) -> None:
+    """The provider's id the calls carry is priced by the bundled Moonshot table, to the
+    decimal ccusage gives (at LiteLLM's ``moonshot/`` prices, the same rates)."""
+    if not EVIDENCE.is_dir():
+        pytest.skip(f"real kimi logs not present at {EVIDENCE} (the shared/ folder is absent)")
+    calls = kimi.read([home_from_real_logs(tmp_path)], items=False).calls
+    priced = price_calls(calls, load_rate_table("moonshotai"))
+    costs = dict(priced.group_by("session_id").agg(pl.col("cost_usd").sum()).iter_rows())
+    assert costs == {
+        answer["sessionId"]: Decimal(str(answer["totalCost"])) for answer in recorded()["sessions"]
+    }
