@@ -214,6 +214,11 @@ def figures(text: str) -> tuple[object, ...]:
             lines([META, {"type": "usage.record", "agentId": "main", "time": 2}]),
             (1, 0, 0, 0, 1, ["warning"], 0),
         ),
+        # a sub-agent's total, restated in the parent's wire, is not a call
+        (
+            lines([META, {"type": "subagent.completed", "agentId": "agent-0", "usage": A}]),
+            (0, 0, 0, 0, 0, [], 0),
+        ),
         # unknown record types are counted and named once
         (
             lines([META, {"type": "x.y", "time": 1}, {"type": "x.z"}, record(2, A)]),
@@ -259,3 +264,26 @@ def test_a_sessions_calls_count_once_however_many_copies(
     assert tables.calls.height == 2
     assert tables.sessions["session_id"].to_list() == ["session_a"]
     assert tables.calls.select(pl.col("input_tokens").sum()).item() == 320
+
+
+#: Lines of any kind a wire may hold, damaged ones included.
+ANY_LINE = st.one_of(
+    st.sampled_from([json.dumps(r) for r in TURN]),
+    st.just(json.dumps({"type": "brand.new", "time": 1})),
+    st.just(json.dumps({"no": "type"})),
+    st.just("[1, 2]"),
+    st.just("not json"),
+    st.just('{"type": "usage.rec'),
+)
+
+
+@given(st.lists(ANY_LINE, min_size=1, max_size=12))
+def test_every_line_is_read_or_an_error(texts: list[str]) -> None:
+    """Every line of a wire is a line of its session (read, or counted as unknown) or an
+    error issue; nothing is lost without a word."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as root:
+        tables = kimi.read_files([wire(Path(root), "s", "".join(f"{t}\n" for t in texts))])
+    errors = tables.issues.filter(pl.col("severity") == "error").height
+    assert int(tables.sessions["lines_read"].sum()) + errors == len(texts)
