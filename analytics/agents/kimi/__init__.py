@@ -13,11 +13,12 @@ only. What each file of a home is:
   Claimed, its lines counted and skipped, so naming a kimi-cli home reports no stray file.
 * ``state.json``: the session's ``id`` and ``cwd``, read by the fold beside each wire (not
   offered by discovery: not JSON lines).
-* ``session_index.jsonl`` (top of a Kimi Code home: ``{sessionId, sessionDir, workDir}``) and
-  kimi-cli's ``user-history/<md5>.jsonl`` (typed prompts, ``{content}``): no calls. Claimed
-  and skipped unread (:func:`skipped`), so naming a home reports no stray file.
-* ``server/events/<sessionId>.jsonl`` (the web server's own journal, not a session log): not
-  claimed; discovery reports it as not a log of an agent agentcost reads.
+* ``session_index.jsonl`` (top of a Kimi Code home: ``{sessionId, sessionDir, workDir}``): no
+  calls. Claimed and skipped unread (:func:`skipped`), so naming a home reports no stray file.
+* kimi-cli's ``user-history/<md5>.jsonl`` (typed prompts, ``{content}``) and Kimi Code's
+  ``server/events/<sessionId>.jsonl`` (the web server's own journal): not claimed, since a
+  bare ``{content}`` record is no sign of Kimi (claiming it would take other tools' files);
+  discovery reports them as not a log of an agent agentcost reads.
 
 None but the wires and context files is under ``sessions/``, which is what is read when no
 path is named.
@@ -40,9 +41,8 @@ from analytics.core.registry import KIMI
 CONTEXT_ROLES = frozenset({"_checkpoint", "_system_prompt", "_usage"})
 #: The keys of a Kimi Code ``session_index.jsonl`` entry.
 INDEX_KEYS = frozenset({"sessionId", "sessionDir", "workDir"})
-#: The files of a home that are claimed but hold no call: the session index, and the
-#: directory of kimi-cli's prompt history.
-INDEX_FILE, HISTORY_DIR = "session_index.jsonl", "user-history"
+#: The file of a Kimi Code home that is claimed but holds no call.
+INDEX_FILE = "session_index.jsonl"
 
 
 def recognizes(line: dict[str, object]) -> bool:
@@ -50,8 +50,7 @@ def recognizes(line: dict[str, object]) -> bool:
     ``{"type": "metadata", "protocol_version"}`` header both CLIs write, a kimi-cli record
     (``{timestamp, message: {type, payload}}``: the oldest wires have no header), a
     ``context.jsonl`` bookkeeping record (``role`` ``_checkpoint``, ``_system_prompt``,
-    ``_usage``), a ``session_index.jsonl`` entry or a kimi-cli prompt history line (both
-    skipped unread)."""
+    ``_usage``), or a ``session_index.jsonl`` entry (skipped unread)."""
     kind = line.get("type")
     if kind == "metadata":
         return isinstance(line.get("protocol_version"), str)
@@ -64,11 +63,7 @@ def recognizes(line: dict[str, object]) -> bool:
             and isinstance(message.get("payload"), dict)
             and isinstance(line.get("timestamp"), int | float)
         )
-    if line.keys() >= INDEX_KEYS:
-        return True
-    return line.get("role") in CONTEXT_ROLES or (
-        line.keys() == {"content"} and isinstance(line["content"], str)
-    )
+    return line.keys() >= INDEX_KEYS or line.get("role") in CONTEXT_ROLES
 
 
 def claims(path: Path, head: bytes) -> bool:
@@ -117,9 +112,8 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
 
 
 def skipped(path: Path) -> bool:
-    """A claimed file that holds no call and is not read: a Kimi Code session index, a
-    kimi-cli prompt history."""
-    return path.name == INDEX_FILE or path.parent.name == HISTORY_DIR
+    """A claimed file that holds no call and is not read: a Kimi Code session index."""
+    return path.name == INDEX_FILE
 
 
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:

@@ -107,7 +107,7 @@ def wire(root: Path, session: str, text: str, agent: str = "main") -> Path:
         ({"role": "_system_prompt", "content": "You are"}, True),
         ({"role": "user", "content": "hi"}, False),
         ({"sessionId": "session_1", "sessionDir": "/h", "workDir": "/w"}, True),  # the index
-        ({"content": "a prompt typed"}, True),  # kimi-cli user-history
+        ({"content": "a prompt typed"}, False),  # kimi-cli user-history: too bare to claim
         ({"content": "a prompt", "role": "user"}, False),
         ({"type": "user", "sessionId": "s", "uuid": "u", "message": {}}, False),  # Claude Code
         ({"type": "session_meta", "payload": {"id": "x"}, "timestamp": "t"}, False),  # Codex
@@ -130,7 +130,7 @@ def test_no_other_agent_claims_a_kimi_first_record(line: dict[str, object]) -> N
         ("wire.jsonl", lines(TURN), "kimi"),
         ("context.jsonl", '{"role": "_checkpoint", "id": 0}\n', "kimi"),
         ("session_index.jsonl", '{"sessionId": "s", "sessionDir": "/", "workDir": "/"}\n', "kimi"),
-        ("events.jsonl", '{"type": "session.created", "data": {}}\n', "copilot"),
+        ("0a1b.jsonl", '{"content": "fix it"}\n', None),  # kimi-cli user-history: not a log
     ],
 )
 def test_discovery_tells_each_file_of_a_home(
@@ -164,9 +164,6 @@ def test_homes_default_each_variable_replaces_its_own_and_absent_is_silent(
 def test_a_home_named_reads_its_wires_not_its_index(tmp_path: Path) -> None:
     index = tmp_path / "session_index.jsonl"
     index.write_text('{"sessionId": "s", "sessionDir": "/d", "workDir": "/w"}\n', "utf-8")
-    history = tmp_path / "user-history" / "0a1b.jsonl"
-    history.parent.mkdir()
-    history.write_text('{"content": "fix it"}\n', encoding="utf-8")
     path = wire(tmp_path / "sessions", "wd_p_1/session_a", lines(TURN))
     (path.parent.parent.parent / "state.json").write_text(
         json.dumps({"id": "session_a", "cwd": "/w/p"}), encoding="utf-8"
@@ -174,7 +171,7 @@ def test_a_home_named_reads_its_wires_not_its_index(tmp_path: Path) -> None:
     assert kimi.discover([tmp_path]) == [[path]]
     sessions = kimi.read([tmp_path]).sessions
     assert sessions.select("session_id", "cwd").rows() == [("session_a", "/w/p")]
-    claimed = kimi.read_files([index, history, path])  # as discovery hands them over
+    claimed = kimi.read_files([index, path])  # as discovery hands them over
     assert claimed.sessions["session_id"].to_list() == ["session_a"]
     assert claimed.issues.height == 0
 
