@@ -15,13 +15,13 @@ only. What each file of a home is:
   offered by discovery: not JSON lines).
 * ``session_index.jsonl`` (top of a Kimi Code home: ``{sessionId, sessionDir, workDir}``): no
   calls. Claimed and skipped unread (:func:`skipped`), so naming a home reports no stray file.
-* kimi-cli's ``user-history/<md5>.jsonl`` (typed prompts, ``{content}``) and Kimi Code's
-  ``server/events/<sessionId>.jsonl`` (the web server's own journal): not claimed, since a
-  bare ``{content}`` record is no sign of Kimi (claiming it would take other tools' files);
+* kimi-cli's ``user-history/<md5>.jsonl`` (typed prompts: a bare ``{content}`` record is no
+  sign of Kimi, and claiming it would take other tools' files) and Kimi Code's
+  ``server/events/<sessionId>.jsonl`` (the web server's own journal, no calls): not claimed;
   discovery reports them as not a log of an agent agentcost reads.
 
-None but the wires and context files is under ``sessions/``, which is what is read when no
-path is named.
+Under ``sessions/`` (what is read when no path is named) the only JSON-lines files are the
+wires and the context files.
 
 All files named together are one group: a call copied into another file (a resumed session's
 earlier copy, a ``/fork``) counts once. The counting rules are in
