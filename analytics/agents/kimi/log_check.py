@@ -45,7 +45,9 @@ def check(lines: pl.DataFrame, calls: int) -> pl.DataFrame:
     )
     sums = paired.with_columns(
         pl.sum_horizontal(f"record.{name}" for name in COUNTERS).alias("tokens"),
-        pl.sum_horizontal(f"step.{name}_step" for name in COUNTERS).alias("checked"),
+        pl.when(pl.col("step.output_step").is_not_null())
+        .then(pl.sum_horizontal(f"step.{name}_step" for name in COUNTERS))
+        .alias("checked"),  # null: the record has no step.end to check it against
     )
     return check_row(
         "KIMI step.end",
