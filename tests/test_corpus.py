@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from analytics.engine.corpus import corpus_errors, read_claude_code, without_shutdowns
+from analytics.agents import claude_code
+from analytics.engine.corpus import corpus_errors, without_shutdowns
 from analytics.engine.validate import error_summary
 
 
@@ -67,7 +68,7 @@ def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
 
 
 def test_with_totals_the_calls_add_up_to_them_and_follow_the_content(tmp_path: Path) -> None:
-    tables = read_claude_code([_write(tmp_path / "p" / "cc-1.jsonl", SESSION)])
+    tables = claude_code.read([_write(tmp_path / "p" / "cc-1.jsonl", SESSION)])
     errors = corpus_errors(tables.calls, tables.items, with_totals=True)
     assert errors["method"].to_list() == ["calibrated"] * 4
     assert errors["reconstructed"].sum() == errors["observed"].sum()
@@ -77,7 +78,7 @@ def test_with_totals_the_calls_add_up_to_them_and_follow_the_content(tmp_path: P
 
 
 def test_without_totals_every_call_is_estimated_with_an_interval(tmp_path: Path) -> None:
-    tables = read_claude_code([_write(tmp_path / "p" / "cc-1.jsonl", SESSION)])
+    tables = claude_code.read([_write(tmp_path / "p" / "cc-1.jsonl", SESSION)])
     errors = corpus_errors(tables.calls, tables.items, with_totals=False)
     assert errors["method"].to_list() == ["estimated"] * 4
     assert (errors["low"] < errors["reconstructed"]).all()
@@ -85,7 +86,7 @@ def test_without_totals_every_call_is_estimated_with_an_interval(tmp_path: Path)
 
 
 def test_sessions_with_fewer_calls_are_left_out(tmp_path: Path) -> None:
-    tables = read_claude_code([_write(tmp_path / "p" / "cc-1.jsonl", SESSION[:4])])
+    tables = claude_code.read([_write(tmp_path / "p" / "cc-1.jsonl", SESSION[:4])])
     assert corpus_errors(tables.calls, tables.items, with_totals=True).is_empty()
 
 
@@ -98,7 +99,7 @@ def test_a_compaction_that_states_no_size_keeps_the_fixed_part(tmp_path: Path) -
         "message": {"role": "user", "content": "the story so far " * 100},
     }  # fmt: skip
     lines = [*SESSION, summary, _call(5, 9, 20_700, [{"type": "text", "text": "on"}])]
-    tables = read_claude_code([_write(tmp_path / "p" / "cc-1.jsonl", lines)])
+    tables = claude_code.read([_write(tmp_path / "p" / "cc-1.jsonl", lines)])
     errors = corpus_errors(tables.calls, tables.items, with_totals=True)
     after = errors.filter(pl.col("call_index") == errors["call_index"].max()).row(0, named=True)
     assert after["abs_error_pct"] < 25
@@ -116,7 +117,7 @@ def test_the_real_corpus_by_kind_of_call(real_logs: Path) -> None:
     """Issue 19: every real Claude Code session of 3 calls or more, with only its per-model
     totals known; the README quotes these figures (median and p90 of the main calls)."""
     root = real_logs / "claude-code"
-    tables = read_claude_code([root])
+    tables = claude_code.read([root])
     errors = corpus_errors(tables.calls, tables.items, with_totals=True)
     if errors.is_empty():
         import pytest
@@ -152,7 +153,7 @@ def test_the_real_corpus_without_totals_is_inside_its_intervals_about_80_percent
 ) -> None:
     """Issue 19: treated as totals-free, 75-90% of the corpus's estimated calls fall inside
     their 80% interval (a narrower interval is a defect)."""
-    tables = read_claude_code([real_logs / "claude-code"])
+    tables = claude_code.read([real_logs / "claude-code"])
     errors = corpus_errors(tables.calls, tables.items, with_totals=False)
     if errors.is_empty():
         import pytest

@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from analytics.agents.checks import read_lines
+from analytics.agents.claude_code.log_check import check as claude_code_check
+from analytics.agents.codex.log_check import check as codex_check
 from analytics.cli import app
-from analytics.engine.log_checks import claude_code_check, codex_check, read_lines
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics.agents.registry import AGENTS
+from analytics.core.registry import AGENTS
 from tests.conftest import REPO, SAMPLE_LOGS
 
 TOOLS = Path(sys.executable).parent

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO
 
+import click
 import typer
 from typer.main import get_command_name
 
@@ -122,13 +123,9 @@ def _home(ctx: typer.Context) -> None:
         _fail(error)
 
 
-class Agent(StrEnum):
-    """The agents whose logs agentcost reads (the ``agent`` column): ``agents.AGENTS``'
-    ids (``tests/test_help.py`` holds the two together)."""
-
-    copilot = "copilot"
-    claude_code = "claude-code"
-    codex = "codex"
+#: ``--agent``'s choices: the ids of the agents whose logs agentcost reads (the ``agent``
+#: column), from the registry.
+AGENT_CHOICE = click.Choice(agents.ids())
 
 
 class Format(StrEnum):
@@ -198,9 +195,10 @@ WideOpt = Annotated[
     ),
 ]
 AgentOpt = Annotated[
-    list[Agent] | None,
+    list[str] | None,
     typer.Option(
         "--agent",
+        click_type=AGENT_CHOICE,
         help=f"Only the sessions of this agent (repeatable): {agents.listed(agents.ids(), 'or')}.",
         show_default=False,
     ),
@@ -250,13 +248,13 @@ def _window(
     since: str | None,
     until: str | None,
     timezone: str | None,
-    agent: list[Agent] | None = None,
+    agent: list[str] | None = None,
 ) -> Window:
     from analytics.core.periods import day_window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
-    agents = tuple(sorted({chosen.value for chosen in agent or []}))
+    agents = tuple(sorted(set(agent or [])))
     return Window(*day_window(since, until), resolve_zone(timezone), agents)
 
 

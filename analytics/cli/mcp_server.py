@@ -32,6 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from analytics.core.errors import AgentcostError, UsageError
+from analytics.core.registry import ids
 
 if TYPE_CHECKING:
     from analytics.engine.analyze import Analysis, Window
@@ -63,7 +64,8 @@ SessionId = Annotated[
     ),
 ]
 Day = Annotated[str | None, Field(description="A day, YYYY-MM-DD.")]
-AgentId = Literal["copilot", "claude-code", "codex"]
+#: An agent's id (the ``agent`` column), one of the registry's.
+AgentId = Annotated[str, Field(json_schema_extra={"enum": ids()})]
 
 #: One tool call at a time: the analysis and its caches are not shared between threads.
 _ONE_AT_A_TIME = threading.Lock()
@@ -360,6 +362,9 @@ def _window(timezone: str | None, agents: Sequence[str] | None = None) -> Window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
+    unknown = sorted(set(agents or []) - set(ids()))
+    if unknown:
+        raise UsageError(f"unknown agent {', '.join(unknown)}; the agents are {', '.join(ids())}")
     return Window(None, None, resolve_zone(timezone), tuple(sorted(set(agents or []))))
 
 

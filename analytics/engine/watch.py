@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.agents.discover import (
-    CLAUDE_CODE,
     COPILOT,
     Found,
     LogFile,
@@ -95,13 +94,14 @@ def latest_log(paths: list[Path], agents: tuple[str, ...] = ()) -> Watched:
 
 
 def _parent_session(watched: Watched) -> Watched:
-    """A Claude Code ``<session>/subagents/agent-*.jsonl`` as its ``<session>.jsonl`` (when
-    that exists); any other log as it is."""
+    """A sub-agent's log as its session's (``Reader.session_file``, where the agent's reader
+    has one: a Claude Code ``<session>/subagents/agent-*.jsonl`` is its ``<session>.jsonl``);
+    any other log as it is."""
+    from analytics.agents.reader import session_file
+
     path = watched.log.path
-    if watched.agent != CLAUDE_CODE or path.parent.name != "subagents":
-        return watched
-    session = path.parent.parent.with_suffix(".jsonl")
-    if not session.is_file():
+    session = session_file(watched.agent, path)
+    if session == path:
         return watched
     return Watched(watched.agent, _seen(LogFile(session, session.stem, str(session.resolve()))))
 

@@ -14,9 +14,10 @@ prices apply, each named in the call's ``cost_source``:
 * ``byok_provider``: a bring-your-own-key call (``is_byok``) is not billed by Copilot (its
   ``billed_usd`` is 0); what the user pays is its provider's list price, from the first bundled
   vendor table that knows the model (``BYOK_TABLES``), else it is unpriced, never $0;
-* ``vendor_api``: a call of another agent (``agent`` "claude-code", "codex") is not billed by
-  Copilot either; it is priced the same way, at its vendor's API list price: what the calls
-  would cost on the API (a subscription user pays no per-token bill: an API-equivalent cost).
+* ``vendor_api``: a call of an agent not billed in AI credits (``registry.with_credits``) is
+  not billed by Copilot either; it is priced the same way, at its vendor's API list price:
+  what the calls would cost on the API (a subscription user pays no per-token bill: an
+  API-equivalent cost).
 
 A session with an unpriced call says so (``unpriced_calls``, ``unpriced_models``) and its
 ``cost_usd`` covers only the priced calls; ``cost_source`` tells which figure a reader should
@@ -38,6 +39,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from analytics.core import registry
 from analytics.core.pricing.call_costs import AGENT_COSTS, nano_aiu_usd, price_by_table
 from analytics.core.pricing.learned import learned_rate_table
 from analytics.core.pricing.rates import (
@@ -50,8 +52,9 @@ from analytics.core.schema import COSTS, MONEY
 
 #: The table whose prices are Copilot's own: the log's prices and BYOK apply under it.
 COPILOT_TABLE = "github-copilot"
-#: The ``agent`` of Copilot's own calls; other agents' calls are priced at vendor list prices.
-COPILOT_AGENT = "copilot"
+#: The agents whose calls are billed under their own plan's table (AI credits: Copilot's);
+#: other agents' calls are priced at vendor list prices.
+CREDITS_AGENTS = registry.ids(registry.with_credits())
 #: Vendor tables a BYOK call's model is looked up in, first match wins.
 BYOK_TABLES = ("bedrock", "anthropic", "openai", "google", "openrouter", "deepseek")
 
@@ -210,11 +213,11 @@ def _billed(priced: pl.DataFrame) -> pl.DataFrame:
 
 
 def _other_agent(calls: pl.DataFrame) -> pl.Expr:
-    """Whether each call is another agent's than Copilot's (``agent``); calls of a frame without
-    that column are Copilot's."""
+    """Whether each call is of an agent not billed in AI credits (``agent``), so priced at
+    its vendor's list prices; calls of a frame without that column are Copilot's."""
     if "agent" not in calls.columns:
         return pl.lit(False)
-    return (pl.col("agent") != COPILOT_AGENT).fill_null(False)
+    return (~pl.col("agent").is_in(CREDITS_AGENTS)).fill_null(False)
 
 
 def _not_billed_by_copilot(calls: pl.DataFrame) -> pl.Expr:

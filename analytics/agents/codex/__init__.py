@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, keyed, unique
-from analytics.agents.registry import CODEX
+from analytics.core.registry import CODEX
 
 #: The directories of a Codex home that hold rollouts.
 ROLLOUT_DIRS = CODEX.logs_in

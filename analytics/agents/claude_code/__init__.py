@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, keyed, unique
-from analytics.agents.registry import CLAUDE_CODE
+from analytics.core.registry import CLAUDE_CODE
 
 #: Line types a Claude Code session file writes (``type``), beside which a line carries its
 #: ``sessionId`` or the ids that chain it (``uuid``, ``leafUuid``, ``messageId``).
@@ -53,6 +53,15 @@ def project_of(path: Path) -> Path:
     """The project directory a log file belongs to (a ``subagents/`` file's session's)."""
     parent = path.parent
     return parent.parent.parent if parent.name == "subagents" else parent
+
+
+def session_file(path: Path) -> Path:
+    """The session log a file belongs to: a sub-agent's ``<session>/subagents/agent-*.jsonl``
+    is its ``<session>.jsonl`` where that exists; any other file is its own."""
+    if path.parent.name != "subagents":
+        return path
+    session = path.parent.parent.with_suffix(".jsonl")
+    return session if session.is_file() else path
 
 
 def discover(paths: Sequence[Path]) -> list[list[Path]]:

@@ -34,7 +34,11 @@ class Agent:
     :class:`analytics.agents.reader.Reader`), imported when its logs are read; empty for
     Copilot, whose logs go through the engine's own pipeline. ``suffixes``: the endings of
     the file names discovery offers its reader (``.jsonl`` files by their first record,
-    others, such as ``.db``, through ``Reader.claims``)."""
+    others, such as ``.db``, through ``Reader.claims``). ``credits``: its plans bill AI
+    credits (premium requests), so a budget in credits counts its calls alone, and its calls
+    are priced under its own table, not at a vendor's API prices. ``content_truth``: its log
+    holds every call's true usage beside the content the model read, so ``agentcost
+    validate`` measures the token reconstruction on its sessions."""
 
     id: str
     name: str
@@ -49,6 +53,8 @@ class Agent:
     shutdown_check: bool = False
     reader: str = ""
     suffixes: tuple[str, ...] = (".jsonl",)
+    credits: bool = False
+    content_truth: bool = False
 
     def homes(self) -> list[Path]:
         """The homes named by the environment and the defaults, in that order (whether or
@@ -87,7 +93,9 @@ COPILOT = Agent(
     short_name="Copilot",
     home_variables=("COPILOT_HOME",),
     default_homes=("~/.copilot",),
+    logs_in=("session-state",),
     shutdown_check=True,
+    credits=True,
 )
 CLAUDE_CODE = Agent(
     id="claude-code",
@@ -100,6 +108,7 @@ CLAUDE_CODE = Agent(
     blocks=True,
     api_equivalent=True,
     plans="Claude Pro/Max",
+    content_truth=True,
     reader="analytics.agents.claude_code",
 )
 CODEX = Agent(
@@ -155,6 +164,38 @@ def every_home() -> str:
 def ids(agents: tuple[Agent, ...] = AGENTS) -> list[str]:
     """The ids of ``agents`` (all of them by default)."""
     return [agent.id for agent in agents]
+
+
+def by_id(agent_id: str) -> Agent:
+    """The agent whose id is ``agent_id`` (a ``KeyError`` for no agent of that id)."""
+    for agent in AGENTS:
+        if agent.id == agent_id:
+            return agent
+    raise KeyError(agent_id)
+
+
+def money_words(agent_id: str) -> str:
+    """What an agent's dollar figure is, in words: ``API-equivalent`` (its vendors' list
+    prices, no per-token bill on a plan) or ``at Copilot's price`` (its own bill's)."""
+    agent = by_id(agent_id)
+    return "API-equivalent" if agent.api_equivalent else f"at {agent.short_name}'s price"
+
+
+def with_credits() -> tuple[Agent, ...]:
+    """The agents whose plans bill AI credits (a credits budget counts them alone)."""
+    return tuple(agent for agent in AGENTS if agent.credits)
+
+
+def home_parts() -> frozenset[str]:
+    """The names of the agents' default home directories and of their log folders
+    (``.copilot``, ``projects``, ``sessions``, ...): path parts that name no person."""
+    names = {Path(home).name for agent in AGENTS for home in agent.default_homes}
+    return frozenset(names | {folder for agent in AGENTS for folder in agent.logs_in})
+
+
+def with_content_truth() -> tuple[Agent, ...]:
+    """The agents whose logs measure the token reconstruction (``Agent.content_truth``)."""
+    return tuple(agent for agent in AGENTS if agent.content_truth)
 
 
 def with_blocks() -> tuple[Agent, ...]:
