@@ -1,9 +1,9 @@
 """pi (pi-coding-agent) session files: where they are, how they group, and the native fold.
 
-Home (``registry.PI``): ``$PI_CODING_AGENT_SESSION_DIR`` (the sessions directory itself)
+Home (``core.registry.PI``): ``$PI_CODING_AGENT_SESSION_DIR`` (the sessions directory itself)
 when set, else ``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``, holding
 ``--<cwd>--/<ts>_<uuid>.jsonl`` (``--session-dir`` puts them there without the ``--<cwd>--``
-level). OpenClaw writes the same format in a home of its own (``registry.OPENCLAW``,
+level). OpenClaw writes the same format in a home of its own (``core.registry.OPENCLAW``,
 :mod:`analytics.agents.pi.openclaw`); the two files look alike line for line, so this module
 recognizes both, and :func:`read_files` folds a file laid out as OpenClaw's
 (``agents/<agentId>/sessions/<id>.jsonl``) as OpenClaw's.
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, keyed, unique
-from analytics.agents.registry import OPENCLAW, PI
+from analytics.core.registry import OPENCLAW, PI
 
 #: The variable naming pi's sessions directory itself (not the agent directory).
 SESSION_DIR_VARIABLE = "PI_CODING_AGENT_SESSION_DIR"

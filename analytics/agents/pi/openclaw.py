@@ -1,6 +1,6 @@
 """OpenClaw's session files: pi's format in OpenClaw's own home, read by pi's fold.
 
-Home (``registry.OPENCLAW``): ``$OPENCLAW_STATE_DIR`` (default ``~/.openclaw``), whose
+Home (``core.registry.OPENCLAW``): ``$OPENCLAW_STATE_DIR`` (default ``~/.openclaw``), whose
 ``agents/<agentId>/sessions/<sessionId>.jsonl`` are the sessions (beside the index
 ``sessions.json``; ``<sessionId>.trajectory.jsonl`` is a per-token trace, not a session).
 A session file's lines are pi's, so pi's reader recognizes them (:func:`recognizes` here
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from analytics.agents import AgentTables, fold
 from analytics.agents.pi import sessions_in
-from analytics.agents.registry import OPENCLAW
+from analytics.core.registry import OPENCLAW
 
 
 def recognizes(line: dict[str, object]) -> bool:
