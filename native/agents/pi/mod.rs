@@ -270,16 +270,8 @@ impl Fold {
     ) {
         let n = self.n;
         let time = line.time(n.time);
-        let Some(kind) = line.str(n.kind).map(|s| s.into_owned()) else {
-            self.out.issue(
-                file,
-                line.number,
-                "error",
-                "line has no 'type'; ignored".into(),
-            );
-            return;
-        };
-        if kind == "session" {
+        let kind = line.str(n.kind).map(|s| s.into_owned());
+        if kind.as_deref() == Some("session") {
             self.header(line, file, time, hint, current);
             return;
         }
@@ -290,6 +282,15 @@ impl Fold {
         let own = cur.header_time.is_none_or(|h| time.is_none_or(|t| t >= h));
         let session = fold::session_of(&mut self.out.sessions, &mut self.index, &cur.id);
         session.saw(file, if own { time } else { None });
+        let Some(kind) = kind else {
+            self.out.issue(
+                file,
+                line.number,
+                "error",
+                "line has no 'type'; ignored".into(),
+            );
+            return;
+        };
         let role = (kind == "message")
             .then(|| line.str(n.role).map(|s| s.into_owned()))
             .flatten();
@@ -542,3 +543,6 @@ pub const SEEDS: &[&[u8]] = &[
     br#"{"type":"message","id":"1cbc6dc2","parentId":"6af93a9d","timestamp":"2026-05-25T00:51:58.502Z","message":{"role":"bashExecution","command":"echo hi","output":"hi\n","exitCode":0,"excludeFromContext":false}}"#,
     br#"{"type":"custom_message","id":"c1","parentId":null,"timestamp":"2026-05-25T00:51:59.000Z","customType":"x","content":"note","display":true}"#,
 ];
+
+#[cfg(test)]
+mod tests;
