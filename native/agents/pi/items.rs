@@ -55,7 +55,7 @@ fn bytes_of(n: usize) -> i64 {
 impl Content {
     pub fn new() -> Content {
         let schema = Schema::new(&[
-            ("message", Shape::Any),
+            ("message", Shape::Struct),
             ("message.content", Shape::Any),
             ("message.excludeFromContext", Shape::Scalar),
             ("content", Shape::Any),

@@ -393,3 +393,39 @@ proptest! {
         prop_assert!(numbered(&folded));
     }
 }
+
+#[test]
+fn shell_commands_custom_messages_and_instructions_are_items_too() {
+    let bash = |id: &str, excluded: bool| {
+        format!(
+            r#"{{"type":"message","id":"{id}","timestamp":"2026-05-01T10:00:01.000Z","message":{{"role":"bashExecution","command":"ls","output":"a","excludeFromContext":{excluded}}}}}"#
+        )
+    };
+    let system = r#"{"type":"message","id":"y1","timestamp":"2026-05-01T10:00:00.500Z","message":{"role":"system","content":"","sections":{"a":"b"}}}"#;
+    let custom = r#"{"type":"custom_message","id":"c1","timestamp":"2026-05-01T10:00:02.000Z","customType":"x","content":"note","display":true}"#;
+    let lines = [
+        header("s1", "2026-05-01T10:00:00.000Z", ""),
+        system.to_owned(),
+        bash("b1", false),
+        bash("b2", true),
+        custom.to_owned(),
+    ];
+    let folded = fold_texts(&[("s.jsonl", text(&lines))]);
+    let rows: Vec<_> = folded
+        .items
+        .iter()
+        .map(|i| (i.event_type, i.event_id.as_deref(), i.content_bytes))
+        .collect();
+    let message = |line: &str| {
+        let start = line.find(r#"{"role""#).expect("a message");
+        Some(i64::try_from(line.len() - start - 1).expect("small"))
+    };
+    assert_eq!(
+        rows,
+        vec![
+            ("system.message", Some("y1"), message(system)),
+            ("user.message", Some("b1"), message(&bash("b1", false))),
+            ("user.message", Some("c1"), Some(6)),
+        ]
+    );
+}
