@@ -26,8 +26,10 @@
 //! `reasoning_tokens`, never added. The model and provider are the line's own
 //! (`message.model`, `message.provider`; `model_change` entries are not read for it).
 //! `usage.cost.total` is pi's own estimate from its model table: the call's logged cost, as
-//! the log writes the number. `stopReason` `aborted` (Esc) is an interrupted call; `error` (the
-//! provider refused or failed) is a call with the zero usage pi logs, not interrupted. Its
+//! the log writes the number. `stopReason` `aborted` (Esc) is an interrupted call whose usage
+//! is what pi had counted when the stream stopped, not the provider's final usage (that comes
+//! at the stream's end): a lower bound; `error` (the provider refused or failed) is a call
+//! with the zero usage pi logs, not interrupted. Its
 //! start is `message.timestamp` (epoch ms, when the request began), its end the entry's stamp.
 //!
 //! Not calls: other messages, `custom` entries (an extension may store the session's totals
@@ -392,6 +394,9 @@ impl Fold {
             reasoning,
             ..Usage::default()
         };
+        // stopped by the user: pi wrote what it had counted when the stream stopped, not the
+        // provider's final usage (which comes at the stream's end)
+        let aborted = line.str(n.stop).as_deref() == Some("aborted");
         let cost = line.get(n.cost);
         let logged_cost = matches!(cost.kind, Kind::Int | Kind::Float)
             .then(|| line.text.get(cost.start..cost.end).and_then(decimal_text))
@@ -410,8 +415,8 @@ impl Fold {
             start_time: started.or(time),
             end_time: time.or(started),
             usage,
-            final_usage: logged,
-            interrupted: line.str(n.stop).as_deref() == Some("aborted"),
+            final_usage: logged && !aborted,
+            interrupted: aborted,
             provider: line.str(n.provider).map(|s| s.into_owned()),
             logged_cost,
             anchor: Some((time, file, line.number)),

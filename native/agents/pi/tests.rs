@@ -188,7 +188,7 @@ fn aborted_and_failed_requests_are_calls_with_their_zero_usage() {
     assert_eq!(
         calls,
         vec![
-            (true, true, Some(0), Some("r1")),
+            (true, false, Some(0), Some("r1")),
             (false, true, Some(0), Some("ea2@1779950623000")),
         ]
     );

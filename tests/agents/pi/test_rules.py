@@ -122,6 +122,8 @@ def test_aborted_and_failed_requests_are_calls(
     file = write(tmp_path / "s.jsonl", [HEADER, reply(1, (0, 0, 0, 0), stop, response)])
     tables = pi.read_files([file])
     assert tables.calls["interrupted"].to_list() == [interrupted]
+    # an aborted stream never got the provider's final usage: its zeros are a lower bound
+    assert tables.calls["final_usage"].to_list() == [not interrupted]
     assert tables.calls["output_tokens"].to_list() == [0]
     assert tables.sessions["interrupted_calls"].to_list() == [int(interrupted)]
 
