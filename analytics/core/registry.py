@@ -146,9 +146,36 @@ OPENCLAW = Agent(
     plans="a subscription OpenClaw signs in to",
     reader="analytics.agents.pi.openclaw",
 )
+ANTIGRAVITY = Agent(
+    id="antigravity",
+    name="Antigravity CLI",
+    short_name="Antigravity",
+    home_variables=("ANTIGRAVITY_DATA_DIR",),
+    default_homes=(
+        "~/.gemini/antigravity-cli",
+        "~/.gemini/antigravity-ide",
+        "~/.gemini/antigravity",
+    ),
+    logs_in=("conversations",),
+    api_equivalent=True,
+    plans="a Google account's Antigravity quota",
+    reader="analytics.agents.antigravity",
+    suffixes=(".db",),
+)
+
+OPENCODE = Agent(
+    id="opencode",
+    name="OpenCode",
+    short_name="OpenCode",
+    home_variables=("OPENCODE_DATA_DIR", "KILO_DATA_DIR"),
+    default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
+    adds_homes=True,
+    reader="analytics.agents.opencode",
+    suffixes=(".db", ".json"),
+)
 
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX, PI, OPENCLAW)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE, PI, OPENCLAW)
 
 
 def listed(words: list[str], last: str = "and") -> str:

@@ -15,7 +15,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 from analytics.core.budget import AGENTS, USD_PER_CREDIT, AgentSpend, BudgetStatus
 from analytics.core.registry import by_id, money_words
-from analytics.render.text_table import counted
+from analytics.core.words import counted
 
 _CENT = Decimal("0.01")
 
