@@ -18,9 +18,10 @@ from pathlib import Path
 
 import polars as pl
 
+from analytics.agents import claude_code
 from analytics.agents.copilot.simulate import SimulationParams, simulate
 from analytics.engine.analyze import analyze
-from analytics.engine.corpus import corpus_errors, read_claude_code, without_shutdowns
+from analytics.engine.corpus import corpus_errors, without_shutdowns
 from analytics.engine.validate import error_summary, reconstruction_errors
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     pl.Config.set_tbl_width_chars(160)
     pl.Config.set_tbl_hide_column_data_types(True)
     if args.claude.is_dir():
-        tables = read_claude_code([args.claude])
+        tables = claude_code.read([args.claude])
         for label, with_totals in (("with per-model totals", True), ("no totals", False)):
             errors = corpus_errors(tables.calls, tables.items, with_totals=with_totals)
             print(f"Claude Code, {label}: {errors['session_id'].n_unique()} sessions")

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analytics.agents import registry
-from analytics.agents.registry import AGENTS, every_home, listed
+from analytics.core import registry
 from analytics.core.errors import InputError
+from analytics.core.registry import AGENTS, every_home, listed
 
 _EVENTS = "events.jsonl"
 _MAX_DEPTH = 12
@@ -164,6 +164,8 @@ class _Walk:
     def named(self, target: Path) -> None:
         """Add the logs under a path the user named (a file or a directory)."""
         real = Path(os.path.realpath(target))
+        if target.is_file() and target.name.endswith(_OFFERED) and self._claimed(target, real):
+            return
         if target.is_file():
             session = target.name == _EVENTS
             hint = target.parent.name if session else target.stem
@@ -207,6 +209,8 @@ class _Walk:
                 if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
                     child = Path(entry.path)
                     self._log(child, child.stem, real_child, entry.stat())
+                elif entry.name.endswith(_OFFERED):
+                    self._claimed(Path(entry.path), real_child, entry.stat())
             elif entry.is_dir() and entry.name != "otel":
                 events = os.path.join(entry.path, _EVENTS)
                 seen = _regular_file(events)
@@ -251,6 +255,22 @@ class _Walk:
         else:
             self.found.agent_logs.append((agent, log))
 
+    def _claimed(self, path: Path, real: Path | str, seen: os.stat_result | None = None) -> bool:
+        """Add a file that is not JSON lines (a ``.json`` chat, an SQLite database) as the log
+        of the first agent whose reader ``claims`` it; whether one did. A file no reader
+        claims is passed over: a tree holds many such files that are no log at all."""
+        from analytics.agents.reader import readers
+
+        head = read_head(path)
+        if head is None:
+            return False
+        for agent, reader in readers():
+            if path.name.endswith(agent.suffixes) and reader.claims(path, head):
+                log = LogFile(path, path.stem, str(real), seen)
+                self.found.agent_logs.append((agent.id, log))
+                return True
+        return False
+
     def _home_of(self, session: Path | str) -> None:
         """A session inside a Copilot home gets that home's token records (``session`` is
         resolved)."""
@@ -285,6 +305,10 @@ def _listed(path: Path, paths: list[Path]) -> bool:
     """Whether ``path`` is already in ``paths`` (however either was spelled)."""
     return any(path.resolve() == known.resolve() for known in paths)
 
+
+#: The endings of file names, other than ``.jsonl``, that some agent's reader may claim
+#: (``registry.Agent.suffixes``): the walk offers such files to the readers.
+_OFFERED = tuple(sorted({s for a in AGENTS if a.reader for s in a.suffixes} - {".jsonl"}))
 
 #: Bytes ``sniff`` reads from the start of a file: enough for a line or several.
 SNIFF_BYTES = 4096
@@ -355,8 +379,9 @@ def sniff(path: Path, head: bytes | None = None) -> str | None:
     return f"text, not a session log (JSON lines, one event per line); {_NAME_A_LOG}"
 
 
-#: The agents whose logs agentcost reads, as the ``agent`` column names them.
-COPILOT, CLAUDE_CODE, CODEX = registry.ids()
+#: Copilot's id, as the ``agent`` column names it: its logs go through the engine's own
+#: pipeline, every other agent's through its reader.
+COPILOT = registry.COPILOT.id
 _NO_AGENT = (
     "JSON lines, but not the session log of an agent agentcost reads "
     f"({', '.join(a.name for a in AGENTS)}); {_NAME_A_LOG}"
@@ -365,11 +390,11 @@ _NO_AGENT = (
 
 def agent_of(path: Path, head: bytes | None = None) -> str | None:
     """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
-    (an event with a dotted ``type``, or with ``data`` and no type), Claude Code or Codex
-    (each agent module's ``recognizes``), else None. A file none of whose first lines
-    decodes is left to the Copilot scanner, which reports each line (a damaged log is a
-    log). A line is read whole up to ``_FIRST_LINE_BYTES`` (a Codex ``session_meta``
-    carries the whole system prompt).
+    (an event with a dotted ``type``, or with ``data`` and no type), another agent (the
+    first reader whose ``recognizes`` takes it, in the registry's order), else None. A file
+    none of whose first lines decodes is left to the Copilot scanner, which reports each
+    line (a damaged log is a log). A line is read whole up to ``_FIRST_LINE_BYTES`` (a
+    Codex ``session_meta`` carries the whole system prompt).
 
     ``head``: the file's first bytes, already read (``read_head``); the file is opened
     again only when the line that decides goes past them (one open per log saves about a
@@ -406,7 +431,7 @@ def _lines_in(head: bytes, *, whole: bool) -> Iterator[bytes]:
 def _agent_in(lines: Iterable[bytes]) -> tuple[bool, str | None]:
     """``agent_of`` from a file's first ``lines``: (whether one decided, the agent);
     Copilot when none decodes as an object."""
-    from analytics.agents import claude_code, codex
+    from analytics.agents.reader import readers
 
     for raw in lines:
         value = _object(raw)
@@ -415,10 +440,9 @@ def _agent_in(lines: Iterable[bytes]) -> tuple[bool, str | None]:
         kind = value.get("type")
         if isinstance(kind, str) and "." in kind:
             return True, COPILOT
-        if claude_code.recognizes(value):
-            return True, CLAUDE_CODE
-        if codex.recognizes(value):
-            return True, CODEX
+        for agent, reader in readers():
+            if ".jsonl" in agent.suffixes and reader.recognizes(value):
+                return True, agent.id
         # every Copilot event type is dotted; an event whose type is lost but whose data is
         # there is a damaged Copilot line, while an undotted type is another tool's record
         # (pi's ``{"type": "response", "data": ...}`` stats)

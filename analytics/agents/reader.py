@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from analytics.agents.registry import AGENTS, Agent
+from analytics.core.registry import AGENTS, Agent
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from analytics.agents import AgentTables
 
 
@@ -52,6 +54,41 @@ class Reader(Protocol):
         """The fold of ``files`` (already discovered, each once), with the sessions'
         context items unless ``items`` is false."""
         ...
+
+
+def session_file(agent_id: str, path: Path) -> Path:
+    """The log that stands for the session ``path`` belongs to: the reader's own
+    ``session_file(path)`` where it has one (a sub-agent's file is its session's, when that
+    exists), else ``path`` itself. Optional in the contract: most agents write one file per
+    session."""
+    agent = next((a for a in AGENTS if a.id == agent_id and a.reader), None)
+    rule = getattr(_module(agent), "session_file", None) if agent else None
+    return path if rule is None else cast("Path", rule(path))
+
+
+class LogCheck(Protocol):
+    """An agent's log checked against itself (``agents.checks``): ``files`` read again and
+    compared with ``calls``, the calls agentcost counted from them; one ``CHECK_COLUMNS`` row."""
+
+    def __call__(self, files: Sequence[str], calls: pl.DataFrame) -> pl.DataFrame: ...
+
+
+def log_checks() -> list[tuple[Agent, LogCheck]]:
+    """Every agent whose log says its usage twice, with its check (the ``log_check`` of its
+    package's ``log_check`` module), in the registry's order. Optional in the contract."""
+    found: list[tuple[Agent, LogCheck]] = []
+    for agent in AGENTS:
+        if not agent.reader:
+            continue
+        name = f"{agent.reader}.log_check"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as missing:
+            if missing.name != name:
+                raise
+            continue
+        found.append((agent, cast("LogCheck", module.log_check)))
+    return found
 
 
 def reader_of(agent_id: str) -> Reader:

@@ -103,7 +103,10 @@ def budget_set(
         int, typer.Option(help="Day of the month a budget month starts (1-28).")
     ] = 1,
     agent: Annotated[
-        list[cli.Agent] | None, typer.Option("--agent", help=_COUNTED_HELP, show_default=False)
+        list[str] | None,
+        typer.Option(
+            "--agent", click_type=cli.AGENT_CHOICE, help=_COUNTED_HELP, show_default=False
+        ),
     ] = None,
 ) -> None:
     """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
@@ -113,7 +116,7 @@ def budget_set(
     try:
         if (credits is None) == (usd is None):
             raise UsageError("give one of --credits N or --usd N")
-        agents = tuple(chosen.value for chosen in agent or [])
+        agents = tuple(agent or [])
         unit: Unit = "credits" if credits is not None else "usd"
         try:
             chosen = make_budget(credits or usd, unit, start_day, agents)
@@ -148,7 +151,7 @@ def statusline(
     try:
         status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent)
         try:
-            agents = tuple(chosen.value for chosen in agent or [])
+            agents = tuple(agent or [])
             active = _active(latest_log(paths or [], agents), status.agents)
         except InputError:  # no session log yet: nothing is active
             active = None
@@ -163,7 +166,7 @@ def _budget_status(
     saved: Budget | None,
     rates: str,
     timezone: str | None,
-    agent: list[cli.Agent] | None,
+    agent: list[str] | None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
     sessions alone when given), priced with ``rates``; a usage error where ``agent`` leaves
@@ -196,11 +199,11 @@ def _active(watched: Watched, counted: tuple[str, ...]) -> str | None:
     is the one agent whose calls the line counts (``counted``)."""
     import time
 
+    from analytics.core.registry import by_id
     from analytics.engine.watch import session_name
-    from analytics.render.budget_text import AGENT_NAMES
 
     log = watched.log
     if log.stat is None or time.time() - log.stat.st_mtime > 600:
         return None
-    whose = "" if counted == (watched.agent,) else f"{AGENT_NAMES[watched.agent]} "
+    whose = "" if counted == (watched.agent,) else f"{by_id(watched.agent).short_name} "
     return f"{whose}session {session_name(watched)[:8]}"

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO
 
+import click
 import typer
 from typer.main import get_command_name
 
@@ -122,13 +123,9 @@ def _home(ctx: typer.Context) -> None:
         _fail(error)
 
 
-class Agent(StrEnum):
-    """The agents whose logs agentcost reads (the ``agent`` column): ``agents.AGENTS``'
-    ids (``tests/test_help.py`` holds the two together)."""
-
-    copilot = "copilot"
-    claude_code = "claude-code"
-    codex = "codex"
+#: ``--agent``'s choices: the ids of the agents whose logs agentcost reads (the ``agent``
+#: column), from the registry.
+AGENT_CHOICE = click.Choice(agents.ids())
 
 
 class Format(StrEnum):
@@ -172,12 +169,22 @@ OutputOpt = Annotated[
         help="Write to this file instead of stdout (parquet needs it).",
     ),
 ]
+
+
+def bundled_tables() -> str:
+    """The bundled rate tables' names, for help texts: Copilot's two first, then the vendors'
+    (read from the package's folder, so a new table is named without an edit here)."""
+    folder = Path(__file__).resolve().parents[1] / "rate_tables"
+    names = sorted(p.stem for p in folder.glob("*.toml"))
+    first = [n for n in ("github-copilot", "copilot-premium-requests") if n in names]
+    return ", ".join([*first, *(n for n in names if n not in first)])
+
+
 RatesOpt = Annotated[
     str,
     typer.Option(
-        help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
-        "openai, bedrock, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or "
-        "add models of a table with your own.",
+        help=f"Rate table: a bundled name ({bundled_tables()}), a TOML file, or BASE+FILE to "
+        "override or add models of a table with your own.",
     ),
 ]
 ModelMapOpt = Annotated[
@@ -198,9 +205,10 @@ WideOpt = Annotated[
     ),
 ]
 AgentOpt = Annotated[
-    list[Agent] | None,
+    list[str] | None,
     typer.Option(
         "--agent",
+        click_type=AGENT_CHOICE,
         help=f"Only the sessions of this agent (repeatable): {agents.listed(agents.ids(), 'or')}.",
         show_default=False,
     ),
@@ -250,13 +258,13 @@ def _window(
     since: str | None,
     until: str | None,
     timezone: str | None,
-    agent: list[Agent] | None = None,
+    agent: list[str] | None = None,
 ) -> Window:
     from analytics.core.periods import day_window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
-    agents = tuple(sorted({chosen.value for chosen in agent or []}))
+    agents = tuple(sorted(set(agent or [])))
     return Window(*day_window(since, until), resolve_zone(timezone), agents)
 
 

@@ -31,7 +31,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from analytics.cli.commands import bundled_tables
 from analytics.core.errors import AgentcostError, UsageError
+from analytics.core.registry import AGENTS, ids, listed
 
 if TYPE_CHECKING:
     from analytics.engine.analyze import Analysis, Window
@@ -41,15 +43,12 @@ Paths = Annotated[
     list[str] | None,
     Field(
         description="Session logs or directories of them, or agents' homes. Default: every "
-        "agent's home that exists (Copilot CLI, Claude Code, Codex)."
+        f"agent's home that exists ({listed([a.short_name for a in AGENTS])})."
     ),
 ]
 Rates = Annotated[
     str,
-    Field(
-        description="Rate table: github-copilot, copilot-premium-requests, anthropic, openai, "
-        "bedrock, google, openrouter, deepseek, or a TOML file (as agentcost's --rates)."
-    ),
+    Field(description=f"Rate table: {bundled_tables()}, or a TOML file (as agentcost's --rates)."),
 ]
 Zone = Annotated[
     str | None,
@@ -63,7 +62,8 @@ SessionId = Annotated[
     ),
 ]
 Day = Annotated[str | None, Field(description="A day, YYYY-MM-DD.")]
-AgentId = Literal["copilot", "claude-code", "codex"]
+#: An agent's id (the ``agent`` column), one of the registry's.
+AgentId = Annotated[str, Field(json_schema_extra={"enum": ids()})]
 
 #: One tool call at a time: the analysis and its caches are not shared between threads.
 _ONE_AT_A_TIME = threading.Lock()
@@ -87,9 +87,10 @@ def server(*, use_cache: bool = True) -> MCPServer:
     mcp = MCPServer(
         "agentcost",
         version=installed,
-        instructions="What AI coding-agent sessions cost (Copilot CLI, Claude Code, Codex), "
-        "read from their logs: spend per period, a session's cost, what fills its context, "
-        "Claude's 5-hour blocks and the monthly budget. Money is exact decimal strings in USD.",
+        instructions="What AI coding-agent sessions cost "
+        f"({listed([a.short_name for a in AGENTS])}), read from their logs: spend per period, "
+        "a session's cost, what fills its context, Claude's 5-hour blocks and the monthly "
+        "budget. Money is exact decimal strings in USD.",
         log_level="WARNING",
     )
     tools = _Tools(use_cache)
@@ -198,7 +199,7 @@ class _Tools:
         json), whether its tokens are estimated, and the monthly budget left when one is
         set."""
         from analytics.core.budget import budget_status, saved_budget
-        from analytics.render.text_table import counted
+        from analytics.core.words import counted
 
         window = _window(timezone)
         result, calls, sessions = self._priced(paths, rates, window)
@@ -360,6 +361,9 @@ def _window(timezone: str | None, agents: Sequence[str] | None = None) -> Window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
+    unknown = sorted(set(agents or []) - set(ids()))
+    if unknown:
+        raise UsageError(f"unknown agent {', '.join(unknown)}; the agents are {', '.join(ids())}")
     return Window(None, None, resolve_zone(timezone), tuple(sorted(set(agents or []))))
 
 
@@ -440,7 +444,7 @@ def _spent(
 
 def _calls(row: dict[str, Any]) -> str:
     """``12 calls in 3 sessions``."""
-    from analytics.render.text_table import counted
+    from analytics.core.words import counted
 
     return f"{counted(row['calls'] or 0, 'call')} in {counted(row['sessions'] or 0, 'session')}"
 

@@ -43,15 +43,16 @@ def report(
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.core.pricing.rates import bundled_rate_tables, load_rates
+    from analytics.engine.report_frames import report_frames
     from analytics.render.html_report import render_report
 
     try:
         window = cli._window(since, until, timezone, agent)
         result = cli._load(ctx, paths, window, agent_items=True)
         tables = [load_rates(name) for name in bundled_rate_tables()]
-        page = render_report(
-            result, load_rates(rates), tables, str(window.zone), cli._model_map(model_map)
-        )
+        table, model_map_ = load_rates(rates), cli._model_map(model_map)
+        frames = report_frames(result, table, model_map_)
+        page = render_report(result, frames, table, tables, str(window.zone), model_map_)
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:
@@ -300,9 +301,10 @@ def blocks(
     ctx: typer.Context,
     paths: cli.PathsArg = None,
     agent: Annotated[
-        list[cli.Agent] | None,
+        list[str] | None,
         typer.Option(
             "--agent",
+            click_type=cli.AGENT_CHOICE,
             help="Whose calls fill the blocks (repeatable). Default: the agents whose plans "
             f"meter 5-hour windows: {_blocks_agents()}.",
             show_default=False,
@@ -342,7 +344,7 @@ def blocks(
         from analytics.core.blocks import blocks_view, pace_row
         from analytics.render import report
 
-        metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
+        metered = agents.ids(agents.with_blocks())
         days = cli._window(since, until, timezone, agent or metered)
         window = replace(days, since=None, until=None)  # every call makes the blocks
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)

@@ -8,7 +8,7 @@ itself). So a 40 kB file read early in a session is paid for again on every late
 For each call, the fixed part (``fixed_part_tokens``, as the reconstruction fitted it for the
 call's agent; else as the log states it; else what the agent's first call sent beyond the
 items before it, which is how Claude Code and Codex sessions get theirs, their logs stating
-every call's input; else ``tokens.fixed_part``; capped at the call's input) + the
+every call's input; else ``events.fixed_part``; capped at the call's input) + the
 items carried from before the previous call + the items new since it = the call's
 ``input_tokens`` exactly: the conversation tokens are split over the items in context in
 proportion to their ``content_bytes`` (largest remainder, ``apportion.py``). Each call's input
@@ -32,14 +32,14 @@ from decimal import Decimal
 import polars as pl
 
 from analytics.core.apportion import apportion
-from analytics.core.periods import known_sum
-from analytics.core.schema import MONEY, money_lit
-from analytics.engine.tokens import (
+from analytics.core.events import (
     BYTES_PER_TOKEN,
     DEFAULT_TOOL_DEFINITIONS_TOKENS,
     fixed_part,
     stated_fixed_part,
 )
+from analytics.core.periods import known_sum
+from analytics.core.schema import MONEY, money_lit
 
 _ITEM_EVENTS = {
     "user.message": "user message",
@@ -450,3 +450,18 @@ def top_sections(
         sections["compactions"] = pl.concat(compactions).sort("session_id", "call_index")
         sections["behaviour"] = pl.concat(loops).sort("session_id")
     return sections
+
+
+def carried_context(events: pl.DataFrame, priced: pl.DataFrame) -> pl.DataFrame:
+    """The chart's view of context attribution: item, tokens, times_carried, cost_usd.
+
+    One row per conversation item (``attribution.attribute_context``), labelled with its
+    session; ``cost_usd`` is its exact share of the input cost of the calls that re-sent it.
+    """
+    _, items = attribute_context(priced, events)
+    return items.filter(pl.col("item_kind") != "fixed").select(
+        pl.format("{} · {}", pl.col("session_id").str.slice(0, 8), "label").alias("item"),
+        pl.col("tokens_added").alias("tokens"),
+        pl.col("sends").alias("times_carried"),
+        "cost_usd",
+    )

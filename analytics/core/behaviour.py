@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.core.events import MAIN_AGENT
 from analytics.core.periods import known_sum
 from analytics.core.schema import MONEY
-from analytics.engine.events import MAIN_AGENT
 
 
 def compaction_savings(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from analytics.core import registry
 from analytics.core.errors import ConfigError
 from analytics.core.periods import period_report
 
@@ -42,9 +43,9 @@ Unit = Literal["credits", "usd"]
 #: Dollars per AI credit.
 USD_PER_CREDIT = Decimal("0.01")
 #: The agents a budget can count (the calls' ``agent``), in the order they are shown.
-AGENTS = ("copilot", "claude-code", "codex")
-#: The one agent whose calls AI credits pay for.
-CREDITS_AGENT = "copilot"
+AGENTS = tuple(registry.ids())
+#: The agents whose calls AI credits pay for.
+CREDITS_AGENTS = tuple(registry.ids(registry.with_credits()))
 _LAST_START_DAY = 28  # every month has the day
 
 
@@ -64,9 +65,9 @@ def budget_path() -> Path:
 
 
 def default_agents(unit: Unit) -> tuple[str, ...]:
-    """The agents a budget in ``unit`` counts unless it names them: Copilot for credits,
-    every agent for dollars."""
-    return (CREDITS_AGENT,) if unit == "credits" else AGENTS
+    """The agents a budget in ``unit`` counts unless it names them: those billing AI credits
+    (Copilot) for credits, every agent for dollars."""
+    return CREDITS_AGENTS if unit == "credits" else AGENTS
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,11 @@ class Budget:
         unknown = sorted(set(chosen) - set(AGENTS))
         if unknown:
             raise ConfigError(f"unknown agents {unknown}; choose from {', '.join(AGENTS)}")
-        if self.unit == "credits" and chosen != (CREDITS_AGENT,):
+        if self.unit == "credits" and not set(chosen) <= set(CREDITS_AGENTS):
+            payers = registry.listed([a.short_name for a in registry.with_credits()])
             raise ConfigError(
-                "AI credits pay for Copilot's premium requests only; a budget of other agents' "
-                "calls is in dollars (--usd N --agent AGENT)"
+                f"AI credits pay for {payers}'s premium requests only; a budget of other "
+                "agents' calls is in dollars (--usd N --agent AGENT)"
             )
         object.__setattr__(self, "agents", tuple(a for a in AGENTS if a in chosen))
         if not self.amount.is_finite() or self.amount <= 0:

@@ -334,6 +334,7 @@ def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
             pl.col("copilot_version").alias("agent_version"),
             pl.lit(None, pl.String).alias("parent_session_id"),
             pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
+            pl.lit(None, ANALYSIS_SESSIONS["logged_cost_usd"]).alias("logged_cost_usd"),
         ),
         ANALYSIS_SESSIONS,
     )
@@ -447,7 +448,7 @@ def _within(result: Analysis, window: Window) -> Analysis:
 def issue_summary(issues: pl.DataFrame) -> str:
     """One line for stderr: how many issues, how many lost data."""
     errors = issues.filter(pl.col("severity") == "error").height
-    from analytics.render.text_table import counted
+    from analytics.core.words import counted
 
     warnings = issues.height - errors
     return (

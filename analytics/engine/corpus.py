@@ -20,12 +20,10 @@ writes included). ``agentcost validate`` reports these figures beside the SDK ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from analytics.agents import AgentTables
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
 from analytics.engine.tokens import call_tokens_and_fit
 
@@ -47,13 +45,6 @@ def without_shutdowns(tree: Path, out: Path) -> Path:
         with source.open("rb") as lines, target.open("wb") as kept:
             kept.writelines(line for line in lines if b'"session.shutdown"' not in line)
     return out
-
-
-def read_claude_code(paths: Sequence[Path]) -> AgentTables:
-    """The Claude Code logs under ``paths``, each session with its sub-agent files."""
-    from analytics.agents import claude_code
-
-    return claude_code.read(list(paths))
 
 
 def corpus_errors(

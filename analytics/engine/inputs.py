@@ -1,10 +1,10 @@
 """What the engine reads: every agent's files under the paths a user names.
 
 The one door from the commands to the agents' knowledge of their files: the agents' facts
-(``agents``: ``analytics.agents.registry``, which help texts are written from), discovery of
+(``agents``: ``analytics.core.registry``, which help texts are written from), discovery of
 every agent's home and logs (``agents.discover``) and SDK captures made into the logs Copilot would
 have written (``agents.copilot.sdk_capture``). The core, the renderers and the command line
-import no agent module (``tests/test_layout.py``); they name inputs through this module.
+import no agent module (``tests/house/test_layout.py``); they name inputs through this module.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from analytics.agents import registry as agents
 from analytics.agents.discover import COPILOT, EMPTY, Found, LogFile, default_targets, discover
+from analytics.core import registry as agents
 
 __all__ = [
     "COPILOT",

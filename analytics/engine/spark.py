@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from analytics.agents.discover import COPILOT, Found, discover
+from analytics.core import registry
 from analytics.core.dataset import (
     ISSUES,
     Who,
@@ -65,8 +66,7 @@ if TYPE_CHECKING:
 #: About this many bytes of logs per task (a unit larger than this is one task alone).
 TASK_BYTES = 64 * 2**20
 #: Path parts that name an agent's home or its log folders, not a person.
-_AGENT_DIRS = {".copilot", ".claude", ".codex", "session-state", "projects", "sessions"}
-_AGENT_DIRS |= {"archived_sessions"}
+_AGENT_DIRS = registry.home_parts()
 #: Stage 1's answer: one row per task and table, the table as Arrow IPC.
 _BLOBS = "task long, user string, source string, host string, kind string, ipc binary"
 #: Stage 2's answer: one row per task, what it wrote.

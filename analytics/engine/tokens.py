@@ -21,7 +21,7 @@ shutdown's cache totals, exactly. Token arithmetic is integer.
 The native engine runs the whole stage, one session at a time and in parallel
 (``native/agents/copilot/tokens.rs``, with ``fit.rs`` and ``calibrate.rs``); this module
 hands it the frames as Arrow streams and takes back the columns it sets. The polars stage it
-replaced is the oracle in ``tests/reference/tokens.py``.
+replaced is the oracle in ``tests/oracle/reference/tokens.py``.
 """
 
 from __future__ import annotations
@@ -42,13 +42,6 @@ from analytics.core.schema import (
     empty,
 )
 
-#: Bytes of UTF-8 text per token for reconstruction (a common average for English and code).
-BYTES_PER_TOKEN = 4
-#: Tool definitions, in tokens, when no shutdown or compaction states them (the middle of the
-#: values real 1.0.49-1.0.91 logs state; the engine's prior, ``TOOL_DEFINITIONS_PRIOR``).
-DEFAULT_TOOL_DEFINITIONS_TOKENS = 11_000
-#: A session's fixed part as the log states it (see ``stated_fixed_part``).
-_STATED_FIXED = (pl.col("system_tokens") + pl.col("tool_definitions_tokens")).drop_nulls().first()
 #: The EVENTS columns the stage reads (the engine's pass gathers only these for it,
 #: ``engine.native.pass_group``).
 TOKEN_COLUMNS = _scanner.copilot_token_columns()
@@ -131,22 +124,3 @@ def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFra
         return conform(kept.hstack(totals.drop("session_id").get_columns()), SESSIONS)
     joined = kept.join(totals, on="session_id", how="left", maintain_order="left")
     return conform(joined, SESSIONS)
-
-
-def stated_fixed_part(events: pl.DataFrame) -> pl.DataFrame:
-    """Per session: system prompt + tool definitions in tokens (``fixed_tokens``), as the log
-    states them (the first shutdown or compaction giving both); null where none does."""
-    return events.group_by("session_id").agg(_STATED_FIXED.alias("fixed_tokens"))
-
-
-def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
-    """Per session: system prompt + tool definitions, in tokens (``_fixed``).
-
-    As the log states them (``stated_fixed_part``); else the first main system message
-    converted to tokens plus a default for tool definitions.
-    """
-    system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
-    estimated = (
-        pl.col("content_bytes").filter(system_text).first() + BYTES_PER_TOKEN - 1
-    ) // BYTES_PER_TOKEN + DEFAULT_TOOL_DEFINITIONS_TOKENS
-    return events.group_by("session_id").agg(pl.coalesce(_STATED_FIXED, estimated).alias("_fixed"))

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.agents.discover import CLAUDE_CODE, CODEX, COPILOT
+from analytics.agents.checks import CHECK_COLUMNS
+from analytics.agents.discover import COPILOT
+from analytics.agents.reader import log_checks as agent_log_checks
+from analytics.core import registry
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import beside_truth, corpus_errors
-from analytics.engine.log_checks import (
-    CHECK_COLUMNS,
-    claude_code_check,
-    codex_check,
-    read_lines,
-)
 from analytics.engine.tokens import call_tokens_and_fit
 
 
@@ -39,12 +36,13 @@ def reconstruction_errors(result: Analysis) -> pl.DataFrame:
     return pl.concat(parts).sort("session_id", "call_index")
 
 
-def claude_code_errors(result: Analysis, *, with_totals: bool) -> pl.DataFrame:
-    """``corpus.corpus_errors`` of the Claude Code sessions in ``result`` (a group of
-    sessions at a time): with only their per-model totals known, or none."""
+def content_errors(result: Analysis, agent: str, *, with_totals: bool) -> pl.DataFrame:
+    """``corpus.corpus_errors`` of ``agent``'s sessions in ``result`` (an agent whose logs
+    hold content and true usage: ``registry.with_content_truth``; a group of sessions at a
+    time): with only their per-model totals known, or none."""
     parts = [
         corpus_errors(
-            group.calls.filter(pl.col("agent") == CLAUDE_CODE),
+            group.calls.filter(pl.col("agent") == agent),
             group.events,
             with_totals=with_totals,
         )
@@ -61,7 +59,8 @@ def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
     logs hold no content sizes the model reads (``log_checks`` checks them instead)."""
     errors = reconstruction_errors(result)
     corpus = {
-        f"CLAUDE CODE {name}": claude_code_errors(result, with_totals=with_totals)
+        f"{agent.name.upper()} {name}": content_errors(result, agent.id, with_totals=with_totals)
+        for agent in registry.with_content_truth()
         for name, with_totals in (("totals", True), ("no totals", False))
     }
     parts = [
@@ -76,18 +75,13 @@ def validation_summary(result: Analysis) -> tuple[pl.DataFrame, int]:
 
 
 def log_checks(result: Analysis) -> pl.DataFrame:
-    """The Claude Code and Codex logs' own usage checked against itself
-    (``engine.log_checks``): one row per agent whose logs ``result`` read."""
-    files = {
-        agent: [str(log.path) for found, log in result.found.agent_logs if found == agent]
-        for agent in (CLAUDE_CODE, CODEX)
-    }
+    """Each agent's logs' own usage checked against itself (``agents.checks``): one row per
+    agent whose logs ``result`` read and whose reader has a ``log_check``."""
     rows = [pl.DataFrame(schema=CHECK_COLUMNS)]
-    if files[CLAUDE_CODE]:
-        calls = result.calls.filter(pl.col("agent") == CLAUDE_CODE)
-        rows.append(claude_code_check(read_lines(files[CLAUDE_CODE], '"usage"'), calls))
-    if files[CODEX]:
-        rows.append(codex_check(read_lines(files[CODEX], "session_meta", "token_count")))
+    for agent, check in agent_log_checks():
+        files = [str(log.path) for found, log in result.found.agent_logs if found == agent.id]
+        if files:
+            rows.append(check(files, result.calls.filter(pl.col("agent") == agent.id)))
     return pl.concat(rows)
 
 
@@ -168,7 +162,9 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
             use_observed=False,
         )
         rebuilt.append(calls.select("session_id", "call_index", "input_tokens"))
-    claude = analysis.calls.filter(pl.col("agent") == CLAUDE_CODE)
+    claude = analysis.calls.filter(
+        pl.col("agent").is_in(registry.ids(registry.with_content_truth()))
+    )
     if not claude.is_empty():
         compared = corpus_errors(claude, analysis.events, with_totals=True, min_calls=1)
         rebuilt.append(

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.agents.discover import (
-    CLAUDE_CODE,
     COPILOT,
     Found,
     LogFile,
@@ -95,13 +94,14 @@ def latest_log(paths: list[Path], agents: tuple[str, ...] = ()) -> Watched:
 
 
 def _parent_session(watched: Watched) -> Watched:
-    """A Claude Code ``<session>/subagents/agent-*.jsonl`` as its ``<session>.jsonl`` (when
-    that exists); any other log as it is."""
+    """A sub-agent's log as its session's (``Reader.session_file``, where the agent's reader
+    has one: a Claude Code ``<session>/subagents/agent-*.jsonl`` is its ``<session>.jsonl``);
+    any other log as it is."""
+    from analytics.agents.reader import session_file
+
     path = watched.log.path
-    if watched.agent != CLAUDE_CODE or path.parent.name != "subagents":
-        return watched
-    session = path.parent.parent.with_suffix(".jsonl")
-    if not session.is_file():
+    session = session_file(watched.agent, path)
+    if session == path:
         return watched
     return Watched(watched.agent, _seen(LogFile(session, session.stem, str(session.resolve()))))
 
@@ -129,9 +129,10 @@ def names_a_session(path: Path | None) -> bool:
 
 
 class AgentFollow:
-    """A Claude Code or Codex session log, folded again whenever it changes: ``update()``
-    says whether it (or a file of its group: a Claude Code session's sub-agent files) did,
-    and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
+    """A session log of an agent with a reader, folded again whenever it changes:
+    ``update()`` says whether it (or a file of its group: a Claude Code session's sub-agent
+    files; an SQLite database's write-ahead log, where its new rows wait until a checkpoint)
+    did, and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
 
     def __init__(self, watched: Watched) -> None:
         from analytics.agents.reader import reader_of
@@ -149,9 +150,11 @@ class AgentFollow:
         from analytics.agents.contract import core_tables
 
         files = [file for group in self._module.discover([self.log.path]) for file in group]
+        wal = [w for f in files if (w := f.with_name(f.name + "-wal")).is_file()]
         try:
             now = tuple(
-                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns) for f in files
+                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns)
+                for f in [*files, *wal]
             )
         except OSError:
             return False

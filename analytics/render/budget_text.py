@@ -14,17 +14,10 @@ from datetime import timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from analytics.core.budget import AGENTS, USD_PER_CREDIT, AgentSpend, BudgetStatus
-from analytics.render.text_table import counted
+from analytics.core.registry import by_id, money_words
+from analytics.core.words import counted
 
 _CENT = Decimal("0.01")
-#: Each agent as the budget's lines name it.
-AGENT_NAMES = {"copilot": "Copilot", "claude-code": "Claude Code", "codex": "Codex"}
-#: What an agent's dollar figure is.
-MEASURES = {
-    "copilot": "at Copilot's price",
-    "claude-code": "API-equivalent",
-    "codex": "API-equivalent",
-}
 
 
 def _number(usd: Decimal, unit: str) -> str:
@@ -45,12 +38,12 @@ def scope(status: BudgetStatus, joiner: str = "+") -> str:
     names), ``all agents``."""
     if status.agents == AGENTS:
         return "all agents"
-    return joiner.join(AGENT_NAMES[agent] for agent in status.agents)
+    return joiner.join(by_id(agent).short_name for agent in status.agents)
 
 
 def _agent_figure(spend: AgentSpend) -> str:
     """One agent's month in dollars, saying what the figure is."""
-    return f"{_amount(spend.month_usd, 'usd')} {MEASURES[spend.agent]}"
+    return f"{_amount(spend.month_usd, 'usd')} {money_words(spend.agent)}"
 
 
 def budget_lines(status: BudgetStatus) -> str:
@@ -84,7 +77,9 @@ def budget_lines(status: BudgetStatus) -> str:
         ]
     if unit == "usd":  # each counted agent's part, saying what its dollars are
         lines += [
-            f"  {AGENT_NAMES[s.agent]:<12}{_agent_figure(s)}" for s in status.by_agent if s.counted
+            f"  {by_id(s.agent).short_name:<12}{_agent_figure(s)}"
+            for s in status.by_agent
+            if s.counted
         ]
     if budget is not None:
         lines.append(f"left          {_amount(status.left_usd or Decimal(0), unit)}")
@@ -94,7 +89,7 @@ def budget_lines(status: BudgetStatus) -> str:
             f"Copilot bill  {_amount(status.billed_usd, unit)} for these calls (the log's own)"
         )
     lines += [
-        f"not counted   {AGENT_NAMES[s.agent]} {_agent_figure(s)}"
+        f"not counted   {by_id(s.agent).short_name} {_agent_figure(s)}"
         for s in status.by_agent
         if not s.counted and (s.month_usd or s.unpriced_calls)
     ]
@@ -174,7 +169,7 @@ def budget_json(status: BudgetStatus) -> str:
             {
                 "agent": spend.agent,
                 "counted": spend.counted,
-                "measure": MEASURES[spend.agent],
+                "measure": money_words(spend.agent),
                 "month_usd": money(spend.month_usd),
                 "today_usd": money(spend.today_usd),
                 "unpriced_calls": spend.unpriced_calls,

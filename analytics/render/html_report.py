@@ -24,20 +24,20 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from analytics.core.attribution import attribute_context
 from analytics.core.pricing.call_costs import AGENT_COSTS
 from analytics.core.pricing.compare import table_totals
-from analytics.core.pricing.price import price_analysis, price_calls
+from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import RateTable
 from analytics.core.schema import COSTS
-from analytics.engine.analyze import Analysis
-from analytics.engine.tokens import stated_fixed_part
-from analytics.engine.validate import with_reconstruction
-from analytics.render.text_table import counted_expr
+from analytics.core.words import counted_expr
+
+if TYPE_CHECKING:
+    from analytics.engine.analyze import Analysis
+    from analytics.engine.report_frames import ReportFrames
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
 <script>
@@ -217,41 +217,6 @@ _DRAW_SCRIPT = """<script>
 PLOTLY_JS = Path(__file__).with_name("vendor") / "plotly-basic.min.js"
 
 
-def _by_groups(
-    analysis: Analysis, table: RateTable, model_map: Mapping[str, str] | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(priced calls with their reconstruction, carried items, stated fixed parts), built a
-    group of sessions at a time (``Analysis.session_groups``) so memory follows a group."""
-    priced, carried, fixed = [], [], []
-    for group in analysis.session_groups():
-        calls = price_calls(
-            with_reconstruction(group), table, model_map=model_map, log_prices=analysis.log_prices
-        )
-        priced.append(calls)
-        carried.append(carried_context(group.events, calls))
-        fixed.append(stated_fixed_part(group.events))
-    return (
-        pl.concat(priced).sort("session_id", "call_index"),
-        pl.concat(carried),
-        pl.concat(fixed),
-    )
-
-
-def carried_context(events: pl.DataFrame, priced: pl.DataFrame) -> pl.DataFrame:
-    """The chart's view of context attribution: item, tokens, times_carried, cost_usd.
-
-    One row per conversation item (``attribution.attribute_context``), labelled with its
-    session; ``cost_usd`` is its exact share of the input cost of the calls that re-sent it.
-    """
-    _, items = attribute_context(priced, events)
-    return items.filter(pl.col("item_kind") != "fixed").select(
-        pl.format("{} · {}", pl.col("session_id").str.slice(0, 8), "label").alias("item"),
-        pl.col("tokens_added").alias("tokens"),
-        pl.col("sends").alias("times_carried"),
-        "cost_usd",
-    )
-
-
 def _fixed_parts(priced: pl.DataFrame, stated: pl.DataFrame) -> dict[str, int]:
     """Per session, the fixed part to shade: as the log states it, else as the reconstruction
     fitted it for the main agent (its first call's ``fixed_part_tokens``)."""
@@ -269,18 +234,20 @@ def _fixed_parts(priced: pl.DataFrame, stated: pl.DataFrame) -> dict[str, int]:
 
 def render_report(
     analysis: Analysis,
+    frames: ReportFrames,
     table: RateTable,
     tables: Sequence[RateTable],
     zone: str,
     model_map: Mapping[str, str] | None = None,
 ) -> str:
-    """The report as one HTML document: ``table`` prices the calls (their models renamed by
-    ``model_map`` first), ``tables`` are compared.
+    """The report as one HTML document: ``frames`` (``engine.report_frames``: the calls
+    priced by ``table``, their models renamed by ``model_map`` first, with the context they
+    carried), ``tables`` compared.
 
     ``zone`` (an IANA name) decides which day a call belongs to. plotly.js is in the page
     once; every chart is drawn from one JSON block (:func:`_report_data`).
     """
-    priced, carried, fixed_parts = _by_groups(analysis, table, model_map or {})
+    priced, carried, fixed_parts = frames
     calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
     _, sessions = price_analysis(

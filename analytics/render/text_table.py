@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from analytics.core.words import counted
+
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import Console, RenderableType
@@ -76,19 +78,6 @@ class Column:
     field: str
     right: bool = True
     drop: int = 0
-
-
-def counted(count: int, noun: str, plural: str | None = None) -> str:
-    """``count`` of ``noun`` in words: ``1 call``, ``2 calls``, ``1,204 sessions``."""
-    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
-
-
-def counted_expr(count: pl.Expr, noun: str, plural: str | None = None) -> pl.Expr:
-    """``counted`` over a column of counts (null stays null)."""
-    import polars as pl
-
-    word = pl.when(count == 1).then(pl.lit(noun)).otherwise(pl.lit(plural or noun + "s"))
-    return pl.format("{} {}", count, word)
 
 
 def shorter_path(path: pl.Expr) -> pl.Expr:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from analytics.render.text_table import Layout, counted, draw
+from analytics.core.words import counted
+from analytics.render.text_table import Layout, draw
 
 
 def reason_lines(reasons: pl.DataFrame, renames: Mapping[str, str] | None = None) -> list[str]:

@@ -31,7 +31,7 @@ from analytics.core.pricing.rates import (
     fits_money,
 )
 from analytics.core.schema import ISSUES, conform
-from analytics.render.text_table import counted
+from analytics.core.words import counted
 
 #: The token types a quoted price names (LOG_PRICES ``token_type``), and the rate-table price
 #: key each one fills.
