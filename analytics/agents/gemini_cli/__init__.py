@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analytics.agents import AgentTables, fold, unique
-from analytics.agents.registry import GEMINI_CLI
+from analytics.core.registry import GEMINI_CLI
 
 #: Types of the messages a recording writes (a message line's ``type``).
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -65,6 +65,17 @@ def homes() -> list[Path]:
     """The ``.gemini/tmp`` directory of Gemini CLI's home, if it exists (never created or
     written)."""
     return GEMINI_CLI.log_dirs()
+
+
+def session_file(path: Path) -> Path:
+    """The chat a file belongs to: a sub-agent's ``chats/<parent sessionId>/<id>.jsonl`` is
+    its parent's ``chats/session-<stamp>-<parent[:8]>.jsonl`` where that exists (the first,
+    by name, should two share the prefix); any other file is its own."""
+    chats = path.parent.parent
+    if chats.name != "chats":
+        return path
+    parents = sorted(chats.glob(f"session-*-{path.parent.name[:8]}.jsonl"))
+    return parents[0] if parents else path
 
 
 def _first_record(path: Path) -> dict[str, object] | None:

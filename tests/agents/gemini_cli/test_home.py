@@ -14,7 +14,7 @@ import pytest
 
 from analytics.agents import claude_code, codex, gemini_cli
 from analytics.agents.reader import reader_of
-from analytics.agents.registry import GEMINI_CLI
+from analytics.core.registry import GEMINI_CLI
 
 HEADER = {
     "sessionId": "6fa49bec-41c1-4a7f-802e-eeb343ba34ad",
@@ -141,3 +141,14 @@ HEADS = {
 def test_claims_only_legacy_chat_documents(head: bytes, taken: bool) -> None:
     assert gemini_cli.claims(Path("session-x.json"), head) is taken
     assert not gemini_cli.claims(Path("conversation.db"), head)
+
+
+def test_a_subagents_chat_stands_for_its_parents_session(tmp_path: Path) -> None:
+    session = chat(tmp_path)
+    child = session.parent / HEADER["sessionId"] / "c1.jsonl"
+    child.parent.mkdir()
+    child.write_text(json.dumps({**HEADER, "sessionId": "c1", "kind": "subagent"}) + "\n")
+    assert gemini_cli.session_file(child) == session
+    assert gemini_cli.session_file(session) == session
+    orphan = session.parent / "0000aaaa-rest" / "c2.jsonl"
+    assert gemini_cli.session_file(orphan) == orphan
