@@ -312,7 +312,7 @@ def test_every_registered_reader_keeps_the_reader_contract() -> None:
     from analytics.agents.reader import Reader, reader_of, readers
 
     found = readers()
-    assert [agent.id for agent, _ in found] == ["claude-code", "codex"]
+    assert [agent.id for agent, _ in found] == ["claude-code", "codex", "gemini-cli"]
     for agent, reader in found:
         for name in ("discover", "read_files"):
             wanted = inspect.signature(getattr(Reader, name))
