@@ -85,3 +85,16 @@ def test_all_files_together_count_each_call_once() -> None:
     )
     assert tables.calls.height == expected
     assert tables.calls.select("session_id", "api_call_id").n_unique() == expected
+
+
+@pytest.mark.parametrize(("path", "row"), params("gemini-cli"))
+def test_each_calls_total_is_the_sum_of_its_parts(path: Path, row: dict[str, str]) -> None:
+    """The log check (``log_check``) counts the same calls as the fold and finds every
+    logged total equal to its parts, and equal to the row's total."""
+    from analytics.agents.gemini_cli.log_check import log_check
+
+    calls = gemini_cli.read_files([path]).calls
+    check = log_check([str(path)], calls).row(0, named=True)
+    assert (check["calls"], check["agree"], check["disagree"]) == (calls.height, calls.height, 0)
+    total = usage(row["usage over calls"])["total"]
+    assert check["tokens"] == check["checked_tokens"] == total

@@ -401,3 +401,20 @@ def test_every_line_becomes_a_session_line_or_an_issue(
         pl.col("message").str.contains("invalid JSON|not a JSON object|blank line ignored")
     ).height
     assert read + lost == len(lines)
+
+
+def test_the_log_check_finds_a_total_that_is_not_its_parts(tmp_path: Path) -> None:
+    from analytics.agents.gemini_cli.log_check import log_check
+
+    records = [
+        header(),
+        gemini("g1", tokens=A),
+        gemini("g1", tokens=A, tools=["glob"]),
+        gemini("g2", tokens={**B, "total": 1}),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text(text(records))
+    row = log_check([str(path)], gemini_cli.read_files([path]).calls).row(0, named=True)
+    assert (row["calls"], row["agree"], row["disagree"]) == (2, 1, 1)
+    assert (row["usage_lines"], row["repeated_lines"]) == (3, 1)
+    assert (row["tokens"], row["checked_tokens"]) == (A["total"] + 1, A["total"] + B["total"])
