@@ -37,7 +37,10 @@
 //! `tool.execution_complete`), a gemini reply (`assistant.message`, its tool requests'
 //! names and arguments as `tool_request_bytes`) and each tool it requests
 //! (`tool.execution_start`). `info`, `error` and `warning` messages are the CLI's notices,
-//! never sent to the model: no items.
+//! never sent to the model: no items. Where messages leave the conversation (a rewind, a
+//! checkpoint that no longer lists them: `/compress`), the conversation left is one
+//! `session.compaction_complete` item (see [`Conversation`]): later calls were sent that,
+//! not what left.
 #![forbid(unsafe_code)]
 
 mod record;
@@ -101,6 +104,56 @@ struct Entry {
     /// Its place among the messages of its line (a checkpoint lists several).
     sub: u32,
     message: Message,
+    /// First written in a checkpoint that replaced the conversation: the replacement's item
+    /// stands for it (see [`Conversation`]), so it adds no item of its own.
+    covered: bool,
+}
+
+/// The conversation a file's session holds at the moment, as Gemini CLI replays it: each
+/// prompt's and reply's id and context bytes, in order. When messages leave it (a
+/// `$rewindTo`, or a checkpoint that no longer lists them: a rewind, `/compress`), the model
+/// is sent only what is left: the fold notes a `session.compaction_complete` item sized as
+/// the conversation left (the messages a replacing checkpoint lists add no items of their
+/// own), so the context attribution stops charging later calls for what they were not sent.
+#[derive(Default)]
+struct Conversation {
+    messages: Vec<(String, i64)>,
+    /// The latest stamp read in the file (a rewind line has none of its own).
+    last_time: Option<i64>,
+}
+
+impl Conversation {
+    fn add(&mut self, id: &str, bytes: i64) {
+        match self.messages.iter_mut().find(|(known, _)| known == id) {
+            Some(kept) => kept.1 = bytes,
+            None => self.messages.push((id.to_owned(), bytes)),
+        }
+    }
+
+    /// `$rewindTo id`: whether messages left.
+    fn rewind(&mut self, id: &str) -> bool {
+        let at = self.messages.iter().position(|(known, _)| known == id);
+        at.is_some_and(|at| {
+            self.messages.truncate(at);
+            true
+        })
+    }
+
+    /// A checkpoint lists the conversation: whether a message left it.
+    fn replace(&mut self, listed: Vec<(String, i64)>) -> bool {
+        let left = self
+            .messages
+            .iter()
+            .any(|(id, _)| !listed.iter().any(|(kept, _)| kept == id));
+        self.messages = listed;
+        left
+    }
+
+    fn bytes(&self) -> i64 {
+        self.messages
+            .iter()
+            .fold(0, |sum, (_, bytes)| sum.saturating_add(*bytes))
+    }
 }
 
 /// A message's key: (its file's session id, its id); a message without an id has none.
@@ -112,6 +165,8 @@ struct Fold {
     index: HashMap<String, usize>,
     entries: Vec<Entry>,
     keys: HashMap<Key, usize>,
+    /// The conversation replacements' items (see [`Conversation`]).
+    resets: Vec<Item>,
     /// Whether to gather the context items at all (reports of calls and money need none).
     with_items: bool,
 }
@@ -131,6 +186,7 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
         index: HashMap::new(),
         entries: Vec::new(),
         keys: HashMap::new(),
+        resets: Vec::new(),
         with_items,
     })
 }
@@ -192,7 +248,7 @@ impl Fold {
         line: &Line<'_>,
         file: usize,
         place: &Place,
-        current: &mut Current,
+        (current, conversation): (&mut Current, &mut Conversation),
         unknown: &mut Unknown,
     ) {
         let schemas = Arc::clone(&self.schemas);
@@ -203,6 +259,10 @@ impl Fold {
                 subagent,
             } => {
                 *current = Current::new(session, subagent, place.parent.as_deref());
+                *conversation = Conversation {
+                    last_time: start,
+                    ..Conversation::default()
+                };
                 self.saw(current, file, start);
             }
             Record::Set { session, time } => {
@@ -210,13 +270,25 @@ impl Fold {
                     current.rename(id);
                 }
                 self.saw(current, file, time);
-                self.listed(line, file, current);
+                conversation.last_time = time.or(conversation.last_time);
+                if schemas.is_checkpoint(line) {
+                    self.checkpoint(line, file, current, conversation);
+                }
             }
-            Record::Rewind => self.saw(current, file, None),
+            Record::Rewind(target) => {
+                self.saw(current, file, None);
+                if target.is_some_and(|id| conversation.rewind(&id)) {
+                    self.reset(current, conversation, file, line.number);
+                }
+            }
             Record::Message => {
                 let message = schemas.message(line);
                 self.saw(current, file, message.time);
-                self.message(current, file, line.number, 0, message);
+                conversation.last_time = message.time.or(conversation.last_time);
+                if let Some(id) = &message.id {
+                    conversation.add(id, message.context_bytes());
+                }
+                self.message(current, file, (line.number, 0), message, false);
             }
             Record::Unknown(kind) => {
                 self.saw(current, file, None);
@@ -232,11 +304,19 @@ impl Fold {
         }
     }
 
-    /// The messages a checkpoint or a legacy document lists, each read as a message of its
-    /// own at the line (`number`) it is listed on.
-    fn listed(&mut self, line: &Line<'_>, file: usize, current: &Current) {
+    /// A checkpoint: the conversation as it now stands, each message read as one of its own
+    /// at the checkpoint's line. Where messages left the conversation, the replacement is
+    /// an item of its own and its new messages add none (see [`Conversation`]).
+    fn checkpoint(
+        &mut self,
+        line: &Line<'_>,
+        file: usize,
+        current: &Current,
+        conversation: &mut Conversation,
+    ) {
         let schemas = Arc::clone(&self.schemas);
         let mut fields = Fields::new(&schemas.line);
+        let mut messages = Vec::new();
         for (at, raw) in schemas.listed(line).into_iter().enumerate() {
             let sub = u32::try_from(at + 1).unwrap_or(u32::MAX);
             if !matches!(
@@ -256,14 +336,47 @@ impl Fold {
                 fields: &fields,
             };
             if matches!(schemas.record(&item), Record::Message) {
-                let message = schemas.message(&item);
-                self.message(current, file, line.number, sub, message);
+                messages.push((sub, schemas.message(&item)));
             }
+        }
+        let listed = messages
+            .iter()
+            .filter_map(|(_, m)| Some((m.id.clone()?, m.context_bytes())))
+            .collect();
+        let replaced = conversation.replace(listed);
+        if replaced {
+            self.reset(current, conversation, file, line.number);
+        }
+        for (sub, message) in messages {
+            self.message(current, file, (line.number, sub), message, replaced);
         }
     }
 
-    /// A message written at (`file`, `line`, `sub`): a new one, or a later copy of one seen.
-    fn message(&mut self, current: &Current, file: usize, line: i64, sub: u32, message: Message) {
+    /// Messages left the conversation at (`file`, `line`): the conversation left is an item.
+    fn reset(&mut self, current: &Current, conversation: &Conversation, file: usize, line: i64) {
+        self.resets.push(Item {
+            file,
+            line,
+            sub: 1,
+            session: current.session.clone(),
+            time: conversation.last_time,
+            event_type: "session.compaction_complete",
+            agent_id: current.agent_id.clone(),
+            content_bytes: Some(conversation.bytes()),
+            ..Item::default()
+        });
+    }
+
+    /// A message written at (`file`, `line`, `sub`): a new one, or a later copy of one seen;
+    /// `covered`: written in a checkpoint that replaced the conversation.
+    fn message(
+        &mut self,
+        current: &Current,
+        file: usize,
+        (line, sub): (i64, u32),
+        message: Message,
+        covered: bool,
+    ) {
         let Some(id) = message.id.clone() else {
             if message.kind == "gemini" && message.tokens.is_some() {
                 let text = "gemini message without an id: counted as a call of its own";
@@ -275,6 +388,7 @@ impl Fold {
                 line,
                 sub,
                 message,
+                covered,
             });
             return;
         };
@@ -294,6 +408,7 @@ impl Fold {
                     line,
                     sub,
                     message,
+                    covered,
                 });
             }
         }
@@ -383,7 +498,7 @@ impl Fold {
             if matches!(schemas.record(&item), Record::Message) {
                 let message = schemas.message(&item);
                 self.saw(&current, file, message.time);
-                self.message(&current, file, number, 0, message);
+                self.message(&current, file, (number, 0), message, false);
             }
         }
         let session = fold::session_of(&mut self.out.sessions, &mut self.index, &current.session);
@@ -419,7 +534,7 @@ impl Fold {
                     });
                 }
             }
-            if self.with_items {
+            if self.with_items && !entry.covered {
                 items.extend(items_of(entry));
             }
         }
@@ -524,9 +639,11 @@ impl fold::GroupFold for Fold {
         } else {
             let mut fields = Fields::new(schema);
             let mut current = Current::new(place.hint.clone(), false, None);
+            let mut conversation = Conversation::default();
             let mut unknown: Unknown = (0, None);
             let read = fold::read_file(path, file, schema, &mut fields, |line| {
-                self.line(line, file, &place, &mut current, &mut unknown);
+                let state = (&mut current, &mut conversation);
+                self.line(line, file, &place, state, &mut unknown);
             });
             self.out.issues.extend(read.issues);
             if let (count, Some((line, kind))) = unknown {
@@ -550,6 +667,7 @@ impl fold::GroupFold for Fold {
             fold::session_of(&mut self.out.sessions, &mut self.index, &id).absorb(session);
         }
         self.out.issues.extend(part.out.issues);
+        self.resets.extend(part.resets);
         let mut keyed: HashMap<usize, Key> = part.keys.into_iter().map(|(k, at)| (at, k)).collect();
         for (at, entry) in part.entries.into_iter().enumerate() {
             let Some(key) = keyed.remove(&at) else {
@@ -573,7 +691,15 @@ impl fold::GroupFold for Fold {
     }
 
     fn finish(mut self) -> Folded {
-        let (calls, items) = self.calls_and_items();
+        let (calls, mut items) = self.calls_and_items();
+        if self.with_items {
+            // a copied file replays its rewinds: each replacement once
+            let keyed = std::mem::take(&mut self.resets).into_iter().map(|item| {
+                let key = format!("{}@{:?}#{:?}", item.session, item.time, item.content_bytes);
+                (key, item)
+            });
+            items.extend(fold::unique_items(keyed.collect()));
+        }
         self.out.calls = calls;
         self.out.items = items;
         self.out.finish();

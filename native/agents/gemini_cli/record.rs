@@ -169,8 +169,9 @@ pub enum Record {
         session: Option<String>,
         time: Option<i64>,
     },
-    /// `$rewindTo`: messages leave the conversation (not the bill).
-    Rewind,
+    /// `$rewindTo`: the message it names and all later ones leave the conversation (not the
+    /// bill).
+    Rewind(Option<String>),
     /// A message of a type Gemini CLI writes.
     Message,
     /// Anything else: its `type` when it names one.
@@ -219,6 +220,18 @@ pub struct Message {
     pub results: Vec<Tool>,
 }
 
+impl Message {
+    /// The bytes it adds to the conversation the model is sent: a prompt's or reply's text,
+    /// tool requests and tool results; a notice (`info`, `error`, `warning`) adds none.
+    pub fn context_bytes(&self) -> i64 {
+        if self.kind != "user" && self.kind != "gemini" {
+            return 0;
+        }
+        let tools = self.requests.iter().chain(&self.results);
+        tools.fold(self.text_bytes, |sum, tool| sum.saturating_add(tool.bytes))
+    }
+}
+
 fn bytes(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -234,7 +247,7 @@ impl Schemas {
             };
         }
         if line.get(n.rewind).kind != Kind::Missing {
-            return Record::Rewind;
+            return Record::Rewind(line.str(n.rewind).map(|s| s.into_owned()));
         }
         let kind = line.str(n.message_type);
         if kind.is_none() {
@@ -259,6 +272,11 @@ impl Schemas {
         line.str(n.session).is_some()
             && line.get(n.project).kind == Kind::Str
             && line.get(n.messages).kind == Kind::Array
+    }
+
+    /// Whether a line is a checkpoint: its `$set` lists the conversation (`messages`).
+    pub fn is_checkpoint(&self, line: &Line<'_>) -> bool {
+        line.get(self.n.set_messages).kind == Kind::Array
     }
 
     /// The raw message objects a checkpoint (`$set.messages`) or a legacy document

@@ -418,3 +418,34 @@ def test_the_log_check_finds_a_total_that_is_not_its_parts(tmp_path: Path) -> No
     assert (row["calls"], row["agree"], row["disagree"]) == (2, 1, 1)
     assert (row["usage_lines"], row["repeated_lines"]) == (3, 1)
     assert (row["tokens"], row["checked_tokens"]) == (A["total"] + 1, A["total"] + B["total"])
+
+
+def test_what_leaves_the_conversation_is_no_longer_charged_to_later_calls(tmp_path: Path) -> None:
+    """A rewind, and a checkpoint that no longer lists a message (``/compress``), leave the
+    model only the conversation left: one ``session.compaction_complete`` item sized as
+    that, and a replacing checkpoint's new messages add no items of their own. The first
+    checkpoint of a session replaces nothing."""
+    start = {"$set": {"messages": [user("ctx", "session context")]}}
+    summary = [user("c1", "summary of it all"), gemini("c2")]
+    records = [
+        header(),
+        start,
+        user("u1"),
+        gemini("g1", tokens=A),
+        user("u2", "later"),
+        gemini("g2", tokens=B),
+        {"$rewindTo": "u2"},
+        {"$set": {"messages": summary, "lastUpdated": "2026-06-12T10:00:05.000Z"}},
+        user("u3", "again", t="2026-06-12T10:00:06.000Z"),
+        gemini("g3", tokens=B, t="2026-06-12T10:00:07.000Z"),
+    ]
+    tables = fold(tmp_path, {"s.jsonl": records})
+    assert tables.calls.height == 3
+    items = tables.items.sort("event_seq")
+    resets = items.filter(pl.col("event_type") == "session.compaction_complete")
+    assert resets["source_line"].to_list() == [7, 8]
+    kept = resets["content_bytes"].to_list()
+    assert kept[0] == sum(len(t) for t in ("session context", "hi", "ok"))  # ctx, u1, g1
+    assert kept[1] == len("summary of it all") + len("ok")  # c1, c2
+    assert items.filter(pl.col("event_id").is_in(["c1", "c2"])).height == 0
+    assert items.filter(pl.col("event_id") == "ctx").height == 1
