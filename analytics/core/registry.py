@@ -122,6 +122,33 @@ CODEX = Agent(
     plans="a ChatGPT plan",
     reader="analytics.agents.codex",
 )
+ANTIGRAVITY = Agent(
+    id="antigravity",
+    name="Antigravity CLI",
+    short_name="Antigravity",
+    home_variables=("ANTIGRAVITY_DATA_DIR",),
+    default_homes=(
+        "~/.gemini/antigravity-cli",
+        "~/.gemini/antigravity-ide",
+        "~/.gemini/antigravity",
+    ),
+    logs_in=("conversations",),
+    api_equivalent=True,
+    plans="a Google account's Antigravity quota",
+    reader="analytics.agents.antigravity",
+    suffixes=(".db",),
+)
+
+OPENCODE = Agent(
+    id="opencode",
+    name="OpenCode",
+    short_name="OpenCode",
+    home_variables=("OPENCODE_DATA_DIR", "KILO_DATA_DIR"),
+    default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
+    adds_homes=True,
+    reader="analytics.agents.opencode",
+    suffixes=(".db", ".json"),
+)
 
 GEMINI_CLI = Agent(
     id="gemini-cli",
@@ -138,7 +165,7 @@ GEMINI_CLI = Agent(
 )
 
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX, GEMINI_CLI)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE, GEMINI_CLI)
 
 
 def listed(words: list[str], last: str = "and") -> str:

@@ -311,10 +311,13 @@ def test_every_registered_reader_keeps_the_reader_contract() -> None:
 
     from analytics.agents.reader import Reader, reader_of, readers
 
+    from analytics.core.registry import AGENTS
+
     found = readers()
-    assert [agent.id for agent, _ in found] == ["claude-code", "codex", "gemini-cli"]
+    assert [agent.id for agent, _ in found] == [agent.id for agent in AGENTS if agent.reader]
+    assert len(found) >= 2
     for agent, reader in found:
-        for name in ("discover", "read_files"):
+        for name in ("recognizes", "claims", "homes", "discover", "read_files"):
             wanted = inspect.signature(getattr(Reader, name))
             given = inspect.signature(getattr(reader, name))
             assert list(given.parameters) == [p for p in wanted.parameters if p != "self"]

@@ -9,8 +9,10 @@ new agent's files join the draw when discovery knows them), any window and any a
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
+import shutil
 import tempfile
 from datetime import date, timedelta
 from decimal import Decimal
@@ -151,7 +153,9 @@ DAYS = st.dates(min_value=date(2025, 9, 1), max_value=date(2026, 8, 31))
 
 @functools.cache
 def real_files() -> dict[str, tuple[str, ...]]:
-    """The real log files agentcost discovers under ``REAL_LOGS``, by agent."""
+    """The real log files agentcost discovers under ``REAL_LOGS``, by agent, and OpenCode's
+    real rows (kept as exports, not databases) each loaded into an ``opencode.db`` of the
+    real schema (``tests/agents/opencode/projection.py``)."""
     from analytics.engine.inputs import COPILOT, discover
 
     if not REAL_LOGS.is_dir():
@@ -160,7 +164,25 @@ def real_files() -> dict[str, tuple[str, ...]]:
     by_agent: dict[str, list[str]] = {COPILOT: [str(log.path) for log in found.logs]}
     for agent, log in found.agent_logs:
         by_agent.setdefault(agent, []).append(str(log.path))
+    by_agent.setdefault("opencode", []).extend(opencode_databases())
     return {agent: tuple(sorted(paths)) for agent, paths in by_agent.items() if paths}
+
+
+def opencode_databases() -> list[str]:
+    """One ``opencode.db`` per real OpenCode export, in a directory removed at exit."""
+    from tests.agents.opencode.projection import database_of
+    from tests.readme_facts import facts_rows
+
+    readme = REAL_LOGS / "opencode" / "README.md"
+    if not readme.is_file():
+        return []
+    built = Path(tempfile.mkdtemp(prefix="agentcost-mix-opencode-"))
+    atexit.register(shutil.rmtree, built, True)
+    databases = []
+    for index, (export, _) in enumerate(facts_rows(readme)):
+        (built / f"{index:03d}").mkdir()
+        databases.append(str(database_of([export], built / f"{index:03d}" / "opencode.db")))
+    return databases
 
 
 def needs_real_logs() -> None:

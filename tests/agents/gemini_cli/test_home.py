@@ -152,3 +152,20 @@ def test_a_subagents_chat_stands_for_its_parents_session(tmp_path: Path) -> None
     assert gemini_cli.session_file(session) == session
     orphan = session.parent / "0000aaaa-rest" / "c2.jsonl"
     assert gemini_cli.session_file(orphan) == orphan
+
+
+def test_no_other_agents_real_log_is_a_gemini_chat_and_no_other_reader_takes_ours() -> None:
+    """Every ``.json``/``.jsonl`` file of the other agents' real logs is passed over, and
+    each Gemini CLI recording is recognized by its reader alone."""
+    from analytics.agents.reader import readers
+    from tests.conftest import REAL_LOGS
+
+    files = [p for p in REAL_LOGS.rglob("*.json*") if p.suffix in {".json", ".jsonl"}]
+    if not files:
+        pytest.skip(f"real logs not present at {REAL_LOGS} (the shared/ folder is absent)")
+    ours = [p for p in files if "gemini-cli" in p.relative_to(REAL_LOGS).parts]
+    assert [p for p in files if p not in ours and gemini_cli.is_chat(p)] == []
+    for path in ours:
+        first = json.loads(path.read_bytes().split(b"\n", 1)[0])
+        takers = [agent.id for agent, reader in readers() if reader.recognizes(first)]
+        assert takers == [GEMINI_CLI.id], path
