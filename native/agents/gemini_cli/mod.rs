@@ -43,6 +43,8 @@
 //! not what left.
 #![forbid(unsafe_code)]
 
+mod conversation;
+mod document;
 mod record;
 #[cfg(test)]
 mod tests;
@@ -53,8 +55,8 @@ use std::sync::Arc;
 
 use crate::fold::{self, Call, Folded, Item, Line};
 use crate::read::json::{self, Fields, Kind, Schema};
-use crate::read::line as hygiene;
 
+use conversation::Conversation;
 use record::{Message, Record, Schemas};
 
 /// The agent id (the registry's `Agent.id`).
@@ -107,53 +109,6 @@ struct Entry {
     /// First written in a checkpoint that replaced the conversation: the replacement's item
     /// stands for it (see [`Conversation`]), so it adds no item of its own.
     covered: bool,
-}
-
-/// The conversation a file's session holds at the moment, as Gemini CLI replays it: each
-/// prompt's and reply's id and context bytes, in order. When messages leave it (a
-/// `$rewindTo`, or a checkpoint that no longer lists them: a rewind, `/compress`), the model
-/// is sent only what is left: the fold notes a `session.compaction_complete` item sized as
-/// the conversation left (the messages a replacing checkpoint lists add no items of their
-/// own), so the context attribution stops charging later calls for what they were not sent.
-#[derive(Default)]
-struct Conversation {
-    messages: Vec<(String, i64)>,
-    /// The latest stamp read in the file (a rewind line has none of its own).
-    last_time: Option<i64>,
-}
-
-impl Conversation {
-    fn add(&mut self, id: &str, bytes: i64) {
-        match self.messages.iter_mut().find(|(known, _)| known == id) {
-            Some(kept) => kept.1 = bytes,
-            None => self.messages.push((id.to_owned(), bytes)),
-        }
-    }
-
-    /// `$rewindTo id`: whether messages left.
-    fn rewind(&mut self, id: &str) -> bool {
-        let at = self.messages.iter().position(|(known, _)| known == id);
-        at.is_some_and(|at| {
-            self.messages.truncate(at);
-            true
-        })
-    }
-
-    /// A checkpoint lists the conversation: whether a message left it.
-    fn replace(&mut self, listed: Vec<(String, i64)>) -> bool {
-        let left = self
-            .messages
-            .iter()
-            .any(|(id, _)| !listed.iter().any(|(kept, _)| kept == id));
-        self.messages = listed;
-        left
-    }
-
-    fn bytes(&self) -> i64 {
-        self.messages
-            .iter()
-            .fold(0, |sum, (_, bytes)| sum.saturating_add(*bytes))
-    }
 }
 
 /// A message's key: (its file's session id, its id); a message without an id has none.
@@ -259,10 +214,7 @@ impl Fold {
                 subagent,
             } => {
                 *current = Current::new(session, subagent, place.parent.as_deref());
-                *conversation = Conversation {
-                    last_time: start,
-                    ..Conversation::default()
-                };
+                *conversation = Conversation::starting(start);
                 self.saw(current, file, start);
             }
             Record::Set { session, time } => {
@@ -412,97 +364,6 @@ impl Fold {
                 });
             }
         }
-    }
-
-    /// A legacy chat document (`session-*.json`): one JSON object, its header fields and
-    /// `messages[]`. Its lines count as the session's lines read.
-    fn document(&mut self, file: usize, path: &Path, place: &Place) {
-        let raw = match std::fs::read(path) {
-            Ok(raw) => raw,
-            Err(error) => {
-                let message = format!("cannot read the file: {}", error.kind()).to_lowercase();
-                self.out.issues.push(crate::read::scan::Issue {
-                    file,
-                    line: None,
-                    severity: "error",
-                    message,
-                });
-                return;
-            }
-        };
-        let lines = raw.split(|&b| b == b'\n').count() - usize::from(raw.ends_with(b"\n"));
-        let lines = i64::try_from(lines).unwrap_or(i64::MAX);
-        let mut notes = Vec::new();
-        let text = hygiene::clean(&raw, false, |warning| notes.push(warning));
-        for note in notes {
-            self.out.issue(file, 1, "warning", note.into());
-        }
-        let Some(text) = text else { return };
-        let schemas = Arc::clone(&self.schemas);
-        let mut fields = Fields::new(&schemas.line);
-        let line_of = |at: usize| -> i64 {
-            let before = text.get(..at).unwrap_or(&text);
-            i64::try_from(memchr::memchr_iter(b'\n', before).count() + 1).unwrap_or(i64::MAX)
-        };
-        match json::parse(&text, &schemas.line, &mut fields) {
-            Ok(Kind::Object) => {}
-            Ok(kind) => {
-                self.out
-                    .issue(file, 1, "error", hygiene::not_an_object(kind));
-                return;
-            }
-            Err(error) => {
-                let message = hygiene::invalid_json(&text, &error);
-                self.out.issue(file, line_of(error.at), "error", message);
-                return;
-            }
-        }
-        let top = Line {
-            text: &text,
-            number: 1,
-            fields: &fields,
-        };
-        let Record::Header {
-            session,
-            start,
-            subagent,
-        } = schemas.record(&top)
-        else {
-            let message = "not a Gemini CLI chat document (no sessionId); ignored";
-            self.out.issue(file, 1, "error", message.into());
-            return;
-        };
-        if !schemas.is_document(&top) {
-            let message = "chat document without projectHash or a messages list";
-            self.out.issue(file, 1, "warning", message.into());
-        }
-        let current = Current::new(session, subagent, place.parent.as_deref());
-        self.saw(&current, file, start);
-        let mut item_fields = Fields::new(&schemas.line);
-        for raw in schemas.listed(&top) {
-            let at = (raw.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
-            let number = line_of(at);
-            if !matches!(
-                json::parse(raw, &schemas.line, &mut item_fields),
-                Ok(Kind::Object)
-            ) {
-                let message = "message is not a JSON object; ignored".to_owned();
-                self.out.issue(file, number, "warning", message);
-                continue;
-            }
-            let item = Line {
-                text: raw,
-                number,
-                fields: &item_fields,
-            };
-            if matches!(schemas.record(&item), Record::Message) {
-                let message = schemas.message(&item);
-                self.saw(&current, file, message.time);
-                self.message(&current, file, (number, 0), message, false);
-            }
-        }
-        let session = fold::session_of(&mut self.out.sessions, &mut self.index, &current.session);
-        session.lines = lines; // a part reads one file: its lines are the document's
     }
 
     /// The calls and the context items of the distinct messages.
