@@ -6,6 +6,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod gemini_cli;
 pub mod kimi;
 pub mod pi;
 
@@ -35,6 +36,11 @@ pub const FOLDS: &[Native] = &[
         id: "codex",
         fold: codex::fold_with,
         seeds: codex::SEEDS,
+    },
+    Native {
+        id: gemini_cli::AGENT,
+        fold: gemini_cli::fold_with,
+        seeds: gemini_cli::SEEDS,
     },
     Native {
         id: "pi",
