@@ -6,6 +6,9 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod gemini_cli;
+pub mod kimi;
+pub mod pi;
 
 use std::path::PathBuf;
 
@@ -33,5 +36,26 @@ pub const FOLDS: &[Native] = &[
         id: "codex",
         fold: codex::fold_with,
         seeds: codex::SEEDS,
+    },
+    Native {
+        id: gemini_cli::AGENT,
+        fold: gemini_cli::fold_with,
+        seeds: gemini_cli::SEEDS,
+    },
+    Native {
+        id: "pi",
+        fold: pi::fold_with,
+        seeds: pi::SEEDS,
+    },
+    // OpenClaw writes pi's format in its own home: pi's fold, its own agent id
+    Native {
+        id: "openclaw",
+        fold: pi::fold_openclaw,
+        seeds: &[],
+    },
+    Native {
+        id: "kimi",
+        fold: kimi::fold_with,
+        seeds: kimi::SEEDS,
     },
 ];
