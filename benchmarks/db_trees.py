@@ -8,7 +8,10 @@
   opens an assistant message holding the parts up to the next one, its tokens, cost and finish
   from its ``step-finish``). ``build_opencode`` then inserts those rows again and again into one
   database, every session, message and part id (and the ``parentID`` naming the user message)
-  new in each copy, until the file holds ``limit`` bytes.
+  new in each copy, until the file holds ``limit`` bytes. Each copy's stamps (columns and the
+  epoch milliseconds in the JSON) are also moved ``copy`` seconds later: a ``step-finish`` part
+  whose JSON and message stamp equal an older session's is a fork's copy of it (what
+  ``Session.fork`` writes), so copies with the same stamps would count once.
 - Antigravity keeps one database per conversation,
   ``.gemini/antigravity-cli/conversations/<id>.db``. ``build_antigravity`` writes the real
   databases again and again, each copy's bytes with every uuid (conversation, trajectory,
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -158,9 +162,23 @@ def opencode_rows(source: Path) -> tuple[list[Row], list[Row], list[Row], list[R
     return projects_rows, sessions, messages, rows.parts
 
 
+#: Epoch milliseconds as a JSON number (2001 to 2286).
+_STAMP = re.compile(r"(?<=[:,\[])1\d{12}(?=[,}\]])")
+
+
 def _copied(rows: list[Row], copy: int) -> Iterator[Row]:
-    tag = f"{copy:06x}"
-    return (tuple(v.replace(COPY, tag) if isinstance(v, str) else v for v in row) for row in rows)
+    """``rows`` as copy ``copy``: its ids, and its stamps ``copy`` seconds later."""
+    tag, shift = f"{copy:06x}", copy * 1000
+
+    def value(v: object) -> object:
+        if isinstance(v, str):
+            v = v.replace(COPY, tag)
+            return _STAMP.sub(lambda m: str(int(m.group(0)) + shift), v) if shift else v
+        if isinstance(v, int) and v >= 10**12:
+            return v + shift
+        return v
+
+    return (tuple(value(v) for v in row) for row in rows)
 
 
 def build_opencode(home: Path, limit: int, source: Path) -> int:

@@ -78,12 +78,18 @@ def kimi_keys(root: Path) -> set[object]:
 
 def _opencode_step_finishes(database: Path) -> set[object]:
     with closing(sqlite3.connect(database)) as db:
-        rows = db.execute("SELECT id, data FROM part").fetchall()
-    return {pid for pid, data in rows if json.loads(data).get("type") == "step-finish"}
+        rows = db.execute(
+            "SELECT p.id, p.data, m.time_created FROM part p JOIN message m ON m.id = p.message_id"
+        ).fetchall()
+    steps = [r for r in rows if json.loads(r[1]).get("type") == "step-finish"]
+    # a part counts once by its id, and a fork's copy is told by (JSON, message stamp)
+    assert len({(data, created) for _, data, created in steps}) == len(steps)
+    return {pid for pid, _, _ in steps}
 
 
 def opencode_keys(root: Path) -> set[object]:
-    """OpenCode's call keys: the ids of ``step-finish`` parts, in every database."""
+    """OpenCode's call keys: the ids of ``step-finish`` parts, in every database; no two with
+    the same JSON and message stamp (that is how a fork's copy is told)."""
     return set().union(*(_opencode_step_finishes(db) for db in sorted(root.rglob("*.db"))))
 
 
