@@ -147,8 +147,8 @@ def counted(tool: str, output: bytes) -> Counted:
     """The sessions (and agentcost's calls) of a tool's JSON output; 0 where it is not JSON."""
     try:
         report = json.loads(output)
-    except ValueError:
-        return Counted(tool, 0, None)
+    except ValueError:  # agentcost refusing a tree it has no reader for prints nothing
+        report = {}
     sessions = report.get("sessions", []) if isinstance(report, dict) else []
     if tool.startswith("ccusage"):
         return Counted(tool, len(sessions), None)
@@ -243,9 +243,11 @@ def render(runs: list[Run], counts: dict[str, Counted], agents: list[str]) -> st
             rss = statistics.median(r.peak_rss_mb for r in tool_runs)
             each = ", ".join(f"{r.wall_s:.2f}" for r in tool_runs)
             found = _count_text(counts[tool]).split(": ", 1)[1]
+            refused = counts[tool].calls == 0  # agentcost, before the agent's reader landed
+            ratio = "no reader yet" if refused else f"{wall / base:.2f}x"
             lines.append(
                 f"| {agent} {tool_runs[0].size_mb} MB | {tool} | {wall:.2f} | {each}"
-                f" | {rss:.0f} | {found} | {wall / base:.2f}x |"
+                f" | {rss:.0f} | {found} | {ratio} |"
             )
         targets.append(_target(agent, mine, base, counts.get(f"agentcost {agent} cold")))
     return "\n".join([*lines, "", "## Targets", "", *filter(None, targets), ""])
