@@ -21,7 +21,7 @@ named with its cause from ``CAUSES``, found by reading the log lines (see the RE
 "Claude Code and Codex against ccusage"); a difference without one is printed as
 unexplained. The comparison goes to ``benchmarks/results/ccusage-agents.json``, ccusage's
 per-session figures and the explained differences to ``tests/fixtures/ccusage/`` (what
-``tests/test_ccusage_agreement.py`` checks agentcost against, without running ccusage), and
+``tests/agents/test_ccusage_agreement.py`` checks agentcost against, without running ccusage), and
 a table to stdout.
 """
 
@@ -843,7 +843,7 @@ def _unpriced(figures: object) -> int:
 def write_fixtures(report: dict[str, object]) -> None:
     """``tests/fixtures/ccusage/<agent>.json``: ccusage's per-session and per-day tokens on
     the given files, whether agentcost agreed, and each difference's cause with the tokens
-    ccusage counts more than the format (what tests/test_ccusage_agreement.py checks)."""
+    ccusage counts more than the format (what tests/agents/test_ccusage_agreement.py checks)."""
     FIXTURES.mkdir(parents=True, exist_ok=True)
     agents = report["agents"]
     assert isinstance(agents, dict)

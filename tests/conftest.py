@@ -22,6 +22,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = REPO / "sample_logs"
 REAL_LOGS = REPO.parent / "shared" / "real_logs"
+#: The tests' fixed data: rate tables, ccusage's answers, and the reviewed snapshots.
+FIXTURES = REPO / "tests" / "fixtures"
+SNAPSHOTS = REPO / "tests" / "snapshots"
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 ``discover`` finds every agent's logs under the paths a user names (and tells each file's
 agent); ``copilot/`` is GitHub Copilot CLI's; ``claude_code`` and ``codex`` are the other
 agents', folded natively (``native/``); ``contract`` puts their tables in the
-core's contracts. Nothing after CALLS imports this package (``tests/test_layout.py``): the
+core's contracts. Nothing after CALLS imports this package (``tests/house/test_layout.py``): the
 commands reach it through ``engine.inputs``.
 
 This module holds what the Claude Code and Codex folds share. Each agent module

@@ -48,7 +48,7 @@ def core_tables(
     calls = padded(calls, ANALYSIS_CALLS)
     sums = calls.group_by("session_id").agg(
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
-        for c in [*_SUMMED, "reasoning_tokens"]
+        for c in [*_SUMMED, "reasoning_tokens", "logged_cost_usd"]
     )
     nothing_sent = pl.col("llm_calls") == 0
     sessions = tables.sessions.join(sums, on="session_id", how="left").with_columns(

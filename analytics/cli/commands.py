@@ -169,12 +169,22 @@ OutputOpt = Annotated[
         help="Write to this file instead of stdout (parquet needs it).",
     ),
 ]
+
+
+def bundled_tables() -> str:
+    """The bundled rate tables' names, for help texts: Copilot's two first, then the vendors'
+    (read from the package's folder, so a new table is named without an edit here)."""
+    folder = Path(__file__).resolve().parents[1] / "rate_tables"
+    names = sorted(p.stem for p in folder.glob("*.toml"))
+    first = [n for n in ("github-copilot", "copilot-premium-requests") if n in names]
+    return ", ".join([*first, *(n for n in names if n not in first)])
+
+
 RatesOpt = Annotated[
     str,
     typer.Option(
-        help="Rate table: a bundled name (github-copilot, copilot-premium-requests, anthropic, "
-        "openai, bedrock, google, openrouter, deepseek), a TOML file, or BASE+FILE to override or "
-        "add models of a table with your own.",
+        help=f"Rate table: a bundled name ({bundled_tables()}), a TOML file, or BASE+FILE to "
+        "override or add models of a table with your own.",
     ),
 ]
 ModelMapOpt = Annotated[

@@ -31,8 +31,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from analytics.cli.commands import bundled_tables
 from analytics.core.errors import AgentcostError, UsageError
-from analytics.core.registry import ids
+from analytics.core.registry import AGENTS, ids, listed
 
 if TYPE_CHECKING:
     from analytics.engine.analyze import Analysis, Window
@@ -42,15 +43,12 @@ Paths = Annotated[
     list[str] | None,
     Field(
         description="Session logs or directories of them, or agents' homes. Default: every "
-        "agent's home that exists (Copilot CLI, Claude Code, Codex)."
+        f"agent's home that exists ({listed([a.short_name for a in AGENTS])})."
     ),
 ]
 Rates = Annotated[
     str,
-    Field(
-        description="Rate table: github-copilot, copilot-premium-requests, anthropic, openai, "
-        "bedrock, google, openrouter, deepseek, or a TOML file (as agentcost's --rates)."
-    ),
+    Field(description=f"Rate table: {bundled_tables()}, or a TOML file (as agentcost's --rates)."),
 ]
 Zone = Annotated[
     str | None,
@@ -89,9 +87,10 @@ def server(*, use_cache: bool = True) -> MCPServer:
     mcp = MCPServer(
         "agentcost",
         version=installed,
-        instructions="What AI coding-agent sessions cost (Copilot CLI, Claude Code, Codex), "
-        "read from their logs: spend per period, a session's cost, what fills its context, "
-        "Claude's 5-hour blocks and the monthly budget. Money is exact decimal strings in USD.",
+        instructions="What AI coding-agent sessions cost "
+        f"({listed([a.short_name for a in AGENTS])}), read from their logs: spend per period, "
+        "a session's cost, what fills its context, Claude's 5-hour blocks and the monthly "
+        "budget. Money is exact decimal strings in USD.",
         log_level="WARNING",
     )
     tools = _Tools(use_cache)

@@ -23,8 +23,8 @@ def rates_show(
     name: Annotated[
         str,
         typer.Argument(
-            help="A bundled table (github-copilot, copilot-premium-requests, anthropic, openai, "
-            "google, openrouter, deepseek), a TOML file, or BASE+FILE, as --rates takes.",
+            help=f"A bundled table ({cli.bundled_tables()}), a TOML file, or BASE+FILE, as "
+            "--rates takes.",
             show_default=False,
         ),
     ],

@@ -3,7 +3,7 @@
 They make logs rather than read them: simulated Copilot CLI session trees with exact
 per-call truth, and an SDK capture written as the log the CLI would have written. They come
 before CALLS, so they may use an agent's modules (``agents.copilot``); every other command
-reaches the agents only through the engine (``tests/test_layout.py``).
+reaches the agents only through the engine (``tests/house/test_layout.py``).
 """
 
 from __future__ import annotations

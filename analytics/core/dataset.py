@@ -2,7 +2,7 @@
 
 This module is the one place the dataset's tables, columns and types are written down
 (``TABLES``); the docs' table of it (docs/contracts.md) is checked against it
-(tests/test_dataset.py).
+(tests/core/test_dataset.py).
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
@@ -444,7 +444,7 @@ def read_table(directory: Path, table: str) -> pl.DataFrame:
 
 
 def docs_table() -> str:
-    """The contract as the Markdown table of docs/contracts.md (tests/test_dataset.py keeps
+    """The contract as the Markdown table of docs/contracts.md (tests/core/test_dataset.py keeps
     them equal)."""
     lines = ["| table | columns (type), in file order; then the Hive keys |", "| --- | --- |"]
     for name, columns in TABLES.items():

@@ -4,7 +4,7 @@ prompt and tool definitions) as the events state or imply it.
 
 (The stages that ordered events and dropped repeated lines in polars are the engine's pass
 now, ``native/agents/copilot/pass.rs``; they are kept as its oracle in
-``tests/reference/events.py``.)
+``tests/oracle/reference/events.py``.)
 """
 
 from __future__ import annotations

@@ -122,9 +122,60 @@ CODEX = Agent(
     plans="a ChatGPT plan",
     reader="analytics.agents.codex",
 )
+PI = Agent(
+    id="pi",
+    name="pi (pi-coding-agent)",
+    short_name="pi",
+    home_variables=("PI_CODING_AGENT_DIR",),
+    default_homes=("~/.pi/agent",),
+    logs_in=("sessions",),
+    api_equivalent=True,
+    plans="a subscription pi signs in to (ChatGPT, Claude, Copilot)",
+    reader="analytics.agents.pi",
+)
+#: OpenClaw writes pi's session format in a home of its own (``agents/<agentId>/sessions/``):
+#: a line of its own for its home and its ``agent`` id, read by pi's fold.
+OPENCLAW = Agent(
+    id="openclaw",
+    name="OpenClaw",
+    short_name="OpenClaw",
+    home_variables=("OPENCLAW_STATE_DIR",),
+    default_homes=("~/.openclaw",),
+    logs_in=("agents",),
+    api_equivalent=True,
+    plans="a subscription OpenClaw signs in to",
+    reader="analytics.agents.pi.openclaw",
+)
+ANTIGRAVITY = Agent(
+    id="antigravity",
+    name="Antigravity CLI",
+    short_name="Antigravity",
+    home_variables=("ANTIGRAVITY_DATA_DIR",),
+    default_homes=(
+        "~/.gemini/antigravity-cli",
+        "~/.gemini/antigravity-ide",
+        "~/.gemini/antigravity",
+    ),
+    logs_in=("conversations",),
+    api_equivalent=True,
+    plans="a Google account's Antigravity quota",
+    reader="analytics.agents.antigravity",
+    suffixes=(".db",),
+)
+
+OPENCODE = Agent(
+    id="opencode",
+    name="OpenCode",
+    short_name="OpenCode",
+    home_variables=("OPENCODE_DATA_DIR", "KILO_DATA_DIR"),
+    default_homes=("~/.local/share/opencode", "~/.local/share/kilo"),
+    adds_homes=True,
+    reader="analytics.agents.opencode",
+    suffixes=(".db", ".json"),
+)
 
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE, PI, OPENCLAW)
 
 
 def listed(words: list[str], last: str = "and") -> str:

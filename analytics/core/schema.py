@@ -180,6 +180,8 @@ AGENT_SESSIONS: dict[str, pl.DataType] = {
     "agent_version": pl.String(),
     "parent_session_id": pl.String(),
     "calls_without_final_usage": pl.Int64(),
+    # the sum of its calls' logged costs (the agent's own estimate); null: none logged
+    "logged_cost_usd": MONEY,
 }
 
 #: One row per session, reconciled with the log's own totals (see ``sessions.py``).
@@ -305,9 +307,11 @@ LOG_PRICES: dict[str, pl.DataType] = {
 
 #: Cost columns added by ``call_costs.py`` (exact decimals; null when the model is unpriced).
 #: ``cost_source`` says which prices gave the cost: ``rates`` (the table), ``log_rates`` (the
-#: log's own Copilot prices, for a model the table lacks) or ``byok_provider`` (a bring-your-own-
-#: key call at its provider's list price); null when unpriced. ``price_from`` names them: the
-#: table, or the log line the price was read from.
+#: log's own Copilot prices, for a model the table lacks), ``byok_provider`` (a bring-your-own-
+#: key call at its provider's list price), ``vendor_api`` (an agent not billed in AI credits, at
+#: its vendor's list price) or ``local`` (served by a local provider: exactly 0); null when
+#: unpriced. ``price_from`` names them: the table, the log line the price was read from, or the
+#: local provider.
 COSTS: dict[str, pl.DataType] = {
     "rates": pl.String(),
     "priced_model": pl.String(),

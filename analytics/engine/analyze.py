@@ -334,6 +334,7 @@ def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
             pl.col("copilot_version").alias("agent_version"),
             pl.lit(None, pl.String).alias("parent_session_id"),
             pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
+            pl.lit(None, ANALYSIS_SESSIONS["logged_cost_usd"]).alias("logged_cost_usd"),
         ),
         ANALYSIS_SESSIONS,
     )

@@ -4,7 +4,7 @@ The one door from the commands to the agents' knowledge of their files: the agen
 (``agents``: ``analytics.core.registry``, which help texts are written from), discovery of
 every agent's home and logs (``agents.discover``) and SDK captures made into the logs Copilot would
 have written (``agents.copilot.sdk_capture``). The core, the renderers and the command line
-import no agent module (``tests/test_layout.py``); they name inputs through this module.
+import no agent module (``tests/house/test_layout.py``); they name inputs through this module.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ never a polars table of events) and the shutdowns' per-model totals to the engin
 (``native/agents/copilot/pass.rs``), which orders each session's lines, drops repeated
 ones, places the totals on the shutdowns kept, folds each session on its own (in parallel,
 ``fold.rs``) and finds the lines that quote prices. The polars stages it replaces are
-kept as the oracle in ``tests/reference/`` and a differential test holds the two equal.
+kept as the oracle in ``tests/oracle/reference/`` and a differential test holds the two equal.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ shutdown's cache totals, exactly. Token arithmetic is integer.
 The native engine runs the whole stage, one session at a time and in parallel
 (``native/agents/copilot/tokens.rs``, with ``fit.rs`` and ``calibrate.rs``); this module
 hands it the frames as Arrow streams and takes back the columns it sets. The polars stage it
-replaced is the oracle in ``tests/reference/tokens.py``.
+replaced is the oracle in ``tests/oracle/reference/tokens.py``.
 """
 
 from __future__ import annotations

@@ -129,9 +129,10 @@ def names_a_session(path: Path | None) -> bool:
 
 
 class AgentFollow:
-    """A Claude Code or Codex session log, folded again whenever it changes: ``update()``
-    says whether it (or a file of its group: a Claude Code session's sub-agent files) did,
-    and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
+    """A session log of an agent with a reader, folded again whenever it changes:
+    ``update()`` says whether it (or a file of its group: a Claude Code session's sub-agent
+    files; an SQLite database's write-ahead log, where its new rows wait until a checkpoint)
+    did, and folds it; ``calls`` and ``sessions`` are the fold's, in the core's contracts."""
 
     def __init__(self, watched: Watched) -> None:
         from analytics.agents.reader import reader_of
@@ -149,9 +150,11 @@ class AgentFollow:
         from analytics.agents.contract import core_tables
 
         files = [file for group in self._module.discover([self.log.path]) for file in group]
+        wal = [w for f in files if (w := f.with_name(f.name + "-wal")).is_file()]
         try:
             now = tuple(
-                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns) for f in files
+                (str(f), (st := f.stat()).st_ino, st.st_size, st.st_mtime_ns)
+                for f in [*files, *wal]
             )
         except OSError:
             return False

@@ -186,6 +186,7 @@ def session_table(
         _check().alias("_check"),
     )
     checked = sessions["agent"].is_in(agents.ids(agents.shutdown_checked())).any()
+    logged = sessions["logged_cost_usd"].is_not_null().any()
     unfinished, unfinished_legend = _final_usage(
         sessions["calls_without_final_usage"],
         Column("NO FINAL USAGE", "calls_without_final_usage", drop=9),
@@ -205,6 +206,7 @@ def session_table(
         Column("OUTPUT TOK", "_output", drop=4),
         Column("PER-CALL TOKENS", "_sources", right=False, drop=7),
         Column("COST USD", "_cost"),
+        *([Column("LOGGED USD", "_logged", drop=2)] if logged else []),
         Column("BILLED USD", "billed_usd", drop=1),
         Column("STATUS", "status", right=False, drop=10),
     ]
@@ -212,6 +214,7 @@ def session_table(
         *_token_value("input_tokens"), *_token_value("output_tokens")
     ).with_columns(
         cost_cell().alias("_cost"),
+        dollars(pl.col("logged_cost_usd")).fill_null("-").alias("_logged"),
         _tokens_cell("input_tokens").alias("_input"),
         _tokens_cell("output_tokens").alias("_output"),
         _sources_cell().alias("_sources"),
@@ -229,6 +232,7 @@ def session_table(
             (sessions["token_sources"].struct.field("estimated") > 0).any(),
         ),
         "billed_usd": _money_total(sessions["billed_usd"], 0),
+        "_logged": _money_total(sessions["logged_cost_usd"], 0),
     }
     estimated = (sessions["token_sources"].struct.field("estimated") > 0).any()
     idle = int((sessions["llm_calls"].fill_null(0) == 0).sum())
@@ -241,9 +245,17 @@ def session_table(
         *_legend(estimated),
         *unfinished_legend,
         *api_equivalent(sessions),
+        *(_LOGGED_LEGEND if logged else []),
         *(counts if idle else []),
     ]
     return _table(local, _agent_kept(columns, sessions), totals, layout, legend)
+
+
+#: What LOGGED USD is, under a table that shows it.
+_LOGGED_LEGEND = [
+    "LOGGED USD: the agent's own cost estimate as its log states it, beside agentcost's price "
+    "(COST USD); not a bill"
+]
 
 
 def _agent_column(frame: pl.DataFrame, drop: int) -> list[Column]:
@@ -527,7 +539,15 @@ def comparison_notes(found: Comparison, layout: Layout | None = None) -> list[st
     priced = found.priced_as.with_columns(pl.col("model").fill_null("unknown model"))
     lines = (
         priced.with_columns(
-            pl.when(pl.col("byok") & pl.col("priced_model").is_null())
+            pl.when(pl.col("local"))
+            .then(
+                pl.format(
+                    "{} local: served on the user's own machine, $0 ({})",
+                    "model",
+                    counted_expr(pl.col("calls"), "call"),
+                )
+            )
+            .when(pl.col("byok") & pl.col("priced_model").is_null())
             .then(
                 pl.format(
                     "{} BYOK: your own key, no provider price ({} unpriced)",

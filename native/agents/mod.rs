@@ -6,6 +6,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod pi;
 
 use std::path::PathBuf;
 
@@ -33,5 +34,16 @@ pub const FOLDS: &[Native] = &[
         id: "codex",
         fold: codex::fold_with,
         seeds: codex::SEEDS,
+    },
+    Native {
+        id: "pi",
+        fold: pi::fold_with,
+        seeds: pi::SEEDS,
+    },
+    // OpenClaw writes pi's format in its own home: pi's fold, its own agent id
+    Native {
+        id: "openclaw",
+        fold: pi::fold_openclaw,
+        seeds: &[],
     },
 ];

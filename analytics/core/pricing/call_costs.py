@@ -26,7 +26,12 @@ How a call is priced:
   both are in ``request_cost_usd``. Web fetches cost nothing beyond their tokens;
 * ``speed`` "fast" multiplies every token price by the entry's ``fast_multiplier``;
   ``service_tier`` null, "standard", "default" or "auto" is priced at the table's prices;
-* a priced call says so: ``cost_source`` ``rates``, ``price_from`` the table's name.
+* a priced call says so: ``cost_source`` ``rates``, ``price_from`` the table's name;
+* a call served by a local provider (its ``provider`` one of :data:`LOCAL_PROVIDERS`: LM Studio,
+  Ollama, llama.cpp, vLLM ...) costs exactly 0 under every table, whatever its model and tokens:
+  nobody bills it per token. It says so: ``cost_source`` ``local``, ``price_from`` the provider,
+  ``priced_model`` its own model (it is priced, not unpriced). The machine's running cost is not
+  counted.
 
 Unknown is null, never zero: an unpriced model, a needed token count that is null, a token kind
 the table does not price (when the call has such tokens), a speed or service tier the table has
@@ -77,8 +82,24 @@ AGENT_COSTS: dict[str, pl.DataType] = {
 }
 #: Service tiers priced at a table's prices; any other tier leaves the call unpriced.
 STANDARD_TIERS = ("standard", "default", "auto")
+#: Provider ids (lower case) of servers that run a model on the user's own machine or network
+#: and bill nothing per token, as the agents' logs name them: OpenCode's ``providerID`` and pi's
+#: ``provider`` (both user-chosen for a custom endpoint; these are their built-in and documented
+#: ids). A hosted service of the same software (``ollama-cloud``) is not local.
+LOCAL_PROVIDERS = (
+    "lmstudio",
+    "lm-studio",
+    "ollama",
+    "llama.cpp",
+    "llama-cpp",
+    "llamacpp",
+    "vllm",
+    "localai",
+    "local",
+)
 
 _ROW = "__row"
+_LOCAL = "__local"
 _VARIANT = "__variant"
 _PROMPT = "__prompt_tokens"
 _TOKEN_PRICES = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning")
@@ -142,6 +163,14 @@ def price_totals(
     return _price(frame, table, pl.lit(None, dtype=pl.Int64()), model_map, "5m")
 
 
+def is_local(calls: pl.DataFrame) -> pl.Expr:
+    """Expression: whether each call was served by a local provider (:data:`LOCAL_PROVIDERS`,
+    any case); false where ``calls`` has no ``provider`` column or the call names none."""
+    if "provider" not in calls.columns:
+        return pl.lit(False)
+    return pl.col("provider").str.to_lowercase().is_in(LOCAL_PROVIDERS).fill_null(False)
+
+
 def unpriced_models(priced: pl.DataFrame) -> pl.DataFrame:
     """The models of a priced frame that got no price: model, calls, hint. Sorted by model."""
     return (
@@ -196,7 +225,7 @@ def _price(
 ) -> pl.DataFrame:
     """Price ``calls`` choosing tiers by ``prompt``; see :func:`price_by_table`."""
     agent = any(name in calls.columns for name in AGENT_USAGE)
-    optional = {**AGENT_USAGE, "user_initiated": pl.Boolean()}
+    optional = {**AGENT_USAGE, "user_initiated": pl.Boolean(), "provider": pl.String()}
     usage = _without_empty_chunks(
         calls.with_columns(
             pl.lit(None, dtype=dtype).alias(name)
@@ -222,20 +251,29 @@ def _price(
         .with_columns(_flags())
     )
     kept = [c for c in calls.columns if c not in COSTS and c not in AGENT_COSTS]
+    local = pl.col(_LOCAL)
     return (
-        joined.with_columns(
+        joined.with_columns(is_local(calls).alias(_LOCAL))
+        .with_columns(
             pl.lit(table.name, dtype=pl.String()).alias("rates"),
-            pl.col("__matched").alias("priced_model"),
+            pl.when(local)
+            .then(pl.col("model"))
+            .otherwise(pl.col("__matched"))
+            .alias("priced_model"),
             *_cost_parts(cache_write_ttl),
         )
         .with_columns(_total())
         .with_columns(
-            *(
-                pl.when(pl.col("cost_usd").is_not_null())
-                .then(pl.lit(v, dtype=pl.String()))
-                .alias(n)
-                for n, v in (("cost_source", "rates"), ("price_from", table.name))
-            ),
+            pl.when(local)
+            .then(pl.lit("local"))
+            .when(pl.col("cost_usd").is_not_null())
+            .then(pl.lit("rates"))
+            .alias("cost_source"),
+            pl.when(local)
+            .then(pl.col("provider"))
+            .when(pl.col("cost_usd").is_not_null())
+            .then(pl.lit(table.name, dtype=pl.String()))
+            .alias("price_from"),
             _assumed_write_rate(cache_write_ttl),
             _unpriced_reason(table),
         )
@@ -477,7 +515,8 @@ def _price_of(name: str) -> pl.Expr:
 
 
 def _cost_parts(ttl: Literal["5m", "1h"]) -> list[pl.Expr]:
-    """The itemised money columns, null unless the call was priced and its tier known."""
+    """The itemised money columns: exactly 0 for a local call; else null unless the call was
+    priced and its tier known."""
     parts = (
         _line(_uncached(), "input"),
         _line(pl.col("cache_read_tokens"), "cache_read"),
@@ -486,7 +525,7 @@ def _cost_parts(ttl: Literal["5m", "1h"]) -> list[pl.Expr]:
         _request_cost() + _search_cost(),
     )
     return [
-        pl.when(pl.col("__priced")).then(e).cast(MONEY).alias(n)
+        pl.when(pl.col(_LOCAL)).then(_ZERO).when(pl.col("__priced")).then(e).cast(MONEY).alias(n)
         for n, e in zip(_PARTS, parts, strict=True)
     ]
 
@@ -560,6 +599,7 @@ def _assumed_write_rate(ttl: Literal["5m", "1h"]) -> pl.Expr:
     five, hour = pl.col("p_cache_write"), pl.col("p_cache_write_1h")
     assumed = (
         pl.col("cost_usd").is_not_null()
+        & ~pl.col(_LOCAL)
         & (pl.col("cache_write_tokens") > 0)
         & pl.col("cache_write_1h_tokens").is_null()
         & (hour != five).fill_null(False)

@@ -1,10 +1,14 @@
 """Price the same sessions at several sellers, side by side, and name the cheapest.
 
 A seller is a rate table; ``vendor`` is the one that prices each model at its vendor's own
-API (Anthropic, OpenAI, Google, DeepSeek). Tables name models differently, so each table
-prices the calls through the model-equivalence map (``equivalence.seller_names``):
+API (Anthropic, OpenAI, Google, Moonshot AI, DeepSeek). Tables name models differently, so each
+table prices the calls through the model-equivalence map (``equivalence.seller_names``):
 Copilot's ``claude-sonnet-4.6`` is priced as OpenRouter's ``anthropic/claude-sonnet-4.6``.
 What each table priced each model as is part of the result, so no column hides a rename.
+
+A call served by a local provider (``call_costs.LOCAL_PROVIDERS``) costs exactly 0 in every
+column, ``vendor`` included: no seller's API price is put on it, since nobody sells what ran
+on the user's machine. ``priced_as`` marks its rows ``local`` (no seller, no check date).
 """
 
 from __future__ import annotations
@@ -61,34 +65,47 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
     """Per log model: the model ``table`` priced it as, and the table that price comes from.
     Bring-your-own-key calls under ``github-copilot`` are a row of their own (``byok``):
     Copilot bills them nothing, and their price, if any, is their provider's
-    (``price_from``), so "not sold there" would misstate why."""
+    (``price_from``), so "not sold there" would misstate why. Another agent's calls under
+    ``github-copilot`` are priced at their vendor's table (``vendor_api``), which is then their
+    seller. Calls served by a local
+    provider are a row of their own too (``local``): $0, sold by no table."""
     tables = (
         {name: load_rate_table(name) for name in VENDOR_TABLES}
         if table.name == VENDOR
         else {table.name: table}
     )
     byok = pl.lit(table.name == "github-copilot") & pl.col("is_byok").fill_null(False)
+    local = (pl.col("cost_source") == "local").fill_null(False)
     pairs = (
-        priced_calls.group_by("model", "priced_model", byok.alias("byok"))
+        priced_calls.group_by("model", "priced_model", byok.alias("byok"), local.alias("local"))
         .agg(
             pl.len().cast(pl.Int64).alias("calls"),
             pl.col("cost_usd").count().cast(pl.Int64).alias("priced_calls"),
-            pl.col("price_from").drop_nulls().first().alias("_provider"),
+            # priced from another table than this one: a BYOK provider's, or the vendor's
+            # for another agent's call (``price.price_calls``)
+            pl.col("price_from")
+            .filter(pl.col("cost_source").is_in(["byok_provider", "vendor_api"]))
+            .drop_nulls()
+            .first()
+            .alias("_provider"),
         )
         .sort(["calls", "model", "byok"], descending=[True, False, False], nulls_last=True)
     )
-    # A handful of rows (one per model): which of the tables knows each priced model.
+    # A handful of rows (one per model): the table the price came from, else which of the
+    # tables knows each priced model.
     seller = [
-        provider
-        if provider
-        else next((name for name, t in tables.items() if model and t.resolve(model)), None)
-        for model, provider in zip(
+        None
+        if is_local
+        else provider
+        or next((name for name, t in tables.items() if model and t.resolve(model)), None)
+        for model, provider, is_local in zip(
             pairs["priced_model"].to_list(),
-            pl.select(pl.when(pairs["byok"]).then(pairs["_provider"])).to_series().to_list(),
+            pairs["_provider"].to_list(),
+            pairs["local"].to_list(),
             strict=True,
         )
     ]
-    for provider in set(seller) - set(tables) - {None}:  # BYOK providers' own tables
+    for provider in set(seller) - set(tables) - {None}:  # BYOK providers' and vendors' tables
         tables[str(provider)] = load_rate_table(str(provider))
     meta = pl.DataFrame(
         {
@@ -108,6 +125,7 @@ def _priced_as(priced_calls: pl.DataFrame, table: RateTable) -> pl.DataFrame:
             "priced_model",
             "seller",
             "byok",
+            "local",
             "calls",
             "priced_calls",
             "checked",

@@ -29,7 +29,7 @@ from analytics.core.pricing.rates import model_key, vendor_model_id
 #: The seller column that prices each model at its vendor's own API (``vendor`` in the map).
 VENDOR = "vendor"
 #: The bundled tables of vendors' own APIs, merged into the ``vendor`` column's table.
-VENDOR_TABLES = ("anthropic", "openai", "google", "deepseek")
+VENDOR_TABLES = ("anthropic", "openai", "google", "moonshotai", "deepseek")
 
 
 @dataclass(frozen=True)

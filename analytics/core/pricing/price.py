@@ -19,10 +19,14 @@ prices apply, each named in the call's ``cost_source``:
   what the calls would cost on the API (a subscription user pays no per-token bill: an
   API-equivalent cost).
 
+Under every table, a call served by a local provider (``call_costs.LOCAL_PROVIDERS``: LM
+Studio, Ollama ...) costs exactly 0 with ``cost_source`` ``local``: nobody bills it per token,
+and no API price is put on it.
+
 A session with an unpriced call says so (``unpriced_calls``, ``unpriced_models``) and its
 ``cost_usd`` covers only the priced calls; ``cost_source`` tells which figure a reader should
 use: ``rates`` (every call priced by the table), ``log_rates`` / ``byok_provider`` /
-``vendor_api`` (every call priced, some that way), ``billed`` (some Copilot-billed calls
+``vendor_api`` / ``local`` (every call priced, some that way), ``billed`` (some Copilot-billed calls
 unpriced, but the log's bill covers the session), ``partial`` (a lower bound) or ``unpriced``
 (no call priced, no bill to use).
 ``cost_minus_billed_usd`` compares what Copilot charges (BYOK calls: 0) with the bill. Sessions
@@ -56,7 +60,7 @@ COPILOT_TABLE = "github-copilot"
 #: other agents' calls are priced at vendor list prices.
 CREDITS_AGENTS = registry.ids(registry.with_credits())
 #: Vendor tables a BYOK call's model is looked up in, first match wins.
-BYOK_TABLES = ("bedrock", "anthropic", "openai", "google", "openrouter", "deepseek")
+BYOK_TABLES = ("bedrock", "anthropic", "openai", "google", "moonshotai", "openrouter", "deepseek")
 
 _PARTS = [
     "input_cost_usd",
@@ -184,8 +188,13 @@ def _relabel(
     priced: pl.DataFrame, origins: Mapping[str, str | None], source: str | pl.Expr
 ) -> pl.DataFrame:
     """Calls priced by a model of ``origins`` (model id -> where its price is from) get
-    ``cost_source`` ``source`` and that ``price_from``; the others keep theirs."""
-    matched = pl.col("priced_model").is_in(list(origins)) & pl.col("cost_usd").is_not_null()
+    ``cost_source`` ``source`` and that ``price_from``; the others keep theirs, local calls
+    (``local``: priced at 0 whatever their model) included."""
+    matched = (
+        pl.col("priced_model").is_in(list(origins))
+        & pl.col("cost_usd").is_not_null()
+        & (pl.col("cost_source") != "local")
+    )
     return priced.with_columns(
         pl.when(matched)
         .then(pl.lit(source) if isinstance(source, str) else source)
@@ -248,7 +257,7 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
         *(
             (pl.col("cost_source") == source).any().alias(f"_{source}")
-            for source in ("log_rates", "byok_provider", "vendor_api")
+            for source in ("log_rates", "byok_provider", "vendor_api", "local")
         ),
         # Only models the table has no price for: a priced model whose tokens are unknown
         # leaves its call without a cost too, but it is not unpriced.
@@ -284,6 +293,8 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         .then(pl.lit("vendor_api"))
         .when(complete & pl.col("_log_rates").fill_null(False))
         .then(pl.lit("log_rates"))
+        .when(complete & pl.col("_local").fill_null(False))
+        .then(pl.lit("local"))
         .when(complete)
         .then(pl.lit("rates"))
         .when(billed & pl.lit(copilot) & (pl.col("_unpriced_byok") == 0))
@@ -297,4 +308,4 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         pl.when(billed & pl.col("_charged").is_not_null())
         .then((pl.col("_charged") - pl.col("billed_usd")).cast(MONEY))
         .alias("cost_minus_billed_usd"),
-    ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider", "_vendor_api")
+    ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider", "_vendor_api", "_local")

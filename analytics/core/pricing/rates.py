@@ -24,6 +24,8 @@ One table per model, keyed by the model id the table prices (quote ids containin
     [models."claude-sonnet-4.6"]
     aliases = ["claude-sonnet-4-6"]        # optional: other exact names, case-insensitive
     patterns = ["claude-sonnet-4.6-*"]     # optional: fnmatch globs, tried after ids and aliases
+    excludes = ["*-tts", "*-tts-*"]        # optional: globs a name matched by `patterns` must
+                                           # not match (``gemini-2.5-pro-*`` but not its TTS)
     source = "..."                         # optional: where this model's prices come from
     note = "..."                           # optional
 
@@ -121,7 +123,7 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 _TOP_KEYS = {"unit", "usd_per_unit", "currency", "source", "checked", "description", "defaults"}
 _TOP_KEYS |= {"models"}
-_MODEL_KEYS = {"aliases", "patterns", "source", "note", "prices"}
+_MODEL_KEYS = {"aliases", "patterns", "excludes", "source", "note", "prices"}
 _PERIOD_KEYS = {"effective_from", "effective_until", "tiers", "windows"}
 _PERIOD_KEYS |= set(TOKEN_PRICE_KEYS) | set(REQUEST_KEYS) | set(SPEED_KEYS.values())
 _TIER_KEYS = {"above_prompt_tokens", *TOKEN_PRICE_KEYS}
@@ -214,11 +216,19 @@ class ModelRate:
     patterns: tuple[str, ...] = ()
     source: str | None = None
     note: str | None = None
+    excludes: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
         """The id and aliases, lower-cased: the exact names this model answers to."""
         return tuple(name.lower() for name in (self.id, *self.aliases))
+
+    def globbed(self, name: str) -> bool:
+        """Whether the lower-case ``name`` matches one of the patterns and none of the
+        excludes."""
+        return any(fnmatch.fnmatchcase(name, p) for p in self.patterns) and not any(
+            fnmatch.fnmatchcase(name, x) for x in self.excludes
+        )
 
 
 @dataclass(frozen=True)
@@ -244,7 +254,8 @@ class RateTable:
         * the one model with a name that is this name in another spelling
           (:func:`model_key`: ``claude-sonnet-4-6`` is ``claude-sonnet-4.6``, never a glob's
           ``claude-sonnet-4-*``);
-        * the first glob match of those names (a Bedrock id's region picks its price here);
+        * the first glob match of those names that no exclude of the model matches (a Bedrock
+          id's region picks its price here);
         * the one model with a name that is the vendor's own id in another spelling
           (OpenRouter's ``anthropic/claude-haiku-4.5`` for a Bedrock id of Haiku 4.5).
         """
@@ -252,12 +263,7 @@ class RateTable:
         vendor = vendor_model_id(model)
         tried = dict.fromkeys((lowered, lowered.rsplit("/", 1)[-1], vendor))
         exact = next((m for wanted in tried for m in self.models if wanted in m.names), None)
-        globbed = (
-            m
-            for wanted in tried
-            for m in self.models
-            if any(fnmatch.fnmatchcase(wanted, p) for p in m.patterns)
-        )
+        globbed = (m for wanted in tried for m in self.models if m.globbed(wanted))
         return (
             exact
             or self._by_key(model_key(model))
@@ -465,6 +471,7 @@ class _Parser:
             patterns=tuple(p.lower() for p in self.strings(spec, "patterns", key)),
             source=self.optional_string(spec, "source", key),
             note=self.optional_string(spec, "note", key),
+            excludes=tuple(x.lower() for x in self.strings(spec, "excludes", key)),
         )
 
     def period(self, entry: Any, key: str, defaults: Mapping[str, Decimal]) -> PricePeriod:
@@ -823,7 +830,11 @@ def _dump_model(model: ModelRate) -> list[str]:
     lines = ["", f"[{key}]"]
     lines += [
         f"{name} = {_list(names)}"
-        for name, names in (("aliases", model.aliases), ("patterns", model.patterns))
+        for name, names in (
+            ("aliases", model.aliases),
+            ("patterns", model.patterns),
+            ("excludes", model.excludes),
+        )
         if names
     ]
     lines += [

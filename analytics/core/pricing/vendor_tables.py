@@ -1,4 +1,5 @@
-"""The vendor rate tables (``anthropic``, ``openai``) made from a maintained price database.
+"""The vendor rate tables (``anthropic``, ``openai``, ``bedrock``, ``google``, ``moonshotai``)
+made from a maintained price database.
 
 Vendor list prices change every few weeks and new models appear as often; a hand-kept table
 falls behind (the one kept here lacked opus-4-6, sonnet-4-5's long-context tier, gpt-5.2,
@@ -9,30 +10,32 @@ about 0.17 s (it pulls in pydantic and an HTTP client) and 18 MB, more than a pr
 spends on everything else, so its prices are converted once, exactly, into the ordinary
 TOML rate tables that agentcost ships and reads (README, "Pricing").
 
-``python -m analytics.core.pricing.vendor_tables`` rewrites
-``analytics/rate_tables/anthropic.toml``, ``openai.toml`` and ``bedrock.toml`` (Claude on AWS
-Bedrock, :data:`NAMES_WITH`) from the installed database;
-``--check`` only says whether they are current (``tests/test_pricing_db.py`` does the same).
-To update prices: upgrade the pinned ``genai-prices`` in ``pyproject.toml``, run the module,
-review the diff.
+``python -m analytics.core.pricing.vendor_tables`` rewrites the tables of :data:`VENDORS`
+under ``analytics/rate_tables/`` from the installed database; ``--check`` only says whether
+they are current (``tests/core/pricing/test_vendor_tables.py`` does the same). To update
+prices: upgrade the pinned ``genai-prices`` in ``pyproject.toml``, run the module, review the
+diff.
 
 What the conversion keeps, per model of the vendor's provider entry:
 
 * the token prices: input, output, cache read, 5-minute cache write (``cache_write_mtok``; where
-  the database has none, as for most OpenAI models, writes are ordinary input and cost the input
-  price) and 1-hour cache write;
+  the database has none, as for most OpenAI and Gemini models, writes are ordinary input and
+  cost the input price) and 1-hour cache write;
 * long-context tiers (the whole request at the tier's prices once its prompt exceeds the tier's
   start: the same cliff as ``above_prompt_tokens``), one tier per distinct start;
 * dated price changes, as price entries with ``effective_from``/``effective_until``;
 * web searches (``web_searches_kcount``: dollars per 1,000) as ``web_search`` per request;
 * fast mode (a ``speed: fast`` price variant that is one multiple of every standard price) as
   ``fast_multiplier``, and :data:`FAST_MULTIPLIERS` where the database lacks it;
-* the model's match rules as aliases (exact names) and glob patterns, in the database's order,
-  and :data:`EXTRA_ALIASES`.
+* the model's match rules as aliases (exact names), glob patterns and excludes (a rule "starts
+  with X and is not a TTS model" is the pattern ``X*`` with the excludes ``*-tts``,
+  ``*-tts-*``), in the database's order, and :data:`EXTRA_ALIASES`.
 
-Left out: models priced in other units only (audio, images, characters, embeddings-only), the
-batch and service-tier variants (such calls stay unpriced, see ``call_costs.STANDARD_TIERS``),
-and file-search (``storage_searches``) charges, which coding agents' logs do not count.
+Left out: models priced in other units only (audio, images, characters, embeddings-only) or with
+a price for non-text output (image, audio, video generation), the batch and service-tier variants
+(such calls stay unpriced, see ``call_costs.STANDARD_TIERS``), and file-search
+(``storage_searches``) charges, which coding agents' logs do not count. Of the tables in
+:data:`TEXT_INPUT_ONLY` the prices of audio, image and video input are left out too (see there).
 """
 
 from __future__ import annotations
@@ -64,13 +67,36 @@ if TYPE_CHECKING:
 #: The database's package and version the bundled tables were made from (pinned in pyproject).
 DATABASE = "genai-prices"
 #: The vendor tables made from the database: table name -> the database's provider id.
-VENDORS = {"anthropic": "anthropic", "openai": "openai", "bedrock": "aws"}
+VENDORS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "bedrock": "aws",
+    "google": "google",
+    "moonshotai": "moonshotai",
+}
 #: Tables that keep only the names holding a fragment, and only the models left with one:
 #: ``bedrock`` keeps Claude on Bedrock under its Bedrock ids (``jp.anthropic.claude-...``).
 #: The database also matches the bare vendor ids there (``claude-haiku-4-5-20251001``), which
 #: under agentcost's merged vendor tables would price a call to Anthropic's own API at
 #: Bedrock's regional price; the vendor's table prices those.
 NAMES_WITH = {"bedrock": "anthropic."}
+#: Tables that leave out the models whose id starts with a prefix: ``google`` leaves out Claude
+#: on Vertex AI, which is Anthropic's model at Anthropic's list price, priced by the
+#: ``anthropic`` table (its copies would replace Anthropic's in the merged vendor tables of
+#: ``price.BYOK_TABLES`` and ``compare``, without Anthropic's fast-mode multipliers).
+MODELS_WITHOUT = {"google": "claude-"}
+#: Tables whose models are priced for text: the database's prices for audio, image and video
+#: *input* are left out, so a model with them (gemini-2.5-flash, gemini-3-flash-preview) is kept
+#: at its text prices. Gemini CLI and Antigravity log one input count per call, never split by
+#: modality; a prompt holding audio (billed above text on some Flash models) is priced low.
+TEXT_INPUT_ONLY = {"google"}
+_OTHER_INPUTS = {
+    "input_audio_mtok",
+    "cache_audio_read_mtok",
+    "input_image_mtok",
+    "cache_image_read_mtok",
+    "input_video_mtok",
+}
 #: Fast-mode multipliers the database lacks, checked against the vendor's own documentation
 #: (platform.claude.com, "Fast mode": 6x standard rates for Opus 4.6 and 4.7 across the whole
 #: context window, cache prices included; Opus 4.8 is 2x, which the database has).
@@ -82,6 +108,16 @@ EXTRA_ALIASES = {
     "claude-opus-5": ("claude-opus-5-0",),
     "claude-3-5-haiku-latest": ("claude-haiku-3.5",),
     "claude-3-haiku": ("claude-haiku-3",),
+    # the hand-kept google table's short name; Antigravity's display labels of the model
+    # (its ``MODEL_PLACEHOLDER_M16`` slot, "Gemini 3.1 Pro (High)" in the real conversation
+    # database; the thinking level changes no price)
+    "gemini-3.1-pro-preview": (
+        "gemini-3.1-pro",
+        "gemini-3.1-pro-high",
+        "gemini-3.1-pro-low",
+        "gemini 3.1 pro (high)",
+        "gemini 3.1 pro (low)",
+    ),
 }
 #: Price keys of the database that the conversion reads; a model with others is left out
 #: unless they are among the ignored ones.
@@ -105,7 +141,10 @@ def vendor_table(name: str, checked: date) -> RateTable:
 
     provider = next(p for p in data_snapshot.get_snapshot().providers if p.id == VENDORS[name])
     fragment = NAMES_WITH.get(name, "")
-    models = tuple(m for m in (_model(info, fragment) for info in provider.models) if m is not None)
+    without = MODELS_WITHOUT.get(name)
+    ignored = _IGNORED | (_OTHER_INPUTS if name in TEXT_INPUT_ONLY else set())
+    infos = (i for i in provider.models if without is None or not i.id.startswith(without))
+    models = tuple(m for m in (_model(info, fragment, ignored) for info in infos) if m is not None)
     table = RateTable(
         name=name,
         unit="usd_per_million_tokens",
@@ -171,15 +210,15 @@ def _provider_source(provider: Provider) -> str:
     return str(getattr(provider, "pricing_urls", None) or [provider.name]).strip("[]'\"")
 
 
-def _model(info: ModelInfo, fragment: str = "") -> ModelRate | None:
+def _model(info: ModelInfo, fragment: str = "", ignored: set[str] = _IGNORED) -> ModelRate | None:
     """One database model as a rate-table model, answering only to its names that hold
-    ``fragment`` (:data:`NAMES_WITH`); None for a model priced in other units or left with
-    no such name."""
+    ``fragment`` (:data:`NAMES_WITH`); None for a model priced in other units than the read
+    and ``ignored`` price keys, or left with no such name."""
     prices = _conditional(info)
     keys = {k for _, price in prices for k, v in vars(price).items() if v is not None}
-    if not {"input_mtok", "output_mtok"} <= keys or keys - _READ - _IGNORED:
+    if not {"input_mtok", "output_mtok"} <= keys or keys - _READ - ignored:
         return None
-    aliases, patterns = _names(info, fragment)
+    aliases, patterns, excludes = _names(info, fragment)
     if fragment and not aliases + list(patterns):
         return None
     fast = _fast_multiplier(info)
@@ -193,6 +232,7 @@ def _model(info: ModelInfo, fragment: str = "") -> ModelRate | None:
         periods=tuple(periods),
         aliases=tuple(a for a in aliases if a != info.id.lower()),
         patterns=patterns,
+        excludes=excludes,
     )
 
 
@@ -281,26 +321,42 @@ def _base(value: Any) -> Decimal:
 # ---------------------------------------------------------------------------------- names
 
 
-def _names(info: ModelInfo, fragment: str = "") -> tuple[list[str], tuple[str, ...]]:
-    """(exact names, glob patterns) equivalent to the model's match rule, those holding
-    ``fragment`` only."""
+def _names(
+    info: ModelInfo, fragment: str = ""
+) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
+    """(exact names, glob patterns, excludes) equivalent to the model's match rule, the names
+    and patterns holding ``fragment`` only. Excludes come from a rule "pattern and not X": the
+    rate-table format applies them to every pattern of the model, so a model with them may have
+    one pattern only."""
     aliases: list[str] = []
     patterns: list[str] = []
+    excludes: list[str] = []
     for kind, text in _clauses(info.match, info.id):
-        if fragment not in text.lower():
+        if kind == "exclude":
+            excludes.append(text.lower())
+        elif fragment not in text.lower():
             continue
-        if kind == "equals":
+        elif kind == "equals":
             aliases.append(text.lower())
         else:
             patterns.append(text.lower())
-    return list(dict.fromkeys(aliases)), tuple(dict.fromkeys(patterns))
+    if excludes and len(patterns) != 1:
+        raise ConversionError(f"{info.id}: excludes beside {len(patterns)} patterns")
+    return (
+        list(dict.fromkeys(aliases)),
+        tuple(dict.fromkeys(patterns)),
+        tuple(dict.fromkeys(excludes)),
+    )
 
 
 def _clauses(clause: Any, model: str) -> Iterable[tuple[str, str]]:
-    """The rule's alternatives: ("equals", name) or ("glob", pattern)."""
+    """The rule's alternatives: ("equals", name), ("glob", pattern) or ("exclude", pattern)
+    (from an "and" of one pattern and negative lookaheads)."""
     if hasattr(clause, "or_"):
         for part in clause.or_:
             yield from _clauses(part, model)
+    elif hasattr(clause, "and_"):
+        yield from _conjunction(clause.and_, model)
     elif hasattr(clause, "equals"):
         yield "equals", clause.equals
     elif hasattr(clause, "starts_with"):
@@ -315,6 +371,27 @@ def _clauses(clause: Any, model: str) -> Iterable[tuple[str, str]]:
         raise ConversionError(f"{model}: unsupported match rule {clause!r}")
 
 
+#: A regex that refuses names holding a part at their end or before a dash:
+#: ``^(?!.*-[tT][tT][sS](?:$|-))`` (not a text-to-speech model).
+_NOT_PART = re.compile(r"^\^\(\?!\.\*(?P<part>.+)\(\?:\$\|-\)\)$")
+
+
+def _conjunction(parts: Sequence[Any], model: str) -> Iterable[tuple[str, str]]:
+    """An "and" of one glob rule and negative lookaheads (:data:`_NOT_PART`): the glob and an
+    exclude of each part at a name's end (``*-tts``) and before a dash (``*-tts-*``)."""
+    positive = [p for p in parts if not (hasattr(p, "regex") and _NOT_PART.match(p.regex))]
+    negative = [_NOT_PART.match(p.regex) for p in parts if p not in positive]
+    globs = [c for p in positive for c in _clauses(p, model)]
+    if len(globs) != 1 or globs[0][0] != "glob":
+        raise ConversionError(f"{model}: unsupported match rule 'and' of {parts!r}")
+    yield globs[0]
+    for found in negative:
+        assert found is not None  # kept by the filter above
+        part = _regex_glob(f"^{found['part']}$", model)
+        yield "exclude", f"*{part}"
+        yield "exclude", f"*{part}-*"
+
+
 def _literal(text: str) -> str:
     """``text`` as a glob that matches it literally."""
     return re.sub(r"([*?\[])", r"[\1]", text)
@@ -326,10 +403,12 @@ _REGEX_PIECE = re.compile(r"\\d(?:\{(\d+)\})?|\\(.)|(\[[^\]]+\])|([^\\\[\](){}*+
 
 
 def _regex_glob(regex: str, model: str) -> str:
-    """An anchored regex of literals, ``\\d{n}`` and character classes as an exact glob."""
-    if not (regex.startswith("^") and regex.endswith("$")):
+    """A regex of literals, ``\\d{n}`` and character classes anchored at the start as an exact
+    glob: one that matches the whole name where the regex ends with ``$``, else its start."""
+    if not regex.startswith("^"):
         raise ConversionError(f"{model}: unanchored regex {regex!r}")
-    body, glob, at = regex[1:-1], [], 0
+    whole = regex.endswith("$") and not regex.endswith("\\$")
+    body, glob, at = regex[1 : -1 if whole else None], [], 0
     while at < len(body):
         piece = _REGEX_PIECE.match(body, at)
         if piece is None:
@@ -338,9 +417,17 @@ def _regex_glob(regex: str, model: str) -> str:
         if piece.group(0).startswith("\\d"):
             glob.append("[0-9]" * int(count or 1))
         else:
-            glob.append(_literal(escaped) if escaped else klass or _literal(plain))
+            glob.append(_literal(escaped) if escaped else _class(klass) or _literal(plain))
         at = piece.end()
-    return "".join(glob)
+    return "".join(glob) + ("" if whole else "*")
+
+
+def _class(klass: str | None) -> str | None:
+    """A character class as a glob; one letter in either case (``[tT]``) is that letter, since
+    names and patterns are matched in lower case."""
+    if klass is not None and len(set(klass[1:-1].lower())) == 1 and klass[1:-1].isalpha():
+        return klass[1].lower()
+    return klass
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-//! Calibration (its polars oracle: `tests/reference/calibrate.py`, `calibrate`): each call's
+//! Calibration (its polars oracle: `tests/oracle/reference/calibrate.py`, `calibrate`): each call's
 //! input, cache and output tokens from the fitted prompts, apportioned to the shutdown's exact
 //! totals where a total covers the call (integer largest remainder, so every column sums to
 //! its total), else the fit as it is with the provider's caching.

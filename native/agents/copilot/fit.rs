@@ -1,4 +1,4 @@
-//! The reconstruction's per-session fit (its polars oracle: `tests/reference/fit.py`, `fit`):
+//! The reconstruction's per-session fit (its polars oracle: `tests/oracle/reference/fit.py`, `fit`):
 //! weighted least squares with priors, solved one session at a time.
 //!
 //! A session's calls carry their regressors (the fixed part's unknown, bytes and items so far
@@ -97,7 +97,7 @@ pub struct Facts<'a> {
     pub pre_compaction: Option<i64>,
 }
 
-/// What a constraint row sums, as `tests/reference/fit.py` names it (`in:{segment}:{model}`,
+/// What a constraint row sums, as `tests/oracle/reference/fit.py` names it (`in:{segment}:{model}`,
 /// `read:…`, `obs:{seq}`, `obsread:{seq}`, `agent:{id}`, `stated-fixed`, `pre:{seq}`): the
 /// name's parts, not its text, so that a row is found without formatting a string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,7 +115,7 @@ enum RowKey<'a> {
 /// y, sd, at least), and how many rows there are.
 pub type Rows = (Vec<(usize, i64, Part)>, Vec<(usize, f64, f64, bool)>, usize);
 
-/// Every constraint row of a session (see `constraints` in `tests/reference/fit.py`): the
+/// Every constraint row of a session (see `constraints` in `tests/oracle/reference/fit.py`): the
 /// members as (row, call, part) and the targets as (row, y, sd, at least), each row numbered
 /// in the order it is first met (a row's target is given once, when it is first met).
 /// `runs`: each sub-agent's `totalTokens` (input + output of all its calls); `stated`: the

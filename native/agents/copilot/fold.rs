@@ -1,6 +1,6 @@
 //! The Copilot fold: one session's ordered events in, its LLM calls, its SESSIONS row and its
 //! warnings out, by the rules of the Copilot agent loop (the polars stages kept as the oracle
-//! in `tests/reference/` state them; the differential test holds the two equal).
+//! in `tests/oracle/reference/` state them; the differential test holds the two equal).
 //!
 //! Calls:
 //! - a main call is a main-agent `assistant.turn_start`; the first main `turn_end` after it,

@@ -4,7 +4,7 @@
 //! The scanner keeps the field as JSON text (`scan::Totals`): compact JSON, or the text of a
 //! string when the field is one (a string that holds JSON is read as that JSON). Its keys are
 //! model names, which no fixed table of fields can describe, so it is decoded here, with the
-//! rules of the Python reader it replaces (`tests/reference/model_metrics.py`, the oracle):
+//! rules of the Python reader it replaces (`tests/oracle/reference/model_metrics.py`, the oracle):
 //!
 //! - the text must be one JSON document (Python's `json` grammar: `NaN`, `Infinity` and
 //!   `-Infinity` allowed) whose value is an object, else the line gets a warning and no row;

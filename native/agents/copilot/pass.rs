@@ -1,7 +1,7 @@
 //! The one Copilot pass: a group's scanned lines in, every session's calls, SESSIONS row,
 //! warnings, placed shutdown totals and priced lines out, with no table of events in between.
 //!
-//! The steps, each by the rules of the polars stages kept as the oracle in `tests/reference/`
+//! The steps, each by the rules of the polars stages kept as the oracle in `tests/oracle/reference/`
 //! (`order_events`, `drop_repeats`, `place_model_metrics`, `log_prices`):
 //! 1. rows by session (lines of unreadable files left out);
 //! 2. each session in order: its files by their first timestamp (unknown first), then name;

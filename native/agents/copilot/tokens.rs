@@ -15,7 +15,7 @@
 //! counts imply (`assign_models`). Out come each call's CALL_TOKENS figures, its model as it
 //! now stands, the session's token sums, models and fit, and the warnings. Token arithmetic is
 //! integer; the reconstruction's floats only weigh the shares. The polars stages this replaces
-//! are the oracle in `tests/reference/tokens.py`, and the differential test holds the two
+//! are the oracle in `tests/oracle/reference/tokens.py`, and the differential test holds the two
 //! equal.
 //!
 //! Pure safe Rust on borrowed strings: nothing here panics on any input (indexing is checked,

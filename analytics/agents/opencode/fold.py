@@ -1,0 +1,398 @@
+"""OpenCode's rows folded into calls, sessions, issues and context items, over whole columns.
+
+The counting rules (``docs/agents/opencode.md``):
+
+* **A call is a ``step-finish`` part** (OpenCode writes one per LLM step, with the step's
+  ``tokens`` and ``cost``); a failed step leaves none (its message carries ``error``) and
+  is no call. ``api_call_id`` is the part id: a part found in several databases of a group
+  (or again in the same) counts once.
+* **A fork's copy counts once.** ``Session.fork`` copies a session's messages and parts
+  into a new session under new ids, the JSON unchanged: a ``step-finish`` part whose JSON
+  and whose message's creation stamp (milliseconds) equal those of a part of an older
+  session is that part's copy, and only the oldest session's counts. Two real calls whose
+  ``step-finish`` JSON happens to be equal (same tokens, same snapshot) were made at other
+  milliseconds, so they stay two.
+* **Tokens**: OpenCode's ``input`` excludes cache reads and writes and its ``output``
+  excludes reasoning (``total`` is their sum): ``input_tokens`` adds the cache back and
+  ``output_tokens`` the reasoning, unless ``total`` shows the output already held it.
+* **Sub-agents**: a ``task`` runs in a child session (``session.parent_id``); its calls join
+  the root of their session tree as ``subagent`` calls (``agent_id`` the child session,
+  ``agent_name`` its agent). A compaction step (message ``mode``/``agent``
+  ``compaction``) is a ``compaction`` call.
+* ``provider`` is the message's ``providerID`` (``lmstudio``, ``ollama``: local, billed
+  nothing; OpenCode logs 0 for them as for unpriced models and subscriptions), and
+  ``logged_cost_usd`` the part's ``cost`` as its JSON number text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
+from analytics.agents.opencode import database, legacy
+from analytics.core.registry import OPENCODE
+
+#: Part types OpenCode writes (others are counted as unknown rows).
+PART_TYPES = frozenset(
+    {"text", "reasoning", "tool", "step-start", "step-finish", "patch", "compaction", "file",
+     "agent", "subtask", "retry", "snapshot"}
+)  # fmt: skip
+
+#: The message ``error`` of a step the user stopped.
+ABORTED = "MessageAbortedError"
+
+#: The counts of a ``step-finish`` part's ``tokens``, by the column they are read into.
+_COUNTS = {
+    "input": "input",
+    "output": "output",
+    "reasoning": "reasoning",
+    "cache_read": "cache.read",
+    "cache_write": "cache.write",
+    "total": "total",
+}
+
+
+def issue(file: str, line: int | None, severity: str, message: str) -> dict[str, object]:
+    """One issues row."""
+    return {"file": file, "line": line, "severity": severity, "message": message}
+
+
+def _tagged(frame: pl.DataFrame, name: str, index: int) -> pl.DataFrame:
+    """``frame`` with the file it was read from and that file's place in the group."""
+    return frame.with_columns(
+        pl.lit(name).alias("file"), pl.lit(index, pl.Int64).alias("file_index")
+    )
+
+
+def _read(
+    files: Sequence[Path],
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
+    """Every file's sessions, messages and parts (sessions and parts tagged with their
+    file), each once (a database's before the legacy store's, then the first file's), and
+    the issues of reading them: unreadable files, invalid rows, tables not counted."""
+    stores = [path for path in files if legacy.claims(path)]
+    sessions = [_tagged(pl.DataFrame(schema=database.schema(database.SESSION_COLUMNS)), "", 0)]
+    messages = [pl.DataFrame(schema=database.schema(database.MESSAGE_COLUMNS))]
+    parts = [_tagged(pl.DataFrame(schema=database.schema(database.PART_COLUMNS)), "", 0)]
+    issues = []
+    for index, path in enumerate(path for path in files if not legacy.claims(path)):
+        name = str(path)
+        try:
+            rows = database.read(path)
+        except database.UnreadableError as error:
+            issues.append(issue(name, None, "error", f"{error}; file skipped"))
+            continue
+        sessions.append(_tagged(rows.sessions, name, index))
+        messages.append(rows.messages)
+        parts.append(_tagged(rows.parts, name, index))
+        issues += [
+            issue(name, line, "error", f"{table} {id_!r}: data is not valid JSON; row skipped")
+            for table, line, id_ in rows.invalid.iter_rows()
+        ]
+        issues += [
+            issue(name, None, "error", f"{count} rows of table {table} (OpenCode 2.x) not read")
+            for table, count in rows.unread.items()
+        ]
+    if stores:
+        rows, listed, problems = legacy.read(stores)
+        names = pl.DataFrame(
+            {"line": range(1, len(listed) + 1), "file": [str(path) for path in listed]},
+            schema={"line": pl.Int64(), "file": pl.String()},
+        )
+        index = len(files) - len(stores)
+        for found, into in ((rows.sessions, sessions), (rows.parts, parts)):
+            tagged = found.join(names, on="line", how="left").with_columns(
+                pl.lit(None, pl.Int64).alias("line"), pl.lit(index, pl.Int64).alias("file_index")
+            )
+            into.append(tagged.select(*found.columns, "file", "file_index"))
+        messages.append(rows.messages)
+        issues += [issue(str(path), None, "error", why) for path, why in problems]
+    return (
+        pl.concat(sessions).unique("session", keep="first", maintain_order=True),
+        pl.concat(messages).unique("message", keep="first", maintain_order=True),
+        pl.concat(parts).unique("part", keep="first", maintain_order=True),
+        issues,
+    )
+
+
+def _joined(parts: pl.DataFrame, messages: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` in log order (creation stamp, id, file, row) with what their message says
+    (role, model and provider, else its user message's, mode, agent, error, creation stamp)
+    and their own session's root, parent and creation stamp (what tell a sub-agent's call
+    and a fork's original) and OpenCode version."""
+    asked = messages.select(
+        pl.col("message").alias("parent_message"),
+        pl.col("model").alias("asked_model"),
+        pl.col("provider").alias("asked_provider"),
+    )
+    said = messages.join(asked, on="parent_message", how="left").with_columns(
+        pl.coalesce("model", "asked_model").alias("model"),
+        pl.coalesce("provider", "asked_provider").alias("provider"),
+    )
+    own = sessions.select(
+        pl.col("session").alias("own_session"),
+        pl.col("root").alias("session"),
+        pl.col("parent").alias("own_parent"),
+        pl.col("created").alias("own_created"),
+        pl.col("version").alias("agent_version"),
+    )
+    return (
+        parts.join(said.drop("asked_model", "asked_provider"), on="message", how="left")
+        .join(own, on="own_session", how="left")
+        .with_columns(pl.coalesce("session", "own_session").alias("session"))
+        .sort(["created", "part", "file_index", "line"], nulls_last=True)
+    )
+
+
+def _usage(name: str) -> pl.Expr:
+    """A count of a ``step-finish`` part's ``tokens`` (``input``, ``cache.read``, ...): a
+    whole number, else null."""
+    return pl.col("tokens").str.json_path_match(f"$.{name}").cast(pl.Int64, strict=False)
+
+
+def _calls(parts: pl.DataFrame) -> pl.DataFrame:
+    """The ``step-finish`` parts less forks' copies, as calls (before numbering)."""
+    steps = parts.filter(pl.col("type") == "step-finish").with_columns(
+        *(_usage(name).alias(column) for column, name in _COUNTS.items()),
+        pl.when(pl.col("cost").str.contains(r"^-?[0-9]")).then(pl.col("cost")).alias("cost"),
+    )
+    fork_key = pl.struct("message_created", "tokens", "cost", "snapshot")
+    oldest = steps.sort(["own_created", "created", "file_index", "line"], nulls_last=True)
+    original = pl.col("own_session").first().over(fork_key)
+    steps = oldest.filter(pl.col("message_created").is_null() | (pl.col("own_session") == original))
+    cache = pl.col("cache_read").fill_null(0) + pl.col("cache_write").fill_null(0)
+    reasoning_inside = (pl.col("reasoning") > 0) & (
+        pl.col("total") == pl.col("input") + pl.col("output") + cache
+    )
+    subagent = pl.col("own_parent").is_not_null()
+    return steps.select(
+        pl.col("file").alias("source_file"),
+        pl.col("line").alias("source_line"),
+        pl.lit(OPENCODE.id).alias("agent"),
+        pl.col("session").alias("session_id"),
+        pl.col("created"),
+        pl.col("part"),
+        pl.col("file_index"),
+        pl.when((pl.col("mode") == "compaction") | (pl.col("agent_name") == "compaction"))
+        .then(pl.lit("compaction"))
+        .when(subagent)
+        .then(pl.lit("subagent"))
+        .otherwise(pl.lit("main"))
+        .alias("kind"),
+        pl.col("model"),
+        pl.when(subagent).then(pl.col("own_session")).alias("agent_id"),
+        pl.when(subagent).then(pl.col("agent_name")).alias("agent_name"),
+        pl.col("part").alias("api_call_id"),
+        pl.from_epoch(pl.coalesce("message_created", "created"), "ms").alias("start_time"),
+        pl.from_epoch("time", "ms").alias("end_time"),
+        (pl.col("input") + cache).alias("input_tokens"),
+        pl.col("cache_read").alias("cache_read_tokens"),
+        pl.col("cache_write").alias("cache_write_tokens"),
+        pl.when(reasoning_inside)
+        .then(pl.col("output"))
+        .otherwise(pl.col("output") + pl.col("reasoning").fill_null(0))
+        .alias("output_tokens"),
+        pl.col("reasoning").alias("reasoning_tokens"),
+        pl.lit(True).alias("final_usage"),
+        (pl.col("error") == ABORTED).fill_null(False).alias("interrupted"),
+        pl.lit("observed").alias("token_source"),
+        pl.col("agent_version"),
+        pl.col("provider"),
+        pl.col("cost").alias("logged_cost_usd"),
+    )
+
+
+def _items(parts: pl.DataFrame) -> pl.DataFrame:
+    """The context items of ``parts``: a user text is a ``user.message``; an assistant text
+    or reasoning an ``assistant.message`` (a compaction step's a
+    ``session.compaction_complete``); a tool part its request (an ``assistant.message`` of
+    the input's bytes, and a ``tool.execution_start`` naming the tool) and its result (a
+    ``tool.execution_complete`` of the output's bytes). ``sub`` orders a part's items."""
+    base = [
+        pl.col("file").alias("source_file"),
+        pl.col("line").alias("source_line"),
+        pl.lit(OPENCODE.id).alias("agent"),
+        pl.col("session").alias("session_id"),
+        pl.col("part").alias("event_id"),
+        pl.from_epoch("created", "ms").alias("timestamp"),
+        pl.when(pl.col("own_parent").is_not_null()).then(pl.col("own_session")).alias("agent_id"),
+        pl.col("created"),
+        pl.col("part"),
+        pl.col("file_index"),
+    ]
+    texts = parts.filter(pl.col("type").is_in(["text", "reasoning"])).select(
+        *base,
+        pl.when(pl.col("role") == "user")
+        .then(pl.lit("user.message"))
+        .when((pl.col("mode") == "compaction") | (pl.col("agent_name") == "compaction"))
+        .then(pl.lit("session.compaction_complete"))
+        .otherwise(pl.lit("assistant.message"))
+        .alias("event_type"),
+        pl.lit(None, pl.String).alias("tool_call_id"),
+        pl.lit(None, pl.String).alias("tool_name"),
+        pl.col("text_bytes").alias("content_bytes"),
+        pl.lit(None, pl.Int64).alias("tool_request_bytes"),
+        pl.lit(1, pl.Int64).alias("sub"),
+    )
+    tools = parts.filter(pl.col("type") == "tool")
+    tool = [pl.col("call_id").alias("tool_call_id"), pl.col("tool").alias("tool_name")]
+    requests = tools.select(
+        *base,
+        pl.lit("assistant.message").alias("event_type"),
+        *tool,
+        pl.col("tool_input_bytes").alias("content_bytes"),
+        pl.col("tool_input_bytes").alias("tool_request_bytes"),
+        pl.lit(1, pl.Int64).alias("sub"),
+    )
+    starts = tools.select(
+        *base,
+        pl.lit("tool.execution_start").alias("event_type"),
+        *tool,
+        pl.lit(None, pl.Int64).alias("content_bytes"),
+        pl.lit(None, pl.Int64).alias("tool_request_bytes"),
+        pl.lit(2, pl.Int64).alias("sub"),
+    )
+    results = tools.filter(pl.col("tool_output_bytes").is_not_null()).select(
+        *base,
+        pl.lit("tool.execution_complete").alias("event_type"),
+        *tool,
+        pl.col("tool_output_bytes").alias("content_bytes"),
+        pl.lit(None, pl.Int64).alias("tool_request_bytes"),
+        pl.lit(3, pl.Int64).alias("sub"),
+    )
+    return pl.concat([texts, requests, starts, results])
+
+
+def _numbered(calls: pl.DataFrame, items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``calls`` numbered 1.. per session in log order (``call_index``) and calls and items
+    together (``event_seq``), so the items a call carried are those numbered before it."""
+    order = ["created", "part", "file_index", "source_line", "sub"]
+    keys = ["session_id", *order, "is_call"]
+    both = pl.concat(
+        [
+            calls.select(
+                *keys[:-2], pl.lit(0, pl.Int64).alias("sub"), pl.lit(True).alias("is_call")
+            ),
+            items.select(*keys[:-1], pl.lit(False).alias("is_call")),
+        ]
+    ).sort(["session_id", *order], nulls_last=True)
+    both = both.with_columns(pl.int_range(1, pl.len() + 1).over("session_id").alias("event_seq"))
+    seq = both.select(*keys, "event_seq")
+    calls = (
+        calls.with_columns(pl.lit(0, pl.Int64).alias("sub"), pl.lit(True).alias("is_call"))
+        .join(seq, on=keys, how="left", nulls_equal=True)
+        .sort(["session_id", "event_seq"])
+        .with_columns(pl.int_range(1, pl.len() + 1).over("session_id").alias("call_index"))
+    )
+    items = (
+        items.with_columns(pl.lit(False).alias("is_call"))
+        .join(seq, on=keys, how="left", nulls_equal=True)
+        .sort(["session_id", "event_seq"])
+    )
+    return calls, items
+
+
+def _sessions(
+    sessions: pl.DataFrame, parts: pl.DataFrame, calls: pl.DataFrame, issues: pl.DataFrame
+) -> pl.DataFrame:
+    """One row per session tree (its root's id): where, when, its OpenCode version, its calls
+    by kind and state, the part rows read (``unknown_lines``: of types OpenCode is not known
+    to write) and the issues of its files. Sessions with no rows are listed too."""
+    roots = sessions.filter(pl.col("session") == pl.col("root")).select(
+        pl.col("session").alias("session_id"),
+        "cwd",
+        pl.col("version").alias("agent_version"),
+        pl.col("parent").alias("parent_session_id"),
+        pl.col("created").alias("root_created"),
+        pl.col("updated").alias("root_updated"),
+    )
+    members = pl.concat(
+        [
+            sessions.select(pl.col("root").alias("session_id"), "file"),
+            parts.select(pl.col("session").alias("session_id"), "file"),
+        ]
+    )
+    files = members.group_by("session_id").agg(
+        pl.col("file").unique(maintain_order=True).alias("source_files")
+    )
+    read = parts.group_by(pl.col("session").alias("session_id")).agg(
+        pl.col("created").min().alias("first"),
+        pl.col("time").max().alias("last"),
+        pl.len().cast(pl.Int64).alias("lines_read"),
+        (~pl.col("type").is_in(list(PART_TYPES)))
+        .fill_null(True)
+        .sum()
+        .cast(pl.Int64)
+        .alias("unknown_lines"),
+    )
+    counted = calls.group_by("session_id").agg(
+        pl.col("model").drop_nulls().unique().sort().alias("models"),
+        pl.len().cast(pl.Int64).alias("llm_calls"),
+        *(
+            (pl.col("kind") == kind).sum().cast(pl.Int64).alias(f"{kind}_calls")
+            for kind in ("main", "subagent", "compaction")
+        ),
+        (~pl.col("final_usage")).sum().cast(pl.Int64).alias("calls_without_final_usage"),
+        pl.col("interrupted").sum().cast(pl.Int64).alias("interrupted_calls"),
+    )
+    per_file = issues.group_by(pl.col("file")).agg(pl.len().cast(pl.Int64).alias("n"))
+    issue_counts = (
+        files.explode("source_files")
+        .join(per_file, left_on="source_files", right_on="file", how="inner")
+        .group_by("session_id")
+        .agg(pl.col("n").sum().alias("issues"))
+    )
+    ids = members.select("session_id").unique(maintain_order=True)
+    table = (
+        ids.join(roots, on="session_id", how="left")
+        .join(files, on="session_id", how="left")
+        .join(read, on="session_id", how="left")
+        .join(counted, on="session_id", how="left")
+        .join(issue_counts, on="session_id", how="left")
+    )
+    zero = ["llm_calls", "main_calls", "subagent_calls", "compaction_calls",
+            "calls_without_final_usage", "interrupted_calls", "lines_read", "unknown_lines",
+            "issues"]  # fmt: skip
+    return table.with_columns(
+        pl.lit(OPENCODE.id).alias("agent"),
+        pl.from_epoch(pl.min_horizontal("root_created", "first"), "ms").alias("start_time"),
+        pl.from_epoch(pl.max_horizontal("root_updated", "last"), "ms").alias("end_time"),
+        pl.col("models").fill_null(pl.lit([], pl.List(pl.String))),
+        *(pl.col(column).fill_null(0) for column in zero),
+    ).sort("start_time", "session_id", nulls_last=True)
+
+
+def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``frame`` with exactly ``columns`` (those it lacks null), in order, with their dtypes."""
+    return frame.select(
+        (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+        for name, dtype in columns.items()
+    )
+
+
+def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
+    """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
+    databases ``files``, folded as one group."""
+    sessions, messages, parts, problems = _read(files)
+    parts = _joined(parts, messages, sessions)
+    calls, context = _numbered(_calls(parts), _items(parts))
+    missing = parts.filter((pl.col("type") == "step-finish") & _usage("input").is_null())
+    problems += [
+        issue(
+            file,
+            line,
+            "warning",
+            f"step-finish part {part!r} states no tokens.input: its tokens are unknown",
+        )
+        for file, line, part in missing.select("file", "line", "part").iter_rows()
+    ]
+    issues = pl.DataFrame(problems, schema=issue_columns())
+    return AgentTables(
+        calls=_conformed(calls, call_columns()),
+        sessions=_conformed(_sessions(sessions, parts, calls, issues), session_columns()),
+        issues=issues,
+        items=_conformed(context if items else context.clear(), item_columns()),
+    )
