@@ -12,7 +12,7 @@ sessions) and checks the issue's targets: Claude Code and Codex cold ≤ 3x ccus
 ≤ 300 MB; pi, Gemini CLI, OpenCode, Kimi Code and Antigravity cold ≤ 2x ccusage and peak RSS
 ≤ 400 MB. An agent agentcost finds no call of (its reader not landed yet) is reported as such,
 without a ratio. The table goes to ``benchmarks/AGENTS.md`` (the hand notes kept); every run to
-``benchmarks/results/agents-<date>.json``.
+``benchmarks/results/agents-<date>-<HHMM>.json``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import multiprocessing
 import shutil
 import statistics
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from benchmarks.run import (
     DATA,
     HERE,
     RESULTS,
+    STDOUT,
     Run,
     cpu_model,
     ensure_ccusage,
@@ -143,6 +145,18 @@ class Counted:
     calls: int | None
 
 
+def counted_in_child(tool: str, path: Path) -> Counted:
+    """``counted`` of the output at ``path``, parsed in a new interpreter: the benchmark's own
+    process must stay small, or the next children it forks report its size as their peak RSS
+    (see ``benchmarks.run.measure``)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_counted_file, (tool, path))
+
+
+def _counted_file(tool: str, path: Path) -> Counted:
+    return counted(tool, path.read_bytes())
+
+
 def counted(tool: str, output: bytes) -> Counted:
     """The sessions (and agentcost's calls) of a tool's JSON output; 0 where it is not JSON."""
     try:
@@ -178,9 +192,10 @@ def main() -> None:
             shutil.rmtree(cache, ignore_errors=True)
             ccusage = [str(CCUSAGE), bench.report, "session", "--json", "--offline"]
             tool = f"ccusage {agent}"
-            run, out = measure(tool, args.mb, ccusage, tree, cache, bench.ccusage_env(tree))
+            env = bench.ccusage_env(tree)
+            run, _ = measure(tool, args.mb, ccusage, tree, cache, env, keep_stdout=False)
             runs.append(run)
-            counts[tool] = counted(tool, out)
+            counts[tool] = counted_in_child(tool, STDOUT)
             if args.ccusage_only:
                 continue
             logs = tree / bench.logs
@@ -188,9 +203,9 @@ def main() -> None:
             tool = f"agentcost {agent} cold"
             env = bench.agentcost_env(tree)
             # until an agent's reader lands agentcost refuses its tree: recorded, not fatal
-            run, out = measure(tool, args.mb, cold, tree, cache, env, check=False)
+            run, _ = measure(tool, args.mb, cold, tree, cache, env, check=False, keep_stdout=False)
             runs.append(run)
-            counts[tool] = counted(tool, out)
+            counts[tool] = counted_in_child(tool, STDOUT)
         mine = (counts[t] for t in (f"ccusage {agent}", f"agentcost {agent} cold") if t in counts)
         print(f"{agent}: {', '.join(map(_count_text, mine))}")
     text = render(runs, counts, agents)
@@ -198,7 +213,7 @@ def main() -> None:
     if not args.ccusage_only and set(agents) == set(AGENT_IDS):
         write_keeping_notes(HERE / "AGENTS.md", text)
     stamp = dt.datetime.now(dt.UTC)
-    (RESULTS / f"agents-{stamp:%Y-%m-%d}.json").write_text(
+    (RESULTS / f"agents-{stamp:%Y-%m-%d-%H%M}.json").write_text(
         json.dumps(
             {
                 "cpu": cpu_model(),
