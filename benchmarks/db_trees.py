@@ -66,7 +66,7 @@ class _Rows:
     """The template rows of OpenCode's tables built from projection lines, in order."""
 
     def __init__(self) -> None:
-        self.sessions: list[Row] = []
+        self.sessions: list[tuple[str, str, int]] = []
         self.messages: dict[str, list[object]] = {}
         self.parts: list[Row] = []
         self.count = 0
@@ -92,12 +92,14 @@ class _Rows:
             if self.user is None or self.assistant is not None:
                 model = str(line["_model"])
                 provider = OPENCODE_PROVIDERS.get(model, "lmstudio")
-                message = {"role": "user", "time": {"created": ts}, "agent": "build",
-                           "model": {"providerID": provider, "modelID": model}}  # fmt: skip
-                self.user = (self.put(message, ts), message)
-                self.assistant, self.compacting = None, False
+                message: dict[str, object] = {
+                    "role": "user", "time": {"created": ts}, "agent": "build",
+                    "model": {"providerID": provider, "modelID": model},
+                }  # fmt: skip
+                user = (self.put(message, ts), message)
+                self.user, self.assistant, self.compacting = user, None, False
             self.compacting |= data.get("type") == "compaction"
-            owner = self.user[0]
+            owner = self.user[0] if self.user else ""
         else:
             if data.get("type") == "step-start" or self.assistant is None:
                 self.open_assistant(line, ts)
@@ -153,12 +155,12 @@ def opencode_rows(source: Path) -> tuple[list[Row], list[Row], list[Row], list[R
     projects = {
         cwd: f"prj_{hashlib.sha1(cwd.encode()).hexdigest()[:12]}" for _, cwd, _ in rows.sessions
     }
-    sessions = [
+    sessions: list[Row] = [
         (sid, projects[cwd], None, "slug", cwd, "title", "1.14.50", ts, ts)
         for sid, cwd, ts in rows.sessions
     ]
-    messages = [(*row[:4], _json(row[4])) for row in rows.messages.values()]
-    projects_rows = [(pid, cwd, "git", None, 0, 0) for cwd, pid in projects.items()]
+    messages: list[Row] = [(*row[:4], _json(row[4])) for row in rows.messages.values()]
+    projects_rows: list[Row] = [(pid, cwd, "git", None, 0, 0) for cwd, pid in projects.items()]
     return projects_rows, sessions, messages, rows.parts
 
 

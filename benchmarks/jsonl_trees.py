@@ -22,6 +22,7 @@ split at their headers and put where the agent writes them:
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import uuid
@@ -221,8 +222,6 @@ def kimi_sessions(source: Path) -> list[tuple[str, dict[str, str]]]:
 def kimi_workdir_key(state: dict[str, object]) -> str:
     """The session's ``<workDirKey>``: the folder above it in the ``homedir`` Kimi Code
     recorded, else Kimi Code's rule from ``cwd`` (``wd_<slug>_<sha256(cwd)[:12]>``)."""
-    import hashlib
-
     agents = state.get("agents")
     main = agents.get("main") if isinstance(agents, dict) else None
     homedir = main.get("homedir") if isinstance(main, dict) else None
