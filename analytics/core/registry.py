@@ -174,8 +174,33 @@ OPENCODE = Agent(
     suffixes=(".db", ".json"),
 )
 
+GEMINI_CLI = Agent(
+    id="gemini-cli",
+    name="Gemini CLI",
+    short_name="Gemini CLI",
+    # GEMINI_CLI_HOME stands for the user's home (Gemini CLI keeps its files in <it>/.gemini)
+    home_variables=("GEMINI_CLI_HOME",),
+    default_homes=("~",),
+    logs_in=(".gemini/tmp",),
+    api_equivalent=True,
+    plans="a Google account's Gemini Code Assist or Google AI plan",
+    reader="analytics.agents.gemini_cli",
+    suffixes=(".jsonl", ".json"),
+)
+KIMI = Agent(
+    id="kimi",
+    name="Kimi Code",
+    short_name="Kimi",
+    home_variables=("KIMI_CODE_HOME", "KIMI_SHARE_DIR"),
+    default_homes=("~/.kimi-code", "~/.kimi"),
+    logs_in=("sessions",),
+    api_equivalent=True,
+    plans="a Kimi membership (kimi-for-coding)",
+    reader="analytics.agents.kimi",
+)
+
 #: Every agent agentcost reads, in the order help texts name them.
-AGENTS = (COPILOT, CLAUDE_CODE, CODEX, ANTIGRAVITY, OPENCODE, PI, OPENCLAW)
+AGENTS = (COPILOT, CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, PI, OPENCLAW, ANTIGRAVITY, KIMI)
 
 
 def listed(words: list[str], last: str = "and") -> str:

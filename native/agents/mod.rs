@@ -6,6 +6,8 @@
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod gemini_cli;
+pub mod kimi;
 pub mod pi;
 
 use std::path::PathBuf;
@@ -36,6 +38,11 @@ pub const FOLDS: &[Native] = &[
         seeds: codex::SEEDS,
     },
     Native {
+        id: gemini_cli::AGENT,
+        fold: gemini_cli::fold_with,
+        seeds: gemini_cli::SEEDS,
+    },
+    Native {
         id: "pi",
         fold: pi::fold_with,
         seeds: pi::SEEDS,
@@ -45,5 +52,10 @@ pub const FOLDS: &[Native] = &[
         id: "openclaw",
         fold: pi::fold_openclaw,
         seeds: &[],
+    },
+    Native {
+        id: "kimi",
+        fold: kimi::fold_with,
+        seeds: kimi::SEEDS,
     },
 ];

@@ -310,7 +310,6 @@ def test_every_registered_reader_keeps_the_reader_contract() -> None:
     import inspect
 
     from analytics.agents.reader import Reader, reader_of, readers
-
     from analytics.core.registry import AGENTS
 
     found = readers()

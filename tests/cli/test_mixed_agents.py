@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
+from analytics.core import registry
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 #: A Copilot session and two Codex sessions whose mix crashed ``analyze`` (any two ran).
@@ -230,7 +231,7 @@ def totals(rows: list[dict[str, Any]]) -> tuple[int, Decimal]:
     command=st.sampled_from(PRICING_COMMANDS),
     since=st.none() | DAYS,
     until=st.none() | DAYS,
-    agents=st.lists(st.sampled_from(["copilot", "claude-code", "codex"]), unique=True),
+    agents=st.lists(st.sampled_from(registry.ids()), unique=True),
 )
 def test_every_pricing_command_runs_on_any_mix(
     files: list[str],

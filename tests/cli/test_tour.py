@@ -36,6 +36,10 @@ AGENT_LOGS: list[tuple[str, str]] = [
     ("copilot", "qiaolei81-session-demo"),
     ("claude-code", "claude-code/marot__spotter"),
     ("codex", "codex/madshn__localpush"),
+    ("gemini-cli", "gemini-cli/ingo-eichhorst__Irrlicht"),
+    ("pi", "pi/ingo-eichhorst__Irrlicht"),
+    ("antigravity", "antigravity/ingo-eichhorst__Irrlicht"),
+    ("kimi", "kimi/jazzyalex__session-bench"),
 ]
 #: An SDK capture for ``capture-to-log`` and ``validate CAPTURE.json``.
 CAPTURE = "darthmolen-sdk-captures/spike-05-0132-output.json"

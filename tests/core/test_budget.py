@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
+from analytics.core import registry
 from analytics.core.budget import (
     Budget,
     BudgetStatus,
@@ -453,7 +454,7 @@ def test_a_dollar_budget_counts_the_agents_it_names(tmp_path: Path) -> None:
     ("text", "agents"),
     [
         ('credits = "300"\nstart_day = 1\n', ("copilot",)),  # written before budgets named
-        ('usd = "39"\n', ("copilot", "claude-code", "codex")),  # their agents: as they meant
+        ('usd = "39"\n', tuple(registry.ids())),  # their agents: as they meant (every agent)
         ('usd = "39"\nagents = ["codex", "copilot"]\n', ("copilot", "codex")),
     ],
 )
@@ -488,7 +489,7 @@ def test_statusline_of_an_agent_names_that_agents_session(tmp_path: Path) -> Non
 
 _costs = st.lists(
     st.tuples(
-        st.sampled_from(["copilot", "claude-code", "codex"]),
+        st.sampled_from(registry.ids()),
         st.integers(1, 6),  # the day of April
         st.decimals("0.0001", "9.9999", places=4),
     ),
