@@ -37,6 +37,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / "data"
 RESULTS = HERE / "results"
+#: Where ``measure`` writes the child's stdout.
+STDOUT = RESULTS / "stdout.tmp"
 TOOLS = HERE / ".tools"
 CCUSAGE_VERSION = "20.0.24"
 CCUSAGE = TOOLS / "node_modules" / ".bin" / "ccusage"
@@ -196,21 +198,29 @@ def measure(
     tree: Path,
     cache: Path,
     extra_env: dict[str, Path] | None = None,
+    *,
+    check: bool = True,
+    keep_stdout: bool = True,
 ) -> tuple[Run, bytes]:
     """Run one child; its wall time, CPU time and peak RSS (from ``os.wait4``); its stdout.
-    ``extra_env``: more variables for the child (another agent's home, say)."""
+    ``extra_env``: more variables for the child (another agent's home, say). An exit status
+    other than 0 or 1 stops the benchmark, unless ``check`` is false (a tool that is expected
+    to refuse the tree yet: its stdout then tells). With ``keep_stdout`` false the stdout stays
+    in ``STDOUT`` and is not read: a child forked from a process that grew reports that
+    process's size as its own peak RSS (Linux keeps the larger ``maxrss`` across ``exec``), so
+    a benchmark of large outputs must not hold them."""
     env = {**os.environ, "COPILOT_HOME": str(tree), "AGENTCOST_CACHE_DIR": str(cache)}
     env |= {name: str(value) for name, value in (extra_env or {}).items()}
-    out_path = RESULTS / "stdout.tmp"
+    out_path = STDOUT
     with out_path.open("wb") as out:
         began = time.perf_counter()
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - began
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    if check and os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{command} failed with status {status}")
     run = Run(tool, size, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
-    return run, out_path.read_bytes()
+    return run, out_path.read_bytes() if keep_stdout else b""
 
 
 def compare(agentcost_json: bytes, ccusage_json: bytes) -> str:
@@ -339,15 +349,18 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
     )
 
 
-def machine_facts() -> list[str]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
+def cpu_model() -> str:
+    """The machine's CPU model, as ``/proc/cpuinfo`` names it."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    return next(
+        (line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
         platform.processor(),
     )
+
+
+def machine_facts() -> list[str]:
+    cpu = cpu_model()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     node = subprocess.run(
         ["node", "--version"], capture_output=True, text=True, check=False
