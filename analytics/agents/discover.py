@@ -25,8 +25,8 @@ from analytics.core.registry import AGENTS, every_home, listed
 _EVENTS = "events.jsonl"
 _MAX_DEPTH = 32
 _NOTHING_HERE = (
-    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no "
-    f"{listed([a.short_name for a in AGENTS if a is not registry.COPILOT], 'or')} .jsonl); "
+    "no session log here (no Copilot events.jsonl or <sessionId>.jsonl, no log of "
+    f"{listed([a.short_name for a in AGENTS if a is not registry.COPILOT], 'or')}); "
     "name a session directory or file, or an agent's home"
 )
 

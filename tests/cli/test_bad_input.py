@@ -26,6 +26,7 @@ from typer.testing import CliRunner, Result
 
 from analytics.agents.discover import discover
 from analytics.cli.commands import app
+from analytics.core import registry
 from analytics.core.errors import InputError
 from tests.cli.test_analyze import write_session
 from tests.conftest import REPO
@@ -151,7 +152,7 @@ def test_a_named_dangling_symlink_is_one_line_that_says_so(tmp_path: Path) -> No
     assert one_error_line(run("analyze", tmp_path / "link")) == (
         f"agentcost: error: {tmp_path / 'link'}: a symlink to {tmp_path / 'session-moved'}, "
         "which does not exist; name a session directory or log file, or an agent's home "
-        "(Copilot, Claude Code or Codex)"
+        f"({registry.listed([a.short_name for a in registry.AGENTS], 'or')})"
     )
 
 
