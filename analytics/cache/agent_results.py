@@ -173,7 +173,7 @@ def agent_tables(
     key = _key(agent, logs, items)
     if key:
         stored = _load(cache, key)
-        if stored is not None:
+        if stored is not None and _spelled_alike(stored[1], logs):
             tables, note = stored
             same = frozenset(tables["sessions"]["session_id"].to_list())
             return Folded(_plain(tables), same, _noted(note))
@@ -204,6 +204,17 @@ def agent_tables(
         }
         cache.save_later(key, tables, note, _slot(slot, agent, items) if slot else None)
     return Folded(_plain(tables), same, previous.analysis if previous else None)
+
+
+def _spelled_alike(note: dict[str, object], logs: Sequence[LogFile]) -> bool:
+    """Whether the stored tables name the files as ``logs`` do: the key is the files'
+    identity on disk, but the tables carry their paths as discovery spelled them then (a
+    tree named through a link, or relatively), and an answer must name them as asked."""
+    groups = note.get("groups")
+    if not isinstance(groups, list):
+        return False
+    spelled = {path for group in groups if isinstance(group, list) for path in group}
+    return spelled == {str(log.path) for log in logs}
 
 
 def _noted(note: dict[str, object]) -> str | None:

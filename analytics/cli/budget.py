@@ -103,10 +103,8 @@ def budget_set(
         int, typer.Option(help="Day of the month a budget month starts (1-28).")
     ] = 1,
     agent: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--agent", click_type=cli.AGENT_CHOICE, help=_COUNTED_HELP, show_default=False
-        ),
+        list[cli.Agent] | None,
+        typer.Option("--agent", metavar="AGENT", help=_COUNTED_HELP, show_default=False),
     ] = None,
 ) -> None:
     """Save the monthly allowance in agentcost's config directory ($AGENTCOST_CONFIG_DIR,
@@ -116,7 +114,7 @@ def budget_set(
     try:
         if (credits is None) == (usd is None):
             raise UsageError("give one of --credits N or --usd N")
-        agents = tuple(agent or [])
+        agents = tuple(chosen.value for chosen in agent or [])
         unit: Unit = "credits" if credits is not None else "usd"
         try:
             chosen = make_budget(credits or usd, unit, start_day, agents)
@@ -151,7 +149,7 @@ def statusline(
     try:
         status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent)
         try:
-            agents = tuple(agent or [])
+            agents = tuple(chosen.value for chosen in agent or [])
             active = _active(latest_log(paths or [], agents), status.agents)
         except InputError:  # no session log yet: nothing is active
             active = None
@@ -166,7 +164,7 @@ def _budget_status(
     saved: Budget | None,
     rates: str,
     timezone: str | None,
-    agent: list[str] | None,
+    agent: list[cli.Agent] | None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
     sessions alone when given), priced with ``rates``; a usage error where ``agent`` leaves

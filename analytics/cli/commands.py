@@ -11,9 +11,8 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO
+from typing import TYPE_CHECKING, Annotated, NamedTuple, NoReturn, TextIO, TypeAlias
 
-import click
 import typer
 from typer.main import get_command_name
 
@@ -123,9 +122,12 @@ def _home(ctx: typer.Context) -> None:
         _fail(error)
 
 
-#: ``--agent``'s choices: the ids of the agents whose logs agentcost reads (the ``agent``
-#: column), from the registry.
-AGENT_CHOICE = click.Choice(agents.ids())
+if TYPE_CHECKING:
+    Agent: TypeAlias = StrEnum
+else:
+    #: ``--agent``'s choices: the ids of the agents whose logs agentcost reads (the ``agent``
+    #: column), made from the registry (typer takes an enum's values as a choice).
+    Agent = StrEnum("Agent", [(agent.id, agent.id) for agent in agents.AGENTS])
 
 
 class Format(StrEnum):
@@ -205,10 +207,10 @@ WideOpt = Annotated[
     ),
 ]
 AgentOpt = Annotated[
-    list[str] | None,
+    list[Agent] | None,
     typer.Option(
         "--agent",
-        click_type=AGENT_CHOICE,
+        metavar="AGENT",
         help=f"Only the sessions of this agent (repeatable): {agents.listed(agents.ids(), 'or')}.",
         show_default=False,
     ),
@@ -258,13 +260,13 @@ def _window(
     since: str | None,
     until: str | None,
     timezone: str | None,
-    agent: list[str] | None = None,
+    agent: list[Agent] | None = None,
 ) -> Window:
     from analytics.core.periods import day_window
     from analytics.core.timezones import resolve_zone
     from analytics.engine.analyze import Window
 
-    agents = tuple(sorted(set(agent or [])))
+    agents = tuple(sorted({chosen.value for chosen in agent or []}))
     return Window(*day_window(since, until), resolve_zone(timezone), agents)
 
 

@@ -301,10 +301,10 @@ def blocks(
     ctx: typer.Context,
     paths: cli.PathsArg = None,
     agent: Annotated[
-        list[str] | None,
+        list[cli.Agent] | None,
         typer.Option(
             "--agent",
-            click_type=cli.AGENT_CHOICE,
+            metavar="AGENT",
             help="Whose calls fill the blocks (repeatable). Default: the agents whose plans "
             f"meter 5-hour windows: {_blocks_agents()}.",
             show_default=False,
@@ -344,7 +344,7 @@ def blocks(
         from analytics.core.blocks import blocks_view, pace_row
         from analytics.render import report
 
-        metered = agents.ids(agents.with_blocks())
+        metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
         days = cli._window(since, until, timezone, agent or metered)
         window = replace(days, since=None, until=None)  # every call makes the blocks
         result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from analytics.agents import claude_code, codex
 from analytics.agents.discover import copilot_home
 from analytics.cli import app
-from analytics.cli.commands import AGENT_CHOICE
+from analytics.cli.commands import Agent
 from analytics.core import registry
 from tests.conftest import REPO
 
@@ -75,7 +75,7 @@ def test_blocks_says_which_agents_have_blocks() -> None:
 
 
 def test_the_agent_option_is_the_registry() -> None:
-    assert list(AGENT_CHOICE.choices) == registry.ids()
+    assert [agent.value for agent in Agent] == registry.ids()
     for command in ("analyze", "daily", "export"):
         assert registry.listed(registry.ids(), "or") in " ".join(help_of(command).split())
 
