@@ -174,10 +174,11 @@ OutputOpt = Annotated[
 
 
 def bundled_tables() -> str:
-    """The bundled rate tables' names, for help texts: Copilot's two first, then the vendors'
-    (read from the package's folder, so a new table is named without an edit here)."""
-    folder = Path(__file__).resolve().parents[1] / "rate_tables"
-    names = sorted(p.stem for p in folder.glob("*.toml"))
+    """The bundled rate tables' names (``rates.bundled_rate_tables``), for help texts:
+    Copilot's two first, then the vendors', so a new table is named without an edit here."""
+    from analytics.core.pricing.rates import bundled_rate_tables
+
+    names = bundled_rate_tables()
     first = [n for n in ("github-copilot", "copilot-premium-requests") if n in names]
     return ", ".join([*first, *(n for n in names if n not in first)])
 
