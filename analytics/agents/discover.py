@@ -10,6 +10,8 @@ token records: ``session-store.db`` and OpenTelemetry exports under ``otel/``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import json
 import os
@@ -17,6 +19,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from analytics.core import registry
 from analytics.core.errors import InputError
@@ -31,18 +34,47 @@ _NOTHING_HERE = (
 )
 
 
-@dataclass(frozen=True)
+class Seen(NamedTuple):
+    """What discovery saw of a file on disk, and all the caches key on: its size, and the
+    times and inode that change when it is written. Kept instead of the whole
+    ``os.stat_result`` (a quarter of its memory: a tree of 170,000 logs holds one each);
+    the fields keep ``os.stat_result``'s names, so either answers the same questions."""
+
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    st_ino: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> Seen:
+        """The parts of ``stat`` that are kept."""
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+    @property
+    def st_mtime(self) -> float:
+        """The modification time in seconds since the epoch."""
+        return self.st_mtime_ns / 1e9
+
+
+@dataclass(frozen=True, slots=True)
 class LogFile:
     """One events file and the session id to use if the file does not name its session.
 
-    ``real_path`` is the file's resolved path and ``stat`` what discovery saw of it (both set
-    by ``discover``): one file reached by two spellings is one log, and caches key on both.
+    ``file`` is the path as discovery spelled it (``path`` makes it a ``Path`` when asked:
+    a tree of 170,000 logs would hold 130 MB of ``Path`` objects), ``real_path`` the file's
+    resolved path (often the same string) and ``stat`` what discovery saw of it (both set by
+    ``discover``): one file reached by two spellings is one log, and caches key on both.
     """
 
-    path: Path
+    file: str
     session_hint: str
     real_path: str = ""
-    stat: os.stat_result | None = None
+    stat: Seen | None = None
+
+    @property
+    def path(self) -> Path:
+        """The path as discovery spelled it."""
+        return Path(self.file)
 
 
 @dataclass(frozen=True)
@@ -62,9 +94,9 @@ class Found:
     def agent_of_file(self) -> dict[str, str]:
         """The agent of each file read (logs, session stores, OTel exports), by path: what
         the team dataset files an issue of that file under."""
-        agents = {str(log.path): COPILOT for log in self.logs}
+        agents = {log.file: COPILOT for log in self.logs}
         agents.update({str(path): COPILOT for path in (*self.stores, *self.otel)})
-        agents.update({str(log.path): agent for agent, log in self.agent_logs})
+        agents.update({log.file: agent for agent, log in self.agent_logs})
         return agents
 
 
@@ -83,7 +115,27 @@ def discover(paths: Sequence[Path]) -> Found:
     ``InputError`` naming what the file looks like. Directories are listed with
     ``os.scandir`` and only named paths and symlinks are resolved (other entries extend their
     resolved parent), so a tree of thousands of sessions costs about one syscall per session.
+    The walk makes objects that hold no cycle, hundreds of thousands of them in a big tree:
+    the cyclic collector, which would go over them again and again, waits till it ends.
     """
+    with _collector_paused():
+        return _discover(paths)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while the block runs (as it was after)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _discover(paths: Sequence[Path]) -> Found:
+    """``discover``, the collector left to its caller."""
     walk = _Walk()
     targets = list(paths) or default_targets()
     for target in targets:
@@ -104,9 +156,9 @@ def discover(paths: Sequence[Path]) -> Found:
     if not walk.found.logs and not walk.found.agent_logs:
         _nothing_to_read(walk.found, named=bool(paths))
     unique = {log.real_path: log for log in walk.found.logs}
-    walk.found.logs[:] = sorted(unique.values(), key=lambda log: str(log.path))
+    walk.found.logs[:] = sorted(unique.values(), key=lambda log: log.file)
     others = {log.real_path: (agent, log) for agent, log in walk.found.agent_logs}
-    walk.found.agent_logs[:] = sorted(others.values(), key=lambda pair: str(pair[1].path))
+    walk.found.agent_logs[:] = sorted(others.values(), key=lambda pair: pair[1].file)
     return walk.found
 
 
@@ -164,12 +216,13 @@ class _Walk:
     def named(self, target: Path) -> None:
         """Add the logs under a path the user named (a file or a directory)."""
         real = Path(os.path.realpath(target))
-        if target.is_file() and target.name.endswith(_OFFERED) and self._claimed(target, real):
+        offered = target.name.endswith(_OFFERED)
+        if target.is_file() and offered and self._claimed(str(target), str(real)):
             return
         if target.is_file():
             session = target.name == _EVENTS
             hint = target.parent.name if session else target.stem
-            self._log(target, hint, real)
+            self._log(str(target), hint, str(real))
             self._home_of(real.parent if session else real)
             # A Claude Code session file's sub-agents live beside it, in <session>/subagents/
             subagents = target.with_suffix("") / "subagents"
@@ -177,7 +230,7 @@ class _Walk:
                 self._directory(subagents, real.with_suffix("") / "subagents", depth=0)
             return
         if (target / _EVENTS).is_file():
-            self._log(target / _EVENTS, target.name, real / _EVENTS)
+            self._log(str(target / _EVENTS), target.name, str(real / _EVENTS))
             self._home_of(real)
             return
         self._directory(target, real, depth=0)
@@ -201,21 +254,24 @@ class _Walk:
             self.found.problems.append((here, f"cannot list directory: {exc.strerror}"))
             return
         in_state = os.path.basename(here) == "session-state"
+        same = here == resolved
         sessions_here = False
         for entry in entries:
             linked = entry.is_symlink()
-            real_child = os.path.realpath(entry.path) if linked else f"{resolved}/{entry.name}"
+            if linked:
+                real_child = os.path.realpath(entry.path)
+            else:  # one string for both spellings where they agree: a log holds both
+                real_child = entry.path if same else f"{resolved}/{entry.name}"
             if entry.is_file():
                 if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
-                    child = Path(entry.path)
-                    self._log(child, child.stem, real_child, entry.stat())
+                    stem = entry.name[: -len(".jsonl")]
+                    self._log(entry.path, stem, real_child)
                 elif entry.name.endswith(_OFFERED):
-                    self._claimed(Path(entry.path), real_child, entry.stat())
+                    self._claimed(entry.path, real_child)
             elif entry.is_dir() and entry.name != "otel":
                 events = os.path.join(entry.path, _EVENTS)
-                seen = _regular_file(events)
-                if seen is not None:
-                    self._log(Path(events), entry.name, f"{real_child}/{_EVENTS}", seen)
+                if _regular_file(events):
+                    self._log(events, entry.name, f"{real_child}/{_EVENTS}")
                     if linked:
                         self._home_of(real_child)
                     sessions_here = True
@@ -236,37 +292,38 @@ class _Walk:
         if not in_state and os.path.isfile(os.path.join(here, "session-store.db")):
             self._token_records(here)
 
-    def _log(
-        self, path: Path, hint: str, real: Path | str, seen: os.stat_result | None = None
-    ) -> None:
-        head = read_head(path)  # one read serves both questions
+    def _log(self, path: str, hint: str, real: str) -> None:
+        """Add a JSON-lines file (``path`` as spelled, ``real`` resolved) as the log of the
+        agent that wrote it, or set it aside with what it is."""
+        head, seen = read_head_seen(path)  # one read serves both questions
         what = sniff(path, head)
         if what is EMPTY:
-            self.found.problems.append((str(path), EMPTY))
+            self.found.problems.append((path, EMPTY))
         elif what is not None:
-            self.found.not_logs.append((str(path), what))
+            self.found.not_logs.append((path, what))
             return
-        log = LogFile(path, hint, str(real), seen)
+        log = LogFile(path, hint, real, seen)
         agent = agent_of(path, head) if what is None else COPILOT
         if agent == COPILOT:
             self.found.logs.append(log)
         elif agent is None:
-            self.found.not_logs.append((str(path), _NO_AGENT))
+            self.found.not_logs.append((path, _NO_AGENT))
         else:
             self.found.agent_logs.append((agent, log))
 
-    def _claimed(self, path: Path, real: Path | str, seen: os.stat_result | None = None) -> bool:
+    def _claimed(self, path: str, real: str) -> bool:
         """Add a file that is not JSON lines (a ``.json`` chat, an SQLite database) as the log
         of the first agent whose reader ``claims`` it; whether one did. A file no reader
         claims is passed over: a tree holds many such files that are no log at all."""
         from analytics.agents.reader import readers
 
-        head = read_head(path)
+        head, seen = read_head_seen(path)
         if head is None:
             return False
+        named = Path(path)
         for agent, reader in readers():
-            if path.name.endswith(agent.suffixes) and reader.claims(path, head):
-                log = LogFile(path, path.stem, str(real), seen)
+            if named.name.endswith(agent.suffixes) and reader.claims(named, head):
+                log = LogFile(path, named.stem, real, seen)
                 self.found.agent_logs.append((agent.id, log))
                 return True
         return False
@@ -292,13 +349,12 @@ class _Walk:
             found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
 
 
-def _regular_file(path: str) -> os.stat_result | None:
-    """The stat of ``path`` if it is a regular file (symlinks followed), else None."""
+def _regular_file(path: str) -> bool:
+    """Whether ``path`` is a regular file (symlinks followed)."""
     try:
-        seen = os.stat(path)
+        return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
-        return None
-    return seen if stat.S_ISREG(seen.st_mode) else None
+        return False
 
 
 def _listed(path: Path, paths: list[Path]) -> bool:
@@ -319,29 +375,41 @@ EMPTY = "the log is empty (0 bytes): no events in it yet"
 _NAME_A_LOG = "name an events.jsonl file, a session directory or a Copilot home"
 
 
-def read_head(path: Path) -> bytes | None:
+def read_head(path: Path | str) -> bytes | None:
     """The first ``SNIFF_BYTES`` of ``path`` (all of a shorter file); None when it cannot be
     read. Plain system calls: no buffered file object for one read (a fifth less time over
     thousands of logs)."""
+    return read_head_seen(path)[0]
+
+
+def read_head_seen(path: Path | str) -> tuple[bytes | None, Seen | None]:
+    """``read_head``, and what is seen of the file on disk, from the one open: a status of
+    the open file costs less than a second walk of its path (a third of discovering a tree
+    of 170,000 logs was spent on that walk). A file that cannot be opened is seen by its
+    path, if it can be; None when not."""
     try:
         descriptor = os.open(path, os.O_RDONLY)
     except OSError:
-        return None
+        try:
+            return None, Seen.of(os.stat(path))
+        except OSError:
+            return None, None
     try:
+        seen = Seen.of(os.fstat(descriptor))
         head = b""
         while len(head) < SNIFF_BYTES:  # a read may return less before the end
             more = os.read(descriptor, SNIFF_BYTES - len(head))
             if not more:
                 break
             head += more
-        return head
+        return head, seen
     except OSError:
-        return None
+        return None, None
     finally:
         os.close(descriptor)
 
 
-def sniff(path: Path, head: bytes | None = None) -> str | None:
+def sniff(path: Path | str, head: bytes | None = None) -> str | None:
     """What a file is when it is not a session log, from its first bytes; None for a log.
 
     A log is JSON lines: one event object per line. Its first ``SNIFF_BYTES`` are read (a
@@ -360,7 +428,7 @@ def sniff(path: Path, head: bytes | None = None) -> str | None:
         return EMPTY
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n\x00")
     if text.startswith(b'{"'):
-        if path.suffix != ".json":
+        if os.path.splitext(path)[1] != ".json":
             return None
         first, *rest = text.split(b"\n", 1)
         return _capture_line(first) if rest or len(head) < SNIFF_BYTES else _document(path)
@@ -388,7 +456,7 @@ _NO_AGENT = (
 )
 
 
-def agent_of(path: Path, head: bytes | None = None) -> str | None:
+def agent_of(path: Path | str, head: bytes | None = None) -> str | None:
     """Which agent wrote a log, from its first line that decodes as a JSON object: Copilot
     (an event with a dotted ``type``, or with ``data`` and no type), another agent (the
     first reader whose ``recognizes`` takes it, in the registry's order), else None. A file
@@ -488,13 +556,14 @@ def _capture_line(line: bytes) -> str | None:
     return _what_document(value)
 
 
-def _document(path: Path) -> str | None:
+def _document(path: Path | str) -> str | None:
     """A file whose text opens a JSON value without being JSON lines: what the value is, or
     None when the file is no JSON document (a damaged log, left to the scanner)."""
     try:
-        if path.stat().st_size > _DOCUMENT_BYTES:
+        if os.stat(path).st_size > _DOCUMENT_BYTES:
             return None
-        value = json.loads(path.read_bytes())
+        with open(path, "rb") as file:
+            value = json.loads(file.read())
     except (OSError, ValueError, RecursionError):
         return None
     return _what_document(value) or (

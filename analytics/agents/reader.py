@@ -8,6 +8,7 @@ registry line, not an edit of each place that reads logs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,9 +100,11 @@ def reader_of(agent_id: str) -> Reader:
     return _module(agent)
 
 
-def readers() -> list[tuple[Agent, Reader]]:
-    """Every agent that has a reader, with it, in the registry's order."""
-    return [(agent, _module(agent)) for agent in AGENTS if agent.reader]
+@functools.cache
+def readers() -> tuple[tuple[Agent, Reader], ...]:
+    """Every agent that has a reader, with it, in the registry's order (imported once:
+    discovery asks for each file of a tree)."""
+    return tuple((agent, _module(agent)) for agent in AGENTS if agent.reader)
 
 
 def _module(agent: Agent) -> Reader:

@@ -76,7 +76,7 @@ class Folds:
 
     def add(self, files: Sequence[LogFile]) -> int:
         """A group of files not folded yet; its index."""
-        self.files.append(tuple(sorted(files, key=lambda log: self.order[str(log.path)])))
+        self.files.append(tuple(sorted(files, key=lambda log: self.order[log.file])))
         self.pending.append(len(self.files) - 1)
         return len(self.files) - 1
 
@@ -169,7 +169,7 @@ def agent_tables(
     ``Folded.before``. ``fold_counter`` is given the number of files each fold reads."""
     if cache is None:
         return Folded(reader.read_files([log.path for log in logs], items=items))
-    folds = Folds({str(log.path): at for at, log in enumerate(logs)})
+    folds = Folds({log.file: at for at, log in enumerate(logs)})
     key = _key(agent, logs, items)
     if key:
         stored = _load(cache, key)
@@ -182,9 +182,7 @@ def agent_tables(
     reused = list(range(len(folds.files)))
     known = {path for group in previous.groups for path in group} if previous else set()
     for fine in (True, False):  # the changed groups' files apart, new ones by directory
-        chosen = [
-            log for log in logs if str(log.path) not in kept and (str(log.path) in known) == fine
-        ]
+        chosen = [log for log in logs if log.file not in kept and (log.file in known) == fine]
         for unit in _units(reader, agent, chosen, fine=fine):
             folds.add(unit)
     folds.fold(agent, reader, items, fold_counter)
@@ -198,7 +196,7 @@ def agent_tables(
     groups, tables = _together(folds)
     if key:
         note = {
-            "groups": [[str(log.path) for log in group] for group in groups],
+            "groups": [[log.file for log in group] for group in groups],
             "prints": [_print(group) for group in groups],
             "analysis": analysis,
         }
@@ -214,7 +212,7 @@ def _spelled_alike(note: dict[str, object], logs: Sequence[LogFile]) -> bool:
     if not isinstance(groups, list):
         return False
     spelled = {path for group in groups if isinstance(group, list) for path in group}
-    return spelled == {str(log.path) for log in logs}
+    return spelled == {log.file for log in logs}
 
 
 def _noted(note: dict[str, object]) -> str | None:
@@ -225,7 +223,7 @@ def _noted(note: dict[str, object]) -> str | None:
 
 def _key(agent: Agent, logs: Sequence[LogFile], items: bool) -> str | None:
     """The key of the agent's tables folded from exactly ``logs`` as they are on disk."""
-    inputs: list[fingerprints.Input] = [(log.real_path or str(log.path), log.stat) for log in logs]
+    inputs: list[fingerprints.Input] = [(log.real_path or log.file, log.stat) for log in logs]
     return fingerprints.digest("agent", inputs, json.dumps([agent.id, items]))
 
 
@@ -240,7 +238,7 @@ def _print(files: Sequence[LogFile]) -> str:
     for log in files:
         stat = log.stat
         seen = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) if stat else None
-        lines.append(f"{log.real_path or log.path} {seen}\n")
+        lines.append(f"{log.real_path or log.file} {seen}\n")
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
@@ -284,7 +282,7 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
     unchanged, with their rows; the paths of their files."""
     if previous is None:
         return set()
-    now = {str(log.path): log for log in logs}
+    now = {log.file: log for log in logs}
     index: dict[int, int] = {}
     for at, (group, printed) in enumerate(zip(previous.groups, previous.prints, strict=True)):
         files = tuple(now[path] for path in group if path in now)
@@ -299,7 +297,7 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
                 for name, table in previous.tables.items()
             }
         )
-    return {str(log.path) for at in index.values() for log in folds.files[at] or ()}
+    return {log.file for at in index.values() for log in folds.files[at] or ()}
 
 
 def _units(
@@ -312,17 +310,15 @@ def _units(
     if not logs:
         return []
     if agent.suffixes != (".jsonl",):
-        by_path = {str(log.path): log for log in logs}
+        by_path = {log.file: log for log in logs}
         groups = reader.discover([log.path for log in logs])
         found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
-        placed = {str(log.path) for unit in found for log in unit}
-        return [unit for unit in found if unit] + [
-            [log] for log in logs if str(log.path) not in placed
-        ]
+        placed = {log.file for unit in found for log in unit}
+        return [unit for unit in found if unit] + [[log] for log in logs if log.file not in placed]
     owner: dict[str, int] = {}
     units: list[list[LogFile]] = []
     for log in logs:  # in path order: a file comes before the files under its stem
-        path = str(log.path)
+        path = log.file
         directory = path[: path.rfind(os.sep)]
         home, above = owner.get(directory), directory
         while home is None and os.sep in above:

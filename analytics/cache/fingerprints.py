@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analytics import __version__
-from analytics.agents.discover import Found, LogFile
+from analytics.agents.discover import Found, LogFile, Seen
 
 if TYPE_CHECKING:
     from analytics.core.pricing.rates import RateTable
 
 #: An input: its path, and what discovery saw of it (None: stat it now).
-Input = tuple[str, os.stat_result | None]
+Input = tuple[str, Seen | os.stat_result | None]
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 #: What in the package decides a result: its Python, the native scanner, the bundled tables.
@@ -64,7 +64,7 @@ def output_key(
         **shapes,
         "format": output_format,
         "zone": zone,
-        "logs": [str(log.path) for log in found.logs],
+        "logs": [log.file for log in found.logs],
         "layouts": list(layouts),
     }
     if "rates" in shapes:
@@ -91,7 +91,7 @@ def file_options(spec: str) -> list[object]:
 def group_key(logs: Sequence[LogFile]) -> str | None:
     """The key of one group of logs analysed by the pipeline: each log by its resolved path
     and identity on disk; None when one cannot be inspected."""
-    return digest("group", [(log.real_path or str(log.path), log.stat) for log in logs], "")
+    return digest("group", [(log.real_path or log.file, log.stat) for log in logs], "")
 
 
 def paths_slot(paths: Sequence[Path]) -> str:
@@ -124,7 +124,7 @@ def tree_key(found: Found) -> str | None:
     if _LAST and _LAST[0][0] is found:
         return _LAST[0][1]
     logs = [*found.logs, *(log for _, log in found.agent_logs)]
-    inputs: list[Input] = [(log.real_path or str(log.path), log.stat) for log in logs]
+    inputs: list[Input] = [(log.real_path or log.file, log.stat) for log in logs]
     for store in found.stores:
         inputs += [(str(store), None), (f"{store}-wal", None)]
     inputs += [(str(export), None) for export in found.otel]

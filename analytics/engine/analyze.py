@@ -151,7 +151,7 @@ class Analysis:
         if self.kept_events is not None or "events" in self.__dict__ or not self.groups:
             yield self.events
             return
-        logs = {str(log.path): log for log in self.found.logs}
+        logs = {log.file: log for log in self.found.logs}
         wanted = set(self.sessions["source_files"].explode().drop_nulls().to_list())
         ids = self.sessions["session_id"].implode()
         read = False

@@ -45,7 +45,7 @@ def groups_of(logs: Sequence[LogFile], group_bytes: int) -> list[list[LogFile]]:
     count = max(buckets.values(), default=0) + 1
     groups: list[list[LogFile]] = [[] for _ in range(count)]
     for log in logs:
-        groups[buckets[str(log.path)]].append(log)
+        groups[buckets[log.file]].append(log)
     return [group for group in groups if group] or [[]]
 
 
@@ -61,14 +61,14 @@ def log_buckets(logs: Sequence[LogFile], group_bytes: int) -> dict[str, int]:
     count = 1
     while count * group_bytes < total and count < len(logs):
         count *= 2
-    runs = {str(log.path): bucket(log.session_hint, count) for log in logs}
+    runs = {log.file: bucket(log.session_hint, count) for log in logs}
     held = [0] * count
     for log in logs:
-        held[runs[str(log.path)]] += size(log)
+        held[runs[log.file]] += size(log)
     largest = max((size(log) for log in logs), default=0)
     if max(held, default=0) <= 2 * total / count + largest:
         return runs
-    return {str(log.path): zlib.crc32(log.session_hint.encode()) % count for log in logs}
+    return {log.file: zlib.crc32(log.session_hint.encode()) % count for log in logs}
 
 
 def bucket(hint: str, count: int) -> int:

@@ -231,7 +231,7 @@ def run_stages(
     combined = _combine(parts, observed.issues([s for ids in members for s in ids]))
     return dataclasses.replace(
         combined,
-        groups=tuple(tuple(str(log.path) for log in entry.logs) for entry in entries),
+        groups=tuple(tuple(log.file for log in entry.logs) for entry in entries),
         fingerprints=tuple(entry.fingerprint for entry in entries),
         members=members,
         group_issues=_numbered(group_issues) if len(entries) > 1 else None,

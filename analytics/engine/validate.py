@@ -79,7 +79,7 @@ def log_checks(result: Analysis) -> pl.DataFrame:
     agent whose logs ``result`` read and whose reader has a ``log_check``."""
     rows = [pl.DataFrame(schema=CHECK_COLUMNS)]
     for agent, check in agent_log_checks():
-        files = [str(log.path) for found, log in result.found.agent_logs if found == agent.id]
+        files = [log.file for found, log in result.found.agent_logs if found == agent.id]
         if files:
             rows.append(check(files, result.calls.filter(pl.col("agent") == agent.id)))
     return pl.concat(rows)

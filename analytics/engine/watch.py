@@ -38,6 +38,7 @@ from analytics.agents.discover import (
     COPILOT,
     Found,
     LogFile,
+    Seen,
     copilot_session_id,
     discover,
 )
@@ -103,7 +104,9 @@ def _parent_session(watched: Watched) -> Watched:
     session = session_file(watched.agent, path)
     if session == path:
         return watched
-    return Watched(watched.agent, _seen(LogFile(session, session.stem, str(session.resolve()))))
+    return Watched(
+        watched.agent, _seen(LogFile(str(session), session.stem, str(session.resolve())))
+    )
 
 
 def _seen(log: LogFile) -> LogFile:
@@ -111,7 +114,7 @@ def _seen(log: LogFile) -> LogFile:
     if log.stat is not None:
         return log
     try:
-        return replace(log, stat=os.stat(log.path))
+        return replace(log, stat=Seen.of(os.stat(log.file)))
     except OSError:
         return log
 
@@ -222,7 +225,7 @@ class Follow:
         ):
             self._state, self._parts = None, []  # shrank or replaced: read it again
         self._seen = now
-        log = LogFile(self.log.path, self.log.session_hint, self.log.real_path, stat)
+        log = LogFile(self.log.file, self.log.session_hint, self.log.real_path, Seen.of(stat))
         read = scan_logs([log], resume=[self._state])
         self._state = read.ends[0]
         if any(len(t) for t in read.tables) or read.issues.height or not self._parts:

@@ -8,24 +8,22 @@ groups of whole sessions, in any order of groups, gives the sorted table.
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
-from pathlib import Path
 
 import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.agents.discover import LogFile
+from analytics.agents.discover import LogFile, Seen
 from analytics.cache.results import in_order
 from analytics.engine.groups import bucket, groups_of
 
 
 def logs_named(hints: list[str], size: int = 1000) -> list[LogFile]:
     """Logs of ``size`` bytes each, one per session hint (only the size of the stat counts)."""
-    stat = os.stat_result((0o100644, 0, 0, 1, 0, 0, size, 0, 0, 0))
-    return [LogFile(Path(f"/logs/{hint}/events.jsonl"), hint, "", stat) for hint in hints]
+    stat = Seen(st_size=size, st_mtime_ns=0, st_ctime_ns=0, st_ino=1)
+    return [LogFile(f"/logs/{hint}/events.jsonl", hint, "", stat) for hint in hints]
 
 
 @given(st.lists(st.uuids(), min_size=2, max_size=40), st.sampled_from([1, 2, 4, 16, 1024]))

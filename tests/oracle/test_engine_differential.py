@@ -76,7 +76,7 @@ CAPTURES = REAL_LOGS / "darthmolen-sdk-captures"
 
 
 def _logs(paths: list[Path]) -> list[LogFile]:
-    return [LogFile(p, p.parent.name if p.name == "events.jsonl" else p.stem) for p in paths]
+    return [LogFile(str(p), p.parent.name if p.name == "events.jsonl" else p.stem) for p in paths]
 
 
 def _copilot_logs(root: Path) -> list[Path]:

@@ -37,7 +37,7 @@ def scan_inputs(logs: Sequence[LogFile]) -> tuple[list[str], list[str], list[int
     """What the scanner is given for ``logs``: paths, session hints, and the size discovery
     saw of each (the scan stops there)."""
     return (
-        [str(log.path) for log in logs],
+        [log.file for log in logs],
         [log.session_hint for log in logs],
         [log.stat.st_size if log.stat else None for log in logs],
     )
@@ -78,7 +78,7 @@ def forget() -> None:
 def _key(logs: Sequence[LogFile]) -> _Key:
     return tuple(
         (
-            str(log.path),
+            log.file,
             log.session_hint,
             log.stat.st_size if log.stat else None,
             log.stat.st_mtime_ns if log.stat else None,

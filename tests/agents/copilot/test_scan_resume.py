@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from analytics.agents.copilot.events import ScanState
-from analytics.agents.discover import LogFile
+from analytics.agents.discover import LogFile, Seen
 from tests.oracle.reference.reader import ParsedLog, read_logs
 
 
@@ -70,7 +70,7 @@ LOG = b"".join(
 
 
 def log_file(path: Path) -> LogFile:
-    return LogFile(path, "hint", str(path), path.stat())
+    return LogFile(str(path), "hint", str(path), Seen.of(path.stat()))
 
 
 def read_from(path: Path, state: ScanState | None) -> ParsedLog:

@@ -44,7 +44,7 @@ def read_events(path: Path, session_hint: str) -> ParsedLog:
     the first line was flushed, or an excerpt): the session directory name or the file stem.
     An unreadable file yields one error issue and no events.
     """
-    return read_logs([LogFile(path, session_hint)])
+    return read_logs([LogFile(str(path), session_hint)])
 
 
 def read_logs(
