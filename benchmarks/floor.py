@@ -17,8 +17,8 @@ benchmark can say what each step adds to the floor, in wall time, on the same tr
 - ``pass``: each group's scan read as the pipeline reads it (``scan_logs``: the shutdowns'
   per-model totals decoded, the scan's issues as a frame), then the engine's native pass on
   it (``_scanner.pass_copilot``: order, repeats, fold, tokens, fit), its Arrow tables dropped;
-- ``tables``: the same pass through ``engine.native.pass_group``, which makes its tables
-  polars frames in the contracts' schemas;
+- ``tables``: the same pass through ``agents.copilot.engine_pass.pass_group``, which makes its
+  tables polars frames in the contracts' schemas;
 - ``analysis``: the whole analysis without a cache (``analyze``: every group's stages, the
   groups' tables combined, the other agents' logs looked for);
 - ``stored``: the same with the result cache on, as the command runs it (an empty cache: the
@@ -74,10 +74,10 @@ def passed(logs: list[LogFile], *, as_frames: bool) -> int:
     """Scan one group and run the engine's pass on it (``as_frames``: through
     ``pass_group``, its tables made polars frames); the count of column batches scanned."""
     from analytics import _scanner
+    from analytics.agents.copilot.engine_pass import pass_group
     from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
     from analytics.agents.copilot.events import scan_logs
     from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, conform, empty
-    from analytics.engine.native import pass_group
 
     scanned = scan_logs(logs)
     usage = empty(OBSERVED_USAGE)  # as a tree without per-call records beside its logs

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from analytics import _scanner
+from analytics.agents.copilot import engine_pass as engine
 from analytics.agents.copilot import events as copilot_events
 from analytics.cache import fingerprints
 from analytics.cache import repriced as priced
 from analytics.cache import results as result_cache
 from analytics.core.pricing import rates
 from analytics.engine import analyze as analysis
-from analytics.engine import native as engine
 from analytics.engine import stages as pipeline
 from analytics.render import report
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import polars as pl
 
+from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
-from analytics.engine.tokens import call_tokens_and_fit
 
 #: Sessions with fewer calls say little about how a conversation grows; issue 19 measures
 #: sessions with at least this many.

@@ -269,9 +269,9 @@ def _run_groups(
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
+    from analytics.agents.copilot.engine_pass import pass_group
     from analytics.agents.copilot.events import scan_logs
     from analytics.core.schema import EVENTS
-    from analytics.engine.native import pass_group
 
     events = pass_group(scan_logs(logs), list(EVENTS)).events
     return events if events is not None else empty(EVENTS)
@@ -407,9 +407,9 @@ def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tab
     """Every stage after scanning, in the engine's one pass: order, repeats, the fold and the
     tokens of each session, with the per-call records kept beside the logs (no table of
     events is built unless ``keep_events``)."""
+    from analytics.agents.copilot.engine_pass import pass_group
     from analytics.agents.copilot.log_prices import log_prices
     from analytics.core.schema import EVENTS
-    from analytics.engine.native import pass_group
 
     # most trees keep no per-call records: their sessions need not even be listed
     named = observed.of(_session_ids(scanned)) if observed.kept else empty(OBSERVED_USAGE)

@@ -19,10 +19,10 @@ from analytics.agents.checks import CHECK_COLUMNS
 from analytics.agents.discover import COPILOT
 from analytics.agents.reader import log_checks as agent_log_checks
 from analytics.core import registry
+from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import beside_truth, corpus_errors
-from analytics.engine.tokens import call_tokens_and_fit
 
 
 def reconstruction_errors(result: Analysis) -> pl.DataFrame:

@@ -27,19 +27,17 @@ from analytics.core import registry
 PACKAGE = Path(__file__).resolve().parents[2] / "analytics"
 #: The packages in their order: each may import those before it.
 ORDER = ("core", "agents", "cache", "engine", "render", "cli")
-#: Modules outside ``agents/`` that still import Copilot's own package: its pipeline still
-#: lives in ``engine/`` (the stages, the bridge to its native pass, its token stage and its
-#: groups) and two commands make Copilot logs (``simulate``, ``capture-to-log``). Moving
-#: them under ``agents/copilot/`` behind the reader contract empties this list; the test
-#: fails when an entry is added or one is no longer needed.
+#: Modules outside ``agents/`` that still import Copilot's own package: its stages and groups
+#: still live in ``engine/`` (they own its result cache, which ``agents/`` may not import),
+#: and two commands make Copilot logs (``simulate``, ``capture-to-log``). Moving them under
+#: ``agents/copilot/`` behind the reader contract empties this list; the test fails when an
+#: entry is added or one is no longer needed.
 STILL_COPILOTS = {
     "cli/tools.py",
     "engine/analyze.py",
     "engine/groups.py",
     "engine/inputs.py",
-    "engine/native.py",
     "engine/stages.py",
-    "engine/tokens.py",
     "engine/watch.py",
 }
 

@@ -37,9 +37,9 @@ def log_prices(lines: pl.DataFrame, observed: pl.DataFrame) -> pl.DataFrame:
     OBSERVED_USAGE.
 
     ``lines`` are the log lines whose ``tokenDetails`` is a list, bring-your-own-key lines
-    left out (``engine.native.PRICED_LINES``: the engine's pass finds them), with ``token_details``,
-    ``model`` and ``timestamp`` (an entry without its own ``model`` is the line's);
-    ``observed`` rows (session-store, OTel) need ``token_details``, ``model`` and
+    left out (``engine_pass.PRICED_LINES``: the engine's pass finds them), with
+    ``token_details``, ``model`` and ``timestamp`` (an entry without its own ``model`` is the
+    line's); ``observed`` rows (session-store, OTel) need ``token_details``, ``model`` and
     ``created_at``. Shapes without prices (the ``{"input": {"tokenCount": 15}}`` object of
     1.0.63 shutdowns) give no rows. Decoded as whole columns.
 

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.engine.analyze import Analysis, analyze
-from analytics.engine.tokens import call_tokens_and_fit
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.oracle.reference.calls import build_calls
 from tests.oracle.reference.events import drop_repeats, order_events

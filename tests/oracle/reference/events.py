@@ -145,7 +145,8 @@ def place_model_metrics(metrics: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
 
 def priced_lines(events: pl.DataFrame) -> pl.DataFrame:
     """The lines of ``events`` whose ``tokenDetails`` is a list, bring-your-own-key lines left
-    out: what ``agents.copilot.log_prices.log_prices`` decodes (``engine.native.PRICED_LINES``)."""
+    out: what ``agents.copilot.log_prices.log_prices`` decodes
+    (``agents.copilot.engine_pass.PRICED_LINES``)."""
     details = pl.col("token_details")
     return events.filter(
         ~pl.col("is_byok").fill_null(False)

@@ -61,7 +61,8 @@ def read_logs(
     hint. ``process_index`` counts the file's ``session.resume`` lines up to each line.
 
     ``resume``: as ``scan_logs``. The analysis itself never builds this table of events
-    (``engine.native.pass_group`` reads the scanned batches); the reference stages and the tests do.
+    (``agents.copilot.engine_pass.pass_group`` reads the scanned batches); the reference
+    stages and the tests do.
     """
     scanned = scan_logs(logs, progress, resume=resume)
     if scanned.tables:

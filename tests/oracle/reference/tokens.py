@@ -104,7 +104,7 @@ def with_call_totals(
 ) -> pl.DataFrame:
     """SESSIONS with the sums of their calls' tokens, their models as the calls now name
     them, and the fit figures of ``call_tokens_and_fit`` (``reconstruct.FIT``): the oracle of
-    ``analytics.engine.tokens.with_call_totals``, whose docstring says what the sums hold
+    ``analytics.core.call_tokens.with_call_totals``, whose docstring says what the sums hold
     (a session without calls sent nothing, 0; one whose calls give no figure is null)."""
     sums = calls.group_by("session_id").agg(
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)

@@ -19,6 +19,7 @@ from analytics import _scanner
 from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
 from analytics.agents.copilot.events import batch_frame as frame
+from analytics.core.call_tokens import with_call_totals, with_tokens
 from analytics.core.schema import (
     CALLS,
     EVENTS,
@@ -30,7 +31,6 @@ from analytics.core.schema import (
     padded,
     with_nulls,
 )
-from analytics.engine.tokens import with_call_totals, with_tokens
 
 #: SESSIONS columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
@@ -83,7 +83,7 @@ def pass_group(
 ) -> Passed:
     """The one native pass over ``scanned``; ``columns``: the EVENTS columns to return of
     the lines kept, in each session's order (None: no events); ``usage``: the OBSERVED_USAGE
-    rows beside the logs, to run the token stage (``engine.tokens``) on each session's fold
+    rows beside the logs, to run the token stage (``core.call_tokens``) on each session's fold
     in the same pass (None: the caller runs it)."""
     metrics = conform(scanned.model_metrics, MODEL_METRICS).rechunk()
     rows = None if usage is None else conform(usage, OBSERVED_USAGE).rechunk()

@@ -29,7 +29,6 @@ from __future__ import annotations
 import polars as pl
 
 from analytics import _scanner
-from analytics.agents.copilot.events import batch_frame as _frame
 from analytics.core.schema import (
     CALL_TOKENS,
     CALLS,
@@ -43,7 +42,7 @@ from analytics.core.schema import (
 )
 
 #: The EVENTS columns the stage reads (the engine's pass gathers only these for it,
-#: ``engine.native.pass_group``).
+#: ``agents.copilot.engine_pass.pass_group``).
 TOKEN_COLUMNS = _scanner.copilot_token_columns()
 #: The SESSIONS columns the stage sets: the calls' sums, their models and the fit.
 SESSION_TOKENS = [
@@ -83,8 +82,8 @@ def call_tokens_and_fit(
 
     The sessions' figures (session_id and ``SESSION_TOKENS``, one row per session) go to
     SESSIONS with ``with_call_totals``. The engine's pass runs the same stage on its folds
-    (``engine.native.pass_group`` with ``usage``); this runs it on tables, for ``validate``,
-    the corpus and the report's blind reconstruction.
+    (``agents.copilot.engine_pass.pass_group`` with ``usage``); this runs it on tables, for
+    ``validate``, the corpus and the report's blind reconstruction.
     """
     narrow = events.select([c for c in TOKEN_COLUMNS if c in events.columns])
     records = conform(observed if observed is not None else empty(OBSERVED_USAGE), OBSERVED_USAGE)
@@ -98,13 +97,19 @@ def call_tokens_and_fit(
         records.rechunk().__arrow_c_stream__(),
         use_observed=use_observed,
     )
-    return with_tokens(ordered, figures), conform(_frame(issues), ISSUES), _frame(totals)
+    return (
+        with_tokens(ordered, figures),
+        conform(pl.DataFrame(issues), ISSUES),
+        pl.DataFrame(totals),
+    )
 
 
 def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFrame:
     """CALLS + CALL_TOKENS: ``calls`` with the columns the engine's token stage set, aligned
     with its rows."""
-    return conform(calls.with_columns(_frame(figures).get_columns()), combine(CALLS, CALL_TOKENS))
+    return conform(
+        calls.with_columns(pl.DataFrame(figures).get_columns()), combine(CALLS, CALL_TOKENS)
+    )
 
 
 def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:
@@ -117,7 +122,7 @@ def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFra
     sent nothing (0); one whose calls give no figure at all is unknown (null).
 
     ``totals`` with a row per session in the sessions' own order (as the engine's pass gives
-    them, ``engine.native.pass_group``) are set beside the rows; others are joined.
+    them, ``agents.copilot.engine_pass.pass_group``) are set beside the rows; others are joined.
     """
     kept = sessions.drop(SESSION_TOKENS, strict=False)
     if totals["session_id"].equals(sessions["session_id"]):
