@@ -118,8 +118,27 @@ def discover(paths: Sequence[Path]) -> Found:
     The walk makes objects that hold no cycle, hundreds of thousands of them in a big tree:
     the cyclic collector, which would go over them again and again, waits till it ends.
     """
+    primed = _PRIMED.pop(_named(paths), None)
+    if primed is not None:
+        return primed
     with _collector_paused():
         return _discover(paths)
+
+
+#: A discovery made before the command line was parsed (``analytics.entry``), by the paths
+#: it was made of: the command's own ``discover`` of those paths takes it (once), instead of
+#: walking the tree again.
+_PRIMED: dict[tuple[str, ...], Found] = {}
+
+
+def prime(paths: Sequence[Path], found: Found) -> None:
+    """Have the next ``discover(paths)`` give ``found``: what discovering them gave just now."""
+    _PRIMED.clear()
+    _PRIMED[_named(paths)] = found
+
+
+def _named(paths: Sequence[Path]) -> tuple[str, ...]:
+    return tuple(map(str, paths))
 
 
 @contextlib.contextmanager

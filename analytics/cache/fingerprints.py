@@ -50,25 +50,44 @@ def output_key(
     layouts: Sequence[object] = (),
 ) -> str | None:
     """The key of what ``command`` prints when run on ``found``; None when an input cannot be
-    inspected. ``parameters``: the command's (its ``locals()`` on entry), all keyed as they
-    are, so an option added later is keyed without a word, except ``KEYED_APART``: the
-    format, the ``zone`` the output is shown in (named, or the machine's), the output file
-    (only through ``layouts``), and the spellings of the logs (keyed as discovery found
-    them). ``layouts``: the width and colour of each terminal a table is drawn for. A file
-    a ``rates`` option names is keyed by its identity, since its text decides the prices."""
+    inspected: ``output_key_of`` the command's ``output_shape``."""
+    shape = output_shape(parameters, output_format=output_format, zone=zone, layouts=layouts)
+    return output_key_of(command, found, shape)
+
+
+def output_shape(
+    parameters: Mapping[str, object],
+    *,
+    output_format: str,
+    zone: str,
+    layouts: Sequence[object] = (),
+) -> dict[str, object]:
+    """Everything but its inputs that shapes what a command prints, as JSON values (what a
+    replay without the command line keeps: ``cache.invocations``). ``parameters``: the
+    command's (its ``locals()`` on entry), all keyed as they are, so an option added later is
+    keyed without a word, except ``KEYED_APART``: the format, the ``zone`` the output is shown
+    in (named, or the machine's), the output file (only through ``layouts``), and the
+    spellings of the logs (keyed by ``output_key_of``). ``layouts``: the width and colour of
+    each terminal a table is drawn for."""
+    shapes = {name: value for name, value in parameters.items() if name not in KEYED_APART}
+    shape = {**shapes, "format": output_format, "zone": zone, "layouts": list(layouts)}
+    loaded: dict[str, object] = json.loads(json.dumps(shape, sort_keys=True, default=str))
+    return loaded
+
+
+def output_key_of(command: str, found: Found, shape: Mapping[str, object]) -> str | None:
+    """The key of what ``command`` of ``shape`` (``output_shape``) prints when run on
+    ``found``: the inputs' identity (``tree_key``), the logs as discovery spelled them, and
+    the identity of a file a ``rates`` option names, since its text decides the prices (the
+    output names the logs as they were spelled: a tree named through a link is named so); None
+    when an input cannot be inspected."""
     tree = tree_key(found)
     if tree is None:
         return None
-    shapes = {name: value for name, value in parameters.items() if name not in KEYED_APART}
-    everything: dict[str, object] = {
-        **shapes,
-        "format": output_format,
-        "zone": zone,
-        "logs": [log.file for log in found.logs],
-        "layouts": list(layouts),
-    }
-    if "rates" in shapes:
-        everything["rate_files"] = file_options(str(shapes["rates"]))
+    logs = [*found.logs, *(log for _, log in found.agent_logs)]
+    everything = {**shape, "logs": [log.file for log in logs]}
+    if "rates" in shape:
+        everything["rate_files"] = file_options(str(shape["rates"]))
     extra = json.dumps([command, everything], sort_keys=True, default=str)
     return digest("output", [], f"{tree} {extra}")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from analytics.cache.invocations import Invocation
     from analytics.cache.output import OutputCache, Report
     from analytics.engine.analyze import Analysis, Window
     from analytics.engine.inputs import Found
@@ -102,7 +103,9 @@ def _home(ctx: typer.Context) -> None:
     try:
         zone = resolve_zone(None)
         today = datetime.now(zone).date()
-        replays = _Replays.of(ctx, "home", None, Format.table, None, None, {"today": str(today)})
+        replays = _Replays.of(
+            ctx, "home", None, Format.table, None, None, {"today": str(today)}, today_in=str(zone)
+        )
         if replays.replayed(None):
             return
         from analytics.core.home import home_screen
@@ -240,17 +243,10 @@ def _err(text: str) -> None:
 def _say(text: str, *, err: bool = False) -> None:
     """A line (or lines) of words on stdout or stderr. On a terminal, they are wrapped at
     its width, so no line is longer than the screen; elsewhere (a pipe, a file, a test)
-    each line stays whole, for scripts to read."""
-    if (sys.stderr if err else sys.stdout).isatty():
-        import shutil
-        import textwrap
+    each line stays whole, for scripts to read (``render.lines``)."""
+    from analytics.render.lines import for_stream
 
-        width = shutil.get_terminal_size().columns
-        text = "\n".join(
-            textwrap.fill(line, width, break_on_hyphens=False) if len(line) > width else line
-            for line in text.splitlines()
-        )
-    typer.echo(text, err=err)
+    typer.echo(for_stream(text, sys.stderr if err else sys.stdout), err=err)
 
 
 def _error_line(error: AgentcostError) -> str:
@@ -461,6 +457,8 @@ class _Replays(NamedTuple):
     found: Found | None
     paths: list[Path]
     use_cache: bool
+    #: what the next run of this command line replays it from (``save`` notes it)
+    invocation: Invocation | None = None
 
     @classmethod
     def of(
@@ -472,11 +470,14 @@ class _Replays(NamedTuple):
         output: Path | None,
         timezone: str | None,
         options: Mapping[str, object],
+        *,
+        today_in: str | None = None,
     ) -> _Replays:
         """``command`` on ``paths``, with its parameters ``options`` (its ``locals()`` on
         entry), keyed by ``fingerprints.output_key`` with the terminals its tables are
-        drawn for."""
-        from analytics.cache.fingerprints import output_key
+        drawn for (``today_in``: the zone whose date ``options`` holds as ``today``)."""
+        from analytics.cache.fingerprints import output_key_of, output_shape
+        from analytics.cache.invocations import Invocation
         from analytics.cache.output import OutputCache
         from analytics.core.timezones import local_zone
         from analytics.engine.inputs import discover
@@ -494,15 +495,16 @@ class _Replays(NamedTuple):
         layouts = [_layout(wide, output)] if output_format is Format.table else []
         if options.get("show_issues"):
             layouts.append(_layout(wide, stream=sys.stderr))
-        key = output_key(
-            command,
-            found,
+        shape = output_shape(
             options,
             output_format=str(output_format),
             zone=timezone or str(local_zone()),
             layouts=[[layout.width, layout.colour] for layout in layouts],
         )
-        return cls(OutputCache(), key, found, named, use_cache)
+        key = output_key_of(command, found, shape)
+        written = str(output) if output is not None else None
+        invocation = Invocation(command, [str(p) for p in named], shape, written, today_in)
+        return cls(OutputCache(), key, found, named, use_cache, invocation)
 
     def replayed(self, output: Path | None) -> bool:
         """Print the stored output, if there is one, as the command printed it: the report
@@ -527,9 +529,13 @@ class _Replays(NamedTuple):
     def save(self, report: Report | None, notes: list[str], status: int) -> None:
         """Store what the command printed (``replayed`` prints it next time)."""
         if self.cache and self.key:
+            from analytics.cache import invocations
             from analytics.cache.output import Output
 
             self.cache.save(self.key, Output(report, tuple(notes), status))
+            started = invocations.started()
+            if started and self.invocation:
+                invocations.Invocations().save(started, self.invocation)
 
 
 # --- commands: compare ---
