@@ -26,7 +26,9 @@ AFTER_CALLS = ("core", "render", "cli")
 BEFORE_CALLS = {"cli/tools.py": "simulate and capture-to-log write logs"}
 #: The packages of the flow, and what else may sit at the top of ``analytics/``.
 PACKAGES = {"agents", "engine", "core", "render", "cli", "cache", "rate_tables"}
-TOP_LEVEL = {"__init__.py", "_scanner.pyi"}
+#: ``entry.py`` is the console script: it replays a stored output before the command line is
+#: imported, so it cannot live in ``cli/``, whose package imports typer and every command.
+TOP_LEVEL = {"__init__.py", "_scanner.pyi", "entry.py"}
 
 
 def agent_imports(source: str) -> list[str]:
