@@ -12,7 +12,10 @@ a sub-agent's) counts once (``fold``).
 Importing this package is cheap (discovery imports it to ask ``claims``): SQLite and the
 protobuf runtime are loaded by ``read_files``. Decoding is per blob in Python (``protobuf``'s
 C parser, through ``schema``); measured on a database of the real rows copied 10,000 times
-in ``docs/agents/antigravity.md``.
+in ``docs/agents/antigravity.md``. Databases are read ``WORKERS`` at a time: opening one,
+parsing its schema and stepping through its rows run in SQLite with the GIL released, so a
+second thread keeps the other core busy (4,883 databases: 6.5 s alone, 5.2 s two at a time,
+on a loaded 2-core machine, same CPU time); the conversations keep the order of ``files``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 from analytics.agents import AgentTables
 from analytics.core.registry import ANTIGRAVITY
 
+#: How many databases are read at once (``read_files``).
+WORKERS = 2
 #: The first bytes of every SQLite 3 database.
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: A conversation database's name: the conversation's UUID.
@@ -91,6 +96,9 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
 
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues of exactly ``files``, folded as one group."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from analytics.agents.antigravity import database, fold
 
-    return fold.tables([database.read(path) for path in files])
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="agentcost-antigravity") as pool:
+        return fold.tables(list(pool.map(database.read, files)))
