@@ -14,8 +14,9 @@ protobuf runtime are loaded by ``read_files``. Decoding is per blob in Python (`
 C parser, through ``schema``); measured on a database of the real rows copied 10,000 times
 in ``docs/agents/antigravity.md``. Databases are read ``WORKERS`` at a time: opening one,
 parsing its schema and stepping through its rows run in SQLite with the GIL released, so a
-second thread keeps the other core busy (4,883 databases: 6.5 s alone, 5.2 s two at a time,
-on a loaded 2-core machine, same CPU time); the conversations keep the order of ``files``.
+second thread keeps the other core busy (4,883 databases: 5.4 s wall alone, 4.4 s two at a
+time, means of three on a loaded 2-core machine, for ~10% more CPU); the conversations keep
+the order of ``files``.
 """
 
 from __future__ import annotations
