@@ -12,7 +12,11 @@ a sub-agent's) counts once (``fold``).
 Importing this package is cheap (discovery imports it to ask ``claims``): SQLite and the
 protobuf runtime are loaded by ``read_files``. Decoding is per blob in Python (``protobuf``'s
 C parser, through ``schema``); measured on a database of the real rows copied 10,000 times
-in ``docs/agents/antigravity.md``.
+in ``docs/agents/antigravity.md``. Databases are read ``WORKERS`` at a time: opening one,
+parsing its schema and stepping through its rows run in SQLite with the GIL released, so a
+second thread keeps the other core busy (4,883 databases: 5.4 s wall alone, 4.4 s two at a
+time, means of three on a loaded 2-core machine, for ~10% more CPU); the conversations keep
+the order of ``files``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pathlib import Path
 from analytics.agents import AgentTables
 from analytics.core.registry import ANTIGRAVITY
 
+#: How many databases are read at once (``read_files``).
+WORKERS = 2
 #: The first bytes of every SQLite 3 database.
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: A conversation database's name: the conversation's UUID.
@@ -55,13 +61,26 @@ def homes() -> list[Path]:
 def discover(paths: Sequence[Path]) -> list[list[Path]]:
     """One group of the conversation databases under ``paths`` (a home, its
     ``conversations`` directory, any directory, or named files), each file once."""
-    found: dict[Path, Path] = {}
+    found: dict[str, Path] = {}
+    folders: dict[str, str] = {}
     for target in paths:
         candidates = sorted(_databases(target)) if target.is_dir() else [target]
         for path in candidates:
             if _head_claims(path):
-                found.setdefault(path.resolve(), path)
+                found.setdefault(_resolved(path, folders), path)
     return [list(found.values())] if found else []
+
+
+def _resolved(path: Path, folders: dict[str, str]) -> str:
+    """``path`` with every link followed (``os.path.realpath``), its folder resolved once
+    per folder in ``folders``: thousands of databases share one ``conversations``
+    directory, and resolving each path whole was two thirds of ``discover``."""
+    if path.is_symlink():
+        return os.path.realpath(path)
+    folder = str(path.parent)
+    if folder not in folders:
+        folders[folder] = os.path.realpath(folder)
+    return os.path.join(folders[folder], path.name)
 
 
 def _databases(root: Path) -> list[Path]:
@@ -91,6 +110,9 @@ def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTab
 
 def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions and issues of exactly ``files``, folded as one group."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from analytics.agents.antigravity import database, fold
 
-    return fold.tables([database.read(path) for path in files])
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="agentcost-antigravity") as pool:
+        return fold.tables(list(pool.map(database.read, files)))

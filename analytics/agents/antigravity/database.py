@@ -5,11 +5,13 @@ creates a missing ``-wal`` and ``-shm`` beside a WAL database (SQLite 3.40, trie
 database), and an agent's home is never written to. So:
 
 * a WAL database with no ``-wal`` file beside it (agy is not running on it: the WAL file
-  lives while a connection is open) is opened ``mode=ro&immutable=1``: nothing is created,
+  lives while a connection is open), or one whose ``-wal`` is too short to hold a single
+  frame (an empty one is what a reader that opened the database without ``immutable``
+  leaves behind, ccusage's for one), is opened ``mode=ro&immutable=1``: nothing is created,
   and every row is in the main file;
-* one whose ``-wal`` exists (agy running, or it stopped uncleanly) is copied with its
-  ``-wal`` into a temporary directory and the copy is opened ``mode=ro``, so the rows that
-  live only in the WAL are read too;
+* one whose ``-wal`` holds a frame (agy running, or it stopped uncleanly) is copied with
+  its ``-wal`` into a temporary directory and the copy is opened ``mode=ro``, so the rows
+  that live only in the WAL are read too;
 * any other database is opened ``mode=ro`` (a rollback-journal database creates nothing).
 
 All tables are read in one read transaction. Problems (not a database, locked, a missing
@@ -33,6 +35,8 @@ from analytics.agents.antigravity import SQLITE_HEADER, records, schema
 
 #: ``PRAGMA user_version`` of the databases this reader was written for.
 SCHEMA_VERSION = 1
+#: The sizes of a ``-wal`` file's header and of each frame's header (SQLite's WAL format).
+_WAL_HEADER, _FRAME_HEADER = 32, 24
 #: How long to wait for a writer's lock before reporting the file (milliseconds' worth).
 BUSY_SECONDS = 2.0
 
@@ -105,7 +109,7 @@ def _opened(path: Path) -> Iterator[sqlite3.Connection]:
         raise sqlite3.DatabaseError("file is not a database (no SQLite header)")
     wal_mode = header[18:20] == b"\x02\x02"
     wal = path.with_name(path.name + "-wal")
-    if wal_mode and wal.exists():
+    if wal_mode and _holds_frames(wal, header):
         with tempfile.TemporaryDirectory(prefix="agentcost-antigravity-") as scratch:
             copy = Path(scratch) / path.name
             shutil.copyfile(path, copy)
@@ -121,6 +125,19 @@ def _opened(path: Path) -> Iterator[sqlite3.Connection]:
         yield connection
     finally:
         connection.close()
+
+
+def _holds_frames(wal: Path, header: bytes) -> bool:
+    """Whether the ``-wal`` file ``wal`` beside a database whose first bytes are ``header``
+    holds at least one whole frame: its 32-byte header, then a 24-byte frame header and a
+    page (the database's page size: header bytes 16-17, 1 meaning 65536). A shorter file
+    (or none) holds no row the main file lacks."""
+    try:
+        size = wal.stat().st_size
+    except OSError:
+        return False
+    page = int.from_bytes(header[16:18], "big")
+    return size >= _WAL_HEADER + _FRAME_HEADER + (65536 if page == 1 else page)
 
 
 def _connect(path: Path, query: str) -> sqlite3.Connection:

@@ -41,8 +41,10 @@
 //! none. The end-of-turn replays add none.
 #![forbid(unsafe_code)]
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use crate::fold::{self, Call, Folded, Item, Line, Usage};
 use crate::read::json::{self, Fields, Kind, Schema, Shape, Value};
@@ -121,6 +123,10 @@ pub const KNOWN_TYPES: &[&str] = &[
     "agent.turn.ended",
     "runtime.set_binding",
 ];
+
+/// [`KNOWN_TYPES`] as a set: every line's type is looked up.
+static KNOWN: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| KNOWN_TYPES.iter().copied().collect());
 
 /// The wire protocol versions the fold knows (Kimi Code's migrations run 1.0 → 1.5).
 pub const KNOWN_PROTOCOLS: &[&str] = &["1", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5"];
@@ -415,10 +421,12 @@ struct FileState {
     since_fork: Vec<usize>,
     unknown: i64,
     first_unknown: Option<(i64, String)>,
+    /// The file's session (index into the fold's sessions), once its first line is read.
+    session: Option<usize>,
 }
 
 struct Fold {
-    n: Nodes,
+    n: &'static Nodes,
     out: Folded,
     index: HashMap<String, usize>,
     found: Vec<Found>,
@@ -431,11 +439,19 @@ pub fn fold(paths: &[PathBuf]) -> Folded {
     fold_with(paths, true)
 }
 
+/// The schema of the fields the fold reads and its nodes, built once: a tree is folded as
+/// thousands of one-session groups, and building them per group cost a twentieth of the fold.
+static SCHEMA: LazyLock<(Schema, Nodes)> = LazyLock::new(|| {
+    let schema = Schema::new(&fields());
+    let nodes = Nodes::new(&schema);
+    (schema, nodes)
+});
+
 /// [`fold`], gathering the context items only `with_items`.
 pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
-    let schema = Schema::new(&fields());
-    fold::fold_group(paths, "kimi", &schema, |out| Fold {
-        n: Nodes::new(&schema),
+    let (schema, nodes) = &*SCHEMA;
+    fold::fold_group(paths, "kimi", schema, |out| Fold {
+        n: nodes,
         out,
         index: HashMap::new(),
         found: Vec::new(),
@@ -446,15 +462,22 @@ pub fn fold_with(paths: &[PathBuf], with_items: bool) -> Folded {
 
 impl Fold {
     fn line(&mut self, line: &Line<'_>, file: usize, place: &Place, state: &mut FileState) {
-        let n = &self.n;
-        let kind = line.str(n.kind).map(|s| s.into_owned());
+        let n = self.n;
+        let kind = line.str(n.kind);
         let legacy = kind.is_none() && line.get(n.legacy_type).kind == Kind::Str;
         let time = if legacy {
             seconds_ms(line, n.timestamp)
         } else {
             line.int(n.time).or_else(|| line.int(n.created))
         };
-        let session = fold::session_of(&mut self.out.sessions, &mut self.index, &place.session);
+        // every line of a file is its place's session: looked up on the first line only
+        let at = *state.session.get_or_insert_with(|| {
+            fold::session_of(&mut self.out.sessions, &mut self.index, &place.session);
+            self.index.get(&place.session).copied().unwrap_or_default()
+        });
+        let Some(session) = self.out.sessions.get_mut(at) else {
+            return;
+        };
         session.saw(file, time);
         if session.cwd.is_none() {
             session.cwd.clone_from(&place.cwd);
@@ -474,27 +497,30 @@ impl Fold {
                 .get_or_insert((line.number, "(no type)".into()));
             return;
         };
-        if !KNOWN_TYPES.contains(&kind.as_str()) {
+        if !KNOWN.contains(kind.as_ref()) {
             session.unknown_lines += 1;
             state.unknown += 1;
-            state.first_unknown.get_or_insert((line.number, kind));
+            state
+                .first_unknown
+                .get_or_insert_with(|| (line.number, kind.into_owned()));
             return;
         }
-        let agent = line
-            .str(n.agent)
-            .map(|s| s.into_owned())
-            .or_else(|| place.agent.clone())
-            .unwrap_or_else(|| "main".into());
-        match kind.as_str() {
+        let agent = || {
+            line.str(n.agent)
+                .map(Cow::into_owned)
+                .or_else(|| place.agent.clone())
+                .unwrap_or_else(|| "main".into())
+        };
+        match kind.as_ref() {
             "metadata" => self.protocol(line, file),
             "llm.request" => {
                 let model = line
                     .str(n.model)
-                    .map(|s| s.into_owned())
+                    .map(Cow::into_owned)
                     .or_else(|| line.str(n.alias).and_then(|a| model_of_alias(&a)));
-                state.requests.insert(agent, (model, time));
+                state.requests.insert(agent(), (model, time));
             }
-            "usage.record" => self.usage_record(line, file, time, place, agent, state),
+            "usage.record" => self.usage_record(line, file, time, place, agent(), state),
             "forked" => {
                 for &at in &state.since_fork {
                     if let Some(found) = self.found.get_mut(at) {
@@ -503,7 +529,7 @@ impl Fold {
                 }
                 state.since_fork.clear();
             }
-            _ if self.with_items => self.item(line, file, time, place, &kind, &agent),
+            _ if self.with_items => self.item(line, file, time, place, &kind, &agent()),
             _ => {}
         }
     }
@@ -532,7 +558,7 @@ impl Fold {
         agent: String,
         state: &mut FileState,
     ) {
-        let n = &self.n;
+        let n = self.n;
         if line.get(n.usage).kind != Kind::Object {
             self.out.issue(
                 file,
@@ -586,7 +612,7 @@ impl Fold {
     /// A kimi-cli line: a `StatusUpdate` with token usage is a call (a `SubagentEvent`
     /// wrapping one, a sub-agent's call).
     fn legacy(&mut self, line: &Line<'_>, file: usize, time: Option<i64>, place: &Place) {
-        let n = &self.n;
+        let n = self.n;
         let (usage, counters, id, kind, agent) = match line.str(n.legacy_type).as_deref() {
             Some("StatusUpdate") => (n.legacy_usage, n.legacy, n.legacy_id, "main", None),
             Some("SubagentEvent")
@@ -649,7 +675,7 @@ impl Fold {
         kind: &str,
         agent: &str,
     ) {
-        let n = &self.n;
+        let n = self.n;
         let text = |node: usize| line.str(node).map(|s| s.into_owned());
         let mut base = Item {
             file,

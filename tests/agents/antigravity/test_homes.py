@@ -83,6 +83,22 @@ def test_an_absent_home_is_silent(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert (tables.calls.height, tables.sessions.height, tables.issues.height) == (0, 0, 0)
 
 
+def test_a_database_named_through_links_is_taken_once(tmp_path: Path) -> None:
+    """A database reached through a linked directory, a linked file or a relative path is
+    the file itself: read once, under the name it was first given."""
+    conversations = tmp_path / "home" / "conversations"
+    path = copy(conversations)
+    linked_folder = tmp_path / "elsewhere" / "conversations"
+    linked_folder.parent.mkdir()
+    linked_folder.symlink_to(conversations)
+    linked_file = tmp_path / "copy" / "conversations" / path.name
+    linked_file.parent.mkdir(parents=True)
+    linked_file.symlink_to(path)
+    through_folder = linked_folder / path.name
+    assert antigravity.discover([through_folder, linked_file, path]) == [[through_folder]]
+    assert antigravity.discover([linked_file, through_folder]) == [[linked_file]]
+
+
 def test_discover_takes_named_files_and_directories_once(tmp_path: Path) -> None:
     conversations = tmp_path / "home" / "conversations"
     path = copy(conversations)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from unittest.mock import patch
 
 import polars as pl
 import pytest
@@ -94,6 +95,35 @@ def test_rows_only_in_the_wal_are_read_and_nothing_is_written(tmp_path: Path) ->
     finally:
         writer.close()
     assert totals(tables) == REAL_TOTALS
+
+
+def test_an_empty_wal_beside_a_closed_database_is_no_reason_to_copy_it(tmp_path: Path) -> None:
+    """A reader that opened the database without ``immutable`` (ccusage) leaves an empty
+    ``-wal`` and ``-shm`` beside it: the main file holds every row, read in place (no copy),
+    and nothing beside it changes."""
+    path = copy(tmp_path)
+    (tmp_path / f"{path.name}-wal").write_bytes(b"")
+    (tmp_path / f"{path.name}-shm").write_bytes(b"\x00" * 32768)
+    before = {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.iterdir()}
+    with patch.object(database.shutil, "copyfile", side_effect=AssertionError("copied")):
+        tables = antigravity.read_files([path])
+    assert {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.iterdir()} == before
+    assert totals(tables) == REAL_TOTALS
+    assert tables.issues.height == 0
+
+
+def test_a_wal_shorter_than_one_frame_holds_no_row(tmp_path: Path) -> None:
+    """Only a ``-wal`` long enough for its header and one whole frame can hold rows."""
+    path = copy(tmp_path)
+    header = path.read_bytes()[:100]
+    wal = tmp_path / f"{path.name}-wal"
+    page = int.from_bytes(header[16:18], "big")
+    wal.write_bytes(b"\x00" * (32 + 24 + page - 1))
+    assert not database._holds_frames(wal, header)
+    wal.write_bytes(b"\x00" * (32 + 24 + page))
+    assert database._holds_frames(wal, header)
+    wal.unlink()
+    assert not database._holds_frames(wal, header)
 
 
 def test_a_closed_database_is_read_without_creating_files(tmp_path: Path) -> None:
