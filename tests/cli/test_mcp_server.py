@@ -35,9 +35,13 @@ NOW_SESSION = "cc-now-0001"
 
 
 def _now_session(now: datetime) -> list[dict[str, Any]]:
-    """A Claude Code session of two calls, 2 minutes and 1 minute before ``now``: a prompt, a
-    tool call and its result (re-sent by the second call), a reply."""
-    at = [(now - timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%S.000Z") for m in (2, 1)]
+    """A Claude Code session of two calls, 2 minutes and 1 minute before ``now`` (both on
+    today's date: just after midnight, in its first minutes): a prompt, a tool call and its
+    result (re-sent by the second call), a reply."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    first = max(now - timedelta(minutes=2), midnight)
+    stamps = (first, first + (now - first) / 2)
+    at = [f"{stamp:%Y-%m-%dT%H:%M:%S}.{stamp.microsecond // 1000:03d}Z" for stamp in stamps]
     usage = [(3, 5200, 0, 40), (4, 300, 5200, 25)]  # input, cache write, cache read, output
     lines: list[dict[str, Any]] = [
         {"type": "user", "uuid": "u0", "sessionId": NOW_SESSION, "timestamp": at[0],
