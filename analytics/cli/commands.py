@@ -662,7 +662,7 @@ def watch(
         log = live.latest_log(paths)
         newest = None if live.names_a_session(path) else (lambda: live.latest_log(paths))
 
-        def analyse(follow: live.Follow | live.AgentFollow) -> live.Figures | None:
+        def analyse(follow: live.Following) -> live.Figures | None:
             return live.priced_figures(follow, table, renames)
 
         live.run(log, analyse, Console(highlight=False), newest=newest)

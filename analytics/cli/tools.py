@@ -1,9 +1,9 @@
 """The agents' own tools: ``agentcost simulate`` and ``agentcost capture-to-log``.
 
 They make logs rather than read them: simulated Copilot CLI session trees with exact
-per-call truth, and an SDK capture written as the log the CLI would have written. They come
-before CALLS, so they may use an agent's modules (``agents.copilot``); every other command
-reaches the agents only through the engine (``tests/house/test_layout.py``).
+per-call truth, and an SDK capture written as the log the CLI would have written. They are
+the staged pipeline's agent's own tools (``agents.pipeline``: ``write_capture``,
+``simulator``), reached, as every agent is, through the registry.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ def capture_to_log(
 ) -> None:
     """Write an SDK capture as the events.jsonl the CLI would have written (ephemeral events
     dropped, the shutdown added) and a session-store.db with each call's true usage."""
-    from analytics.agents.copilot.sdk_capture import read_capture
-    from analytics.agents.copilot.simulate import write_capture_tree
+    from analytics.agents.pipeline import pipeline
 
     try:
-        written = write_capture_tree(out, read_capture(capture))
+        written = pipeline().write_capture(capture, out)
         _say(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
     except AgentcostError as error:
         _fail(error)
@@ -72,8 +71,10 @@ def simulate(
     timezone: Annotated[str, typer.Option(help="IANA timezone of the simulated user.")] = "UTC",
 ) -> None:
     """Write simulated Copilot CLI session logs with exact per-call ground truth."""
-    from analytics.agents.copilot import simulate as sim
+    from analytics.agents.pipeline import pipeline
     from analytics.core.words import counted
+
+    sim = pipeline().simulator()
 
     try:
         params = sim.SimulationParams(

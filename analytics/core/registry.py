@@ -31,8 +31,10 @@ class Agent:
     rate table's, and its logs record the bill. ``shutdown_check``: its log's shutdown states
     the session's request count, which the counted calls are checked against (SHUTDOWN
     CHECK). ``reader``: the module that folds its logs one call per API request (a
-    :class:`analytics.agents.reader.Reader`), imported when its logs are read; empty for
-    Copilot, whose logs go through the engine's own pipeline. ``suffixes``: the endings of
+    :class:`analytics.agents.reader.Reader`), imported when its logs are read.
+    ``pipeline``: instead, the module of its side of the engine's staged pipeline (an
+    :class:`analytics.agents.pipeline.Pipeline`: Copilot's, whose calls are worked out from
+    the whole log rather than read one by one). ``suffixes``: the endings of
     the file names discovery offers its reader (``.jsonl`` files by their first record,
     others, such as ``.db``, through ``Reader.claims``). ``credits``: its plans bill AI
     credits (premium requests), so a budget in credits counts its calls alone, and its calls
@@ -52,6 +54,7 @@ class Agent:
     plans: str = ""
     shutdown_check: bool = False
     reader: str = ""
+    pipeline: str = ""
     suffixes: tuple[str, ...] = (".jsonl",)
     credits: bool = False
     content_truth: bool = False
@@ -96,6 +99,7 @@ COPILOT = Agent(
     logs_in=("session-state",),
     shutdown_check=True,
     credits=True,
+    pipeline="analytics.agents.copilot.pipeline",
 )
 CLAUDE_CODE = Agent(
     id="claude-code",

@@ -8,7 +8,7 @@ downstream stage can rely on names, order and dtypes. Column names carry their u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 import polars as pl
@@ -338,6 +338,12 @@ def empty(contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
             _EMPTY.clear()
         held = _EMPTY[id(contract)] = (contract, pl.DataFrame(schema=dict(contract)))
     return held[1].clone()
+
+
+def stacked(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """Frames of one contract, one after another (``empty`` when none has a row)."""
+    present = [frame for frame in frames if frame.height]
+    return pl.concat(present) if present else empty(contract)
 
 
 #: ``empty``'s frames by contract (the contract held too, so its id stays its own).

@@ -51,7 +51,7 @@ from analytics.engine.stages import (
 )
 
 if TYPE_CHECKING:
-    from analytics.agents.copilot.events import Progress
+    from analytics.agents.pipeline import Progress
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A tree's Copilot logs in groups of sessions, and a cold run's first scans begun early.
+"""The staged pipeline's logs in groups of sessions, and a cold run's first scans begun early.
 
 ``stages.run_stages`` analyses a large tree a group of logs at a time (its docstring says
 why); the groups are decided here, from discovery alone. ``scan_ahead`` lets a command start
@@ -13,8 +13,8 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from analytics.agents.copilot import scan_ahead as ahead
 from analytics.agents.discover import Found, LogFile
+from analytics.agents.pipeline import pipeline
 from analytics.cache import fingerprints
 from analytics.cache.location import results_dir
 
@@ -112,12 +112,12 @@ def scan_ahead(found: Found, paths: Sequence[Path], *, use_cache: bool) -> None:
     scan begun before is dropped and nothing starts.
 
     On the 1 GB benchmark tree a cold ``analyze`` starts reading about 0.1 s sooner; the
-    scans are those ``scan_logs`` would make (``scan_ahead.scan`` hands them over)."""
+    scans are those the agent's ``Pipeline.scan`` would make, and it takes them over."""
     groups = groups_of(found.logs, GROUP_BYTES)
     if len(groups) < 2 or (use_cache and _stored(found, paths)):
-        ahead.forget()
+        pipeline().forget_scans()
         return
-    ahead.start(first_scans(groups), WORKERS)
+    pipeline().start_scans(first_scans(groups), WORKERS)
 
 
 def _stored(found: Found, paths: Sequence[Path]) -> bool:

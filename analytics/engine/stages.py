@@ -48,13 +48,14 @@ import polars as pl
 
 from analytics import _scanner
 from analytics.agents.discover import Found, LogFile
+from analytics.agents.pipeline import pipeline
 from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, Patched, ResultCache, in_order, records_digest
-from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty
+from analytics.core.schema import ISSUES, LOG_PRICES, OBSERVED_USAGE, conform, empty, stacked
 from analytics.engine.groups import GROUP_BYTES, WORKERS, groups_of, largest_first, size
 
 if TYPE_CHECKING:
-    from analytics.agents.copilot.events import Progress, ScannedLogs
+    from analytics.agents.pipeline import Progress
 
 #: The table of each group's issues kept beside a whole result (``Tables.group_issues``).
 GROUP_ISSUES = "group_issues"
@@ -269,12 +270,7 @@ def _run_groups(
 
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
-    from analytics.agents.copilot.engine_pass import pass_group
-    from analytics.agents.copilot.events import scan_logs
-    from analytics.core.schema import EVENTS
-
-    events = pass_group(scan_logs(logs), list(EVENTS)).events
-    return events if events is not None else empty(EVENTS)
+    return pipeline().ordered_events(logs)
 
 
 def _stored(cache: ResultCache, key: str, observed: _Observed) -> tuple[Tables, str | None] | None:
@@ -379,12 +375,12 @@ def _fingerprint(key: str, records: str) -> str:
     return f"{key} {records}"
 
 
-def analyse_parsed(scanned: ScannedLogs, found: Found) -> Tables:
+def analyse_parsed(scanned: Any, found: Found) -> Tables:
     """The tables ``run_stages`` gives for ``found`` (one group), from its logs already scanned.
 
     For ``agentcost watch``, which holds a growing log's batches and scans only the lines
-    written since (``scan_logs(..., resume=...)``): every stage after scanning runs again on
-    them, so the result is a fresh analysis of the file.
+    written since (the agent's ``Pipeline.follower``): every stage after scanning runs again
+    on them, so the result is a fresh analysis of the file.
     """
     observed = _Observed(found, whole=False)
     tables = _stages(scanned, observed, keep_events=False)
@@ -398,43 +394,24 @@ def _analyse(
     keep_events: bool,
 ) -> Tables:
     """Every stage on one group of logs."""
-    from analytics.agents.copilot.events import scan_logs
-
-    return _stages(scan_logs(logs, progress), observed, keep_events)
+    return _stages(pipeline().scan(logs, progress), observed, keep_events)
 
 
-def _stages(scanned: ScannedLogs, observed: _Observed, keep_events: bool) -> Tables:
-    """Every stage after scanning, in the engine's one pass: order, repeats, the fold and the
-    tokens of each session, with the per-call records kept beside the logs (no table of
-    events is built unless ``keep_events``)."""
-    from analytics.agents.copilot.engine_pass import pass_group
-    from analytics.agents.copilot.log_prices import log_prices
-    from analytics.core.schema import EVENTS
-
+def _stages(scanned: Any, observed: _Observed, keep_events: bool) -> Tables:
+    """Every stage after scanning (the agent's ``Pipeline.stages``), with the per-call
+    records kept beside the logs for the sessions scanned."""
+    agent = pipeline()
     # most trees keep no per-call records: their sessions need not even be listed
-    named = observed.of(_session_ids(scanned)) if observed.kept else empty(OBSERVED_USAGE)
-    passed = pass_group(scanned, list(EVENTS) if keep_events else None, named)
-    del scanned
-    ids = passed.sessions["session_id"]
-    records = named.filter(pl.col("session_id").is_in(ids.implode())) if named.height else named
-    tokens = [passed.token_issues] if passed.token_issues is not None else []
-    issues = _stack([passed.read_issues, passed.fold_issues, *tokens], ISSUES)
-    prices = log_prices(passed.priced_lines, records)
+    named = observed.of(agent.session_ids(scanned)) if observed.kept else empty(OBSERVED_USAGE)
+    staged = agent.stages(scanned, named, keep_events)
     return Tables(
-        passed.calls, passed.sessions, passed.model_metrics, issues, prices, passed.events
+        staged.calls,
+        staged.sessions,
+        staged.model_metrics,
+        staged.issues,
+        staged.log_prices,
+        staged.events,
     )
-
-
-def _session_ids(scanned: ScannedLogs) -> list[str]:
-    """The sessions the scanned lines name (the pass may keep fewer: lines of unreadable
-    files are left out), for their per-call records."""
-    ids = [
-        pl.Series(column).unique()
-        for table in scanned.tables
-        for name, column in table.columns()
-        if name == "session_id"
-    ]
-    return pl.concat(ids).unique().drop_nulls().to_list() if ids else []
 
 
 class _Tally:
@@ -475,7 +452,7 @@ class _Observed:
     @property
     def kept(self) -> bool:
         """Whether any records are kept beside the logs (a session store, an OTel export)."""
-        return bool(self._found.stores or self._found.otel)
+        return pipeline().has_records(self._found)
 
     def of(self, session_ids: list[str]) -> pl.DataFrame:
         rows, _ = self._records(session_ids)
@@ -506,15 +483,7 @@ class _Observed:
             return self._read_for[wanted]
 
     def _read(self, session_ids: tuple[str, ...] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
-        from analytics.agents.copilot.otel import read_otel_export
-        from analytics.agents.copilot.store import read_session_store
-
-        read = [read_session_store(store, session_ids) for store in self._found.stores]
-        read += [read_otel_export(export) for export in self._found.otel]
-        return (
-            _stack([rows for rows, _ in read], OBSERVED_USAGE),
-            _stack([issues for _, issues in read], ISSUES),
-        )
+        return pipeline().records(self._found, session_ids)
 
 
 def _ids(session_ids: list[str]) -> pl.Expr:
@@ -554,7 +523,7 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
     issues of the log's prices, which compare the prices of every group."""
     from analytics.core.pricing.learned import learned_prices
 
-    prices = _stack([r.log_prices for r in results], LOG_PRICES).sort(
+    prices = stacked([r.log_prices for r in results], LOG_PRICES).sort(
         "source_file", "source_line", maintain_order=True
     )
     price_issues = learned_prices(prices)[1] if prices.height else empty(ISSUES)
@@ -576,13 +545,7 @@ def _combine(results: list[Tables], observed_issues: pl.DataFrame) -> Tables:
         model_metrics=pl.concat([r.model_metrics for r in results]).sort(
             "source_file", "source_line", maintain_order=True
         ),
-        issues=_stack([*(r.issues for r in results), observed_issues, price_issues], ISSUES),
+        issues=stacked([*(r.issues for r in results), observed_issues, price_issues], ISSUES),
         log_prices=prices,
         events=results[0].events if len(results) == 1 else None,
     )
-
-
-def _stack(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType]) -> pl.DataFrame:
-    """Concatenate frames of one contract (an empty frame when there are none)."""
-    present = [frame for frame in frames if frame.height]
-    return pl.concat(present) if present else empty(contract)

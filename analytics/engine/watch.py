@@ -2,16 +2,13 @@
 
 The session is the most recently written log under the paths (every agent's home by
 default): a Copilot ``events.jsonl``, a Claude Code session file (a sub-agent's file stands
-for its parent session's) or a Codex rollout. A Claude Code or Codex log is folded again
-natively whenever it (or a sub-agent file of its session) changes (``AgentFollow``): its
-calls state their usage, so the whole fold of one session is a few milliseconds. A Copilot
-log's scanned batches are held (``Follow``); each time the file's size or mtime changes,
-only the bytes written since are scanned (``scan_logs(..., resume=...)``: the scan goes on
-from the state the last read ended at, and a half-written last line waits for its newline),
-the new batches are appended, and the engine's pass and every later stage run again on the
-held batches (``stages.analyse_parsed``), so the view is a fresh analysis of the file
-at the cost of the new lines' scan. A file that shrank or was replaced (another inode) is
-read again from its start. Unless the paths name one session (its directory or log), the
+for its parent session's), a Codex rollout, any agent's log. A log of an agent with a reader
+is folded again natively whenever it (or a file of its session) changes (``AgentFollow``):
+its calls state their usage, so the whole fold of one session is a few milliseconds. The
+staged pipeline's agent (Copilot) brings its own follower (``Pipeline.follower``), which
+reads only the bytes written since, and every stage after the scan runs again on all it
+read (``stages.analyse_parsed``), so the view is a fresh analysis of the file at the cost of
+the new lines' scan. Unless the paths name one session (its directory or log), the
 paths are looked at again every ``SWITCH_SECONDS`` and a newer session log, once one is
 written, is followed instead. The screen is redrawn with rich's Live display: calls so far,
 the current context size, cost so far, the last call's cost and a sparkline of input tokens
@@ -30,25 +27,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import polars as pl
 
 from analytics.agents.discover import (
     COPILOT,
-    Found,
     LogFile,
     Seen,
     copilot_session_id,
     discover,
 )
+from analytics.agents.pipeline import pipeline, pipeline_agent
 from analytics.core.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from analytics.agents.copilot.events import ScannedLogs, ScanState
+    from analytics.agents.pipeline import Follower
     from analytics.core.pricing.rates import RateTable
+
+    #: What ``watch`` holds of the log it shows: a reader's agent's fold, or the staged
+    #: pipeline's agent's own follower.
+    Following: TypeAlias = "Follower | AgentFollow"
 
 #: Seconds between looks at the file (and at the keyboard).
 POLL_SECONDS = 0.25
@@ -119,12 +120,6 @@ def _seen(log: LogFile) -> LogFile:
         return log
 
 
-def session_target(log: LogFile) -> Path:
-    """What to analyse for ``log``: its session directory (so the home's session store and
-    OTel exports are read with it), or the file itself when it is a legacy flat log."""
-    return log.path.parent if log.path.name == "events.jsonl" else log.path
-
-
 def names_a_session(path: Path | None) -> bool:
     """Whether ``path`` is one session (a log file, or a directory holding ``events.jsonl``),
     which watch keeps to, rather than a home or tree to take the newest session from."""
@@ -168,9 +163,12 @@ class AgentFollow:
         return True
 
 
-def follow_of(watched: Watched) -> Follow | AgentFollow:
-    """The follower of a log: incremental for Copilot's, a new fold for the others'."""
-    return Follow(watched.log) if watched.agent == COPILOT else AgentFollow(watched)
+def follow_of(watched: Watched) -> Following:
+    """The follower of a log: the staged pipeline's agent's own (``Pipeline.follower``:
+    Copilot's reads only what was written since), a new fold for a reader's agent."""
+    if watched.agent == pipeline_agent():
+        return pipeline().follower(watched.log)
+    return AgentFollow(watched)
 
 
 def agent_session_id(watched: Watched) -> str | None:
@@ -190,56 +188,6 @@ def session_name(watched: Watched) -> str:
     log = watched.log
     named = copilot_session_id(log) if watched.agent == COPILOT else agent_session_id(watched)
     return named or log.session_hint
-
-
-class Follow:
-    """One session log read as it grows: its events so far, and where the read stopped.
-
-    ``update()`` reads the lines written since the last one (all of them the first time, or
-    when the file shrank or was replaced) and says whether the log changed; ``parsed`` is
-    everything read so far, ``found`` the discovery of the session (its per-call records).
-    """
-
-    def __init__(self, log: LogFile) -> None:
-        self.log = log
-        self.found: Found = discover([session_target(log)])
-        self._seen: tuple[int, int, int] | None = None  # (inode, size, mtime)
-        self._state: ScanState | None = None
-        self._parts: list[ScannedLogs] = []
-
-    def update(self) -> bool:
-        """Read what the log gained; False when it did not change (or is gone for a moment:
-        rotated, rewritten; the last view stays)."""
-        from analytics.agents.copilot.events import scan_logs
-
-        try:
-            stat = self.log.path.stat()
-        except OSError:
-            return False
-        now = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        if now == self._seen:
-            return False
-        if self._seen is not None and (
-            stat.st_ino != self._seen[0]
-            or (self._state is not None and stat.st_size < self._state.offset)
-        ):
-            self._state, self._parts = None, []  # shrank or replaced: read it again
-        self._seen = now
-        log = LogFile(self.log.file, self.log.session_hint, self.log.real_path, Seen.of(stat))
-        read = scan_logs([log], resume=[self._state])
-        self._state = read.ends[0]
-        if any(len(t) for t in read.tables) or read.issues.height or not self._parts:
-            self._parts.append(read)
-        return True
-
-    @property
-    def parsed(self) -> ScannedLogs:
-        """Every batch, per-model total and issue scanned so far, in line order."""
-        from analytics.agents.copilot.events import ScannedLogs
-
-        if len(self._parts) > 1:
-            self._parts = [ScannedLogs.joined(self._parts)]
-        return self._parts[0]
 
 
 @dataclass(frozen=True)
@@ -321,7 +269,7 @@ def _usd(amount: Decimal | None, mark: str, unknown: str = "unpriced") -> str:
 
 
 def priced_figures(
-    follow: Follow | AgentFollow, table: RateTable, model_map: Mapping[str, str]
+    follow: Following, table: RateTable, model_map: Mapping[str, str]
 ) -> Figures | None:
     """The figures of what ``follow`` has read so far, priced under ``table`` (the log's
     own prices included, as everywhere): the Copilot stages run on its events, another
@@ -339,7 +287,7 @@ def priced_figures(
 
 def run(
     log: Watched,
-    analyse: Callable[[Follow | AgentFollow], Figures | None],
+    analyse: Callable[[Following], Figures | None],
     console: Console,
     *,
     newest: Callable[[], Watched] | None = None,

@@ -21,17 +21,16 @@ import polars as pl
 import pytest
 
 from analytics.agents.copilot.events import batch_frame
+from analytics.agents.copilot.follow import Follow, session_target
 from analytics.core.pricing.price import price_analysis, price_calls
 from analytics.core.pricing.rates import load_rate_table
 from analytics.engine.analyze import analyze
 from analytics.engine.stages import analyse_parsed
 from analytics.engine.watch import (
     Figures,
-    Follow,
     figures,
     latest_log,
     names_a_session,
-    session_target,
     sparkline,
 )
 from tests.conftest import SAMPLE_LOGS
