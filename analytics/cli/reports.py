@@ -52,7 +52,7 @@ def report(
         tables = [load_rates(name) for name in bundled_rate_tables()]
         table, model_map_ = load_rates(rates), cli._model_map(model_map)
         frames = report_frames(result, table, model_map_)
-        page = render_report(result, frames, table, tables, str(window.zone), model_map_)
+        page = render_report(result, frames, table, tables, str(window.zone))
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:

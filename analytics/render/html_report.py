@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ import polars as pl
 
 from analytics.core.pricing.call_costs import AGENT_COSTS
 from analytics.core.pricing.compare import table_totals
-from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.price import price_sessions
 from analytics.core.pricing.rates import RateTable
 from analytics.core.schema import COSTS
 from analytics.core.words import counted_expr
@@ -238,11 +238,10 @@ def render_report(
     table: RateTable,
     tables: Sequence[RateTable],
     zone: str,
-    model_map: Mapping[str, str] | None = None,
 ) -> str:
     """The report as one HTML document: ``frames`` (``engine.report_frames``: the calls
-    priced by ``table``, their models renamed by ``model_map`` first, with the context they
-    carried), ``tables`` compared.
+    priced by ``table``, their models renamed by the model map first, with the context they
+    carried; the sessions' costs are their sums), ``tables`` compared.
 
     ``zone`` (an IANA name) decides which day a call belongs to. plotly.js is in the page
     once; every chart is drawn from one JSON block (:func:`_report_data`).
@@ -250,9 +249,7 @@ def render_report(
     priced, carried, fixed_parts = frames
     calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
-    _, sessions = price_analysis(
-        analysis.calls, analysis.sessions, table, model_map, log_prices=analysis.log_prices
-    )
+    sessions = price_sessions(priced, analysis.sessions, table)  # the calls priced once
     data = _report_data(
         priced, carried, calls, chosen, _fixed_parts(priced, fixed_parts), tables, zone
     )

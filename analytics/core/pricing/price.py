@@ -87,7 +87,16 @@ def price_analysis(
     ``table`` is ``github-copilot``.
     """
     priced = price_calls(calls, table, model_map=model_map, log_prices=log_prices)
-    return priced, _sessions(priced, sessions, is_copilot_table(table))
+    return priced, price_sessions(priced, sessions, table)
+
+
+def price_sessions(
+    priced_calls: pl.DataFrame, sessions: pl.DataFrame, table: RateTable
+) -> pl.DataFrame:
+    """``sessions`` with their costs, the sums of their calls priced under ``table``
+    (``price_calls``): for a caller that priced the calls already, what ``price_analysis``
+    gives without pricing them again."""
+    return _sessions(priced_calls, sessions, is_copilot_table(table))
 
 
 def price_calls(
