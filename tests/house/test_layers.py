@@ -27,6 +27,8 @@ from analytics.core import registry
 PACKAGE = Path(__file__).resolve().parents[2] / "analytics"
 #: The packages in their order: each may import those before it.
 ORDER = ("core", "agents", "cache", "engine", "render", "cli")
+
+
 def modules(*packages: str) -> Iterator[Path]:
     """Every module of ``packages`` (all when none are named)."""
     for package in packages or ORDER:

@@ -8,7 +8,8 @@ group (``engine_pass.pass_group``: order, repeats, shutdown totals placed, the f
 tokens) with the per-call records kept beside the logs (``session-store.db``, OTel exports),
 the prices the log quotes (``log_prices``), the follower ``watch`` holds (``follow``), the
 SDK captures read as the logs the CLI would have written (``captures``), and the tools that
-make its logs (``write_capture``, ``simulator``).
+make its logs (``write_capture``, ``simulator``). Importing it loads neither polars nor the
+stages: the engine begins the first scans (``start_scans``) before it imports them.
 """
 
 from __future__ import annotations
@@ -18,17 +19,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-import polars as pl
-
 from analytics.agents.copilot import scan_ahead
 from analytics.agents.copilot.captures import captures_as_logs
-from analytics.agents.copilot.events import ScannedLogs, scan_logs
-from analytics.agents.copilot.follow import Follow
-from analytics.agents.pipeline import GroupTables, Progress
-from analytics.core.schema import EVENTS, ISSUES, OBSERVED_USAGE, empty, stacked
 
 if TYPE_CHECKING:
+    import polars as pl
+
+    from analytics.agents.copilot.events import ScannedLogs
+    from analytics.agents.copilot.follow import Follow
     from analytics.agents.discover import Found, LogFile
+    from analytics.agents.pipeline import GroupTables, Progress
 
 __all__ = [
     "captures_as_logs",
@@ -48,12 +48,16 @@ __all__ = [
 
 def scan(logs: Sequence[LogFile], progress: Progress | None = None) -> ScannedLogs:
     """The logs scanned into the scanner's batches (a scan begun ahead taken over)."""
+    from analytics.agents.copilot.events import scan_logs
+
     return scan_logs(logs, progress)
 
 
 def session_ids(scanned: ScannedLogs) -> list[str]:
     """The sessions the scanned lines name (the pass may keep fewer: lines of unreadable
     files are left out), for their per-call records."""
+    import polars as pl
+
     ids = [
         pl.Series(column).unique()
         for table in scanned.tables
@@ -67,8 +71,12 @@ def stages(scanned: ScannedLogs, records: pl.DataFrame, keep_events: bool) -> Gr
     """Every stage after scanning, in the engine's one pass: order, repeats, the fold and the
     tokens of each session, with the per-call ``records`` of its sessions (no table of
     events is built unless ``keep_events``), and the prices the log quotes."""
+    import polars as pl
+
     from analytics.agents.copilot.engine_pass import pass_group
     from analytics.agents.copilot.log_prices import log_prices
+    from analytics.agents.pipeline import GroupTables
+    from analytics.core.schema import EVENTS, ISSUES, stacked
 
     passed = pass_group(scanned, list(EVENTS) if keep_events else None, records)
     del scanned
@@ -85,6 +93,8 @@ def stages(scanned: ScannedLogs, records: pl.DataFrame, keep_events: bool) -> Gr
 def ordered_events(logs: Sequence[LogFile]) -> pl.DataFrame:
     """The logs' events in each session's order, for a result that was analysed without them."""
     from analytics.agents.copilot.engine_pass import pass_group
+    from analytics.agents.copilot.events import scan_logs
+    from analytics.core.schema import EVENTS, empty
 
     events = pass_group(scan_logs(logs), list(EVENTS)).events
     return events if events is not None else empty(EVENTS)
@@ -100,6 +110,7 @@ def records(found: Found, session_ids: tuple[str, ...] | None) -> tuple[pl.DataF
     ``session_ids``, all when None; every OTel span), and their problems."""
     from analytics.agents.copilot.otel import read_otel_export
     from analytics.agents.copilot.store import read_session_store
+    from analytics.core.schema import ISSUES, OBSERVED_USAGE, stacked
 
     read = [read_session_store(store, session_ids) for store in found.stores]
     read += [read_otel_export(export) for export in found.otel]
@@ -121,6 +132,8 @@ def forget_scans() -> None:
 
 def follower(log: LogFile) -> Follow:
     """What ``watch`` holds of a growing Copilot log (``follow.Follow``)."""
+    from analytics.agents.copilot.follow import Follow
+
     return Follow(log)
 
 

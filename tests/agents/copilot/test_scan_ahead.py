@@ -185,3 +185,21 @@ def test_each_step_of_the_floor_benchmark_does_what_it_names(tmp_path: Path, ste
         assert printed == f"{len(json.loads(shown)['sessions'])} sessions\n"
     else:
         assert printed.startswith(f"{len(discover([SAMPLE_LOGS]).logs)} logs, 1 groups")
+
+
+def test_the_scans_begin_before_polars_is_imported() -> None:
+    """A cold command begins the first scans (``engine.groups.scan_ahead``) while polars and
+    the stages are still to be imported: asking for the staged pipeline's agent side and
+    beginning a scan loads neither."""
+    script = (
+        "import sys\n"
+        "from analytics.agents.pipeline import pipeline\n"
+        "pipeline().start_scans([], 2)\n"
+        "pipeline().forget_scans()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'polars'"
+        " or m.endswith(('engine_pass', 'events'))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    assert loaded == "[]"
