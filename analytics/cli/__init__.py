@@ -1,8 +1,9 @@
 """The ``agentcost`` command line (``app``; ``main`` is the console script).
 
-``commands`` holds the app, the options and what every command shares, and the commands that
-read one analysis (``analyze``, ``compare``, ``issues``, ``watch``, ``validate``) and ``mcp``,
-whose server (``mcp_server``, needing the mcp extra) it imports only when run; the other
+``commands`` holds the app and the commands that read one analysis (``analyze``, ``compare``,
+``issues``, ``watch``, ``validate``) and ``mcp``, whose server (``mcp_server``, needing the mcp
+extra) it imports only when run; what every command shares is in ``options``, ``loading``,
+``printing`` and ``replays``; the other
 modules are groups of commands: ``budget`` (and ``statusline``), ``reports`` (``report``, the
 period reports, ``top``, ``blocks``), ``team`` (``export``, ``spark``), ``tools`` (the
 commands that make logs: ``simulate``, ``capture-to-log``) and ``rates``. Each registers its

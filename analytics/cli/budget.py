@@ -11,6 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from analytics.cli import commands as cli
+from analytics.cli import loading, options, printing
 from analytics.core.errors import (
     AgentcostError,
     ConfigError,
@@ -62,10 +63,10 @@ cli.app.add_typer(budget_app, name="budget")
 @budget_app.callback()
 def budget(
     ctx: typer.Context,
-    paths: cli.PathsArg = None,
-    rates: cli.RatesOpt = "github-copilot",
-    timezone: cli.ZoneOpt = None,
-    agent: cli.AgentOpt = None,
+    paths: options.PathsArg = None,
+    rates: options.RatesOpt = "github-copilot",
+    timezone: options.ZoneOpt = None,
+    agent: options.AgentOpt = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="The figures as JSON, each saying what it is.")
     ] = False,
@@ -84,7 +85,7 @@ def budget(
         if status.over:
             raise typer.Exit(1)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 _COUNTED_HELP = (
@@ -103,7 +104,7 @@ def budget_set(
         int, typer.Option(help="Day of the month a budget month starts (1-28).")
     ] = 1,
     agent: Annotated[
-        list[cli.Agent] | None,
+        list[options.Agent] | None,
         typer.Option("--agent", metavar="AGENT", help=_COUNTED_HELP, show_default=False),
     ] = None,
 ) -> None:
@@ -126,18 +127,18 @@ def budget_set(
             path.write_text(chosen.to_toml(), encoding="utf-8")
         except OSError as err:
             raise cannot_write(path, err) from None
-        cli._err(f"agentcost: budget saved to {path} (counts {', '.join(chosen.agents)})")
+        printing.err(f"agentcost: budget saved to {path} (counts {', '.join(chosen.agents)})")
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 @cli.app.command()
 def statusline(
     ctx: typer.Context,
-    paths: cli.PathsArg = None,
-    rates: cli.RatesOpt = "github-copilot",
-    timezone: cli.ZoneOpt = None,
-    agent: cli.AgentOpt = None,
+    paths: options.PathsArg = None,
+    rates: options.RatesOpt = "github-copilot",
+    timezone: options.ZoneOpt = None,
+    agent: options.AgentOpt = None,
 ) -> None:
     """One short line for a shell prompt or tmux: whose calls it counts, today's cost, the
     month against the budget (if set), and the session being written now (of the logs under
@@ -155,7 +156,7 @@ def statusline(
             active = None
         typer.echo(line(status, active))
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 def _budget_status(
@@ -164,7 +165,7 @@ def _budget_status(
     saved: Budget | None,
     rates: str,
     timezone: str | None,
-    agent: list[cli.Agent] | None,
+    agent: list[options.Agent] | None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
     sessions alone when given), priced with ``rates``; a usage error where ``agent`` leaves
@@ -173,8 +174,8 @@ def _budget_status(
     from analytics.core.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
-    window = cli._window(None, None, timezone, agent)
-    _, priced_calls, priced_sessions = cli._priced(ctx, paths, rates, None, window=window)
+    window = loading.window(None, None, timezone, agent)
+    _, priced_calls, priced_sessions = loading.priced(ctx, paths, rates, None, window=window)
     read = window.agents or AGENTS
     if saved is not None and not set(saved.agents) & set(read):
         raise UsageError(

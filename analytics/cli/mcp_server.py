@@ -31,7 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from analytics.cli.commands import bundled_tables
+from analytics.cli.options import bundled_tables
 from analytics.core.errors import AgentcostError, UsageError
 from analytics.core.registry import AGENTS, ids, listed
 

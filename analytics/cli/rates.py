@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from analytics.cli import commands as cli
+from analytics.cli import loading, options, printing
 from analytics.core.errors import AgentcostError
 from analytics.core.words import counted
 
@@ -23,14 +24,14 @@ def rates_show(
     name: Annotated[
         str,
         typer.Argument(
-            help=f"A bundled table ({cli.bundled_tables()}), a TOML file, or BASE+FILE, as "
+            help=f"A bundled table ({options.bundled_tables()}), a TOML file, or BASE+FILE, as "
             "--rates takes.",
             show_default=False,
         ),
     ],
-    output_format: cli.FormatOpt = cli.Format.table,
-    output: cli.OutputOpt = None,
-    wide: cli.WideOpt = False,
+    output_format: options.FormatOpt = options.Format.table,
+    output: options.OutputOpt = None,
+    wide: options.WideOpt = False,
 ) -> None:
     """Print a rate table's prices: each model's token prices per million tokens in the
     table's unit, its per-request charge, and when each price applies."""
@@ -42,7 +43,7 @@ def rates_show(
     try:
         table = load_rates(name)
         prices = price_list(table)
-        cli._emit(
+        printing.emit(
             output_format,
             output,
             prices,
@@ -52,40 +53,40 @@ def rates_show(
         )
         _confirm(output, f"the prices of {counted(len(table.models), 'model')} of {table.name}")
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 @rates_app.command("learn")
 def rates_learn(
     ctx: typer.Context,
-    paths: cli.PathsArg = None,
-    output: cli.OutputOpt = None,
-    show_issues: cli.ShowIssuesOpt = False,
+    paths: options.PathsArg = None,
+    output: options.OutputOpt = None,
+    show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """Print the Copilot prices the logs themselves quote, as a rate table (TOML) for --rates."""
     from analytics.core.pricing.learned import learned_rate_table, learned_toml
 
     try:
-        result = cli._load(ctx, paths)
+        result = loading.load(ctx, paths)
         text = learned_toml(result.log_prices)
         if output is None and sys.stdout.isatty():  # the same table, read on a screen
-            text = folded_toml(text, cli._layout(wide=False).width or len(text))
-        cli._emit(cli.Format.table, output, result.log_prices, lambda: text, lambda _: text)
+            text = folded_toml(text, printing.layout(wide=False).width or len(text))
+        printing.emit(options.Format.table, output, result.log_prices, lambda: text, lambda _: text)
         learned = learned_rate_table(result.log_prices)
         models = counted(len(learned.models) if learned else 0, "model")
         _confirm(
             output, f"the prices of {models}; price with them: --rates github-copilot+{output}"
         )
-        cli._report_issues(result, strict=False, show=show_issues)
+        printing.report_issues(result, strict=False, show=show_issues)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 def _confirm(output: Path | None, what: str) -> None:
     """Say on stderr what a command wrote to ``--output``; without it, the output went to
     stdout and nothing is said."""
     if output is not None:
-        cli._err(f"agentcost: wrote {output}: {what}")
+        printing.err(f"agentcost: wrote {output}: {what}")
 
 
 def folded_toml(text: str, width: int) -> str:

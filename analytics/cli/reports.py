@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from analytics.cli import commands as cli
+from analytics.cli import loading, options, printing
+from analytics.cli.replays import Replays, finish
 from analytics.core.errors import AgentcostError, UsageError, cannot_write
 from analytics.engine.inputs import agents
 
@@ -29,17 +31,17 @@ def report(
     html_file: Annotated[
         Path, typer.Option("--html", help="Write the report to this HTML file (works offline).")
     ],
-    paths: cli.PathsArg = None,
+    paths: options.PathsArg = None,
     rates: Annotated[
         str, typer.Option(help="Rate table for the cost charts (as --rates of analyze).")
     ] = "github-copilot",
-    model_map: cli.ModelMapOpt = None,
-    since: cli.SinceOpt = None,
-    until: cli.UntilOpt = None,
-    timezone: cli.ZoneOpt = None,
-    agent: cli.AgentOpt = None,
-    strict: cli.StrictOpt = False,
-    show_issues: cli.ShowIssuesOpt = False,
+    model_map: options.ModelMapOpt = None,
+    since: options.SinceOpt = None,
+    until: options.UntilOpt = None,
+    timezone: options.ZoneOpt = None,
+    agent: options.AgentOpt = None,
+    strict: options.StrictOpt = False,
+    show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.core.pricing.rates import bundled_rate_tables, load_rates
@@ -47,20 +49,20 @@ def report(
     from analytics.render.html_report import render_report
 
     try:
-        window = cli._window(since, until, timezone, agent)
-        result = cli._load(ctx, paths, window, agent_items=True)
+        window = loading.window(since, until, timezone, agent)
+        result = loading.load(ctx, paths, window, agent_items=True)
         tables = [load_rates(name) for name in bundled_rate_tables()]
-        table, model_map_ = load_rates(rates), cli._model_map(model_map)
+        table, model_map_ = load_rates(rates), loading.model_renames(model_map)
         frames = report_frames(result, table, model_map_)
         page = render_report(result, frames, table, tables, str(window.zone))
         try:
             html_file.write_text(page, encoding="utf-8")
         except OSError as err:
             raise cannot_write(html_file, err) from None
-        cli._err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
-        cli._report_issues(result, strict, show_issues)
+        printing.err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
+        printing.report_issues(result, strict, show_issues)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 class By(StrEnum):
@@ -85,19 +87,19 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
 
     def command(
         ctx: typer.Context,
-        paths: cli.PathsArg = None,
+        paths: options.PathsArg = None,
         by: Annotated[By | None, typer.Option(help="Break each period down by this.")] = None,
-        since: cli.SinceOpt = None,
-        until: cli.UntilOpt = None,
-        timezone: cli.ZoneOpt = None,
-        rates: cli.RatesOpt = "github-copilot",
-        model_map: cli.ModelMapOpt = None,
-        agent: cli.AgentOpt = None,
-        output_format: cli.FormatOpt = cli.Format.table,
-        output: cli.OutputOpt = None,
-        strict: cli.StrictOpt = False,
-        wide: cli.WideOpt = False,
-        show_issues: cli.ShowIssuesOpt = False,
+        since: options.SinceOpt = None,
+        until: options.UntilOpt = None,
+        timezone: options.ZoneOpt = None,
+        rates: options.RatesOpt = "github-copilot",
+        model_map: options.ModelMapOpt = None,
+        agent: options.AgentOpt = None,
+        output_format: options.FormatOpt = options.Format.table,
+        output: options.OutputOpt = None,
+        strict: options.StrictOpt = False,
+        wide: options.WideOpt = False,
+        show_issues: options.ShowIssuesOpt = False,
         dataset: DatasetOpt = None,
     ) -> None:
         try:
@@ -109,7 +111,7 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
                     )
                 _dataset_period(period, dataset, by, since, until, timezone, output_format, output)
                 return
-            replays = cli._Replays.of(ctx, period, paths, output_format, output, timezone, locals())
+            replays = Replays.of(ctx, period, paths, output_format, output, timezone, locals())
             if replays.replayed(output):
                 return
             from analytics.core.periods import day_window, period_report, sessions_without_calls
@@ -117,8 +119,8 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
 
             zone = resolve_zone(timezone)
             start, end = day_window(since, until)
-            window = cli._window(None, None, timezone, agent)
-            result, priced_calls, priced_sessions = cli._priced(
+            window = loading.window(None, None, timezone, agent)
+            result, priced_calls, priced_sessions = loading.priced(
                 ctx, paths, rates, model_map, found=replays.found, window=window
             )
             if by is By.user:
@@ -137,10 +139,10 @@ def _period_command(period: Period, noun: str) -> Callable[..., None]:
             text = _emit_periods(
                 rep, result.issues, period, output_format, output, wide=wide, without_calls=idle
             )
-            notes = cli._issue_notes(result, show_issues, wide=wide)
-            cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+            notes = printing.issue_notes(result, show_issues, wide=wide)
+            finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
         except AgentcostError as error:
-            cli._fail(error)
+            printing.fail(error)
 
     command.__doc__ = (
         f"Calls, tokens and cost per {noun} (in --timezone), across all sessions found."
@@ -167,7 +169,7 @@ def _dataset_period(
     since: str | None,
     until: str | None,
     timezone: str | None,
-    output_format: cli.Format,
+    output_format: options.Format,
     output: Path | None,
 ) -> None:
     """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
@@ -190,18 +192,18 @@ def _emit_periods(
     rep: PeriodReport,
     issues: pl.DataFrame,
     period: Period,
-    output_format: cli.Format,
+    output_format: options.Format,
     output: Path | None,
     *,
     wide: bool,
     without_calls: int = 0,
 ) -> Report | None:
     """Print or write a period report, whether the logs or a team dataset gave it (one
-    rendering for both, so the two read alike): ``cli._emit``'s text. ``without_calls``:
+    rendering for both, so the two read alike): ``printing.emit``'s text. ``without_calls``:
     the sessions of the window with no LLM call (``report.period_table``)."""
     from analytics.render import report
 
-    return cli._emit(
+    return printing.emit(
         output_format,
         output,
         rep.rows,
@@ -223,7 +225,7 @@ cli.app.command("monthly")(_period_command("month", "month"))
 @cli.app.command()
 def top(
     ctx: typer.Context,
-    paths: cli.PathsArg = None,
+    paths: options.PathsArg = None,
     limit: Annotated[int, typer.Option(min=1, help="Rows per session (or tools) to show.")] = 10,
     by: Annotated[
         TopBy, typer.Option(help="item: costliest items per session; tool: per tool overall.")
@@ -231,29 +233,29 @@ def top(
     behaviour: Annotated[
         bool, typer.Option(help="Also show compactions and agent-loop behaviour.")
     ] = True,
-    since: cli.SinceOpt = None,
-    until: cli.UntilOpt = None,
-    timezone: cli.ZoneOpt = None,
-    agent: cli.AgentOpt = None,
-    rates: cli.RatesOpt = "github-copilot",
-    model_map: cli.ModelMapOpt = None,
-    output_format: cli.FormatOpt = cli.Format.table,
-    output: cli.OutputOpt = None,
-    strict: cli.StrictOpt = False,
-    wide: cli.WideOpt = False,
-    show_issues: cli.ShowIssuesOpt = False,
+    since: options.SinceOpt = None,
+    until: options.UntilOpt = None,
+    timezone: options.ZoneOpt = None,
+    agent: options.AgentOpt = None,
+    rates: options.RatesOpt = "github-copilot",
+    model_map: options.ModelMapOpt = None,
+    output_format: options.FormatOpt = options.Format.table,
+    output: options.OutputOpt = None,
+    strict: options.StrictOpt = False,
+    wide: options.WideOpt = False,
+    show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     try:
-        replays = cli._Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
+        replays = Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
         from analytics.core.attribution import top_sections
         from analytics.render import report
 
-        window = cli._window(since, until, timezone, agent)
+        window = loading.window(since, until, timezone, agent)
         zone = str(window.zone)
-        result, priced_calls, _ = cli._priced(
+        result, priced_calls, _ = loading.priced(
             ctx, paths, rates, model_map, found=replays.found, window=window, agent_items=True
         )
         sections = top_sections(
@@ -274,7 +276,7 @@ def top(
                 text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
             return text
 
-        text = cli._emit(
+        text = printing.emit(
             output_format,
             output,
             ranked,
@@ -282,10 +284,10 @@ def top(
             as_table,
             wide=wide,
         )
-        notes = cli._issue_notes(result, show_issues, wide=wide)
-        cli._finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
+        notes = printing.issue_notes(result, show_issues, wide=wide)
+        finish(replays, text, notes, strict_failure=strict and result.issues.height > 0)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 # --- commands: blocks ---
@@ -299,9 +301,9 @@ def _blocks_agents() -> str:
 @cli.app.command()
 def blocks(
     ctx: typer.Context,
-    paths: cli.PathsArg = None,
+    paths: options.PathsArg = None,
     agent: Annotated[
-        list[cli.Agent] | None,
+        list[options.Agent] | None,
         typer.Option(
             "--agent",
             metavar="AGENT",
@@ -327,13 +329,13 @@ def blocks(
         str | None,
         typer.Option(help="Only blocks starting on or before this day (YYYY-MM-DD)."),
     ] = None,
-    timezone: cli.ZoneOpt = None,
-    rates: cli.RatesOpt = "github-copilot",
-    model_map: cli.ModelMapOpt = None,
-    output_format: cli.FormatOpt = cli.Format.table,
-    output: cli.OutputOpt = None,
-    wide: cli.WideOpt = False,
-    show_issues: cli.ShowIssuesOpt = False,
+    timezone: options.ZoneOpt = None,
+    rates: options.RatesOpt = "github-copilot",
+    model_map: options.ModelMapOpt = None,
+    output_format: options.FormatOpt = options.Format.table,
+    output: options.OutputOpt = None,
+    wide: options.WideOpt = False,
+    show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """5-hour usage blocks (the windows Claude's plans meter): tokens and API-equivalent
     cost per block, and the active block's burn rate and projection."""
@@ -344,10 +346,10 @@ def blocks(
         from analytics.core.blocks import blocks_view, pace_row
         from analytics.render import report
 
-        metered = [cli.Agent(chosen.id) for chosen in agents.with_blocks()]
-        days = cli._window(since, until, timezone, agent or metered)
+        metered = [options.Agent(chosen.id) for chosen in agents.with_blocks()]
+        days = loading.window(since, until, timezone, agent or metered)
         window = replace(days, since=None, until=None)  # every call makes the blocks
-        result, priced_calls, _ = cli._priced(ctx, paths, rates, model_map, window=window)
+        result, priced_calls, _ = loading.priced(ctx, paths, rates, model_map, window=window)
         zone = str(window.zone)
         view = blocks_view(
             priced_calls,
@@ -360,7 +362,7 @@ def blocks(
         )
         table, pace, limit = view.shown, view.pace, view.limit
         notes = report.blocks_notes(pace, limit)
-        cli._emit(
+        printing.emit(
             output_format,
             output,
             table,
@@ -376,6 +378,6 @@ def blocks(
             ),
             wide=wide,
         )
-        cli._report_issues(result, False, show_issues)
+        printing.report_issues(result, False, show_issues)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from analytics.cli import commands as cli
+from analytics.cli import loading, options, printing
 from analytics.core.errors import AgentcostError
 
 # --- commands: export ---
@@ -21,13 +22,13 @@ def export(
         Path,
         typer.Argument(help="Dataset directory: <table>/agent=A/day=YYYY-MM-DD/*.parquet."),
     ],
-    paths: cli.PathsArg = None,
-    rates: cli.RatesOpt = "github-copilot",
-    model_map: cli.ModelMapOpt = None,
-    since: cli.SinceOpt = None,
-    until: cli.UntilOpt = None,
-    timezone: cli.ZoneOpt = None,
-    agent: cli.AgentOpt = None,
+    paths: options.PathsArg = None,
+    rates: options.RatesOpt = "github-copilot",
+    model_map: options.ModelMapOpt = None,
+    since: options.SinceOpt = None,
+    until: options.UntilOpt = None,
+    timezone: options.ZoneOpt = None,
+    agent: options.AgentOpt = None,
     user: Annotated[
         str | None,
         typer.Option(help="The user column. Default: user in config.toml, else the login name."),
@@ -35,8 +36,8 @@ def export(
     plan: Annotated[
         bool, typer.Option("--plan", help="Say which files would change; write nothing.")
     ] = False,
-    strict: cli.StrictOpt = False,
-    show_issues: cli.ShowIssuesOpt = False,
+    strict: options.StrictOpt = False,
+    show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """Add these logs' calls, sessions and issues to a team dataset (Parquet, by agent and
     UTC day): idempotent, one file per session, safe beside other people's exports."""
@@ -46,8 +47,8 @@ def export(
 
     try:
         check_target(directory)
-        window = cli._window(since, until, timezone, agent)
-        result, priced_calls, priced_sessions = cli._priced(
+        window = loading.window(since, until, timezone, agent)
+        result, priced_calls, priced_sessions = loading.priced(
             ctx, paths, rates, model_map, window=window
         )
         inputs = [str(path.resolve()) for path in (paths or default_targets())]
@@ -64,10 +65,10 @@ def export(
                 for path in paths_changed:
                     print(f"{kind} {path}")
         verb = "would change" if plan else "wrote"
-        cli._err(f"agentcost: {verb} {directory}: {changes.summary()}")
-        cli._report_issues(result, strict, show_issues)
+        printing.err(f"agentcost: {verb} {directory}: {changes.summary()}")
+        printing.report_issues(result, strict, show_issues)
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)
 
 
 # The help is rich markup: ``\[`` keeps the extra's brackets, which rich would read as a tag.
@@ -81,7 +82,7 @@ def spark(
         ),
     ],
     output: Annotated[Path, typer.Option(help="Dataset directory to write.")],
-    rates: cli.RatesOpt = "github-copilot",
+    rates: options.RatesOpt = "github-copilot",
     master: Annotated[
         str | None, typer.Option(help="Spark master (default: spark-submit's, else local[2]).")
     ] = None,
@@ -92,6 +93,6 @@ def spark(
 
     try:
         changes = run([str(path) for path in paths], output, rates=rates, master=master)
-        cli._err(f"agentcost: wrote {output}: {changes}")
+        printing.err(f"agentcost: wrote {output}: {changes}")
     except AgentcostError as error:
-        cli._fail(error)
+        printing.fail(error)

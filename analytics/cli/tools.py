@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from analytics.cli.commands import _fail, _say, app
+from analytics.cli.commands import app
+from analytics.cli.printing import fail, say
 from analytics.core.errors import AgentcostError
 
 
@@ -31,9 +32,9 @@ def capture_to_log(
 
     try:
         written = pipeline().write_capture(capture, out)
-        _say(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
+        say(f"agentcost: wrote {written / 'events.jsonl'} and {out / 'session-store.db'}")
     except AgentcostError as error:
-        _fail(error)
+        fail(error)
 
 
 @app.command()
@@ -92,9 +93,9 @@ def simulate(
         )
         summary = sim.simulate(out, params, store=store)
     except AgentcostError as error:
-        _fail(error)
+        fail(error)
     megabytes = summary.bytes_written / 1e6
-    _say(
+    say(
         f"wrote {counted(summary.sessions, 'session')}, {counted(summary.llm_calls, 'LLM call')}, "
         f"{megabytes:.1f} MB "
         f"to {out} in {summary.seconds:.1f} s ({megabytes / max(summary.seconds, 1e-9):.0f} MB/s)"

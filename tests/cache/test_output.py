@@ -300,7 +300,7 @@ def test_every_report_command_replays_what_it_printed(tmp_path: Path, command: l
 
 
 def test_the_first_screen_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``agentcost`` alone shows today's spend; today is part of its key (``cli._home``)."""
+    """``agentcost`` alone shows today's spend; today is part of its key (``commands._home``)."""
     write_session(tmp_path / "home", "s1")
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "home"))
     results = run("--no-cache"), run(), run()

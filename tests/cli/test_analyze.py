@@ -373,7 +373,7 @@ def test_a_table_on_stderr_fits_the_terminal_of_stderr(monkeypatch: pytest.Monke
     import struct
     import termios
 
-    from analytics.cli import commands as cli
+    from analytics.cli import printing
     from analytics.render.text_table import Layout
 
     monkeypatch.delenv("COLUMNS", raising=False)
@@ -382,12 +382,12 @@ def test_a_table_on_stderr_fits_the_terminal_of_stderr(monkeypatch: pytest.Monke
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 70, 0, 0))
     try:
         with open(secondary, "w", closefd=False) as terminal:
-            assert cli._layout(wide=False, stream=terminal) == Layout(width=70, colour=True)
-            assert cli._layout(wide=True, stream=terminal).width is None
+            assert printing.layout(wide=False, stream=terminal) == Layout(width=70, colour=True)
+            assert printing.layout(wide=True, stream=terminal).width is None
             monkeypatch.setenv("COLUMNS", "90")
-            assert cli._layout(wide=False, stream=terminal).width == 90
+            assert printing.layout(wide=False, stream=terminal).width == 90
     finally:
         os.close(main)
         os.close(secondary)
     monkeypatch.delenv("COLUMNS")
-    assert cli._layout(wide=False, stream=io.StringIO()).width == 120
+    assert printing.layout(wide=False, stream=io.StringIO()).width == 120

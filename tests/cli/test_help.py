@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from analytics.agents import claude_code, codex
 from analytics.agents.discover import copilot_home
 from analytics.cli import app
-from analytics.cli.commands import Agent
+from analytics.cli.options import Agent
 from analytics.core import registry
 from tests.conftest import REPO
 

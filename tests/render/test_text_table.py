@@ -113,15 +113,15 @@ def test_no_colour_when_not_a_terminal_or_no_color() -> None:
 def test_colour_follows_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from analytics.cli import commands as cli
+    from analytics.cli import printing
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert cli._layout(wide=False).colour
+    assert printing.layout(wide=False).colour
     monkeypatch.setenv("NO_COLOR", "1")
-    assert not cli._layout(wide=False).colour
+    assert not printing.layout(wide=False).colour
     monkeypatch.delenv("NO_COLOR")
-    assert not cli._layout(wide=False, output=Path("report.txt")).colour
+    assert not printing.layout(wide=False, output=Path("report.txt")).colour
 
 
 def test_a_table_too_wide_even_when_compact_is_wrapped_inside_its_cells() -> None:

@@ -1,0 +1,165 @@
+"""What the commands print, and how: reports in their format (on stdout or into ``--output``),
+tables laid out for the terminal, notes and the input's issues on stderr, and a failure as
+one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TextIO
+
+import typer
+
+from analytics.cli.options import Format
+from analytics.core.errors import AgentcostError, StrictModeError, UsageError, cannot_write
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import polars as pl
+
+    from analytics.cache.output import Report
+    from analytics.engine.analyze import Analysis
+    from analytics.render.text_table import Layout
+
+
+def fail(error: AgentcostError) -> NoReturn:
+    """Print one line on stderr and exit with the error's code."""
+    err(error_line(error))
+    raise typer.Exit(error.exit_code)
+
+
+def err(text: str) -> None:
+    """A note (or several lines) on stderr, through ``say``."""
+    say(text, err=True)
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """A line (or lines) of words on stdout or stderr. On a terminal, they are wrapped at
+    its width, so no line is longer than the screen; elsewhere (a pipe, a file, a test)
+    each line stays whole, for scripts to read (``render.lines``)."""
+    from analytics.render.lines import for_stream
+
+    typer.echo(for_stream(text, sys.stderr if err else sys.stdout), err=err)
+
+
+def error_line(error: AgentcostError) -> str:
+    return f"agentcost: error: {error}"
+
+
+def report_issues(
+    result: Analysis, strict: bool, show: bool = False, *, wide: bool = False
+) -> None:
+    """Issue count on stderr, or with ``show`` (--show-issues) the issues table there (stdout
+    stays the report alone); with --strict, any issue fails the run."""
+    for note in issue_notes(result, show, wide=wide):
+        err(note)
+    if strict and result.issues.height:
+        raise StrictModeError("--strict: the input has issues")
+
+
+def issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
+    """What ``report_issues`` prints on stderr: first a line for each file that is not a
+    log or is empty (what was read is not what the reader meant), then the count."""
+    from analytics.engine.analyze import issue_summary
+    from analytics.engine.inputs import EMPTY
+
+    if not result.issues.height:
+        return []
+    found = result.found
+    files = found.not_logs + [problem for problem in found.problems if problem[1] == EMPTY]
+    notes = [f"agentcost: {path}: {what}" for path, what in files]
+    if show:
+        from analytics.render import report
+
+        return [*notes, report.issues_table(result.issues, layout(wide, stream=sys.stderr))]
+    summary = issue_summary(result.issues)
+    them = "it" if result.issues.height == 1 else "them"
+    return [*notes, f"agentcost: {summary} in the input; agentcost issues lists {them}"]
+
+
+def layout(wide: bool, output: Path | None = None, stream: TextIO | None = None) -> Layout:
+    """Where tables go: the width of ``$COLUMNS`` or the terminal (120 when neither says;
+    none with ``--wide``), in colour only on a terminal without ``NO_COLOR``. ``stream``
+    (default stdout) is where the table is printed: stderr's terminal is asked for its width
+    too, so ``--show-issues`` fits it when stdout is a pipe or a file."""
+    import shutil
+
+    from analytics.render.text_table import COMPACT_BELOW, Layout
+
+    stream = stream or sys.stdout
+    colour = output is None and stream.isatty() and not os.environ.get("NO_COLOR")
+    width = shutil.get_terminal_size((COMPACT_BELOW, 24)).columns
+    if stream is not sys.stdout and not os.environ.get("COLUMNS"):
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):  # not a terminal (or no file at all)
+            width = COMPACT_BELOW
+    return Layout(width=None if wide else width, colour=colour)
+
+
+def emit(
+    output_format: Format,
+    output: Path | None,
+    rows: pl.DataFrame,
+    as_json: Callable[[], Report],
+    as_table: Callable[[Layout], str],
+    *,
+    wide: bool = False,
+) -> Report | None:
+    """Print or write one report, and return its text (None for Parquet). csv and parquet hold
+    the report's main ``rows``; json and the table are the report's own renderings. A file
+    that cannot be written is a usage error."""
+    from analytics.render import report
+
+    if output_format is Format.parquet and output is None:
+        raise UsageError("--format parquet writes a file; add --output FILE")
+    if output_format is Format.parquet and output is not None:
+        try:
+            rows.write_parquet(output)
+        except OSError as err:
+            raise cannot_write(output, err) from None
+        return None
+    renderings: dict[Format, Callable[[], Report]] = {
+        Format.json: as_json,
+        Format.csv: lambda: report.render_csv(rows),
+        Format.table: lambda: as_table(layout(wide, output)),
+    }
+    text = renderings[output_format]()
+    print_report(text, output)
+    return text
+
+
+def print_report(text: Report, output: Path | None) -> None:
+    """``text`` on stdout, or into the file ``output``, ending with one newline."""
+    from analytics.cache.output import ends_line, pieces
+
+    end = "" if ends_line(text) else "\n"
+    try:
+        if output is None:
+            for piece in pieces(text):
+                typer.echo(piece, nl=False)
+            typer.echo(end, nl=False)
+        else:
+            with output.open("w", encoding="utf-8") as written:
+                for piece in pieces(text):
+                    written.write(piece)
+                written.write(end)
+    except OSError as err:
+        if output is None and isinstance(err, BrokenPipeError):
+            reader_left()
+        raise cannot_write(output, err) from None
+
+
+def reader_left() -> NoReturn:
+    """Stdout's reader went away (``agentcost ... | head``): stop without a word, as a
+    command killed by SIGPIPE does (status 141), and without a second error when the exit
+    flushes what stdout still holds."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    raise typer.Exit(SIGPIPE_STATUS)
+
+
+#: The status a shell reports for a command that SIGPIPE ended (128 + 13).
+SIGPIPE_STATUS = 141
