@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analytics.agents import AgentTables
+from analytics.agents import GROUP, AgentTables
 from analytics.cache import fingerprints
 from analytics.cache.results import ResultCache
 
@@ -56,10 +56,9 @@ if TYPE_CHECKING:
     from analytics.agents.reader import Reader
     from analytics.core.registry import Agent
 
-#: The tables of a fold, as stored (each with ``GROUP``).
+#: The tables of a fold, as stored (each with ``GROUP``: the row's group, its index in the
+#: note's groups).
 NAMES = ("calls", "sessions", "issues", "items")
-#: The column that tells each stored row's group (its index in the note's groups).
-GROUP = "_group"
 
 
 class Folds:
@@ -105,6 +104,7 @@ class Folds:
             return False
         shared = (
             _identities(self.tables)
+            .filter(pl.col("id").is_duplicated())  # (group, id) pairs are unique
             .group_by("id")
             .agg(pl.col(GROUP).unique())
             .filter(pl.col(GROUP).list.len() > 1)[GROUP]
@@ -343,38 +343,28 @@ def _fold_groups(
     agent: Agent, reader: Reader, groups: list[list[Path]], items: bool, tags: list[int]
 ) -> dict[str, pl.DataFrame]:
     """The fold of each group, its rows tagged with the group's tag (``GROUP``); a natively
-    folded agent's groups in one call (folded in parallel), told apart by their files."""
+    folded agent's groups in one call (folded in parallel), its rows' groups told by it."""
     from analytics.agents import fold
 
     try:
-        whole = fold(groups, agent.id, items)
+        whole = fold(groups, agent.id, items, grouped=True)
     except ValueError:  # no native fold: the reader's own, a group at a time
         parts = [
             _tagged(reader.read_files(g, items=items), t) for g, t in zip(groups, tags, strict=True)
         ]
         return {name: pl.concat([part[name] for part in parts]) for name in NAMES}
-    where = {str(path): tag for group, tag in zip(groups, tags, strict=True) for path in group}
-    return _tagged(whole, where)
+    if tags == list(range(len(tags))):
+        return {name: getattr(whole, name) for name in NAMES}
+    tag = pl.col(GROUP).replace_strict(list(range(len(tags))), tags, return_dtype=pl.Int64)
+    return {name: getattr(whole, name).with_columns(tag) for name in NAMES}
 
 
-def _tagged(tables: AgentTables, where: int | dict[str, int]) -> dict[str, pl.DataFrame]:
-    """A fold's tables, each row tagged (``GROUP``) with ``where`` (one tag for all), or
-    the tag of the file it comes from (a session's first file)."""
-    files = {
-        "calls": pl.col("source_file"),
-        "sessions": pl.col("source_files").list.first(),
-        "issues": pl.col("file"),
-        "items": pl.col("source_file"),
+def _tagged(tables: AgentTables, tag: int) -> dict[str, pl.DataFrame]:
+    """A fold's tables, each row tagged (``GROUP``) with ``tag``."""
+    return {
+        name: getattr(tables, name).with_columns(pl.lit(tag, pl.Int64).alias(GROUP))
+        for name in NAMES
     }
-    out = {}
-    for name in NAMES:
-        table: pl.DataFrame = getattr(tables, name)
-        if isinstance(where, int):
-            tag = pl.lit(where, pl.Int64)
-        else:
-            tag = files[name].replace_strict(where, default=None, return_dtype=pl.Int64)
-        out[name] = table.with_columns(tag.alias(GROUP))
-    return out
 
 
 #: Seeds that keep apart the hashes of the kinds of identity (``_identities``).
@@ -411,35 +401,40 @@ def _identities(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
 def _together(folds: Folds) -> tuple[list[tuple[LogFile, ...]], dict[str, pl.DataFrame]]:
     """The groups left, and every table as one fold of all the files gives it, each row
     tagged with its group's index among them: sessions (and their calls and items) by their
-    first file, each group's own order kept within; issues by file and line."""
+    first file, each group's own order kept within; issues by file and line. A table already
+    in that order (a tree's first run, folded in discovery's order) is kept as it is: each
+    sort is a copy of a whole table."""
     live = [at for at, files in enumerate(folds.files) if files is not None]
     groups = [folds.files[at] or () for at in live]
-    number = pl.col(GROUP).replace_strict(
-        {at: new for new, at in enumerate(live)}, default=None, return_dtype=pl.Int64
-    )
-    tables = {name: t.with_columns(number) for name, t in (folds.tables or {}).items()}
+    tables = dict(folds.tables or {})
     if not tables:
         return groups, {}
+    if live != list(range(len(live))):
+        number = pl.col(GROUP).replace_strict(live, list(range(len(live))), return_dtype=pl.Int64)
+        tables = {name: t.with_columns(number) for name, t in tables.items()}
     order = folds.order
-    where = pl.col("source_files").list.first()
-    first = where.replace_strict(order, default=None, return_dtype=pl.Int64).alias("_first")
-    sessions = (
-        tables["sessions"].with_columns(first).sort("_first", maintain_order=True, nulls_last=True)
-    )
-    starts = sessions.select("session_id", "_first")
-    out = {"sessions": sessions.drop("_first")}
+    paths, places = pl.Series(list(order), dtype=pl.String), pl.Series(list(order.values()))
+    sessions = tables["sessions"]
+    first = sessions["source_files"].list.first().replace_strict(paths, places, default=None)
+    out = {"sessions": _in_order(sessions, first)}
     for name in ("calls", "items"):
-        out[name] = (
-            tables[name]
-            .join(starts, on="session_id", how="left", maintain_order="left")
-            .sort("_first", maintain_order=True, nulls_last=True)
-            .drop("_first")
+        table = tables[name]
+        starts = table["session_id"].replace_strict(
+            sessions["session_id"], first, default=None, return_dtype=pl.Int64
         )
-    place = pl.col("file").replace_strict(order, default=None, return_dtype=pl.Int64)
-    out["issues"] = tables["issues"].sort(
-        place, pl.col("line"), maintain_order=True, nulls_last=False
-    )
+        out[name] = _in_order(table, starts)
+    issues = tables["issues"]
+    place = issues["file"].replace_strict(paths, places, default=None, return_dtype=pl.Int64)
+    out["issues"] = issues.sort(place, pl.col("line"), maintain_order=True, nulls_last=False)
     return groups, out
+
+
+def _in_order(table: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
+    """``table`` sorted by ``key`` (nulls last), rows of equal keys in their order;
+    ``table`` itself when it is in that order already."""
+    if key.is_sorted(nulls_last=True):
+        return table
+    return table.sort(key, maintain_order=True, nulls_last=True)
 
 
 def _plain(tables: dict[str, pl.DataFrame]) -> AgentTables:
