@@ -185,7 +185,7 @@ def agent_tables(
         chosen = [
             log for log in logs if str(log.path) not in kept and (str(log.path) in known) == fine
         ]
-        for unit in _units(reader, agent, chosen, fine=fine):
+        for unit in _units(reader, chosen, fine=fine):
             folds.add(unit)
     folds.fold(agent, reader, items, fold_counter)
     while folds.merge():
@@ -302,23 +302,19 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
     return {str(log.path) for at in index.values() for log in folds.files[at] or ()}
 
 
-def _units(
-    reader: Reader, agent: Agent, logs: Sequence[LogFile], *, fine: bool
-) -> list[list[LogFile]]:
+def _units(reader: Reader, logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
     """The first groups of files to fold (see the module's docstring): each JSON-lines file
     with the files under the directory named as it, and, unless ``fine``, with the other
-    files of its directory (a tree never folded before: fewer groups to fold again when
-    files share a session); other layouts by the reader's own groups."""
-    if not logs:
-        return []
-    if agent.suffixes != (".jsonl",):
-        by_path = {str(log.path): log for log in logs}
-        groups = reader.discover([log.path for log in logs])
-        found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
-        placed = {str(log.path) for unit in found for log in unit}
-        return [unit for unit in found if unit] + [
-            [log] for log in logs if str(log.path) not in placed
-        ]
+    JSON-lines files of its directory (a tree never folded before: fewer groups to fold
+    again when files share a session); other files (a chat spread over several JSON files, a
+    database, a Gemini CLI legacy document) by the reader's own groups."""
+    lines = [log for log in logs if log.path.suffix == ".jsonl"]
+    others = [log for log in logs if log.path.suffix != ".jsonl"]
+    return _by_directory(lines, fine=fine) + _reader_units(reader, others)
+
+
+def _by_directory(logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
+    """``_units`` of JSON-lines files."""
     owner: dict[str, int] = {}
     units: list[list[LogFile]] = []
     for log in logs:  # in path order: a file comes before the files under its stem
@@ -337,6 +333,17 @@ def _units(
         stem = path[: path.rfind(".")] if "." in path[path.rfind(os.sep) :] else path
         owner.setdefault(stem, home)
     return units
+
+
+def _reader_units(reader: Reader, logs: Sequence[LogFile]) -> list[list[LogFile]]:
+    """``_units`` of files the reader groups: its groups, then each file it left out."""
+    if not logs:
+        return []
+    by_path = {str(log.path): log for log in logs}
+    groups = reader.discover([log.path for log in logs])
+    found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
+    placed = {str(log.path) for unit in found for log in unit}
+    return [unit for unit in found if unit] + [[log] for log in logs if str(log.path) not in placed]
 
 
 def _fold_groups(
