@@ -991,6 +991,21 @@ mod tests {
     }
 
     #[test]
+    fn weighted_batches_merge_every_result_in_order() {
+        for weights in [
+            vec![],
+            vec![500],
+            vec![1; 300],
+            vec![3, 200, 1, 1, 90, 90, 500, 2],
+        ] {
+            let mut merged = Vec::new();
+            in_order_by(&weights, |w| *w, |at, w| (at, *w), |part| merged.push(part));
+            let expected: Vec<(usize, usize)> = weights.iter().copied().enumerate().collect();
+            assert_eq!(merged, expected);
+        }
+    }
+
+    #[test]
     fn array_items_split_at_top_level_commas_only() {
         let line = br#"{"a":[{"x":"a,]b\"c"},[1,2], 3 ,"s"]}"#;
         let schema = Schema::new(&[("a", Shape::Any)]);
