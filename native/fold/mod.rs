@@ -654,10 +654,15 @@ impl Folded {
     }
 }
 
-/// A column of a frame: one of the scanner's columns, or a list of strings per row.
+/// A column of a frame: one of the scanner's columns, or a list of strings per row (the
+/// rows' strings one after another in `values`, row `i`'s from `offsets[i]` to
+/// `offsets[i + 1]`: Arrow's layout, so no row holds a vector of its own).
 pub enum Out {
     Plain(Column),
-    Strings(Vec<Vec<String>>),
+    Lists {
+        offsets: Vec<i32>,
+        values: StrColumn,
+    },
 }
 
 /// Named columns of equal length.
@@ -727,10 +732,21 @@ impl Builder {
         }
     }
 
-    fn strings(&mut self, name: &'static str, values: impl Iterator<Item = Vec<String>>) {
-        let at = self.slot(name, || Out::Strings(Vec::new()));
-        if let Some(Out::Strings(column)) = self.frame.columns.get_mut(at) {
-            column.extend(values);
+    fn strings<'a, L: Iterator<Item = &'a str>>(
+        &mut self,
+        name: &'static str,
+        lists: impl Iterator<Item = L>,
+    ) {
+        let at = self.slot(name, || Out::Lists {
+            offsets: vec![0],
+            values: StrColumn::default(),
+        });
+        if let Some(Out::Lists { offsets, values }) = self.frame.columns.get_mut(at) {
+            for list in lists {
+                // shared: a session's files and models are often the ones before it
+                list.for_each(|value| values.push_shared(value.as_bytes()));
+                offsets.push(i32::try_from(values.len()).unwrap_or(i32::MAX));
+            }
         }
     }
 
@@ -917,8 +933,7 @@ fn session_columns(b: &mut Builder, group: &Folded) {
         each().map(|s| {
             s.files
                 .iter()
-                .filter_map(|&f| group.paths.get(f).cloned())
-                .collect()
+                .filter_map(|&f| group.paths.get(f).map(String::as_str))
         }),
     );
     b.time("start_time", each().map(|s| s.start_time));
@@ -926,7 +941,10 @@ fn session_columns(b: &mut Builder, group: &Folded) {
     b.text("cwd", each().map(|s| s.cwd.as_deref()));
     b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
     b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
-    b.strings("models", each().map(|s| s.models.clone()));
+    b.strings(
+        "models",
+        each().map(|s| s.models.iter().map(String::as_str)),
+    );
     b.int("llm_calls", each().map(|s| Some(s.calls)));
     b.int("main_calls", each().map(|s| Some(s.main_calls)));
     b.int("subagent_calls", each().map(|s| Some(s.subagent_calls)));

@@ -21,17 +21,19 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
-    TimestampMillisecondArray,
+    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, ListArray,
+    StringViewArray, TimestampMillisecondArray,
 };
 use arrow_buffer::bit_iterator::BitIndexIterator;
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
+use arrow_schema::{ArrowError, DataType, Field};
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
-
-use arrow_array::builder::{ListBuilder, StringBuilder};
 
 use crate::agents::copilot::format::COPILOT;
 use crate::agents::copilot::model_metrics::ModelRow;
@@ -593,15 +595,11 @@ fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
         .into_iter()
         .map(|column| match column {
             Out::Plain(column) => column_array(column, rows, Memory::Fitted),
-            Out::Strings(lists) => {
-                let mut builder = ListBuilder::new(StringBuilder::new());
-                for list in lists {
-                    for item in list {
-                        builder.values().append_value(item);
-                    }
-                    builder.append(true);
-                }
-                Ok(Arc::new(builder.finish()) as ArrayRef)
+            Out::Lists { offsets, values } => {
+                let values = strings(values, Memory::Fitted)?;
+                let item = Arc::new(Field::new("item", DataType::Utf8View, true));
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(fitted(offsets)));
+                Ok(Arc::new(ListArray::try_new(item, offsets, values, None)?) as ArrayRef)
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
