@@ -181,7 +181,6 @@ def fold(
 
     named = [[str(path) for path in group] for group in groups]
     calls, sessions, issues, items_table = _scanner.fold_agent(agent, named, items)
-    del named
     group = {GROUP: pl.Int64()} if grouped else {}
     return AgentTables(
         calls=_frame(calls, call_columns() | group),

@@ -14,8 +14,9 @@ do; it finds out from the folds:
   directory (a tree's first run then rarely folds a file twice); the files of a group that
   changed are folded apart, each JSON-lines file (where every line names its session or the
   file does) with the files under the directory named as it (a session's sub-agents), so
-  a live session's group becomes its own files. Other layouts (a chat spread over several
-  JSON files, a database) start from the reader's own groups (``Reader.discover``).
+  a live session's group becomes its own files (whatever else the agent writes: Gemini CLI's
+  JSON-lines chats too). Other files (a chat spread over several JSON files, a database, a
+  Gemini CLI legacy document) start from the reader's own groups (``Reader.discover``).
 - Two groups that share an *identity* are folded again as one: a session (by id, or one's
   ``parent_session_id`` naming the other's session), a call's ``api_call_id`` (the dedupe
   key), or an item's ``event_id``. Repeated until no two groups share one. A fold of files
