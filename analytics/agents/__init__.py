@@ -152,6 +152,11 @@ def item_columns() -> dict[str, pl.DataType]:
     }
 
 
+#: The column :func:`fold` adds to each table when asked (``grouped``): the index in its
+#: ``groups`` of the group a row was folded in.
+GROUP = "_group"
+
+
 def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     """A native table as a polars frame with exactly ``columns`` (names, order, dtypes)."""
     import polars as pl
@@ -162,19 +167,26 @@ def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     return frame.select(pl.col(name).cast(dtype) for name, dtype in columns.items())
 
 
-def fold(groups: Sequence[Sequence[Path]], agent: str, items: bool = True) -> AgentTables:
+def fold(
+    groups: Sequence[Sequence[Path]], agent: str, items: bool = True, *, grouped: bool = False
+) -> AgentTables:
     """Fold ``groups`` with the native fold of the agent whose id is ``agent`` (groups in
     parallel) into :class:`AgentTables`; without ``items`` the items table is empty (and
-    nothing is spent gathering it)."""
+    nothing is spent gathering it). ``grouped``: each table ends with :data:`GROUP`, each
+    row's group (told by the fold, so a caller folding many groups at once need not match
+    every row's path against its groups')."""
+    import polars as pl
+
     from analytics import _scanner
 
     named = [[str(path) for path in group] for group in groups]
     calls, sessions, issues, items_table = _scanner.fold_agent(agent, named, items)
+    group = {GROUP: pl.Int64()} if grouped else {}
     return AgentTables(
-        calls=_frame(calls, call_columns()),
-        sessions=_frame(sessions, session_columns()),
-        issues=_frame(issues, issue_columns()),
-        items=_frame(items_table, item_columns()),
+        calls=_frame(calls, call_columns() | group),
+        sessions=_frame(sessions, session_columns() | group),
+        issues=_frame(issues, issue_columns() | group),
+        items=_frame(items_table, item_columns() | group),
     )
 
 

@@ -14,8 +14,9 @@ do; it finds out from the folds:
   directory (a tree's first run then rarely folds a file twice); the files of a group that
   changed are folded apart, each JSON-lines file (where every line names its session or the
   file does) with the files under the directory named as it (a session's sub-agents), so
-  a live session's group becomes its own files. Other layouts (a chat spread over several
-  JSON files, a database) start from the reader's own groups (``Reader.discover``).
+  a live session's group becomes its own files (whatever else the agent writes: Gemini CLI's
+  JSON-lines chats too). Other files (a chat spread over several JSON files, a database, a
+  Gemini CLI legacy document) start from the reader's own groups (``Reader.discover``).
 - Two groups that share an *identity* are folded again as one: a session (by id, or one's
   ``parent_session_id`` naming the other's session), a call's ``api_call_id`` (the dedupe
   key), or an item's ``event_id``. Repeated until no two groups share one. A fold of files
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from analytics.agents import AgentTables
+from analytics.agents import GROUP, AgentTables
 from analytics.cache import fingerprints
 from analytics.cache.results import ResultCache
 
@@ -56,10 +57,9 @@ if TYPE_CHECKING:
     from analytics.agents.reader import Reader
     from analytics.core.registry import Agent
 
-#: The tables of a fold, as stored (each with ``GROUP``).
+#: The tables of a fold, as stored (each with ``GROUP``: the row's group, its index in the
+#: note's groups).
 NAMES = ("calls", "sessions", "issues", "items")
-#: The column that tells each stored row's group (its index in the note's groups).
-GROUP = "_group"
 
 
 class Folds:
@@ -105,6 +105,7 @@ class Folds:
             return False
         shared = (
             _identities(self.tables)
+            .filter(pl.col("id").is_duplicated())  # (group, id) pairs are unique
             .group_by("id")
             .agg(pl.col(GROUP).unique())
             .filter(pl.col(GROUP).list.len() > 1)[GROUP]
@@ -183,7 +184,7 @@ def agent_tables(
     known = {path for group in previous.groups for path in group} if previous else set()
     for fine in (True, False):  # the changed groups' files apart, new ones by directory
         chosen = [log for log in logs if log.file not in kept and (log.file in known) == fine]
-        for unit in _units(reader, agent, chosen, fine=fine):
+        for unit in _units(reader, chosen, fine=fine):
             folds.add(unit)
     folds.fold(agent, reader, items, fold_counter)
     while folds.merge():
@@ -300,21 +301,19 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
     return {log.file for at in index.values() for log in folds.files[at] or ()}
 
 
-def _units(
-    reader: Reader, agent: Agent, logs: Sequence[LogFile], *, fine: bool
-) -> list[list[LogFile]]:
+def _units(reader: Reader, logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
     """The first groups of files to fold (see the module's docstring): each JSON-lines file
     with the files under the directory named as it, and, unless ``fine``, with the other
-    files of its directory (a tree never folded before: fewer groups to fold again when
-    files share a session); other layouts by the reader's own groups."""
-    if not logs:
-        return []
-    if agent.suffixes != (".jsonl",):
-        by_path = {log.file: log for log in logs}
-        groups = reader.discover([log.path for log in logs])
-        found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
-        placed = {log.file for unit in found for log in unit}
-        return [unit for unit in found if unit] + [[log] for log in logs if log.file not in placed]
+    JSON-lines files of its directory (a tree never folded before: fewer groups to fold
+    again when files share a session); other files (a chat spread over several JSON files, a
+    database, a Gemini CLI legacy document) by the reader's own groups."""
+    lines = [log for log in logs if log.file.endswith(".jsonl")]
+    others = [log for log in logs if not log.file.endswith(".jsonl")]
+    return _by_directory(lines, fine=fine) + _reader_units(reader, others)
+
+
+def _by_directory(logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
+    """``_units`` of JSON-lines files."""
     owner: dict[str, int] = {}
     units: list[list[LogFile]] = []
     for log in logs:  # in path order: a file comes before the files under its stem
@@ -335,42 +334,43 @@ def _units(
     return units
 
 
+def _reader_units(reader: Reader, logs: Sequence[LogFile]) -> list[list[LogFile]]:
+    """``_units`` of files the reader groups: its groups, then each file it left out."""
+    if not logs:
+        return []
+    by_path = {log.file: log for log in logs}
+    groups = reader.discover([log.path for log in logs])
+    found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
+    placed = {log.file for unit in found for log in unit}
+    return [unit for unit in found if unit] + [[log] for log in logs if log.file not in placed]
+
+
 def _fold_groups(
     agent: Agent, reader: Reader, groups: list[list[Path]], items: bool, tags: list[int]
 ) -> dict[str, pl.DataFrame]:
     """The fold of each group, its rows tagged with the group's tag (``GROUP``); a natively
-    folded agent's groups in one call (folded in parallel), told apart by their files."""
+    folded agent's groups in one call (folded in parallel), its rows' groups told by it."""
     from analytics.agents import fold
 
     try:
-        whole = fold(groups, agent.id, items)
+        whole = fold(groups, agent.id, items, grouped=True)
     except ValueError:  # no native fold: the reader's own, a group at a time
         parts = [
             _tagged(reader.read_files(g, items=items), t) for g, t in zip(groups, tags, strict=True)
         ]
         return {name: pl.concat([part[name] for part in parts]) for name in NAMES}
-    where = {str(path): tag for group, tag in zip(groups, tags, strict=True) for path in group}
-    return _tagged(whole, where)
+    if tags == list(range(len(tags))):
+        return {name: getattr(whole, name) for name in NAMES}
+    tag = pl.col(GROUP).replace_strict(list(range(len(tags))), tags, return_dtype=pl.Int64)
+    return {name: getattr(whole, name).with_columns(tag) for name in NAMES}
 
 
-def _tagged(tables: AgentTables, where: int | dict[str, int]) -> dict[str, pl.DataFrame]:
-    """A fold's tables, each row tagged (``GROUP``) with ``where`` (one tag for all), or
-    the tag of the file it comes from (a session's first file)."""
-    files = {
-        "calls": pl.col("source_file"),
-        "sessions": pl.col("source_files").list.first(),
-        "issues": pl.col("file"),
-        "items": pl.col("source_file"),
+def _tagged(tables: AgentTables, tag: int) -> dict[str, pl.DataFrame]:
+    """A fold's tables, each row tagged (``GROUP``) with ``tag``."""
+    return {
+        name: getattr(tables, name).with_columns(pl.lit(tag, pl.Int64).alias(GROUP))
+        for name in NAMES
     }
-    out = {}
-    for name in NAMES:
-        table: pl.DataFrame = getattr(tables, name)
-        if isinstance(where, int):
-            tag = pl.lit(where, pl.Int64)
-        else:
-            tag = files[name].replace_strict(where, default=None, return_dtype=pl.Int64)
-        out[name] = table.with_columns(tag.alias(GROUP))
-    return out
 
 
 #: Seeds that keep apart the hashes of the kinds of identity (``_identities``).
@@ -407,35 +407,40 @@ def _identities(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
 def _together(folds: Folds) -> tuple[list[tuple[LogFile, ...]], dict[str, pl.DataFrame]]:
     """The groups left, and every table as one fold of all the files gives it, each row
     tagged with its group's index among them: sessions (and their calls and items) by their
-    first file, each group's own order kept within; issues by file and line."""
+    first file, each group's own order kept within; issues by file and line. A table already
+    in that order (a tree's first run, folded in discovery's order) is kept as it is: each
+    sort is a copy of a whole table."""
     live = [at for at, files in enumerate(folds.files) if files is not None]
     groups = [folds.files[at] or () for at in live]
-    number = pl.col(GROUP).replace_strict(
-        {at: new for new, at in enumerate(live)}, default=None, return_dtype=pl.Int64
-    )
-    tables = {name: t.with_columns(number) for name, t in (folds.tables or {}).items()}
+    tables = dict(folds.tables or {})
     if not tables:
         return groups, {}
+    if live != list(range(len(live))):
+        number = pl.col(GROUP).replace_strict(live, list(range(len(live))), return_dtype=pl.Int64)
+        tables = {name: t.with_columns(number) for name, t in tables.items()}
     order = folds.order
-    where = pl.col("source_files").list.first()
-    first = where.replace_strict(order, default=None, return_dtype=pl.Int64).alias("_first")
-    sessions = (
-        tables["sessions"].with_columns(first).sort("_first", maintain_order=True, nulls_last=True)
-    )
-    starts = sessions.select("session_id", "_first")
-    out = {"sessions": sessions.drop("_first")}
+    paths, places = pl.Series(list(order), dtype=pl.String), pl.Series(list(order.values()))
+    sessions = tables["sessions"]
+    first = sessions["source_files"].list.first().replace_strict(paths, places, default=None)
+    out = {"sessions": _in_order(sessions, first)}
     for name in ("calls", "items"):
-        out[name] = (
-            tables[name]
-            .join(starts, on="session_id", how="left", maintain_order="left")
-            .sort("_first", maintain_order=True, nulls_last=True)
-            .drop("_first")
+        table = tables[name]
+        starts = table["session_id"].replace_strict(
+            sessions["session_id"], first, default=None, return_dtype=pl.Int64
         )
-    place = pl.col("file").replace_strict(order, default=None, return_dtype=pl.Int64)
-    out["issues"] = tables["issues"].sort(
-        place, pl.col("line"), maintain_order=True, nulls_last=False
-    )
+        out[name] = _in_order(table, starts)
+    issues = tables["issues"]
+    place = issues["file"].replace_strict(paths, places, default=None, return_dtype=pl.Int64)
+    out["issues"] = issues.sort(place, pl.col("line"), maintain_order=True, nulls_last=False)
     return groups, out
+
+
+def _in_order(table: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
+    """``table`` sorted by ``key`` (nulls last), rows of equal keys in their order;
+    ``table`` itself when it is in that order already."""
+    if key.is_sorted(nulls_last=True):
+        return table
+    return table.sort(key, maintain_order=True, nulls_last=True)
 
 
 def _plain(tables: dict[str, pl.DataFrame]) -> AgentTables:

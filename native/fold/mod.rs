@@ -435,7 +435,8 @@ pub fn max_time(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     }
 }
 
-/// How many inputs [`in_order`] works on in parallel before it merges their results.
+/// How many inputs [`in_order`] works on in parallel before it merges their results (for
+/// [`in_order_by`]: how much weight).
 const AT_ONCE: usize = 128;
 
 /// `work(index, input)` for each of `inputs`, in parallel, and each result to `merge` in the
@@ -445,16 +446,41 @@ const AT_ONCE: usize = 128;
 pub fn in_order<T: Sync, P: Send>(
     inputs: &[T],
     work: impl Fn(usize, &T) -> P + Sync,
+    merge: impl FnMut(P),
+) {
+    in_order_by(inputs, |_| 1, work, merge);
+}
+
+/// [`in_order`] with batches of consecutive inputs whose `weight`s add up to at most
+/// [`AT_ONCE`], or of one input per thread when they add up to more: a batch's results are
+/// what is held at once, so inputs whose results are large in proportion to their weight (a
+/// group's fold, by its number of files) are held a few at a time, the many light ones still
+/// worked on together.
+pub fn in_order_by<T: Sync, P: Send>(
+    inputs: &[T],
+    weight: impl Fn(&T) -> usize,
+    work: impl Fn(usize, &T) -> P + Sync,
     mut merge: impl FnMut(P),
 ) {
-    for (batch, chunk) in inputs.chunks(AT_ONCE).enumerate() {
-        let first = batch * AT_ONCE;
+    let threads = rayon::current_num_threads().max(1);
+    let mut first = 0;
+    while first < inputs.len() {
+        let (mut end, mut load) = (first, 0);
+        while let Some(next) = inputs.get(end) {
+            load += weight(next);
+            if load > AT_ONCE && end >= first + threads {
+                break;
+            }
+            end += 1;
+        }
+        let chunk = inputs.get(first..end).unwrap_or(&[]);
         let parts: Vec<P> = chunk
             .par_iter()
             .enumerate()
             .map(|(at, input)| work(first + at, input))
             .collect();
         parts.into_iter().for_each(&mut merge);
+        first = end;
     }
 }
 
@@ -628,10 +654,15 @@ impl Folded {
     }
 }
 
-/// A column of a frame: one of the scanner's columns, or a list of strings per row.
+/// A column of a frame: one of the scanner's columns, or a list of strings per row (the
+/// rows' strings one after another in `values`, row `i`'s from `offsets[i]` to
+/// `offsets[i + 1]`: Arrow's layout, so no row holds a vector of its own).
 pub enum Out {
     Plain(Column),
-    Strings(Vec<Vec<String>>),
+    Lists {
+        offsets: Vec<i32>,
+        values: StrColumn,
+    },
 }
 
 /// Named columns of equal length.
@@ -663,8 +694,10 @@ impl Builder {
         self.next - 1
     }
 
-    /// The group of `rows` rows is laid out: the next one starts again at the first column.
-    fn close(&mut self, rows: usize) {
+    /// The group of `rows` rows, the `at`-th, is laid out with its last column ([`GROUP`]):
+    /// the next one starts again at the first column.
+    fn group(&mut self, at: i64, rows: usize) {
+        self.int(GROUP, std::iter::repeat_n(Some(at), rows));
         self.frame.rows += rows;
         self.next = 0;
     }
@@ -699,10 +732,21 @@ impl Builder {
         }
     }
 
-    fn strings(&mut self, name: &'static str, values: impl Iterator<Item = Vec<String>>) {
-        let at = self.slot(name, || Out::Strings(Vec::new()));
-        if let Some(Out::Strings(column)) = self.frame.columns.get_mut(at) {
-            column.extend(values);
+    fn strings<'a, L: Iterator<Item = &'a str>>(
+        &mut self,
+        name: &'static str,
+        lists: impl Iterator<Item = L>,
+    ) {
+        let at = self.slot(name, || Out::Lists {
+            offsets: vec![0],
+            values: StrColumn::default(),
+        });
+        if let Some(Out::Lists { offsets, values }) = self.frame.columns.get_mut(at) {
+            for list in lists {
+                // shared: a session's files and models are often the ones before it
+                list.for_each(|value| values.push_shared(value.as_bytes()));
+                offsets.push(i32::try_from(values.len()).unwrap_or(i32::MAX));
+            }
         }
     }
 
@@ -720,6 +764,10 @@ impl Builder {
         self.text("session_id", each().map(|(_, _, session)| Some(session)));
     }
 }
+
+/// The last column of every table of folded groups: the index of a row's group, so that a
+/// caller that folds many groups in one call tells their rows apart without their paths.
+pub const GROUP: &str = "_group";
 
 /// The CALLS columns of folded groups (their rows one after another).
 pub const CALL_COLUMNS: [&str; 29] = [
@@ -794,8 +842,8 @@ pub const ITEM_COLUMNS: [&str; 13] = [
 ];
 
 /// The calls ([`CALL_COLUMNS`]), sessions ([`SESSION_COLUMNS`]), issues (file, line,
-/// severity, message) and items ([`ITEM_COLUMNS`]) of folded groups as columns, the groups'
-/// rows one after another. A group is laid out as it is added and its rows are dropped then,
+/// severity, message) and items ([`ITEM_COLUMNS`]) of folded groups as columns, each with
+/// [`GROUP`] last, the groups' rows one after another. A group is laid out as it is added and its rows are dropped then,
 /// so the rows of all groups are never held beside their columns.
 #[derive(Default)]
 pub struct Tables {
@@ -803,23 +851,32 @@ pub struct Tables {
     sessions: Builder,
     issues: Builder,
     items: Builder,
+    /// The number of groups added.
+    groups: i64,
 }
 
 impl Tables {
-    /// Append the rows of `group`.
+    /// Append the rows of `group`, the next group (each table's last column, [`GROUP`], is
+    /// the index of a row's group among those added).
     pub fn add(&mut self, mut group: Folded) {
+        let at = self.groups;
+        self.groups += 1;
         let calls = std::mem::take(&mut group.calls);
         self.calls
             .located(&group, &calls, |c| (c.file, c.line, &c.session));
         call_columns(&mut self.calls, &calls);
+        self.calls.group(at, calls.len());
         drop(calls);
         let items = std::mem::take(&mut group.items);
         self.items
             .located(&group, &items, |i| (i.file, i.line, &i.session));
         item_columns(&mut self.items, &items);
+        self.items.group(at, items.len());
         drop(items);
         session_columns(&mut self.sessions, &group);
+        self.sessions.group(at, group.sessions.len());
         issue_columns(&mut self.issues, &group);
+        self.issues.group(at, group.issues.len());
     }
 
     /// The calls, sessions, issues and items frames.
@@ -864,7 +921,6 @@ fn call_columns(b: &mut Builder, calls: &[Call]) {
     b.text("agent_version", each().map(|c| c.agent_version.as_deref()));
     b.text("provider", each().map(|c| c.provider.as_deref()));
     b.text("logged_cost_usd", each().map(|c| c.logged_cost.as_deref()));
-    b.close(calls.len());
 }
 
 /// The SESSIONS columns of a group; a session's `issues` counts the issues of its files.
@@ -877,8 +933,7 @@ fn session_columns(b: &mut Builder, group: &Folded) {
         each().map(|s| {
             s.files
                 .iter()
-                .filter_map(|&f| group.paths.get(f).cloned())
-                .collect()
+                .filter_map(|&f| group.paths.get(f).map(String::as_str))
         }),
     );
     b.time("start_time", each().map(|s| s.start_time));
@@ -886,7 +941,10 @@ fn session_columns(b: &mut Builder, group: &Folded) {
     b.text("cwd", each().map(|s| s.cwd.as_deref()));
     b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
     b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
-    b.strings("models", each().map(|s| s.models.clone()));
+    b.strings(
+        "models",
+        each().map(|s| s.models.iter().map(String::as_str)),
+    );
     b.int("llm_calls", each().map(|s| Some(s.calls)));
     b.int("main_calls", each().map(|s| Some(s.main_calls)));
     b.int("subagent_calls", each().map(|s| Some(s.subagent_calls)));
@@ -909,7 +967,6 @@ fn session_columns(b: &mut Builder, group: &Folded) {
         "issues",
         each().map(|s| Some(s.files.iter().filter_map(|f| per_file.get(f)).sum())),
     );
-    b.close(group.sessions.len());
 }
 
 /// The item columns after [`Builder::located`]'s of a group's items.
@@ -924,7 +981,6 @@ fn item_columns(b: &mut Builder, items: &[Item]) {
     b.text("tool_name", each().map(|i| i.tool_name.as_deref()));
     b.int("content_bytes", each().map(|i| i.content_bytes));
     b.int("tool_request_bytes", each().map(|i| i.tool_request_bytes));
-    b.close(items.len());
 }
 
 /// The ISSUES columns of a group.
@@ -937,7 +993,6 @@ fn issue_columns(b: &mut Builder, group: &Folded) {
     b.int("line", each().map(|i| i.line));
     b.text("severity", each().map(|i| Some(i.severity)));
     b.text("message", each().map(|i| Some(i.message.as_str())));
-    b.close(group.issues.len());
 }
 
 #[cfg(test)]
@@ -951,6 +1006,21 @@ mod tests {
         assert_eq!(io_reason(&denied), "permission denied");
         let issue = file_issue(0, &denied);
         assert_eq!(issue.message, "cannot read the file: permission denied");
+    }
+
+    #[test]
+    fn weighted_batches_merge_every_result_in_order() {
+        for weights in [
+            vec![],
+            vec![500],
+            vec![1; 300],
+            vec![3, 200, 1, 1, 90, 90, 500, 2],
+        ] {
+            let mut merged = Vec::new();
+            in_order_by(&weights, |w| *w, |at, w| (at, *w), |part| merged.push(part));
+            let expected: Vec<(usize, usize)> = weights.iter().copied().enumerate().collect();
+            assert_eq!(merged, expected);
+        }
     }
 
     #[test]

@@ -21,17 +21,19 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, StringViewArray,
-    TimestampMillisecondArray,
+    new_null_array, Array, ArrayRef, BooleanArray, Int32Array, Int64Array, ListArray,
+    StringViewArray, TimestampMillisecondArray,
 };
 use arrow_buffer::bit_iterator::BitIndexIterator;
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
+use arrow_schema::{ArrowError, DataType, Field};
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
-
-use arrow_array::builder::{ListBuilder, StringBuilder};
 
 use crate::agents::copilot::format::COPILOT;
 use crate::agents::copilot::model_metrics::ModelRow;
@@ -593,15 +595,11 @@ fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
         .into_iter()
         .map(|column| match column {
             Out::Plain(column) => column_array(column, rows, Memory::Fitted),
-            Out::Strings(lists) => {
-                let mut builder = ListBuilder::new(StringBuilder::new());
-                for list in lists {
-                    for item in list {
-                        builder.values().append_value(item);
-                    }
-                    builder.append(true);
-                }
-                Ok(Arc::new(builder.finish()) as ArrayRef)
+            Out::Lists { offsets, values } => {
+                let values = strings(values, Memory::Fitted)?;
+                let item = Arc::new(Field::new("item", DataType::Utf8View, true));
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(fitted(offsets)));
+                Ok(Arc::new(ListArray::try_new(item, offsets, values, None)?) as ArrayRef)
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -642,22 +640,55 @@ fn fold_groups(
                 ..Folded::default()
             })
         };
-        crate::fold::in_order(&groups, each, |folded| tables.add(folded));
+        // a group's fold is held until it is laid out: groups are worked on a few files' worth
+        // at a time (a large group with as many others as there are threads)
+        let mut since = 0;
+        crate::fold::in_order_by(&groups, Vec::len, each, |folded| {
+            since += folded.paths.len();
+            tables.add(folded);
+            if since >= TRIM_EVERY {
+                give_back_freed_memory();
+                since = 0;
+            }
+        });
         tables
     });
     let (calls, sessions, issues, items) = tables.finish();
-    Ok((
+    let tables = (
         frame_table(calls).map_err(to_py)?,
         frame_table(sessions).map_err(to_py)?,
         frame_table(issues).map_err(to_py)?,
         frame_table(items).map_err(to_py)?,
-    ))
+    );
+    give_back_freed_memory();
+    Ok(tables)
+}
+
+/// How many files' folds are laid out between two [`give_back_freed_memory`].
+const TRIM_EVERY: usize = 4096;
+
+/// Return the memory the C allocator keeps after a fold to the system: the groups' rows,
+/// many small allocations made on the worker threads and freed, stay resident in its heaps
+/// otherwise (a 1 GB tree's fold left some 240 MB so), under whatever polars allocates next.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's `malloc_trim` takes no pointer and is thread-safe: it only hands
+        // free pages of the allocator's heaps back to the system.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 /// Fold one agent's logs (`agent`: its id, as `agents::FOLDS` names it): each group (files
 /// a call may be copied between: a Claude Code project directory, a Codex home) is folded
 /// together, so a request written into several of its files counts once. Returns the calls,
-/// sessions, issues and items tables (the items empty unless `with_items`).
+/// sessions, issues and items tables (the items empty unless `with_items`), each with the
+/// index of a row's group in `groups` as its last column (`fold::GROUP`).
 #[pyfunction]
 #[pyo3(signature = (agent, groups, with_items = true))]
 fn fold_agent(

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from analytics.agents import AgentTables
-from analytics.agents.discover import discover
+from analytics.agents.discover import LogFile, discover
 from analytics.agents.reader import readers
 from analytics.cache import repriced, results
-from analytics.cache.agent_results import agent_tables
+from analytics.cache.agent_results import _units, agent_tables
 from analytics.cache.results import ResultCache
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import analyze
@@ -101,6 +101,24 @@ def test_a_touched_file_folds_again_only_its_group(tmp_path: Path) -> None:
     assert_same(got, run(root, None))
     assert got is not None
     assert got.calls.height == 4
+
+
+def test_json_lines_files_are_grouped_by_directory_and_other_files_by_the_reader() -> None:
+    gemini = next(reader for agent, reader in readers() if agent.id == "gemini-cli")
+    names = ["a/chats/s1.jsonl", "a/chats/s1/sub.jsonl", "a/chats/s2.jsonl", "b/chats/s3.jsonl"]
+    names += ["a/chats/old1.json", "b/chats/old2.json"]
+    logs = [LogFile(Path("/t", name), "") for name in names]
+    units = [
+        [str(log.path.relative_to("/t")) for log in unit]
+        for unit in _units(gemini, logs, fine=False)
+    ]
+    # the reader (Gemini CLI's) makes one group of whatever it is given
+    assert units == [names[:3], names[3:4], names[4:]]
+    units = [
+        [str(log.path.relative_to("/t")) for log in unit]
+        for unit in _units(gemini, logs, fine=True)
+    ]
+    assert units == [names[:2], names[2:3], names[3:4], names[4:]]
 
 
 @pytest.mark.parametrize("warm", [False, True])
@@ -191,7 +209,7 @@ def real_trees() -> list[object]:
         else pytest.param(
             agent, marks=pytest.mark.skip(reason=f"no real logs at {REAL_LOGS / agent}")
         )
-        for agent in ("claude-code", "codex")
+        for agent in ("claude-code", "codex", "pi", "gemini-cli")
     ]
 
 
