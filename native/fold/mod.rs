@@ -77,6 +77,12 @@ pub fn integer(line: &[u8], value: Value) -> Option<i64> {
         .flatten()
 }
 
+/// Bytes read from a log at once. Below the C allocator's mmap threshold, which the command
+/// line caps at 128 KiB (`analytics.engine.allocators`): a larger buffer would be mapped,
+/// faulted in and unmapped for every file (on Kimi Code's 1 GB tree of 4,698 logs, 0.5 s of
+/// a 1.5 s fold).
+const READ_BUFFER: usize = 64 << 10;
+
 /// Read `path` (file `file` of its group) line by line: each line that is a JSON object goes
 /// to `each` with its fields parsed against `schema`; a line that cannot be read is an issue
 /// (bad UTF-8 and NUL bytes are repaired with a warning, a blank line is a warning, a line
@@ -92,7 +98,7 @@ pub fn read_file(
     let mut issues = Vec::new();
     let mut torn = None;
     let mut reader = match File::open(path) {
-        Ok(f) => BufReader::with_capacity(1 << 20, f),
+        Ok(f) => BufReader::with_capacity(READ_BUFFER, f),
         Err(error) => {
             issues.push(file_issue(file, &error));
             return Read {
