@@ -107,7 +107,7 @@ def test_json_lines_files_are_grouped_by_directory_and_other_files_by_the_reader
     gemini = next(reader for agent, reader in readers() if agent.id == "gemini-cli")
     names = ["a/chats/s1.jsonl", "a/chats/s1/sub.jsonl", "a/chats/s2.jsonl", "b/chats/s3.jsonl"]
     names += ["a/chats/old1.json", "b/chats/old2.json"]
-    logs = [LogFile(Path("/t", name), "") for name in names]
+    logs = [LogFile(str(Path("/t", name)), "") for name in names]
     units = [
         [str(log.path.relative_to("/t")) for log in unit]
         for unit in _units(gemini, logs, fine=False)
