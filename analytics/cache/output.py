@@ -49,16 +49,19 @@ LIMIT_BYTES = 128 * 1024 * 1024
 #: A report's text: whole, or the pieces it is made of, in order (a large JSON report is
 #: never joined into one string: ``render.report.render_sections_json``).
 Report = str | list[str]
+#: A report as a command renders it: whole, in pieces, or its pieces as they come
+#: (``render.report.render_sections_json``), written as they come and never held whole.
+Rendered = str | list[str] | Iterator[str]
 #: Characters of a report written at a time (``pieces``).
 PIECE = 1 << 20
 
 
-def pieces(text: Report) -> Iterator[str]:
+def pieces(text: Rendered) -> Iterator[str]:
     """``text`` in pieces of about ``PIECE`` characters, to write one at a time: a report of
     tens of MB is then never encoded, or copied to add a newline, whole. A piece of a whole
     text ends at a line's end, and one of a list is whole pieces of it, so no colour code is
     cut in two."""
-    if isinstance(text, list):
+    if not isinstance(text, str):
         group: list[str] = []
         size = 0
         for piece in text:

@@ -4,6 +4,7 @@ one line and an exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from analytics.cache.output import Report
+    from analytics.cache.output import Rendered, Report
     from analytics.engine.analyze import Analysis
     from analytics.render.text_table import Layout
 
@@ -103,12 +104,13 @@ def emit(
     output_format: Format,
     output: Path | None,
     rows: pl.DataFrame,
-    as_json: Callable[[], Report],
+    as_json: Callable[[], Rendered],
     as_table: Callable[[Layout], str],
     *,
     wide: bool = False,
 ) -> Report | None:
-    """Print or write one report, and return its text (None for Parquet). csv and parquet hold
+    """Print or write one report, and return its text to store (None for Parquet, or for a
+    report too large to keep: ``print_report``). csv and parquet hold
     the report's main ``rows``; json and the table are the report's own renderings. A file
     that cannot be written is a usage error."""
     from analytics.render import report
@@ -121,35 +123,46 @@ def emit(
         except OSError as err:
             raise cannot_write(output, err) from None
         return None
-    renderings: dict[Format, Callable[[], Report]] = {
+    renderings: dict[Format, Callable[[], Rendered]] = {
         Format.json: as_json,
         Format.csv: lambda: report.render_csv(rows),
         Format.table: lambda: as_table(layout(wide, output)),
     }
-    text = renderings[output_format]()
-    print_report(text, output)
-    return text
+    return print_report(renderings[output_format](), output)
 
 
-def print_report(text: Report, output: Path | None) -> None:
-    """``text`` on stdout, or into the file ``output``, ending with one newline."""
-    from analytics.cache.output import ends_line, pieces
+def print_report(text: Rendered, output: Path | None) -> Report | None:
+    """``text`` on stdout, or into the file ``output``, ending with one newline; what was
+    written, to store (``replays``): ``text`` itself when it was held, else its pieces as
+    they came while they stay within ``cache.output.LIMIT_BYTES`` (None past that: a report
+    of hundreds of MB is written as it is rendered, and never held)."""
+    from analytics.cache.output import LIMIT_BYTES, pieces
 
-    end = "" if ends_line(text) else "\n"
+    kept: list[str] | None = []
+    size, last = 0, ""
     try:
-        if output is None:
+        with contextlib.ExitStack() as stack:
+            write: Callable[[str], object] = _echo
+            if output is not None:
+                write = stack.enter_context(output.open("w", encoding="utf-8")).write
             for piece in pieces(text):
-                typer.echo(piece, nl=False)
-            typer.echo(end, nl=False)
-        else:
-            with output.open("w", encoding="utf-8") as written:
-                for piece in pieces(text):
-                    written.write(piece)
-                written.write(end)
+                write(piece)
+                last = piece or last
+                size += len(piece)
+                if kept is not None and size <= LIMIT_BYTES:
+                    kept.append(piece)
+                else:
+                    kept = None
+            write("" if last.endswith("\n") else "\n")
     except OSError as err:
         if output is None and isinstance(err, BrokenPipeError):
             reader_left()
         raise cannot_write(output, err) from None
+    return text if isinstance(text, str | list) else kept
+
+
+def _echo(piece: str) -> None:
+    typer.echo(piece, nl=False)
 
 
 def reader_left() -> NoReturn:

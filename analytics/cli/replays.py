@@ -117,8 +117,9 @@ class Replays(NamedTuple):
         return True
 
     def save(self, report: Report | None, notes: list[str], status: int) -> None:
-        """Store what the command printed (``replayed`` prints it next time)."""
-        if self.cache and self.key:
+        """Store what the command printed (``replayed`` prints it next time); a report too
+        large to keep (None: ``printing.print_report``) is not stored."""
+        if self.cache and self.key and report is not None:
             from analytics.cache import invocations
             from analytics.cache.output import Output
 

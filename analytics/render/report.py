@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"
 
 
-def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> list[str]:
+def render_json(key: str, frame: pl.DataFrame, issues: pl.DataFrame) -> Iterator[str]:
     """``{key: [...], "issues": [...]}``, one record per line, as the pieces of its text
     (``render_sections_json``)."""
     return render_sections_json({key: frame}, issues)
@@ -55,9 +55,16 @@ def json_rows(frame: pl.DataFrame) -> list[str]:
     Times are ISO-8601 UTC, decimals and days strings (no digit lost), tool counts
     ``{tool: calls}``; column order is kept. Encoded a slice of rows at a time.
     """
+    return [row for part in _json_slices(frame) for row in part]
+
+
+def _json_slices(frame: pl.DataFrame) -> Iterator[list[str]]:
+    """``json_rows``, a slice of rows at a time (each encoded when it is asked for)."""
     if frame.height <= _JSON_SLICE:
-        return _encoded(frame)
-    return [row for part in frame.iter_slices(_JSON_SLICE) for row in _encoded(part)]
+        yield _encoded(frame)
+        return
+    for part in frame.iter_slices(_JSON_SLICE):
+        yield _encoded(part)
 
 
 def _encoded(frame: pl.DataFrame) -> list[str]:
@@ -832,31 +839,33 @@ def _count(value: Any) -> str:
 
 def render_sections_json(
     sections: Mapping[str, pl.DataFrame | Sequence[str]], issues: pl.DataFrame, **meta: str
-) -> list[str]:
+) -> Iterator[str]:
     """``{**meta, section: [...], ..., "issues": [...]}``, one record per line; a section is
-    a frame, or its rows already rendered (``json_rows``). Returned as the pieces of the text
-    in order (the rows and what stands between them), never joined: a report of tens of MB
-    is written a piece at a time (``cache.output.pieces``), and held once.
+    a frame, or its rows already rendered (``json_rows``). Given as the pieces of the text in
+    order (the rows and what stands between them), each slice of rows encoded when it is
+    written: a report of hundreds of MB (a ``--calls`` of a large tree) is never held whole
+    (``cli.printing.print_report`` keeps it only while it is small enough to store).
 
     Rows are encoded by polars (``json_rows``): a large report renders in a fraction of
     what ``json.dumps`` of Python objects costs.
     """
-    fields = [[f"  {json.dumps(name)}: {json.dumps(value)}"] for name, value in meta.items()]
+    yield "{\n"
+    between = ""  # before each field but the first
+    for name, value in meta.items():
+        yield f"{between}  {json.dumps(name)}: {json.dumps(value)}"
+        between = ",\n"
     for name, section in {**sections, "issues": issues}.items():
-        rows = json_rows(section) if isinstance(section, pl.DataFrame) else section
-        head = f"  {json.dumps(name)}: "
-        if not rows:
-            fields.append([head, "[]"])
-            continue
-        field = [head, "[\n    "]
-        for row in rows:
-            field += [row, ",\n    "]
-        field[-1] = "\n  ]"
-        fields.append(field)
-    pieces = ["{\n"]
-    for index, field in enumerate(fields):
-        pieces += [",\n", *field] if index else field
-    return [*pieces, "\n}"]
+        yield f"{between}  {json.dumps(name)}: "
+        between = ",\n"
+        slices = _json_slices(section) if isinstance(section, pl.DataFrame) else iter([section])
+        opened = False
+        for rows in slices:
+            for row in rows:
+                yield ",\n    " if opened else "[\n    "
+                yield row
+                opened = True
+        yield "\n  ]" if opened else "[]"
+    yield "\n}"
 
 
 def estimated_mark(text: pl.Expr, estimated: pl.Expr | None) -> pl.Expr:

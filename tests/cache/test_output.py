@@ -114,6 +114,21 @@ def test_a_large_report_or_an_unwritable_cache_is_not_stored(
     OutputCache(blocked).save("k", Output("x"))  # its root cannot be made: skipped, no error
 
 
+def test_a_report_too_large_to_keep_is_written_as_rendered_and_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON report is written a piece at a time as it is rendered (never held whole); one
+    past ``LIMIT_BYTES`` is printed in full and analysed again the next time."""
+    fresh = run("--no-cache", "analyze", SAMPLE_LOGS, "-f", "json", "--calls")
+    monkeypatch.setattr(output_cache, "LIMIT_BYTES", len(fresh.stdout) // 2)
+    runs = [run("analyze", SAMPLE_LOGS, "-f", "json", "--calls") for _ in range(2)]
+    same(fresh, *runs)
+    assert stored(Path(os.environ["AGENTCOST_CACHE_DIR"])) == []
+    monkeypatch.setattr(output_cache, "LIMIT_BYTES", len(fresh.stdout) * 2)
+    same(fresh, run("analyze", SAMPLE_LOGS, "-f", "json", "--calls"))
+    assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
+
+
 # --- agentcost analyze, replayed ---
 
 
