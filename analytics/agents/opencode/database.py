@@ -17,7 +17,7 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,54 +79,147 @@ SESSION_COLUMNS = {
 }
 SESSIONS = f"{_ROOTS}{select(SESSION_COLUMNS)}\nFROM session s LEFT JOIN tree t ON t.id = s.id"
 
-#: A message: its role, creation stamp, model and provider (an assistant message names them
-#: at its top level, a user message under ``model``), mode, agent, error and parent (an
-#: assistant message's user message).
-MESSAGE_COLUMNS = {
-    "line": (_INT, "m.rowid"),
-    "message": (_TEXT, "m.id"),
-    "role": (_TEXT, "m.data ->> '$.role'"),
-    "message_created": (_INT, "m.data ->> '$.time.created'"),
-    "model": (_TEXT, "coalesce(m.data ->> '$.modelID', m.data ->> '$.model.modelID')"),
-    "provider": (_TEXT, "coalesce(m.data ->> '$.providerID', m.data ->> '$.model.providerID')"),
-    "mode": (_TEXT, "m.data ->> '$.mode'"),
-    "agent_name": (_TEXT, "m.data ->> '$.agent'"),
-    "error": (_TEXT, "m.data ->> '$.error.name'"),
-    "parent_message": (_TEXT, "m.data ->> '$.parentID'"),
-}
-MESSAGES = f"{select(MESSAGE_COLUMNS)}\nFROM message m WHERE json_valid(m.data)"
 
-#: A part: where and when, its type, and the fields its type gives: a ``step-finish``
-#: part's ``tokens`` (the JSON object's text, taken apart by the fold), ``cost`` (the JSON
-#: value's text: a number as written) and ``snapshot``; the sizes of a text and of a tool's
-#: input and output. Few fields are taken in SQL: SQLite 3.40 parses a row's JSON once per
-#: field.
+def _checked(table: str, columns: str, fields: dict[str, str]) -> str:
+    """``table``'s ``columns``, ``data``, ``line`` (the row), ``valid`` (whether its ``data``
+    is JSON: SQLite's ``json_valid``, null for a null ``data``) and ``fields`` (name -> SQL
+    of ``data``), null where ``data`` is not JSON: nothing is taken from such a row, which
+    is reported, not read. SQLite keeps a row's parse for its next fields: its JSON is
+    parsed once."""
+    taken = "".join(f", iif(valid, {sql}, NULL) AS {name}" for name, sql in fields.items())
+    return (
+        f"(SELECT *{taken} FROM (SELECT {columns}, data, rowid AS line,"
+        f" json_valid(data) AS valid FROM {table}))"
+    )
+
+
+def _query(columns: dict[str, tuple[pl.DataType, str]], rows: str, alias: str) -> str:
+    """The query of ``valid`` and ``columns`` from ``rows`` (``_checked``) as ``alias``."""
+    return f"{select({'valid': (_INT, f'{alias}.valid'), **columns})}\nFROM {rows} {alias}"
+
+
+#: A message's fields: its role, creation stamp, model and provider (an assistant message
+#: names them at its top level, a user message under ``model``), mode, agent, error and
+#: parent (an assistant message's user message).
+_MESSAGE_FIELDS = {
+    "role": "data ->> '$.role'",
+    "message_created": "data ->> '$.time.created'",
+    "model": "coalesce(data ->> '$.modelID', data ->> '$.model.modelID')",
+    "provider": "coalesce(data ->> '$.providerID', data ->> '$.model.providerID')",
+    "mode": "data ->> '$.mode'",
+    "agent_name": "data ->> '$.agent'",
+    "error": "data ->> '$.error.name'",
+    "parent_message": "data ->> '$.parentID'",
+}
+MESSAGE_COLUMNS = {
+    "line": (_INT, "m.line"),
+    "message": (_TEXT, "m.id"),
+    **{
+        name: (_INT if name == "message_created" else _TEXT, f"m.{name}")
+        for name in _MESSAGE_FIELDS
+    },
+}
+MESSAGES = _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS), "m")
+
+#: The type of a part that is a call, and those of the parts that are context items.
+STEP, ITEM_TYPES = "step-finish", ("text", "reasoning", "tool")
+
+
+def _of(*types: str, value: str) -> str:
+    """``value`` for the parts of ``types`` (null for the others, and for a part whose
+    ``data`` is not JSON: it has no type)."""
+    listed = ", ".join(f"'{kind}'" for kind in types)
+    return f"iif(p.type IN ({listed}), {value}, NULL)"
+
+
+#: The counts of a ``step-finish`` part's ``tokens``, by the column they are read into.
+COUNTS = {
+    "input": "input",
+    "output": "output",
+    "reasoning": "reasoning",
+    "cache_read": "cache.read",
+    "cache_write": "cache.write",
+    "total": "total",
+}
+
+
+def _count(name: str) -> str:
+    """A count of a part's ``tokens`` (``input``, ``cache.read``, ...) as the text of a whole
+    number (:func:`frame` makes it one): a JSON integer or a string. A float, boolean,
+    object or array is none, nor is ``-0``: SQLite gives ``true`` and ``false`` as 1 and 0,
+    and ``-0``, ``0.0`` and ``1.0`` as numbers equal to them, so those are told by their
+    JSON text."""
+    value, text = f"p.data ->> '$.tokens.{name}'", f"p.data -> '$.tokens.{name}'"
+    return f"iif({value} IN (0, 1), iif({text} IN ('0', '1'), {value}, NULL), {value})"
+
+
+#: A part: where and when, its type, and only the fields its type gives (null for the other
+#: types: a part that is neither a call nor an item crosses into Python as a few values): a
+#: ``step-finish`` part's ``tokens`` (the JSON object's text, which tells a fork's copy),
+#: their counts (``COUNTS``), ``cost`` (the JSON value's text: a number as written) and
+#: ``snapshot``; the size of a text (or reasoning); a tool's name, call id, and the sizes of
+#: its input and output; the message of a call or an item.
 PART_COLUMNS = {
-    "line": (_INT, "p.rowid"),
+    "line": (_INT, "p.line"),
     "part": (_TEXT, "p.id"),
     "own_session": (_TEXT, "p.session_id"),
-    "message": (_TEXT, "p.message_id"),
+    "message": (_TEXT, _of(STEP, *ITEM_TYPES, value="p.message_id")),
     "created": (_INT, "p.time_created"),
     "time": (_INT, "coalesce(p.time_updated, p.time_created)"),
-    "type": (_TEXT, "p.data ->> '$.type'"),
-    "tokens": (_TEXT, "p.data -> '$.tokens'"),
-    "cost": (_TEXT, "p.data -> '$.cost'"),
-    "snapshot": (_TEXT, "p.data ->> '$.snapshot'"),
-    "text_bytes": (_INT, "length(CAST(p.data ->> '$.text' AS BLOB))"),
-    "tool": (_TEXT, "p.data ->> '$.tool'"),
-    "call_id": (_TEXT, "p.data ->> '$.callID'"),
-    "tool_input_bytes": (_INT, "length(CAST(p.data -> '$.state.input' AS BLOB))"),
-    "tool_output_bytes": (_INT, "length(CAST(p.data ->> '$.state.output' AS BLOB))"),
+    "type": (_TEXT, "p.type"),
+    "tokens": (_TEXT, _of(STEP, value="p.data -> '$.tokens'")),
+    "cost": (_TEXT, _of(STEP, value="p.data -> '$.cost'")),
+    "snapshot": (_TEXT, _of(STEP, value="p.data ->> '$.snapshot'")),
+    **{column: (_INT, _of(STEP, value=_count(name))) for column, name in COUNTS.items()},
+    "text_bytes": (
+        _INT,
+        _of("text", "reasoning", value="length(CAST(p.data ->> '$.text' AS BLOB))"),
+    ),
+    "tool": (_TEXT, _of("tool", value="p.data ->> '$.tool'")),
+    "call_id": (_TEXT, _of("tool", value="p.data ->> '$.callID'")),
+    "tool_input_bytes": (
+        _INT,
+        _of("tool", value="length(CAST(p.data -> '$.state.input' AS BLOB))"),
+    ),
+    "tool_output_bytes": (
+        _INT,
+        _of("tool", value="length(CAST(p.data ->> '$.state.output' AS BLOB))"),
+    ),
 }
-PARTS = f"{select(PART_COLUMNS)}\nFROM part p WHERE json_valid(p.data)"
 
-#: Every row of the tables whose ``data`` is JSON: those missing from the frames read are
-#: the rows whose ``data`` is not JSON (reported, not read; no second parse to find them).
-ROW_IDS = """
-SELECT 'part', CAST(rowid AS TEXT), id FROM part
-UNION ALL SELECT 'message', CAST(rowid AS TEXT), id FROM message
-"""
-ROW_SCHEMA = {"table": _TEXT, "line": _INT, "id": _TEXT}
+#: What ``PART_COLUMNS`` reads when the context items are not asked for: the fields only
+#: items show are null, and an item's message is not read; a tool's output size is 0 where
+#: it has an output (whether it has a result gives the calls their place among the items,
+#: ``event_seq``).
+_WITHOUT_ITEMS = {
+    "message": _of(STEP, value="p.message_id"),
+    "text_bytes": "NULL",
+    "tool": "NULL",
+    "call_id": "NULL",
+    "tool_input_bytes": "NULL",
+    "tool_output_bytes": _of(
+        "tool", value="iif(json_type(p.data, '$.state.output') <> 'null', 0, NULL)"
+    ),
+}
+
+
+def parts_query(items: bool) -> str:
+    """The query of every part, with the fields of its context items unless ``items`` is
+    false."""
+    columns = {
+        name: (dtype, expression if items else _WITHOUT_ITEMS.get(name, expression))
+        for name, (dtype, expression) in PART_COLUMNS.items()
+    }
+    rows = _checked(
+        "part",
+        "id, session_id, message_id, time_created, time_updated",
+        {"type": "data ->> '$.type'"},
+    )
+    return _query(columns, rows, "p")
+
+
+#: Rows fetched from SQLite at a time: the Python objects of one batch live at once.
+BATCH_ROWS = 16_384
 
 
 class UnreadableError(Exception):
@@ -154,16 +247,25 @@ def uri(path: Path) -> str:
     return f"file:{pathname2url(str(path.absolute()))}?mode=ro{'' if live else '&immutable=1'}"
 
 
+def batches(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> Iterator[pl.DataFrame]:
+    """A query's result (text columns, see :func:`select`) as frames of ``columns``, one a
+    batch of ``BATCH_ROWS`` rows, each built at once, not row by row; a value that is not of
+    its column's dtype is null."""
+    text = dict.fromkeys(columns, _TEXT)
+    while rows := cursor.fetchmany(BATCH_ROWS):
+        yield pl.DataFrame(rows, schema=text, orient="row").cast(pl.Schema(columns), strict=False)
+
+
 def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A query's whole result (text columns, see :func:`select`) as a frame of ``columns``,
-    built at once, not row by row; a value that is not of its column's dtype is null."""
-    text = pl.DataFrame(cursor.fetchall(), schema=dict.fromkeys(columns, _TEXT), orient="row")
-    return text.cast(pl.Schema(columns), strict=False)
+    """A query's whole result as a frame of ``columns`` (see :func:`batches`), its batches
+    kept as they are (not copied into one)."""
+    return pl.concat([pl.DataFrame(schema=columns), *batches(cursor, columns)], rechunk=False)
 
 
-def read(path: Path) -> Rows:
-    """The rows of the database at ``path``; :class:`UnreadableError` if it cannot be read."""
-    return opened(path, rows_of)
+def read(path: Path, *, items: bool = True) -> Rows:
+    """The rows of the database at ``path`` (with its context items' fields unless ``items``
+    is false); :class:`UnreadableError` if it cannot be read."""
+    return opened(path, lambda connection: rows_of(connection, items=items))
 
 
 def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
@@ -181,23 +283,32 @@ def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
             raise UnreadableError(f"cannot read the database: {error}") from error
 
 
-def invalid(rows: pl.DataFrame, messages: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
-    """The ``rows`` (``ROW_IDS``) that ``messages`` and ``parts`` lack: those whose JSON is
-    invalid, by table, row and id."""
-    read = pl.concat(
-        [
-            parts.select(pl.lit("part").alias("table"), "line"),
-            messages.select(pl.lit("message").alias("table"), "line"),
-        ]
-    )
-    return rows.join(read, on=["table", "line"], how="anti").sort(
-        "table", "line", descending=[True, False]
-    )
+def _checked_frame(
+    connection: sqlite3.Connection,
+    query: str,
+    columns: dict[str, tuple[pl.DataType, str]],
+    id_: str,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The rows of ``query`` (``valid`` then ``columns``) whose ``data`` is JSON, and the
+    others' rows and ids (``line``, ``id``, from the column ``id_``), a batch at a time."""
+    read, invalid = [pl.DataFrame(schema=schema(columns))], [pl.DataFrame(schema=_INVALID)]
+    valid = pl.col("valid") == 1
+    for batch in batches(connection.execute(query), {"valid": _INT, **schema(columns)}):
+        read.append(batch.filter(valid).drop("valid"))
+        invalid.append(
+            batch.filter(~valid.fill_null(False)).select("line", pl.col(id_).alias("id"))
+        )
+    return pl.concat(read, rechunk=True), pl.concat(invalid)
 
 
-def rows_of(connection: sqlite3.Connection) -> Rows:
-    """The rows of an open database of OpenCode's tables (``sqlite3.Error`` if it cannot be
-    read; :class:`UnreadableError` if it lacks them)."""
+#: A row whose ``data`` is not JSON: its row and id.
+_INVALID = {"line": _INT, "id": _TEXT}
+
+
+def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
+    """The rows of an open database of OpenCode's tables (with the fields of their context
+    items unless ``items`` is false; ``sqlite3.Error`` if it cannot be read;
+    :class:`UnreadableError` if it lacks them)."""
     listed = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     tables = {name for (name,) in listed}
     missing = [table for table in TABLES if table not in tables]
@@ -209,12 +320,18 @@ def rows_of(connection: sqlite3.Connection) -> Rows:
         if table in tables
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
-    messages = frame(connection.execute(MESSAGES), schema(MESSAGE_COLUMNS))
-    parts = frame(connection.execute(PARTS), schema(PART_COLUMNS))
+    messages, bad_messages = _checked_frame(connection, MESSAGES, MESSAGE_COLUMNS, "message")
+    parts, bad_parts = _checked_frame(connection, parts_query(items), PART_COLUMNS, "part")
+    invalid = pl.concat(
+        [
+            bad_parts.select(pl.lit("part").alias("table"), "line", "id"),
+            bad_messages.select(pl.lit("message").alias("table"), "line", "id"),
+        ]
+    )
     return Rows(
         sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
         messages=messages,
         parts=parts,
-        invalid=invalid(frame(connection.execute(ROW_IDS), ROW_SCHEMA), messages, parts),
+        invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )
