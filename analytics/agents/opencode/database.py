@@ -228,13 +228,18 @@ class UnreadableError(Exception):
 
 @dataclass(frozen=True)
 class Rows:
-    """What one database holds: its sessions, messages and parts, the rows whose JSON is
-    invalid, and the rows of tables this reader does not count (OpenCode 2.x
-    ``session_message``), by table."""
+    """What one database holds: its sessions, messages and parts (``PART_KEYS``), its
+    ``step-finish`` parts and the parts that are context items, each with its place among
+    ``parts`` (``at``) and its fields (``STEP_FIELDS``, ``ITEM_FIELDS``), the rows whose
+    JSON is invalid, and the rows of tables this reader does not count (OpenCode 2.x
+    ``session_message``), by table. A part's fields are kept apart from the parts of other
+    types, so a part that is neither a call nor an item holds no memory for them."""
 
     sessions: pl.DataFrame
     messages: pl.DataFrame
     parts: pl.DataFrame
+    steps: pl.DataFrame
+    items: pl.DataFrame
     invalid: pl.DataFrame
     unread: dict[str, int]
 
@@ -283,26 +288,54 @@ def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
             raise UnreadableError(f"cannot read the database: {error}") from error
 
 
-def _checked_frame(
+def _valid(
     connection: sqlite3.Connection,
     query: str,
     columns: dict[str, tuple[pl.DataType, str]],
-    id_: str,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The rows of ``query`` (``valid`` then ``columns``) whose ``data`` is JSON, and the
-    others' rows and ids (``line``, ``id``, from the column ``id_``), a batch at a time."""
-    read, invalid = [pl.DataFrame(schema=schema(columns))], [pl.DataFrame(schema=_INVALID)]
+    invalid: list[pl.DataFrame],
+) -> Iterator[pl.DataFrame]:
+    """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first)
+    whose ``data`` is JSON, a batch at a time; the others' rows and ids are put in
+    ``invalid``."""
     valid = pl.col("valid") == 1
     for batch in batches(connection.execute(query), {"valid": _INT, **schema(columns)}):
-        read.append(batch.filter(valid).drop("valid"))
-        invalid.append(
-            batch.filter(~valid.fill_null(False)).select("line", pl.col(id_).alias("id"))
-        )
-    return pl.concat(read, rechunk=True), pl.concat(invalid)
+        bad = batch.filter(~valid.fill_null(False))
+        invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
+        yield batch.filter(valid).drop("valid")
 
 
 #: A row whose ``data`` is not JSON: its row and id.
 _INVALID = {"line": _INT, "id": _TEXT}
+
+#: What every part has (``PART_COLUMNS``), and the fields of a ``step-finish`` part and of a
+#: part that is a context item.
+PART_KEYS = ("line", "part", "own_session", "created", "time", "type")
+STEP_FIELDS = ("message", "tokens", "cost", "snapshot", *COUNTS)
+ITEM_FIELDS = ("message", "text_bytes", "tool", "call_id", "tool_input_bytes", "tool_output_bytes")
+
+
+def _frames(batches: list[pl.DataFrame], columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``batches`` as one frame of ``columns``, in one piece (later steps copy less)."""
+    return pl.concat([pl.DataFrame(schema=columns), *batches], rechunk=True)
+
+
+def _part_schema(*names: str) -> dict[str, pl.DataType]:
+    """The frame schema of the part columns ``names`` (``at``: a part's place among them)."""
+    columns = {"at": _INT, **schema(PART_COLUMNS)}
+    return {name: columns[name] for name in names}
+
+
+def nothing() -> Rows:
+    """The rows of a database that holds none."""
+    return Rows(
+        sessions=pl.DataFrame(schema=schema(SESSION_COLUMNS)),
+        messages=pl.DataFrame(schema=schema(MESSAGE_COLUMNS)),
+        parts=pl.DataFrame(schema=_part_schema(*PART_KEYS)),
+        steps=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *STEP_FIELDS)),
+        items=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
+        invalid=pl.DataFrame(schema={"table": _TEXT, **_INVALID}),
+        unread={},
+    )
 
 
 def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
@@ -320,18 +353,30 @@ def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
         if table in tables
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
-    messages, bad_messages = _checked_frame(connection, MESSAGES, MESSAGE_COLUMNS, "message")
-    parts, bad_parts = _checked_frame(connection, parts_query(items), PART_COLUMNS, "part")
+    bad_messages: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
+    bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
+    messages = list(_valid(connection, MESSAGES, MESSAGE_COLUMNS, bad_messages))
+    parts, steps, givers, at = [], [], [], 0
+    for batch in _valid(connection, parts_query(items), PART_COLUMNS, bad_parts):
+        placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
+        at += batch.height
+        parts.append(batch.select(PART_KEYS))
+        steps.append(placed.filter(pl.col("type") == STEP).select("at", *PART_KEYS, *STEP_FIELDS))
+        givers.append(
+            placed.filter(pl.col("type").is_in(ITEM_TYPES)).select("at", *PART_KEYS, *ITEM_FIELDS)
+        )
     invalid = pl.concat(
         [
-            bad_parts.select(pl.lit("part").alias("table"), "line", "id"),
-            bad_messages.select(pl.lit("message").alias("table"), "line", "id"),
+            pl.concat(bad_parts).select(pl.lit("part").alias("table"), "line", "id"),
+            pl.concat(bad_messages).select(pl.lit("message").alias("table"), "line", "id"),
         ]
     )
     return Rows(
         sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
-        messages=messages,
-        parts=parts,
+        messages=_frames(messages, schema(MESSAGE_COLUMNS)),
+        parts=_frames(parts, _part_schema(*PART_KEYS)),
+        steps=_frames(steps, _part_schema("at", *PART_KEYS, *STEP_FIELDS)),
+        items=_frames(givers, _part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
         invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )

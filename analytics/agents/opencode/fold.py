@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
@@ -50,24 +51,32 @@ def issue(file: str, line: int | None, severity: str, message: str) -> dict[str,
     return {"file": file, "line": line, "severity": severity, "message": message}
 
 
-def _tagged(frame: pl.DataFrame, name: str, index: int) -> pl.DataFrame:
-    """``frame`` with the file it was read from and that file's place in the group."""
+class _Read(NamedTuple):
+    """The rows of a group's files (see ``database.Rows``), each part once, and the issues of
+    reading them."""
+
+    sessions: pl.DataFrame
+    messages: pl.DataFrame
+    parts: pl.DataFrame
+    steps: pl.DataFrame
+    items: pl.DataFrame
+    issues: list[dict[str, object]]
+
+
+def _tagged(frame: pl.DataFrame, file: pl.Expr, line: pl.Expr, index: int) -> pl.DataFrame:
+    """``frame`` with the ``file`` it was read from, its ``line`` there and that file's
+    place in the group."""
     return frame.with_columns(
-        pl.lit(name).alias("file"), pl.lit(index, pl.Int64).alias("file_index")
+        file.alias("file"), line.alias("line"), pl.lit(index, pl.Int64).alias("file_index")
     )
 
 
-def _read(
-    files: Sequence[Path], items: bool
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
-    """Every file's sessions, messages and parts (sessions and parts tagged with their
-    file; with their context items' fields unless ``items`` is false), each once (a
-    database's before the legacy store's, then the first file's), and the issues of reading
-    them: unreadable files, invalid rows, tables not counted."""
-    stores = [path for path in files if legacy.claims(path)]
-    sessions = [_tagged(pl.DataFrame(schema=database.schema(database.SESSION_COLUMNS)), "", 0)]
-    messages = [pl.DataFrame(schema=database.schema(database.MESSAGE_COLUMNS))]
-    parts = [_tagged(pl.DataFrame(schema=database.schema(database.PART_COLUMNS)), "", 0)]
+def _read(files: Sequence[Path], items: bool) -> _Read:
+    """Every file's sessions, messages and parts (and those parts that are calls and items:
+    with their context items' fields unless ``items`` is false), tagged with their file,
+    each once (a database's before the legacy store's, then the first file's), and the
+    issues of reading them: unreadable files, invalid rows, tables not counted."""
+    found: list[tuple[database.Rows, pl.Expr, pl.Expr, int]] = []
     issues = []
     for index, path in enumerate(path for path in files if not legacy.claims(path)):
         name = str(path)
@@ -76,9 +85,7 @@ def _read(
         except database.UnreadableError as error:
             issues.append(issue(name, None, "error", f"{error}; file skipped"))
             continue
-        sessions.append(_tagged(rows.sessions, name, index))
-        messages.append(rows.messages)
-        parts.append(_tagged(rows.parts, name, index))
+        found.append((rows, pl.lit(name), pl.col("line"), index))
         issues += [
             issue(name, line, "error", f"{table} {id_!r}: data is not valid JSON; row skipped")
             for table, line, id_ in rows.invalid.iter_rows()
@@ -87,25 +94,42 @@ def _read(
             issue(name, None, "error", f"{count} rows of table {table} (OpenCode 2.x) not read")
             for table, count in rows.unread.items()
         ]
-    if stores:
+    if stores := [path for path in files if legacy.claims(path)]:
         rows, listed, problems = legacy.read(stores, items=items)
-        names = pl.DataFrame(
-            {"line": range(1, len(listed) + 1), "file": [str(path) for path in listed]},
-            schema={"line": pl.Int64(), "file": pl.String()},
+        # a record's ``line`` is its file's place in ``listed``, from 1: its file is named
+        named = pl.col("line").replace_strict(
+            range(1, len(listed) + 1),
+            [str(path) for path in listed],
+            default=None,
+            return_dtype=pl.String,
         )
-        index = len(files) - len(stores)
-        for found, into in ((rows.sessions, sessions), (rows.parts, parts)):
-            tagged = found.join(names, on="line", how="left").with_columns(
-                pl.lit(None, pl.Int64).alias("line"), pl.lit(index, pl.Int64).alias("file_index")
-            )
-            into.append(tagged.select(*found.columns, "file", "file_index"))
-        messages.append(rows.messages)
+        found.append((rows, named, pl.lit(None, pl.Int64), len(files) - len(stores)))
         issues += [issue(str(path), None, "error", why) for path, why in problems]
-    return (
-        _first(pl.concat(sessions), "session"),
-        _first(pl.concat(messages), "message"),
-        _first(pl.concat(parts), "part"),
-        issues,
+    every = [(database.nothing(), pl.lit(""), pl.col("line"), 0), *found]
+    parts, steps, givers, at = [], [], [], 0
+    for rows, file, line, index in every:
+        parts.append(_tagged(rows.parts, file, line, index))
+        placed = pl.col("at") + at  # the place among every file's parts
+        steps.append(_tagged(rows.steps, file, line, index).with_columns(placed))
+        givers.append(_tagged(rows.items, file, line, index).with_columns(placed))
+        at += rows.parts.height
+    every_part = pl.concat(parts)
+    kept = every_part.select(pl.col("part").is_first_distinct()).to_series()
+
+    def once(frame: pl.DataFrame, place: pl.Series) -> pl.DataFrame:
+        """``frame`` less the parts read before (in an earlier file or row): ``place`` is
+        where its rows are among every part."""
+        return frame if kept.all() else frame.filter(kept.gather(place))
+
+    sessions = [_tagged(rows.sessions, file, line, index) for rows, file, line, index in every]
+    steps_read, items_read = pl.concat(steps), pl.concat(givers)
+    return _Read(
+        sessions=_first(pl.concat(sessions), "session"),
+        messages=_first(pl.concat(rows.messages for rows, *_ in every), "message"),
+        parts=once(every_part, pl.Series(range(every_part.height))),
+        steps=once(steps_read, steps_read["at"]),
+        items=once(items_read, items_read["at"]),
+        issues=issues,
     )
 
 
@@ -433,13 +457,12 @@ def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataF
 def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
     databases ``files``, folded as one group."""
-    sessions, messages, parts, problems = _read(files, items)
-    parts = _rooted(parts, sessions)
-    steps = parts.filter(pl.col("type") == "step-finish")
-    givers = parts.filter(pl.col("type").is_in(list(_ITEMS_OF)))
-    parts = parts.select("session", "file", "time", "type", *ORDER)  # what ``_sessions`` reads
-    steps = _said(_owned(steps, sessions), messages).sort(ORDER, nulls_last=True)
-    givers = _owned(givers, sessions)
+    read = _read(files, items)
+    sessions, messages, problems = read.sessions, read.messages, read.issues
+    parts = _rooted(read.parts, sessions)
+    steps = _said(_owned(_rooted(read.steps, sessions), sessions), messages)
+    steps = steps.sort(ORDER, nulls_last=True)
+    givers = _owned(_rooted(read.items, sessions), sessions)
     calls, givers = _numbered(_calls(steps), _said(givers, messages) if items else givers)
     context = _items(givers) if items else pl.DataFrame(schema=item_columns())
     missing = steps.filter(pl.col("input").is_null())
@@ -452,7 +475,7 @@ def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
         )
         for file, line, part in missing.select("file", "line", "part").iter_rows()
     ]
-    del steps, givers, messages  # not needed by ``_sessions``: their memory is freed first
+    del read, steps, givers, messages  # ``_sessions`` reads none of them: freed first
     issues = pl.DataFrame(problems, schema=issue_columns())
     return AgentTables(
         calls=_conformed(calls, call_columns()),
