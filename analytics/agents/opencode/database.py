@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,8 +270,12 @@ def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFra
 
 def read(path: Path, *, items: bool = True) -> Rows:
     """The rows of the database at ``path`` (with its context items' fields unless ``items``
-    is false); :class:`UnreadableError` if it cannot be read."""
-    return opened(path, lambda connection: rows_of(connection, items=items))
+    is false); :class:`UnreadableError` if it cannot be read. Its messages and sessions are
+    read on a connection of their own, in a thread, while the parts are read: SQLite runs
+    without Python's lock, so the two reads share the machine's cores."""
+    with ThreadPoolExecutor(1) as pool:
+        others = pool.submit(opened, path, _others)
+        return opened(path, lambda connection: rows_of(connection, items=items, others=others))
 
 
 def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
@@ -338,10 +343,28 @@ def nothing() -> Rows:
     )
 
 
-def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
+def _others(connection: sqlite3.Connection) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The messages, the messages whose ``data`` is not JSON (``_INVALID``) and the sessions
+    of an open database of OpenCode's tables."""
+    invalid: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
+    messages = list(_valid(connection, MESSAGES, MESSAGE_COLUMNS, invalid))
+    return (
+        _frames(messages, schema(MESSAGE_COLUMNS)),
+        pl.concat(invalid),
+        frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
+    )
+
+
+def rows_of(
+    connection: sqlite3.Connection,
+    *,
+    items: bool = True,
+    others: Future[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] | None = None,
+) -> Rows:
     """The rows of an open database of OpenCode's tables (with the fields of their context
     items unless ``items`` is false; ``sqlite3.Error`` if it cannot be read;
-    :class:`UnreadableError` if it lacks them)."""
+    :class:`UnreadableError` if it lacks them). ``others``: its messages and sessions
+    (``_others``), read elsewhere, else read here after the parts."""
     listed = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     tables = {name for (name,) in listed}
     missing = [table for table in TABLES if table not in tables]
@@ -353,9 +376,7 @@ def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
         if table in tables
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
-    bad_messages: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
     bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
-    messages = list(_valid(connection, MESSAGES, MESSAGE_COLUMNS, bad_messages))
     parts, steps, givers, at = [], [], [], 0
     for batch in _valid(connection, parts_query(items), PART_COLUMNS, bad_parts):
         placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
@@ -365,15 +386,16 @@ def rows_of(connection: sqlite3.Connection, *, items: bool = True) -> Rows:
         givers.append(
             placed.filter(pl.col("type").is_in(ITEM_TYPES)).select("at", *PART_KEYS, *ITEM_FIELDS)
         )
+    messages, bad_messages, sessions = others.result() if others else _others(connection)
     invalid = pl.concat(
         [
             pl.concat(bad_parts).select(pl.lit("part").alias("table"), "line", "id"),
-            pl.concat(bad_messages).select(pl.lit("message").alias("table"), "line", "id"),
+            bad_messages.select(pl.lit("message").alias("table"), "line", "id"),
         ]
     )
     return Rows(
-        sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
-        messages=_frames(messages, schema(MESSAGE_COLUMNS)),
+        sessions=sessions,
+        messages=messages,
         parts=_frames(parts, _part_schema(*PART_KEYS)),
         steps=_frames(steps, _part_schema("at", *PART_KEYS, *STEP_FIELDS)),
         items=_frames(givers, _part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
