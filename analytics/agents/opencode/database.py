@@ -2,8 +2,11 @@
 
 OpenCode keeps its sessions as rows of ``opencode.db`` (tables ``session``, ``message``,
 ``part``; each ``data`` column is the record's JSON without its ids). SQLite itself picks the
-fields out of the JSON (``->>``), one query per table, and the frames are built from each
-query's whole result at once: no Python runs per row.
+fields out of the JSON (``->>``), one query per table, each row's JSON parsed once, and of a
+part only the fields its type gives (a call's, an item's); the frames are built a batch of
+rows at a time (flat memory), each batch at once: no Python runs per row. A part's call or
+item fields are kept in frames of their own, so the parts that are neither hold no memory
+for them. The messages and sessions are read on a second connection while the parts are.
 
 The database is opened read-only and never written: with ``immutable=1`` (no lock, no
 ``-shm``/``-wal`` file made) when no ``-wal`` or ``-journal`` file is beside it (no process
