@@ -305,9 +305,12 @@ def _valid(
     """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first)
     whose ``data`` is JSON, a batch at a time; the others' rows and ids are put in
     ``invalid``."""
-    valid = pl.col("valid") == 1
     for batch in batches(connection.execute(query), {"valid": _INT, **schema(columns)}):
-        bad = batch.filter(~valid.fill_null(False))
+        valid = batch["valid"].eq(1).fill_null(False)
+        if valid.all():  # most batches: taken as they are, not copied
+            yield batch.drop("valid")
+            continue
+        bad = batch.filter(~valid)
         invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
         yield batch.filter(valid).drop("valid")
 
