@@ -20,7 +20,7 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -157,24 +157,31 @@ def _count(name: str) -> str:
     return f"iif({value} IN (0, 1), iif({text} IN ('0', '1'), {value}, NULL), {value})"
 
 
-#: A part: where and when, its type, and only the fields its type gives (null for the other
-#: types: a part that is neither a call nor an item crosses into Python as a few values): a
-#: ``step-finish`` part's ``tokens`` (the JSON object's text, which tells a fork's copy),
-#: their counts (``COUNTS``), ``cost`` (the JSON value's text: a number as written) and
-#: ``snapshot``; the size of a text (or reasoning); a tool's name, call id, and the sizes of
-#: its input and output; the message of a call or an item.
-PART_COLUMNS = {
+#: What every part has: where and when, and its type.
+PART_KEYS = {
     "line": (_INT, "p.line"),
     "part": (_TEXT, "p.id"),
     "own_session": (_TEXT, "p.session_id"),
-    "message": (_TEXT, _of(STEP, *ITEM_TYPES, value="p.message_id")),
     "created": (_INT, "p.time_created"),
     "time": (_INT, "coalesce(p.time_updated, p.time_created)"),
     "type": (_TEXT, "p.type"),
-    "tokens": (_TEXT, _of(STEP, value="p.data -> '$.tokens'")),
-    "cost": (_TEXT, _of(STEP, value="p.data -> '$.cost'")),
-    "snapshot": (_TEXT, _of(STEP, value="p.data ->> '$.snapshot'")),
-    **{column: (_INT, _of(STEP, value=_count(name))) for column, name in COUNTS.items()},
+}
+
+#: A ``step-finish`` part's fields: its message, ``tokens`` (the JSON object's text, which
+#: tells a fork's copy), their counts (``COUNTS``), ``cost`` (the JSON value's text: a
+#: number as written) and ``snapshot``.
+STEP_FIELDS = {
+    "message": (_TEXT, "p.message_id"),
+    "tokens": (_TEXT, "p.data -> '$.tokens'"),
+    "cost": (_TEXT, "p.data -> '$.cost'"),
+    "snapshot": (_TEXT, "p.data ->> '$.snapshot'"),
+    **{column: (_INT, _count(name)) for column, name in COUNTS.items()},
+}
+
+#: A context item's fields: its message, the size of a text (or reasoning); a tool's name,
+#: call id, and the sizes of its input and output.
+ITEM_FIELDS = {
+    "message": (_TEXT, "p.message_id"),
     "text_bytes": (
         _INT,
         _of("text", "reasoning", value="length(CAST(p.data ->> '$.text' AS BLOB))"),
@@ -191,35 +198,75 @@ PART_COLUMNS = {
     ),
 }
 
-#: What ``PART_COLUMNS`` reads when the context items are not asked for: the fields only
-#: items show are null, and an item's message is not read; a tool's output size is 0 where
-#: it has an output (whether it has a result gives the calls their place among the items,
-#: ``event_seq``).
-_WITHOUT_ITEMS = {
-    "message": _of(STEP, value="p.message_id"),
-    "text_bytes": "NULL",
-    "tool": "NULL",
-    "call_id": "NULL",
-    "tool_input_bytes": "NULL",
-    "tool_output_bytes": _of(
-        "tool", value="iif(json_type(p.data, '$.state.output') <> 'null', 0, NULL)"
-    ),
+#: ``ITEM_FIELDS`` when the context items are not asked for: only a tool's output, as 0
+#: where it has one (whether it has a result gives the calls their place among the items,
+#: ``event_seq``); the others are null.
+_ITEM_FIELDS_UNASKED: dict[str, tuple[pl.DataType, str]] = {
+    "tool_output_bytes": (
+        _INT,
+        _of("tool", value="iif(json_type(p.data, '$.state.output') <> 'null', 0, NULL)"),
+    )
 }
+
+#: A part's fields as its frame holds them (``Rows``): its keys, its place among the parts
+#: read (``at``), and a call's or an item's fields.
+PART_COLUMNS = {**PART_KEYS, **STEP_FIELDS, **ITEM_FIELDS}
+
+
+def _packed(types: Sequence[str], fields: dict[str, tuple[pl.DataType, str]]) -> str:
+    """The ``fields`` of a part of ``types`` as one JSON array of their texts (null for the
+    parts of other types): SQLite tells the part's type once, not once for each field, and
+    the fields cross into Python as one value, taken apart by polars (``_unpacked``)."""
+    texts = ", ".join(f"CAST({sql} AS TEXT) || ''" for _, sql in fields.values())
+    return _of(*types, value=f"json_array({texts})")
+
+
+def _part_columns(items: bool) -> dict[str, tuple[pl.DataType, str]]:
+    """What the query of the parts selects: a part's keys, then a call's fields and an
+    item's (those only items show unless ``items``), each packed in one value
+    (``_packed``)."""
+    return {
+        **PART_KEYS,
+        "step": (_TEXT, _packed([STEP], STEP_FIELDS)),
+        "item": (_TEXT, _packed(ITEM_TYPES, _item_fields(items))),
+    }
+
+
+def _item_fields(items: bool) -> dict[str, tuple[pl.DataType, str]]:
+    """The fields read of a part that is a context item: all unless ``items`` is false."""
+    return ITEM_FIELDS if items else _ITEM_FIELDS_UNASKED
 
 
 def parts_query(items: bool) -> str:
-    """The query of every part, with the fields of its context items unless ``items`` is
-    false."""
-    columns = {
-        name: (dtype, expression if items else _WITHOUT_ITEMS.get(name, expression))
-        for name, (dtype, expression) in PART_COLUMNS.items()
-    }
+    """The query of every part (``_part_columns``)."""
     rows = _checked(
         "part",
         "id, session_id, message_id, time_created, time_updated",
         {"type": "data ->> '$.type'"},
     )
-    return _query(columns, rows, "p")
+    return _query(_part_columns(items), rows, "p")
+
+
+def _unpacked(
+    rows: pl.DataFrame,
+    packed: str,
+    read: dict[str, tuple[pl.DataType, str]],
+    fields: dict[str, tuple[pl.DataType, str]],
+) -> pl.DataFrame:
+    """The ``rows`` whose ``packed`` column (``_packed``) holds the fields ``read``, with
+    their place (``at``), their keys and ``fields`` (null where not read)."""
+    texts = pl.col(packed).str.json_decode(pl.List(pl.String))
+    at = {name: place for place, name in enumerate(read)}
+    return rows.filter(pl.col(packed).is_not_null()).select(
+        "at",
+        *PART_KEYS,
+        *(
+            (texts.list.get(at[name]) if name in at else pl.lit(None))
+            .cast(dtype, strict=False)
+            .alias(name)
+            for name, (dtype, _) in fields.items()
+        ),
+    )
 
 
 #: Rows fetched from SQLite at a time: the Python objects of one batch live at once.
@@ -318,12 +365,6 @@ def _valid(
 #: A row whose ``data`` is not JSON: its row and id.
 _INVALID = {"line": _INT, "id": _TEXT}
 
-#: What every part has (``PART_COLUMNS``), and the fields of a ``step-finish`` part and of a
-#: part that is a context item.
-PART_KEYS = ("line", "part", "own_session", "created", "time", "type")
-STEP_FIELDS = ("message", "tokens", "cost", "snapshot", *COUNTS)
-ITEM_FIELDS = ("message", "text_bytes", "tool", "call_id", "tool_input_bytes", "tool_output_bytes")
-
 
 def _frames(batches: list[pl.DataFrame], columns: dict[str, pl.DataType]) -> pl.DataFrame:
     """``batches`` as one frame of ``columns``, in one piece (later steps copy less)."""
@@ -341,7 +382,7 @@ def nothing() -> Rows:
     return Rows(
         sessions=pl.DataFrame(schema=schema(SESSION_COLUMNS)),
         messages=pl.DataFrame(schema=schema(MESSAGE_COLUMNS)),
-        parts=pl.DataFrame(schema=_part_schema(*PART_KEYS)),
+        parts=pl.DataFrame(schema=schema(PART_KEYS)),
         steps=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *STEP_FIELDS)),
         items=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
         invalid=pl.DataFrame(schema={"table": _TEXT, **_INVALID}),
@@ -384,14 +425,12 @@ def rows_of(
     }
     bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
     parts, steps, givers, at = [], [], [], 0
-    for batch in _valid(connection, parts_query(items), PART_COLUMNS, bad_parts):
+    for batch in _valid(connection, parts_query(items), _part_columns(items), bad_parts):
         placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
         at += batch.height
-        parts.append(batch.select(PART_KEYS))
-        steps.append(placed.filter(pl.col("type") == STEP).select("at", *PART_KEYS, *STEP_FIELDS))
-        givers.append(
-            placed.filter(pl.col("type").is_in(ITEM_TYPES)).select("at", *PART_KEYS, *ITEM_FIELDS)
-        )
+        parts.append(batch.select(*PART_KEYS))
+        steps.append(_unpacked(placed, "step", STEP_FIELDS, STEP_FIELDS))
+        givers.append(_unpacked(placed, "item", _item_fields(items), ITEM_FIELDS))
     messages, bad_messages, sessions = others.result() if others else _others(connection)
     invalid = pl.concat(
         [
@@ -402,7 +441,7 @@ def rows_of(
     return Rows(
         sessions=sessions,
         messages=messages,
-        parts=_frames(parts, _part_schema(*PART_KEYS)),
+        parts=_frames(parts, schema(PART_KEYS)),
         steps=_frames(steps, _part_schema("at", *PART_KEYS, *STEP_FIELDS)),
         items=_frames(givers, _part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
         invalid=invalid.sort("table", "line", descending=[True, False]),
