@@ -248,18 +248,16 @@ def parts_query(items: bool) -> str:
 
 
 def _unpacked(
-    batches: list[pl.DataFrame],
+    rows: pl.DataFrame,
     packed: str,
     read: dict[str, tuple[pl.DataType, str]],
     fields: dict[str, tuple[pl.DataType, str]],
 ) -> pl.DataFrame:
-    """The parts of ``batches`` (their place ``at``, keys and ``packed`` column, ``_packed``,
-    holding the fields ``read``) with their place, keys and ``fields`` (null where not read),
-    taken apart at once."""
+    """The ``rows`` whose ``packed`` column (``_packed``) holds the fields ``read``, with
+    their place (``at``), their keys and ``fields`` (null where not read)."""
     texts = pl.col(packed).str.json_decode(pl.List(pl.String))
     at = {name: place for place, name in enumerate(read)}
-    empty = pl.DataFrame(schema={"at": _INT, **schema(PART_KEYS), packed: _TEXT})
-    return pl.concat([empty, *batches]).select(
+    return rows.filter(pl.col(packed).is_not_null()).select(
         "at",
         *PART_KEYS,
         *(
@@ -426,15 +424,13 @@ def rows_of(
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
     bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
-    parts, at = [], 0
-    steps: list[pl.DataFrame] = []
-    givers: list[pl.DataFrame] = []
+    parts, steps, givers, at = [], [], [], 0
     for batch in _valid(connection, parts_query(items), _part_columns(items), bad_parts):
         placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
         at += batch.height
         parts.append(batch.select(*PART_KEYS))
-        for kind, into in (("step", steps), ("item", givers)):
-            into.append(placed.filter(pl.col(kind).is_not_null()).select("at", *PART_KEYS, kind))
+        steps.append(_unpacked(placed, "step", STEP_FIELDS, STEP_FIELDS))
+        givers.append(_unpacked(placed, "item", _item_fields(items), ITEM_FIELDS))
     messages, bad_messages, sessions = others.result() if others else _others(connection)
     invalid = pl.concat(
         [
@@ -446,8 +442,8 @@ def rows_of(
         sessions=sessions,
         messages=messages,
         parts=_frames(parts, schema(PART_KEYS)),
-        steps=_unpacked(steps, "step", STEP_FIELDS, STEP_FIELDS),
-        items=_unpacked(givers, "item", _item_fields(items), ITEM_FIELDS),
+        steps=_frames(steps, _part_schema("at", *PART_KEYS, *STEP_FIELDS)),
+        items=_frames(givers, _part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
         invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )
