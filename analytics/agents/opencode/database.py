@@ -2,8 +2,11 @@
 
 OpenCode keeps its sessions as rows of ``opencode.db`` (tables ``session``, ``message``,
 ``part``; each ``data`` column is the record's JSON without its ids). SQLite itself picks the
-fields out of the JSON (``->>``), one query per table, and the frames are built from each
-query's whole result at once: no Python runs per row.
+fields out of the JSON (``->>``), one query per table, each row's JSON parsed once, and of a
+part only the fields its type gives (a call's, an item's); the frames are built a batch of
+rows at a time (flat memory), each batch at once: no Python runs per row. A part's call or
+item fields are kept in frames of their own, so the parts that are neither hold no memory
+for them. The messages and sessions are read on a second connection while the parts are.
 
 The database is opened read-only and never written: with ``immutable=1`` (no lock, no
 ``-shm``/``-wal`` file made) when no ``-wal`` or ``-journal`` file is beside it (no process
@@ -17,7 +20,8 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,54 +83,194 @@ SESSION_COLUMNS = {
 }
 SESSIONS = f"{_ROOTS}{select(SESSION_COLUMNS)}\nFROM session s LEFT JOIN tree t ON t.id = s.id"
 
-#: A message: its role, creation stamp, model and provider (an assistant message names them
-#: at its top level, a user message under ``model``), mode, agent, error and parent (an
-#: assistant message's user message).
-MESSAGE_COLUMNS = {
-    "line": (_INT, "m.rowid"),
-    "message": (_TEXT, "m.id"),
-    "role": (_TEXT, "m.data ->> '$.role'"),
-    "message_created": (_INT, "m.data ->> '$.time.created'"),
-    "model": (_TEXT, "coalesce(m.data ->> '$.modelID', m.data ->> '$.model.modelID')"),
-    "provider": (_TEXT, "coalesce(m.data ->> '$.providerID', m.data ->> '$.model.providerID')"),
-    "mode": (_TEXT, "m.data ->> '$.mode'"),
-    "agent_name": (_TEXT, "m.data ->> '$.agent'"),
-    "error": (_TEXT, "m.data ->> '$.error.name'"),
-    "parent_message": (_TEXT, "m.data ->> '$.parentID'"),
-}
-MESSAGES = f"{select(MESSAGE_COLUMNS)}\nFROM message m WHERE json_valid(m.data)"
 
-#: A part: where and when, its type, and the fields its type gives: a ``step-finish``
-#: part's ``tokens`` (the JSON object's text, taken apart by the fold), ``cost`` (the JSON
-#: value's text: a number as written) and ``snapshot``; the sizes of a text and of a tool's
-#: input and output. Few fields are taken in SQL: SQLite 3.40 parses a row's JSON once per
-#: field.
-PART_COLUMNS = {
-    "line": (_INT, "p.rowid"),
+def _checked(table: str, columns: str, fields: dict[str, str]) -> str:
+    """``table``'s ``columns``, ``data``, ``line`` (the row), ``valid`` (whether its ``data``
+    is JSON: SQLite's ``json_valid``, null for a null ``data``) and ``fields`` (name -> SQL
+    of ``data``), null where ``data`` is not JSON: nothing is taken from such a row, which
+    is reported, not read. SQLite keeps a row's parse for its next fields: its JSON is
+    parsed once."""
+    taken = "".join(f", iif(valid, {sql}, NULL) AS {name}" for name, sql in fields.items())
+    return (
+        f"(SELECT *{taken} FROM (SELECT {columns}, data, rowid AS line,"
+        f" json_valid(data) AS valid FROM {table}))"
+    )
+
+
+def _query(columns: dict[str, tuple[pl.DataType, str]], rows: str, alias: str) -> str:
+    """The query of ``valid`` and ``columns`` from ``rows`` (``_checked``) as ``alias``."""
+    return f"{select({'valid': (_INT, f'{alias}.valid'), **columns})}\nFROM {rows} {alias}"
+
+
+#: A message's fields: its role, creation stamp, model and provider (an assistant message
+#: names them at its top level, a user message under ``model``), mode, agent, error and
+#: parent (an assistant message's user message).
+_MESSAGE_FIELDS = {
+    "role": "data ->> '$.role'",
+    "message_created": "data ->> '$.time.created'",
+    "model": "coalesce(data ->> '$.modelID', data ->> '$.model.modelID')",
+    "provider": "coalesce(data ->> '$.providerID', data ->> '$.model.providerID')",
+    "mode": "data ->> '$.mode'",
+    "agent_name": "data ->> '$.agent'",
+    "error": "data ->> '$.error.name'",
+    "parent_message": "data ->> '$.parentID'",
+}
+MESSAGE_COLUMNS = {
+    "line": (_INT, "m.line"),
+    "message": (_TEXT, "m.id"),
+    **{
+        name: (_INT if name == "message_created" else _TEXT, f"m.{name}")
+        for name in _MESSAGE_FIELDS
+    },
+}
+MESSAGES = _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS), "m")
+
+#: The type of a part that is a call, and those of the parts that are context items.
+STEP, ITEM_TYPES = "step-finish", ("text", "reasoning", "tool")
+
+
+def _of(*types: str, value: str) -> str:
+    """``value`` for the parts of ``types`` (null for the others, and for a part whose
+    ``data`` is not JSON: it has no type)."""
+    listed = ", ".join(f"'{kind}'" for kind in types)
+    return f"iif(p.type IN ({listed}), {value}, NULL)"
+
+
+#: The counts of a ``step-finish`` part's ``tokens``, by the column they are read into.
+COUNTS = {
+    "input": "input",
+    "output": "output",
+    "reasoning": "reasoning",
+    "cache_read": "cache.read",
+    "cache_write": "cache.write",
+    "total": "total",
+}
+
+
+def _count(name: str) -> str:
+    """A count of a part's ``tokens`` (``input``, ``cache.read``, ...) as the text of a whole
+    number (:func:`frame` makes it one): a JSON integer or a string. A float, boolean,
+    object or array is none, nor is ``-0``: SQLite gives ``true`` and ``false`` as 1 and 0,
+    and ``-0``, ``0.0`` and ``1.0`` as numbers equal to them, so those are told by their
+    JSON text."""
+    value, text = f"p.data ->> '$.tokens.{name}'", f"p.data -> '$.tokens.{name}'"
+    return f"iif({value} IN (0, 1), iif({text} IN ('0', '1'), {value}, NULL), {value})"
+
+
+#: What every part has: where and when, and its type.
+PART_KEYS = {
+    "line": (_INT, "p.line"),
     "part": (_TEXT, "p.id"),
     "own_session": (_TEXT, "p.session_id"),
-    "message": (_TEXT, "p.message_id"),
     "created": (_INT, "p.time_created"),
     "time": (_INT, "coalesce(p.time_updated, p.time_created)"),
-    "type": (_TEXT, "p.data ->> '$.type'"),
+    "type": (_TEXT, "p.type"),
+}
+
+#: A ``step-finish`` part's fields: its message, ``tokens`` (the JSON object's text, which
+#: tells a fork's copy), their counts (``COUNTS``), ``cost`` (the JSON value's text: a
+#: number as written) and ``snapshot``.
+STEP_FIELDS = {
+    "message": (_TEXT, "p.message_id"),
     "tokens": (_TEXT, "p.data -> '$.tokens'"),
     "cost": (_TEXT, "p.data -> '$.cost'"),
     "snapshot": (_TEXT, "p.data ->> '$.snapshot'"),
-    "text_bytes": (_INT, "length(CAST(p.data ->> '$.text' AS BLOB))"),
-    "tool": (_TEXT, "p.data ->> '$.tool'"),
-    "call_id": (_TEXT, "p.data ->> '$.callID'"),
-    "tool_input_bytes": (_INT, "length(CAST(p.data -> '$.state.input' AS BLOB))"),
-    "tool_output_bytes": (_INT, "length(CAST(p.data ->> '$.state.output' AS BLOB))"),
+    **{column: (_INT, _count(name)) for column, name in COUNTS.items()},
 }
-PARTS = f"{select(PART_COLUMNS)}\nFROM part p WHERE json_valid(p.data)"
 
-#: Every row of the tables whose ``data`` is JSON: those missing from the frames read are
-#: the rows whose ``data`` is not JSON (reported, not read; no second parse to find them).
-ROW_IDS = """
-SELECT 'part', CAST(rowid AS TEXT), id FROM part
-UNION ALL SELECT 'message', CAST(rowid AS TEXT), id FROM message
-"""
-ROW_SCHEMA = {"table": _TEXT, "line": _INT, "id": _TEXT}
+#: A context item's fields: its message, the size of a text (or reasoning); a tool's name,
+#: call id, and the sizes of its input and output.
+ITEM_FIELDS = {
+    "message": (_TEXT, "p.message_id"),
+    "text_bytes": (
+        _INT,
+        _of("text", "reasoning", value="length(CAST(p.data ->> '$.text' AS BLOB))"),
+    ),
+    "tool": (_TEXT, _of("tool", value="p.data ->> '$.tool'")),
+    "call_id": (_TEXT, _of("tool", value="p.data ->> '$.callID'")),
+    "tool_input_bytes": (
+        _INT,
+        _of("tool", value="length(CAST(p.data -> '$.state.input' AS BLOB))"),
+    ),
+    "tool_output_bytes": (
+        _INT,
+        _of("tool", value="length(CAST(p.data ->> '$.state.output' AS BLOB))"),
+    ),
+}
+
+#: ``ITEM_FIELDS`` when the context items are not asked for: only a tool's output, as 0
+#: where it has one (whether it has a result gives the calls their place among the items,
+#: ``event_seq``); the others are null.
+_ITEM_FIELDS_UNASKED: dict[str, tuple[pl.DataType, str]] = {
+    "tool_output_bytes": (
+        _INT,
+        _of("tool", value="iif(json_type(p.data, '$.state.output') <> 'null', 0, NULL)"),
+    )
+}
+
+#: A part's fields as its frame holds them (``Rows``): its keys, its place among the parts
+#: read (``at``), and a call's or an item's fields.
+PART_COLUMNS = {**PART_KEYS, **STEP_FIELDS, **ITEM_FIELDS}
+
+
+def _packed(types: Sequence[str], fields: dict[str, tuple[pl.DataType, str]]) -> str:
+    """The ``fields`` of a part of ``types`` as one JSON array of their texts (null for the
+    parts of other types): SQLite tells the part's type once, not once for each field, and
+    the fields cross into Python as one value, taken apart by polars (``_unpacked``)."""
+    texts = ", ".join(f"CAST({sql} AS TEXT) || ''" for _, sql in fields.values())
+    return _of(*types, value=f"json_array({texts})")
+
+
+def _part_columns(items: bool) -> dict[str, tuple[pl.DataType, str]]:
+    """What the query of the parts selects: a part's keys, then a call's fields and an
+    item's (those only items show unless ``items``), each packed in one value
+    (``_packed``)."""
+    return {
+        **PART_KEYS,
+        "step": (_TEXT, _packed([STEP], STEP_FIELDS)),
+        "item": (_TEXT, _packed(ITEM_TYPES, _item_fields(items))),
+    }
+
+
+def _item_fields(items: bool) -> dict[str, tuple[pl.DataType, str]]:
+    """The fields read of a part that is a context item: all unless ``items`` is false."""
+    return ITEM_FIELDS if items else _ITEM_FIELDS_UNASKED
+
+
+def parts_query(items: bool) -> str:
+    """The query of every part (``_part_columns``)."""
+    rows = _checked(
+        "part",
+        "id, session_id, message_id, time_created, time_updated",
+        {"type": "data ->> '$.type'"},
+    )
+    return _query(_part_columns(items), rows, "p")
+
+
+def _unpacked(
+    rows: pl.DataFrame,
+    packed: str,
+    read: dict[str, tuple[pl.DataType, str]],
+    fields: dict[str, tuple[pl.DataType, str]],
+) -> pl.DataFrame:
+    """The ``rows`` whose ``packed`` column (``_packed``) holds the fields ``read``, with
+    their place (``at``), their keys and ``fields`` (null where not read)."""
+    texts = pl.col(packed).str.json_decode(pl.List(pl.String))
+    at = {name: place for place, name in enumerate(read)}
+    return rows.filter(pl.col(packed).is_not_null()).select(
+        "at",
+        *PART_KEYS,
+        *(
+            (texts.list.get(at[name]) if name in at else pl.lit(None))
+            .cast(dtype, strict=False)
+            .alias(name)
+            for name, (dtype, _) in fields.items()
+        ),
+    )
+
+
+#: Rows fetched from SQLite at a time: the Python objects of one batch live at once.
+BATCH_ROWS = 16_384
 
 
 class UnreadableError(Exception):
@@ -135,13 +279,18 @@ class UnreadableError(Exception):
 
 @dataclass(frozen=True)
 class Rows:
-    """What one database holds: its sessions, messages and parts, the rows whose JSON is
-    invalid, and the rows of tables this reader does not count (OpenCode 2.x
-    ``session_message``), by table."""
+    """What one database holds: its sessions, messages and parts (``PART_KEYS``), its
+    ``step-finish`` parts and the parts that are context items, each with its place among
+    ``parts`` (``at``) and its fields (``STEP_FIELDS``, ``ITEM_FIELDS``), the rows whose
+    JSON is invalid, and the rows of tables this reader does not count (OpenCode 2.x
+    ``session_message``), by table. A part's fields are kept apart from the parts of other
+    types, so a part that is neither a call nor an item holds no memory for them."""
 
     sessions: pl.DataFrame
     messages: pl.DataFrame
     parts: pl.DataFrame
+    steps: pl.DataFrame
+    items: pl.DataFrame
     invalid: pl.DataFrame
     unread: dict[str, int]
 
@@ -154,16 +303,29 @@ def uri(path: Path) -> str:
     return f"file:{pathname2url(str(path.absolute()))}?mode=ro{'' if live else '&immutable=1'}"
 
 
+def batches(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> Iterator[pl.DataFrame]:
+    """A query's result (text columns, see :func:`select`) as frames of ``columns``, one a
+    batch of ``BATCH_ROWS`` rows, each built at once, not row by row; a value that is not of
+    its column's dtype is null."""
+    text = dict.fromkeys(columns, _TEXT)
+    while rows := cursor.fetchmany(BATCH_ROWS):
+        yield pl.DataFrame(rows, schema=text, orient="row").cast(pl.Schema(columns), strict=False)
+
+
 def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A query's whole result (text columns, see :func:`select`) as a frame of ``columns``,
-    built at once, not row by row; a value that is not of its column's dtype is null."""
-    text = pl.DataFrame(cursor.fetchall(), schema=dict.fromkeys(columns, _TEXT), orient="row")
-    return text.cast(pl.Schema(columns), strict=False)
+    """A query's whole result as a frame of ``columns`` (see :func:`batches`), its batches
+    kept as they are (not copied into one)."""
+    return pl.concat([pl.DataFrame(schema=columns), *batches(cursor, columns)], rechunk=False)
 
 
-def read(path: Path) -> Rows:
-    """The rows of the database at ``path``; :class:`UnreadableError` if it cannot be read."""
-    return opened(path, rows_of)
+def read(path: Path, *, items: bool = True) -> Rows:
+    """The rows of the database at ``path`` (with its context items' fields unless ``items``
+    is false); :class:`UnreadableError` if it cannot be read. Its messages and sessions are
+    read on a connection of their own, in a thread, while the parts are read: SQLite runs
+    without Python's lock, so the two reads share the machine's cores."""
+    with ThreadPoolExecutor(1) as pool:
+        others = pool.submit(opened, path, _others)
+        return opened(path, lambda connection: rows_of(connection, items=items, others=others))
 
 
 def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
@@ -181,23 +343,75 @@ def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
             raise UnreadableError(f"cannot read the database: {error}") from error
 
 
-def invalid(rows: pl.DataFrame, messages: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
-    """The ``rows`` (``ROW_IDS``) that ``messages`` and ``parts`` lack: those whose JSON is
-    invalid, by table, row and id."""
-    read = pl.concat(
-        [
-            parts.select(pl.lit("part").alias("table"), "line"),
-            messages.select(pl.lit("message").alias("table"), "line"),
-        ]
-    )
-    return rows.join(read, on=["table", "line"], how="anti").sort(
-        "table", "line", descending=[True, False]
+def _valid(
+    connection: sqlite3.Connection,
+    query: str,
+    columns: dict[str, tuple[pl.DataType, str]],
+    invalid: list[pl.DataFrame],
+) -> Iterator[pl.DataFrame]:
+    """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first)
+    whose ``data`` is JSON, a batch at a time; the others' rows and ids are put in
+    ``invalid``."""
+    for batch in batches(connection.execute(query), {"valid": _INT, **schema(columns)}):
+        valid = batch["valid"].eq(1).fill_null(False)
+        if valid.all():  # most batches: taken as they are, not copied
+            yield batch.drop("valid")
+            continue
+        bad = batch.filter(~valid)
+        invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
+        yield batch.filter(valid).drop("valid")
+
+
+#: A row whose ``data`` is not JSON: its row and id.
+_INVALID = {"line": _INT, "id": _TEXT}
+
+
+def _frames(batches: list[pl.DataFrame], columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``batches`` as one frame of ``columns``, in one piece (later steps copy less)."""
+    return pl.concat([pl.DataFrame(schema=columns), *batches], rechunk=True)
+
+
+def _part_schema(*names: str) -> dict[str, pl.DataType]:
+    """The frame schema of the part columns ``names`` (``at``: a part's place among them)."""
+    columns = {"at": _INT, **schema(PART_COLUMNS)}
+    return {name: columns[name] for name in names}
+
+
+def nothing() -> Rows:
+    """The rows of a database that holds none."""
+    return Rows(
+        sessions=pl.DataFrame(schema=schema(SESSION_COLUMNS)),
+        messages=pl.DataFrame(schema=schema(MESSAGE_COLUMNS)),
+        parts=pl.DataFrame(schema=schema(PART_KEYS)),
+        steps=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *STEP_FIELDS)),
+        items=pl.DataFrame(schema=_part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
+        invalid=pl.DataFrame(schema={"table": _TEXT, **_INVALID}),
+        unread={},
     )
 
 
-def rows_of(connection: sqlite3.Connection) -> Rows:
-    """The rows of an open database of OpenCode's tables (``sqlite3.Error`` if it cannot be
-    read; :class:`UnreadableError` if it lacks them)."""
+def _others(connection: sqlite3.Connection) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The messages, the messages whose ``data`` is not JSON (``_INVALID``) and the sessions
+    of an open database of OpenCode's tables."""
+    invalid: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
+    messages = list(_valid(connection, MESSAGES, MESSAGE_COLUMNS, invalid))
+    return (
+        _frames(messages, schema(MESSAGE_COLUMNS)),
+        pl.concat(invalid),
+        frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
+    )
+
+
+def rows_of(
+    connection: sqlite3.Connection,
+    *,
+    items: bool = True,
+    others: Future[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] | None = None,
+) -> Rows:
+    """The rows of an open database of OpenCode's tables (with the fields of their context
+    items unless ``items`` is false; ``sqlite3.Error`` if it cannot be read;
+    :class:`UnreadableError` if it lacks them). ``others``: its messages and sessions
+    (``_others``), read elsewhere, else read here after the parts."""
     listed = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
     tables = {name for (name,) in listed}
     missing = [table for table in TABLES if table not in tables]
@@ -209,12 +423,27 @@ def rows_of(connection: sqlite3.Connection) -> Rows:
         if table in tables
         and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     }
-    messages = frame(connection.execute(MESSAGES), schema(MESSAGE_COLUMNS))
-    parts = frame(connection.execute(PARTS), schema(PART_COLUMNS))
+    bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
+    parts, steps, givers, at = [], [], [], 0
+    for batch in _valid(connection, parts_query(items), _part_columns(items), bad_parts):
+        placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
+        at += batch.height
+        parts.append(batch.select(*PART_KEYS))
+        steps.append(_unpacked(placed, "step", STEP_FIELDS, STEP_FIELDS))
+        givers.append(_unpacked(placed, "item", _item_fields(items), ITEM_FIELDS))
+    messages, bad_messages, sessions = others.result() if others else _others(connection)
+    invalid = pl.concat(
+        [
+            pl.concat(bad_parts).select(pl.lit("part").alias("table"), "line", "id"),
+            bad_messages.select(pl.lit("message").alias("table"), "line", "id"),
+        ]
+    )
     return Rows(
-        sessions=frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
+        sessions=sessions,
         messages=messages,
-        parts=parts,
-        invalid=invalid(frame(connection.execute(ROW_IDS), ROW_SCHEMA), messages, parts),
+        parts=_frames(parts, schema(PART_KEYS)),
+        steps=_frames(steps, _part_schema("at", *PART_KEYS, *STEP_FIELDS)),
+        items=_frames(givers, _part_schema("at", *PART_KEYS, *ITEM_FIELDS)),
+        invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )

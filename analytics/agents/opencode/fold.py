@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 
@@ -44,50 +45,47 @@ PART_TYPES = frozenset(
 #: The message ``error`` of a step the user stopped.
 ABORTED = "MessageAbortedError"
 
-#: The counts of a ``step-finish`` part's ``tokens``, by the column they are read into.
-_COUNTS = {
-    "input": "input",
-    "output": "output",
-    "reasoning": "reasoning",
-    "cache_read": "cache.read",
-    "cache_write": "cache.write",
-    "total": "total",
-}
-
 
 def issue(file: str, line: int | None, severity: str, message: str) -> dict[str, object]:
     """One issues row."""
     return {"file": file, "line": line, "severity": severity, "message": message}
 
 
-def _tagged(frame: pl.DataFrame, name: str, index: int) -> pl.DataFrame:
-    """``frame`` with the file it was read from and that file's place in the group."""
+class _Read(NamedTuple):
+    """The rows of a group's files (see ``database.Rows``), each part once, and the issues of
+    reading them."""
+
+    sessions: pl.DataFrame
+    messages: pl.DataFrame
+    parts: pl.DataFrame
+    steps: pl.DataFrame
+    items: pl.DataFrame
+    issues: list[dict[str, object]]
+
+
+def _tagged(frame: pl.DataFrame, file: pl.Expr, line: pl.Expr, index: int) -> pl.DataFrame:
+    """``frame`` with the ``file`` it was read from, its ``line`` there and that file's
+    place in the group."""
     return frame.with_columns(
-        pl.lit(name).alias("file"), pl.lit(index, pl.Int64).alias("file_index")
+        file.alias("file"), line.alias("line"), pl.lit(index, pl.Int64).alias("file_index")
     )
 
 
-def _read(
-    files: Sequence[Path],
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, list[dict[str, object]]]:
-    """Every file's sessions, messages and parts (sessions and parts tagged with their
-    file), each once (a database's before the legacy store's, then the first file's), and
-    the issues of reading them: unreadable files, invalid rows, tables not counted."""
-    stores = [path for path in files if legacy.claims(path)]
-    sessions = [_tagged(pl.DataFrame(schema=database.schema(database.SESSION_COLUMNS)), "", 0)]
-    messages = [pl.DataFrame(schema=database.schema(database.MESSAGE_COLUMNS))]
-    parts = [_tagged(pl.DataFrame(schema=database.schema(database.PART_COLUMNS)), "", 0)]
+def _read(files: Sequence[Path], items: bool) -> _Read:
+    """Every file's sessions, messages and parts (and those parts that are calls and items:
+    with their context items' fields unless ``items`` is false), tagged with their file,
+    each once (a database's before the legacy store's, then the first file's), and the
+    issues of reading them: unreadable files, invalid rows, tables not counted."""
+    found: list[tuple[database.Rows, pl.Expr, pl.Expr, int]] = []
     issues = []
     for index, path in enumerate(path for path in files if not legacy.claims(path)):
         name = str(path)
         try:
-            rows = database.read(path)
+            rows = database.read(path, items=items)
         except database.UnreadableError as error:
             issues.append(issue(name, None, "error", f"{error}; file skipped"))
             continue
-        sessions.append(_tagged(rows.sessions, name, index))
-        messages.append(rows.messages)
-        parts.append(_tagged(rows.parts, name, index))
+        found.append((rows, pl.lit(name), pl.col("line"), index))
         issues += [
             issue(name, line, "error", f"{table} {id_!r}: data is not valid JSON; row skipped")
             for table, line, id_ in rows.invalid.iter_rows()
@@ -96,33 +94,78 @@ def _read(
             issue(name, None, "error", f"{count} rows of table {table} (OpenCode 2.x) not read")
             for table, count in rows.unread.items()
         ]
-    if stores:
-        rows, listed, problems = legacy.read(stores)
-        names = pl.DataFrame(
-            {"line": range(1, len(listed) + 1), "file": [str(path) for path in listed]},
-            schema={"line": pl.Int64(), "file": pl.String()},
+    if stores := [path for path in files if legacy.claims(path)]:
+        rows, listed, problems = legacy.read(stores, items=items)
+        # a record's ``line`` is its file's place in ``listed``, from 1: its file is named
+        named = pl.col("line").replace_strict(
+            range(1, len(listed) + 1),
+            [str(path) for path in listed],
+            default=None,
+            return_dtype=pl.String,
         )
-        index = len(files) - len(stores)
-        for found, into in ((rows.sessions, sessions), (rows.parts, parts)):
-            tagged = found.join(names, on="line", how="left").with_columns(
-                pl.lit(None, pl.Int64).alias("line"), pl.lit(index, pl.Int64).alias("file_index")
-            )
-            into.append(tagged.select(*found.columns, "file", "file_index"))
-        messages.append(rows.messages)
+        found.append((rows, named, pl.lit(None, pl.Int64), len(files) - len(stores)))
         issues += [issue(str(path), None, "error", why) for path, why in problems]
-    return (
-        pl.concat(sessions).unique("session", keep="first", maintain_order=True),
-        pl.concat(messages).unique("message", keep="first", maintain_order=True),
-        pl.concat(parts).unique("part", keep="first", maintain_order=True),
-        issues,
+    every = [(database.nothing(), pl.lit(""), pl.col("line"), 0), *found]
+    parts, steps, givers, at = [], [], [], 0
+    for rows, file, line, index in every:
+        parts.append(_tagged(rows.parts, file, line, index))
+        placed = pl.col("at") + at  # the place among every file's parts
+        steps.append(_tagged(rows.steps, file, line, index).with_columns(placed))
+        givers.append(_tagged(rows.items, file, line, index).with_columns(placed))
+        at += rows.parts.height
+    every_part = pl.concat(parts)
+    kept = every_part.select(pl.col("part").is_first_distinct()).to_series()
+
+    def once(frame: pl.DataFrame, place: pl.Series) -> pl.DataFrame:
+        """``frame`` less the parts read before (in an earlier file or row): ``place`` is
+        where its rows are among every part."""
+        return frame if kept.all() else frame.filter(kept.gather(place))
+
+    sessions = [_tagged(rows.sessions, file, line, index) for rows, file, line, index in every]
+    steps_read, items_read = pl.concat(steps), pl.concat(givers)
+    return _Read(
+        sessions=_first(pl.concat(sessions), "session"),
+        messages=_first(pl.concat(rows.messages for rows, *_ in every), "message"),
+        parts=once(every_part, pl.Series(range(every_part.height))),
+        steps=once(steps_read, steps_read["at"]),
+        items=once(items_read, items_read["at"]),
+        issues=issues,
     )
 
 
-def _joined(parts: pl.DataFrame, messages: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """``parts`` in log order (creation stamp, id, file, row) with what their message says
-    (role, model and provider, else its user message's, mode, agent, error, creation stamp)
-    and their own session's root, parent and creation stamp (what tell a sub-agent's call
-    and a fork's original) and OpenCode version."""
+def _first(frame: pl.DataFrame, key: str) -> pl.DataFrame:
+    """The first row of ``frame`` of each ``key``, in order (``frame`` itself, not a copy,
+    when no key is repeated)."""
+    first = frame.select(pl.col(key).is_first_distinct()).to_series()
+    return frame if first.all() else frame.filter(first)
+
+
+#: Log order: a part's creation stamp, id, file and row.
+ORDER = ["created", "part", "file_index", "line"]
+
+
+def _rooted(parts: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` with the root of their own session's sub-agent tree (``session``: the
+    session they count in; their own where it is not known)."""
+    root = pl.col("own_session").replace(sessions["session"], sessions["root"])
+    return parts.with_columns(root.alias("session"))
+
+
+def _owned(parts: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` with their own session's parent and creation stamp (what tell a sub-agent's
+    call and a fork's original) and OpenCode version."""
+    own = sessions.select(
+        pl.col("session").alias("own_session"),
+        pl.col("parent").alias("own_parent"),
+        pl.col("created").alias("own_created"),
+        pl.col("version").alias("agent_version"),
+    )
+    return parts.join(own, on="own_session", how="left")
+
+
+def _said(parts: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` with what their message says (role, model and provider, else its user
+    message's, mode, agent, error, creation stamp)."""
     asked = messages.select(
         pl.col("message").alias("parent_message"),
         pl.col("model").alias("asked_model"),
@@ -132,31 +175,33 @@ def _joined(parts: pl.DataFrame, messages: pl.DataFrame, sessions: pl.DataFrame)
         pl.coalesce("model", "asked_model").alias("model"),
         pl.coalesce("provider", "asked_provider").alias("provider"),
     )
-    own = sessions.select(
-        pl.col("session").alias("own_session"),
-        pl.col("root").alias("session"),
-        pl.col("parent").alias("own_parent"),
-        pl.col("created").alias("own_created"),
-        pl.col("version").alias("agent_version"),
-    )
-    return (
-        parts.join(said.drop("asked_model", "asked_provider"), on="message", how="left")
-        .join(own, on="own_session", how="left")
-        .with_columns(pl.coalesce("session", "own_session").alias("session"))
-        .sort(["created", "part", "file_index", "line"], nulls_last=True)
-    )
+    return parts.join(said.drop("asked_model", "asked_provider"), on="message", how="left")
 
 
-def _usage(name: str) -> pl.Expr:
-    """A count of a ``step-finish`` part's ``tokens`` (``input``, ``cache.read``, ...): a
-    whole number, else null."""
-    return pl.col("tokens").str.json_path_match(f"$.{name}").cast(pl.Int64, strict=False)
-
-
-def _calls(parts: pl.DataFrame) -> pl.DataFrame:
-    """The ``step-finish`` parts less forks' copies, as calls (before numbering)."""
-    steps = parts.filter(pl.col("type") == "step-finish").with_columns(
-        *(_usage(name).alias(column) for column, name in _COUNTS.items()),
+def _calls(steps: pl.DataFrame) -> pl.DataFrame:
+    """The ``step-finish`` parts ``steps`` (``_said``) less forks' copies, as calls (before
+    numbering)."""
+    steps = steps.select(
+        "file",
+        "line",
+        "session",
+        "own_session",
+        "own_parent",
+        "own_created",
+        "created",
+        "time",
+        "part",
+        "file_index",
+        "mode",
+        "agent_name",
+        "model",
+        "message_created",
+        "tokens",
+        "snapshot",
+        *database.COUNTS,
+        "error",
+        "agent_version",
+        "provider",
         pl.when(pl.col("cost").str.contains(r"^-?[0-9]")).then(pl.col("cost")).alias("cost"),
     )
     fork_key = pl.struct("message_created", "tokens", "cost", "snapshot")
@@ -210,7 +255,8 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     or reasoning an ``assistant.message`` (a compaction step's a
     ``session.compaction_complete``); a tool part its request (an ``assistant.message`` of
     the input's bytes, and a ``tool.execution_start`` naming the tool) and its result (a
-    ``tool.execution_complete`` of the output's bytes). ``sub`` orders a part's items."""
+    ``tool.execution_complete`` of the output's bytes), numbered from the part's
+    ``first_seq`` (``_numbered``) in ``sub`` order."""
     base = [
         pl.col("file").alias("source_file"),
         pl.col("line").alias("source_line"),
@@ -222,6 +268,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("created"),
         pl.col("part"),
         pl.col("file_index"),
+        pl.col("first_seq"),
     ]
     texts = parts.filter(pl.col("type").is_in(["text", "reasoning"])).select(
         *base,
@@ -263,36 +310,67 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),
         pl.lit(3, pl.Int64).alias("sub"),
     )
-    return pl.concat([texts, requests, starts, results])
+    return (
+        pl.concat([texts, requests, starts, results])
+        .with_columns((pl.col("first_seq") + pl.col("sub") - 1).alias("event_seq"))
+        .sort(["session_id", "event_seq"])
+    )
 
 
-def _numbered(calls: pl.DataFrame, items: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``calls`` numbered 1.. per session in log order (``call_index``) and calls and items
-    together (``event_seq``), so the items a call carried are those numbered before it."""
-    order = ["created", "part", "file_index", "source_line", "sub"]
-    keys = ["session_id", *order, "is_call"]
-    both = pl.concat(
-        [
-            calls.select(
-                *keys[:-2], pl.lit(0, pl.Int64).alias("sub"), pl.lit(True).alias("is_call")
-            ),
-            items.select(*keys[:-1], pl.lit(False).alias("is_call")),
-        ]
-    ).sort(["session_id", *order], nulls_last=True)
-    both = both.with_columns(pl.int_range(1, pl.len() + 1).over("session_id").alias("event_seq"))
-    seq = both.select(*keys, "event_seq")
+#: How many context items a part of each type gives (a tool one more with its result).
+_ITEMS_OF = {"text": 1, "reasoning": 1, "tool": 2}
+
+
+def _numbered(calls: pl.DataFrame, givers: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``calls`` numbered 1.. per session in log order (``call_index``) and their place among
+    the session's calls and context items (``event_seq``), so the items a call carried are
+    those numbered before it; and the parts that give items (``_ITEMS_OF``), each with the
+    ``event_seq`` of its first item (``first_seq``: its items follow in ``sub`` order).
+    Numbered from the parts ``givers`` (those of ``_ITEMS_OF``'s types), without making the
+    items: the items of a part are together in log order (``ORDER``)."""
+    order = ORDER
+    givers = givers.with_columns(
+        (
+            pl.col("type").replace_strict(_ITEMS_OF, return_dtype=pl.Int64)
+            + (pl.col("type") == "tool").and_(pl.col("tool_output_bytes").is_not_null())
+        ).alias("weight")
+    )
+    numbered = (
+        pl.concat(
+            [
+                calls.select(
+                    "session_id",
+                    *order[:-1],
+                    pl.col("source_line").alias("line"),
+                    pl.lit(1, pl.Int64).alias("weight"),
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+                    pl.lit(True).alias("is_call"),
+                ),
+                givers.select(
+                    pl.col("session").alias("session_id"),
+                    *order,
+                    "weight",
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+                    pl.lit(False).alias("is_call"),
+                ),
+            ]
+        )
+        .sort(["session_id", *order], nulls_last=True)
+        .with_columns(pl.col("weight").cum_sum().over("session_id").alias("last"))
+    )
+
+    def seq(is_call: bool) -> pl.DataFrame:
+        return numbered.filter(pl.col("is_call") == is_call).sort("row")
+
+    called = seq(True)
     calls = (
-        calls.with_columns(pl.lit(0, pl.Int64).alias("sub"), pl.lit(True).alias("is_call"))
-        .join(seq, on=keys, how="left", nulls_equal=True)
+        calls.with_columns(called["last"].alias("event_seq"))
         .sort(["session_id", "event_seq"])
         .with_columns(pl.int_range(1, pl.len() + 1).over("session_id").alias("call_index"))
     )
-    items = (
-        items.with_columns(pl.lit(False).alias("is_call"))
-        .join(seq, on=keys, how="left", nulls_equal=True)
-        .sort(["session_id", "event_seq"])
-    )
-    return calls, items
+    given = seq(False)
+    givers = givers.with_columns((given["last"] - given["weight"] + 1).alias("first_seq"))
+    return calls, givers
 
 
 def _sessions(
@@ -309,10 +387,13 @@ def _sessions(
         pl.col("created").alias("root_created"),
         pl.col("updated").alias("root_updated"),
     )
+    placed = parts.select(pl.col("session").alias("session_id"), "file", *ORDER)
+    if placed["file"].n_unique() > 1:  # a session's files are listed in log order
+        placed = placed.sort(ORDER, nulls_last=True)
     members = pl.concat(
         [
             sessions.select(pl.col("root").alias("session_id"), "file"),
-            parts.select(pl.col("session").alias("session_id"), "file"),
+            placed.select("session_id", "file"),
         ]
     )
     files = members.group_by("session_id").agg(
@@ -376,10 +457,15 @@ def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataF
 def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
     databases ``files``, folded as one group."""
-    sessions, messages, parts, problems = _read(files)
-    parts = _joined(parts, messages, sessions)
-    calls, context = _numbered(_calls(parts), _items(parts))
-    missing = parts.filter((pl.col("type") == "step-finish") & _usage("input").is_null())
+    read = _read(files, items)
+    sessions, messages, problems = read.sessions, read.messages, read.issues
+    parts = _rooted(read.parts, sessions)
+    steps = _said(_owned(_rooted(read.steps, sessions), sessions), messages)
+    steps = steps.sort(ORDER, nulls_last=True)
+    givers = _owned(_rooted(read.items, sessions), sessions)
+    calls, givers = _numbered(_calls(steps), _said(givers, messages) if items else givers)
+    context = _items(givers) if items else pl.DataFrame(schema=item_columns())
+    missing = steps.filter(pl.col("input").is_null())
     problems += [
         issue(
             file,
@@ -389,10 +475,11 @@ def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
         )
         for file, line, part in missing.select("file", "line", "part").iter_rows()
     ]
+    del read, steps, givers, messages  # ``_sessions`` reads none of them: freed first
     issues = pl.DataFrame(problems, schema=issue_columns())
     return AgentTables(
         calls=_conformed(calls, call_columns()),
         sessions=_conformed(_sessions(sessions, parts, calls, issues), session_columns()),
         issues=issues,
-        items=_conformed(context if items else context.clear(), item_columns()),
+        items=_conformed(context, item_columns()),
     )

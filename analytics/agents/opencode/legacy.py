@@ -97,11 +97,14 @@ def load(files: Sequence[Path]) -> tuple[sqlite3.Connection, list[Path], list[tu
     return connection, listed, problems
 
 
-def read(files: Sequence[Path]) -> tuple[Rows, list[Path], list[tuple[Path, str]]]:
+def read(
+    files: Sequence[Path], *, items: bool = True
+) -> tuple[Rows, list[Path], list[tuple[Path, str]]]:
     """The rows of the legacy record ``files`` (``Rows``' ``line`` is a file's place in the
-    returned list, from 1), that list, and the files not read with why."""
+    returned list, from 1; with their context items' fields unless ``items`` is false), that
+    list, and the files not read with why."""
     from analytics.agents.opencode.database import rows_of
 
     connection, listed, problems = load(files)
     with closing(connection):
-        return rows_of(connection), listed, problems
+        return rows_of(connection, items=items), listed, problems

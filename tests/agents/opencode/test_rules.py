@@ -71,6 +71,25 @@ def test_token_columns(
 
 
 @pytest.mark.parametrize(
+    ("written", "count"),
+    [("12", 12), ('"12"', 12), ('"+7"', 7), ("0", 0), ("1", 1), ("true", None), ("false", None),
+     ("-0", None), ("0.0", None), ("1.0", None), ("1e2", None), ('"abc"', None), ("null", None),
+     ('{"n":1}', None), ("[1]", None), ("9223372036854775808", None)],
+)  # fmt: skip
+def test_a_count_is_a_whole_number_or_unknown(
+    db: sqlite3.Connection, written: str, count: int | None
+) -> None:
+    """A count that is a JSON integer or a string of one is read; a float (even a whole one),
+    a boolean (SQLite's 1 and 0), ``-0`` and any other value are unknown."""
+    sid = session(db, 1000)
+    mid = message(db, sid, {"role": "assistant", "time": {"created": 1000}}, 1000)
+    text = f'{{"type":"step-finish","tokens":{{"input":{written},"output":{written}}},"cost":0}}'
+    part(db, sid, mid, text, 1001)
+    calls = read(db).calls
+    assert calls.select("input_tokens", "output_tokens").row(0) == (count, count)
+
+
+@pytest.mark.parametrize(
     ("cost", "text"),
     [("0.0123450", "0.0123450"), ("1e-7", "1e-7"), ("0", "0"), ('"1.5"', None), ("null", None)],
 )
@@ -140,6 +159,30 @@ def test_a_database_named_twice_or_copied_counts_once(
     assert opencode.discover([tmp_path, tmp_path / "opencode.db"]) == [
         [copy, tmp_path / "opencode.db"]
     ]
+
+
+def test_a_part_read_again_as_another_type_counts_as_first_read(
+    db: sqlite3.Connection, tmp_path: Path
+) -> None:
+    """A part id in two databases is the first one's part, whatever type the other gives
+    it: here a call in the first, a text in the second (and the reverse)."""
+    sid = session(db, 1000)
+    pid = step(db, sid, 1000, usage(10, 1))
+    db.commit()
+    other = tmp_path / "other" / "opencode.db"
+    other.parent.mkdir()
+    shutil.copy(tmp_path / "opencode.db", other)
+    with closing(sqlite3.connect(other)) as writer:
+        writer.execute(
+            """UPDATE part SET data = '{"type":"text","text":"x"}' WHERE id = ?""", (pid,)
+        )
+        writer.commit()
+    first = tmp_path / "opencode.db"
+    assert read(db, other).calls["api_call_id"].to_list() == [pid]
+    as_text = opencode.read_files([other, first])
+    assert as_text.calls.height == 0
+    assert as_text.items["event_id"].to_list().count(pid) == 1
+    assert as_text.sessions["lines_read"].to_list() == [4]
 
 
 def test_sub_agent_calls_join_the_root_session(db: sqlite3.Connection) -> None:
@@ -216,7 +259,26 @@ def test_items_and_calls_are_numbered_in_log_order(db: sqlite3.Connection) -> No
         (4, "tool.execution_complete", "read", 3, None),
     ]
     assert tables.calls["event_seq"].to_list() == [5]
-    assert read_without_items(db).items.height == 0
+    without = read_without_items(db)
+    assert without.items.height == 0
+    assert without.calls["event_seq"].to_list() == [5]  # numbered among the items all the same
+
+
+def test_calls_are_numbered_among_items_read_or_not(db: sqlite3.Connection) -> None:
+    """A call's ``event_seq`` counts the items before it in its session (a text or reasoning
+    one, a tool two, three with its result) whether the items are read or not; its
+    ``call_index`` counts the calls."""
+    sid = session(db, 1000)
+    mid = message(db, sid, {"role": "assistant", "time": {"created": 1000}}, 1000)
+    running = {"type": "tool", "tool": "bash", "callID": "c", "state": {"input": {}}}
+    done = {**running, "state": {"input": {}, "output": "ok"}}
+    finish = {"type": "step-finish", "tokens": usage(1, 1), "cost": 0}
+    for at, data in enumerate([running, finish, {"type": "reasoning", "text": "hm"}, done,
+                               {"type": "step-start"}, finish]):  # fmt: skip
+        part(db, sid, mid, data, 1000 + at)
+    for tables in (read(db), read_without_items(db)):
+        assert tables.calls.select("event_seq", "call_index").rows() == [(3, 1), (8, 2)]
+    assert read(db).items["event_seq"].to_list() == [1, 2, 4, 5, 6, 7]
 
 
 def read_without_items(db: sqlite3.Connection) -> opencode.AgentTables:
