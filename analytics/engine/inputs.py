@@ -10,8 +10,7 @@ through this module.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from analytics.agents.discover import COPILOT, EMPTY, Found, LogFile, default_targets, discover
@@ -30,10 +29,8 @@ __all__ = [
 ]
 
 
-@contextmanager
-def captures_as_logs(paths: list[Path] | None) -> Iterator[list[Path] | None]:
+def captures_as_logs(paths: list[Path] | None) -> AbstractContextManager[list[Path] | None]:
     """``paths`` with the other inputs the staged pipeline's agent reads (an SDK capture: a
     ``.json`` document) made, in a temporary directory, into the logs it would have written
-    (``Pipeline.captures_as_logs``)."""
-    with pipeline().captures_as_logs(paths) as logs:
-        yield logs
+    (``Pipeline.captures_as_logs``, handed on as it is)."""
+    return pipeline().captures_as_logs(paths)
