@@ -99,8 +99,8 @@ _HOMES = {
     "Who": "analytics.core.dataset",
     "read_table": "analytics.core.dataset",
     "export_analysis": "analytics.core.export",
-    "duckdb_report": "analytics.core.reports_sql",
-    "period_query": "analytics.core.reports_sql",
+    "duckdb_report": "analytics.core.period_sql",
+    "period_query": "analytics.core.period_sql",
     "simulate": "analytics.agents.copilot.simulate",
     "SimulationParams": "analytics.agents.copilot.simulate",
 }
@@ -137,6 +137,7 @@ if TYPE_CHECKING:
     from analytics.agents.copilot.simulate import SimulationParams, simulate
     from analytics.core.dataset import Who, read_table
     from analytics.core.export import export_analysis
+    from analytics.core.period_sql import duckdb_report, period_query
     from analytics.core.pricing.call_costs import unpriced_models
     from analytics.core.pricing.compare import table_totals
     from analytics.core.pricing.price import price_analysis, price_calls
@@ -146,7 +147,6 @@ if TYPE_CHECKING:
         load_rate_table,
         load_rates,
     )
-    from analytics.core.reports_sql import duckdb_report, period_query
     from analytics.core.schema import CALLS, COSTS, ISSUES, SESSIONS
     from analytics.engine.analyze import Analysis, Window, analyze
     from analytics.render import plots

@@ -4,7 +4,7 @@
 command does, discovers the logs under ``TREE``, begins the first groups' scans and imports
 polars meanwhile, as the command does (``engine.groups.scan_ahead``), and has the native
 scanner read every log, in the pipeline's groups, two groups at a time, largest first
-(``analytics/engine/stages.py``). It then drops what the scanner returned and leaves as the
+(``analytics/engine/group_analysis.py``). It then drops what the scanner returned and leaves as the
 command does (``os._exit`` once its output is flushed, without tearing down the
 interpreter): no events frame, no calls, sessions, tokens, prices or report.
 ``benchmarks.run`` times it as a child process beside the real command, so the gap between
@@ -103,12 +103,12 @@ def analysed(tree: Path, found: Found, step: str) -> str:
     result = analyze([tree], use_cache=use_cache, keep_events=False, found=found)
     text = f"{result.sessions.height} sessions"
     if step == "priced":
-        from analytics.cache.repriced import priced
+        from analytics.cache.priced_tables import priced_tables
         from analytics.core.pricing.rates import load_rates
-        from analytics.render import report
+        from analytics.render import views
 
-        sessions = priced(result, load_rates("github-copilot"), {}, ["sessions"])["sessions"]
-        text = "".join(report.render_json("sessions", sessions, result.issues))
+        sessions = priced_tables(result, load_rates("github-copilot"), {}, ["sessions"])["sessions"]
+        text = "".join(views.render_json("sessions", sessions, result.issues))
     if use_cache:
         from analytics.cache import results
 

@@ -29,13 +29,12 @@ from typing import Any
 from analytics import _scanner
 from analytics.agents.copilot import engine_pass as engine
 from analytics.agents.copilot import events as copilot_events
-from analytics.cache import fingerprints
-from analytics.cache import repriced as priced
+from analytics.cache import fingerprints, priced_tables
 from analytics.cache import results as result_cache
 from analytics.core.pricing import rates
 from analytics.engine import analyze as analysis
-from analytics.engine import stages as pipeline
-from analytics.render import report
+from analytics.engine import group_analysis as pipeline
+from analytics.render import views
 
 #: The command line's module, whose import time the profile reports.
 _CLI = "analytics.cli.commands"
@@ -56,9 +55,9 @@ _STAGES: list[tuple[Any, str]] = [
     (engine, "pass_group"),
     (_scanner, "pass_copilot"),
     (pipeline, "_analyse"),
-    (priced, "_repriced"),  # the previous result's priced rows, and the rest priced
-    (priced, "price_analysis"),  # as the command calls it
-    (report, "render_json"),
+    (priced_tables, "_repriced"),  # the previous result's priced rows, and the rest priced
+    (priced_tables, "price_analysis"),  # as the command calls it
+    (views, "render_json"),
     (result_cache, "flush"),
 ]
 #: The engine's stages within the native pass (the keys of ``_scanner.pass_copilot``'s
@@ -102,8 +101,8 @@ def stages(tree: Path, cache_root: Path) -> str:
             engine_seconds.clear()
             began = time.perf_counter()
             result = analysis.analyze([tree], use_cache=True, keep_events=False)
-            shown = priced.priced(result, table, {}, ["sessions"])["sessions"]
-            report.render_json("sessions", shown, result.issues)
+            shown = priced_tables.priced_tables(result, table, {}, ["sessions"])["sessions"]
+            views.render_json("sessions", shown, result.issues)
             result_cache.flush()  # the command waits for the cache's writes before it exits
             total = time.perf_counter() - began
             for key, row in ENGINE_STAGES:

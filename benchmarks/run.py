@@ -319,7 +319,7 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "becomes an event or an issue), builds one row per event (~50 columns) and per LLM "
             "call, reconstructs "
             "per-call tokens and prices them, a group of sessions (~64 MB of logs) at a time, "
-            "two groups at once (`analytics/engine/stages.py`). The scan floor "
+            "two groups at once (`analytics/engine/group_analysis.py`). The scan floor "
             "(`benchmarks/floor.py`) is the part of a cold run no stage after the scan can "
             "remove: start-up, discovery, and the native scan of every log in the same "
             "groups, two at a time (the first two begun while polars is imported, as the "
@@ -332,12 +332,12 @@ def render(runs: list[Run], agreement: dict[int, str], profiles: str) -> str:
             "with the output cache emptied first (a command or option not run before on this "
             "tree): the result cache (`analytics/cache/results.py`, keyed the same way) "
             "answers, and the time is start-up, discovery, loading the stored tables and the "
-            "priced sessions kept beside them (`analytics/cache/repriced.py`), and JSON. "
+            "priced sessions kept beside them (`analytics/cache/priced_tables.py`), and JSON. "
             "Touched = one log's mtime changed (what a live session does): the result cache "
             "misses for that log's group of sessions, which is read and analysed again; the "
             "other groups' rows come from the previous whole result, and only that group's "
-            "sessions are priced again (`Previous` in `analytics/engine/stages.py`, "
-            "`analytics/cache/repriced.py`). The profile at the end shows where "
+            "sessions are priced again (`Previous` in `analytics/engine/group_analysis.py`, "
+            "`analytics/cache/priced_tables.py`). The profile at the end shows where "
             "the time and the memory go, stage by stage.",
             "",
             "## Do the tools agree?",

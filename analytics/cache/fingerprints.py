@@ -4,7 +4,7 @@ by its identity on disk.
 
 The result cache (``cache/results.py``) keys a whole analysis by ``tree_key``, a group of
 sessions by ``group_key``, the latest analysis of some paths by ``paths_slot``, and the
-tables a rate table priced an analysis to by ``prices_key`` (``cache/repriced.py``); the
+tables a rate table priced an analysis to by ``prices_key`` (``cache/priced_tables.py``); the
 output cache (``cache/output.py``) keys a command's printed output by ``output_key``. Nothing
 here imports polars or rich, so a warm command can find its stored output before paying
 polars' import (about 0.2 s, more than the rest of a warm run).

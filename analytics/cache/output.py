@@ -47,10 +47,10 @@ LIMIT_BYTES = 128 * 1024 * 1024
 
 
 #: A report's text: whole, or the pieces it is made of, in order (a large JSON report is
-#: never joined into one string: ``render.report.render_sections_json``).
+#: never joined into one string: ``render.views.render_sections_json``).
 Report = str | list[str]
 #: A report as a command renders it: whole, in pieces, or its pieces as they come
-#: (``render.report.render_sections_json``), written as they come and never held whole.
+#: (``render.views.render_sections_json``), written as they come and never held whole.
 Rendered = str | list[str] | Iterator[str]
 #: Characters of a report written at a time (``pieces``).
 PIECE = 1 << 20

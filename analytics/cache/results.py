@@ -8,24 +8,24 @@ one rewritten with its old size and mtime (its ``ctime`` changes).
 
 Stored: CALLS (with tokens), SESSIONS, MODEL_METRICS, ISSUES and LOG_PRICES, as Arrow IPC
 files (``_write`` says why not Parquet).
-A whole analysis made from the previous one of the same paths (``stages.Previous``: a live
+A whole analysis made from the previous one of the same paths (``group_analysis.Previous``: a live
 session changed one group of many) stores its calls as that one's, linked, without the changed
 groups' sessions and with their new rows (``Patched``): a touched run of the 1 GB benchmark
 tree then neither decodes the previous calls nor encodes 76,000 calls again.
 EVENTS are not stored (an order of magnitude larger than the rest); the commands that need
 them read them again on first use (``Analysis.events`` is lazy). Beside a whole analysis:
-each group's own issues (``stages.GROUP_ISSUES``) and the tables a rate table priced it to
-(``cache.repriced``). Its note lists its groups, and its key is remembered under the slot of
+each group's own issues (``group_analysis.GROUP_ISSUES``) and the tables a rate table priced it to
+(``cache.priced_tables``). Its note lists its groups, and its key is remembered under the slot of
 the paths analysed (``fingerprints.paths_slot``), for the next analysis of those paths
-(``stages.Previous``). The newest ``KEEP`` results are kept.
+(``group_analysis.Previous``). The newest ``KEEP`` results are kept.
 
-A lone *group* of sessions (a session, a small tree: ``stages.run_stages``) is also stored on
-its own (``fingerprints.group_key``: the code and the group's log files), with a small JSON
-*note*: its session ids and a digest of the per-call records (session store, OTel) of those
-sessions. It is reused only if its files are unchanged and those records still digest the
-same, so another session's new store rows (which change the tree's key) cost it nothing. The
-groups of a larger tree are kept in its whole result instead (its note's fingerprints), for
-``stages.Previous``.
+A lone *group* of sessions (a session, a small tree: ``group_analysis.run_stages``) is also
+stored on its own (``fingerprints.group_key``: the code and the group's log files), with a
+small JSON *note*: its session ids and a digest of the per-call records (session store, OTel)
+of those sessions. It is reused only if its files are unchanged and those records still digest
+the same, so another session's new store rows (which change the tree's key) cost it nothing.
+The groups of a larger tree are kept in its whole result instead (its note's fingerprints), for
+``group_analysis.Previous``.
 
 Writes go to a temporary directory renamed into place, so concurrent runs never see half a
 result; anything unreadable is a miss, and a cache that cannot be written is skipped. The
@@ -77,7 +77,7 @@ class Patched:
     A whole result made from the previous one (a live session changed one group of many) is
     mostly that one's calls: it is stored as them (a link to the same file) and the changed
     groups' calls, so neither the previous calls are decoded nor the new ones encoded again
-    (``stages.Previous``); the table is put together only when read.
+    (``group_analysis.Previous``); the table is put together only when read.
     """
 
     base: bytes
@@ -270,7 +270,7 @@ class ResultCache:
         self, key: str, digest: str, names: Sequence[str]
     ) -> dict[str, pl.DataFrame] | None:
         """The priced tables ``names`` kept beside result ``key`` for prices ``digest``
-        (``analytics.cache.repriced``), or None."""
+        (``analytics.cache.priced_tables``), or None."""
         tables = {}
         for name in names:
             table = self.load_beside(key, f"priced-{digest}-{name}")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
     from analytics.core.budget import Budget, BudgetStatus, Unit
-    from analytics.engine.watch import Watched
+    from analytics.engine.live_session import Watched
 
 
 class _PathsOrCommandGroup(TyperGroup):
@@ -144,7 +144,7 @@ def statusline(
     month against the budget (if set), and the session being written now (of the logs under
     PATHS, default the home; of --agent's sessions alone when given)."""
     from analytics.core.budget import saved_budget
-    from analytics.engine.watch import latest_log
+    from analytics.engine.live_session import latest_log
     from analytics.render.budget_text import statusline as line
 
     try:
@@ -199,7 +199,7 @@ def _active(watched: Watched, counted: tuple[str, ...]) -> str | None:
     import time
 
     from analytics.core.registry import by_id
-    from analytics.engine.watch import session_name
+    from analytics.engine.following import session_name
 
     log = watched.log
     if log.stat is None or time.time() - log.stat.st_mtime > 600:

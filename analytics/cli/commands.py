@@ -123,7 +123,7 @@ def _home(ctx: typer.Context) -> None:
         if replays.replayed(None):
             return
         from analytics.core.home import home_screen
-        from analytics.render import report
+        from analytics.render import views
 
         result, priced_calls, priced_sessions = loading.priced(
             ctx, None, "github-copilot", None, found=replays.found
@@ -132,7 +132,7 @@ def _home(ctx: typer.Context) -> None:
 
         screen = home_screen(priced_calls, priced_sessions, zone, today)
         layout = printing.layout(wide=False)
-        text = with_reasons(report.home_text(screen, layout), reason_lines(screen.unpriced), layout)
+        text = with_reasons(views.home_text(screen, layout), reason_lines(screen.unpriced), layout)
         typer.echo(text)
         finish(replays, text, printing.issue_notes(result, False, wide=False), strict_failure=False)
     except AgentcostError as error:
@@ -166,17 +166,17 @@ def analyze(
         replays = Replays.of(ctx, "analyze", paths, output_format, output, timezone, locals())
         if replays.replayed(output):
             return
-        from analytics.cache.repriced import priced
+        from analytics.cache.priced_tables import priced_tables
         from analytics.core.pricing.rates import load_rates
         from analytics.engine.analyze import in_session_order
-        from analytics.render import report
+        from analytics.render import views
 
         window = loading.window(since, until, timezone, agent)
         table = load_rates(rates)
         result = loading.load(ctx, paths, window, found=replays.found)
         key = "calls" if calls else "sessions"
         renames = loading.model_renames(model_map)
-        frame = priced(result, table, renames, [key])[key]
+        frame = priced_tables(result, table, renames, [key])[key]
         if calls:
             frame = in_session_order(frame, result.sessions)
         zone = str(window.zone)
@@ -187,19 +187,19 @@ def analyze(
 
             if calls:
                 reasons = reason_lines(unpriced_reasons(frame), renames)
-                return with_reasons(report.call_table(frame, zone, layout), reasons, layout)
+                return with_reasons(views.call_table(frame, zone, layout), reasons, layout)
             reasons = []
             if frame["unpriced_calls"].fill_null(0).sum() > 0:
                 # each unpriced call's own reason: the calls, priced only to say why
-                priced_calls = priced(result, table, renames, ["calls"])["calls"]
+                priced_calls = priced_tables(result, table, renames, ["calls"])["calls"]
                 reasons = reason_lines(unpriced_reasons(priced_calls), renames)
-            return report.session_table(frame, zone, layout, reasons)
+            return views.session_table(frame, zone, layout, reasons)
 
         text = printing.emit(
             output_format,
             output,
             frame,
-            lambda: report.render_json(key, frame, result.issues),
+            lambda: views.render_json(key, frame, result.issues),
             as_table,
             wide=wide,
         )
@@ -241,7 +241,7 @@ def compare(
         if replays.replayed(output):
             return
         from analytics.core.pricing.compare import compare_tables, load_seller
-        from analytics.render import report
+        from analytics.render import views
 
         window = loading.window(since, until, timezone, agent)
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
@@ -258,10 +258,10 @@ def compare(
             output_format,
             output,
             found.sessions,
-            lambda: report.render_sections_json(
+            lambda: views.render_sections_json(
                 {"sessions": found.sessions, "priced_as": found.priced_as}, result.issues
             ),
-            lambda layout: report.comparison_table(found, names, str(window.zone), layout),
+            lambda layout: views.comparison_table(found, names, str(window.zone), layout),
             wide=wide,
         )
         notes = printing.issue_notes(result, show_issues, wide=wide)
@@ -288,7 +288,7 @@ def issues(
         replays = Replays.of(ctx, "issues", paths, output_format, output, None, locals())
         if replays.replayed(output):
             return
-        from analytics.render import report
+        from analytics.render import views
 
         result = loading.load(ctx, paths, found=replays.found)
         found = result.issues
@@ -296,8 +296,8 @@ def issues(
             output_format,
             output,
             found,
-            lambda: report.render_sections_json({}, found),
-            lambda layout: report.issues_table(found, layout) if found.height else "no issues",
+            lambda: views.render_sections_json({}, found),
+            lambda layout: views.issues_table(found, layout) if found.height else "no issues",
             wide=wide,
         )
         finish(replays, text, [], strict_failure=strict and found.height > 0)
@@ -328,19 +328,22 @@ def watch(
     and the growth curve, updated as its log grows. q or Ctrl-C quits."""
     from rich.console import Console
 
+    from analytics.cli.live import run
     from analytics.core.pricing.rates import load_rates
-    from analytics.engine import watch as live
+    from analytics.engine.following import Following
+    from analytics.engine.live_figures import Figures, priced_figures
+    from analytics.engine.live_session import latest_log, names_a_session
 
     try:
         table, renames = load_rates(rates), loading.model_renames(model_map)
         paths = [path] if path else []
-        log = live.latest_log(paths)
-        newest = None if live.names_a_session(path) else (lambda: live.latest_log(paths))
+        log = latest_log(paths)
+        newest = None if names_a_session(path) else (lambda: latest_log(paths))
 
-        def analyse(follow: live.Following) -> live.Figures | None:
-            return live.priced_figures(follow, table, renames)
+        def analyse(follow: Following) -> Figures | None:
+            return priced_figures(follow, table, renames)
 
-        live.run(log, analyse, Console(highlight=False), newest=newest)
+        run(log, analyse, Console(highlight=False), newest=newest)
     except KeyboardInterrupt:
         return
     except AgentcostError as error:
@@ -362,7 +365,7 @@ def validate(
     check the Claude Code and Codex logs' usage against what each log says twice."""
     from analytics.engine.inputs import captures_as_logs
     from analytics.engine.validate import log_checks, validation_summary
-    from analytics.render import report
+    from analytics.render import views
 
     try:
         with captures_as_logs(paths) as logs:
@@ -373,16 +376,16 @@ def validate(
         nothing = "no observed per-call tokens in these logs: nothing to validate against"
 
         def table(layout: Layout) -> str:
-            parts = [report.plain_table(summary, layout)] if compared else []
+            parts = [views.plain_table(summary, layout)] if compared else []
             if checks.height:
-                parts.append(report.plain_table(checks, layout))
+                parts.append(views.plain_table(checks, layout))
             return "\n\n".join(parts) or nothing
 
         printing.emit(
             output_format,
             output,
             summary,
-            lambda: report.render_sections_json(
+            lambda: views.render_sections_json(
                 {"sessions": summary, "log_checks": checks}, result.issues
             ),
             table,

@@ -94,7 +94,7 @@ def priced(
     """Analyse ``paths`` (the sessions in ``window``) and price them: (analysis, priced
     calls, sessions with costs). ``found``: what discovery already found under ``paths``;
     ``agent_items`` as for ``load``."""
-    from analytics.cache.repriced import priced as priced_tables
+    from analytics.cache.priced_tables import priced_tables
     from analytics.core.pricing.rates import load_rates
 
     table = load_rates(rates)

@@ -283,7 +283,7 @@ class _Tools:
         from analytics.core.blocks import blocks_view, pace_row
         from analytics.core.periods import day_window
         from analytics.engine.inputs import agents
-        from analytics.render.report import blocks_notes
+        from analytics.render.views import blocks_notes
 
         window = _window(timezone, [chosen.id for chosen in agents.with_blocks()])
         start, end = day_window(since, until, ("since", "until"))
@@ -340,7 +340,7 @@ class _Tools:
     ) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
         """The logs under ``paths`` analysed (the sessions in ``window``) and priced under
         ``rates``, as every command does: (analysis, priced calls, priced sessions)."""
-        from analytics.cache.repriced import priced
+        from analytics.cache.priced_tables import priced_tables
         from analytics.core.pricing.rates import load_rates
         from analytics.engine.analyze import analyze
 
@@ -352,7 +352,7 @@ class _Tools:
             keep_events=False,
             agent_items=agent_items,
         )
-        tables = priced(result, table, {})
+        tables = priced_tables(result, table, {})
         return result, tables["calls"], tables["sessions"]
 
 
@@ -378,7 +378,8 @@ def _session_row(
     """The priced session ``session_id`` names (its id, or the only one it starts), or the
     one being written now, as a JSON row; a usage error when there is no such session or
     several."""
-    from analytics.engine.watch import latest_log, session_name
+    from analytics.engine.following import session_name
+    from analytics.engine.live_session import latest_log
 
     wanted = session_id or session_name(latest_log([Path(path) for path in paths or []]))
     found = sessions.filter(pl.col("session_id") == wanted)
@@ -402,7 +403,7 @@ def _session_row(
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     """The rows as JSON objects, encoded as every report encodes them (``json_rows``: times
     ISO-8601 UTC, money exact decimal strings)."""
-    from analytics.render.report import json_rows
+    from analytics.render.views import json_rows
 
     return [json.loads(row) for row in json_rows(frame)]
 

@@ -72,9 +72,9 @@ def issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
     files = found.not_logs + [problem for problem in found.problems if problem[1] == EMPTY]
     notes = [f"agentcost: {path}: {what}" for path, what in files]
     if show:
-        from analytics.render import report
+        from analytics.render import views
 
-        return [*notes, report.issues_table(result.issues, layout(wide, stream=sys.stderr))]
+        return [*notes, views.issues_table(result.issues, layout(wide, stream=sys.stderr))]
     summary = issue_summary(result.issues)
     them = "it" if result.issues.height == 1 else "them"
     return [*notes, f"agentcost: {summary} in the input; agentcost issues lists {them}"]
@@ -113,7 +113,7 @@ def emit(
     report too large to keep: ``print_report``). csv and parquet hold
     the report's main ``rows``; json and the table are the report's own renderings. A file
     that cannot be written is a usage error."""
-    from analytics.render import report
+    from analytics.render import views
 
     if output_format is Format.parquet and output is None:
         raise UsageError("--format parquet writes a file; add --output FILE")
@@ -125,7 +125,7 @@ def emit(
         return None
     renderings: dict[Format, Callable[[], Rendered]] = {
         Format.json: as_json,
-        Format.csv: lambda: report.render_csv(rows),
+        Format.csv: lambda: views.render_csv(rows),
         Format.table: lambda: as_table(layout(wide, output)),
     }
     return print_report(renderings[output_format](), output)

@@ -38,7 +38,7 @@ def rates_show(
     from analytics.core.pricing.listing import price_list
     from analytics.core.pricing.rates import load_rates
     from analytics.core.schema import ISSUES, empty
-    from analytics.render import report
+    from analytics.render import views
 
     try:
         table = load_rates(name)
@@ -47,8 +47,8 @@ def rates_show(
             output_format,
             output,
             prices,
-            lambda: report.render_json("prices", prices, empty(ISSUES)),
-            lambda layout: report.rate_table_text(table, prices, layout),
+            lambda: views.render_json("prices", prices, empty(ISSUES)),
+            lambda layout: views.rate_table_text(table, prices, layout),
             wide=wide,
         )
         _confirm(output, f"the prices of {counted(len(table.models), 'model')} of {table.name}")

@@ -7,12 +7,12 @@ This is the library entry point the CLI and the notebooks use::
     result.sessions  # one row per session (schema.SESSIONS)
     result.calls     # one row per LLM call (schema.CALLS)
 
-The stages themselves run in ``analytics.engine.stages`` (in groups of sessions when the events
-need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
+The stages themselves run in ``analytics.engine.group_analysis`` (in groups of sessions when
+the events need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
 (``analytics.cache.results``), and of a changed one only the groups of sessions whose inputs
 changed are read and analysed again. Each stored analysis is noted as the latest of its inputs
 (the paths asked for), with each group's fingerprint and sessions: the next analysis of those
-paths takes its unchanged groups' rows from it (``stages.Previous``), and what priced it
+paths takes its unchanged groups' rows from it (``group_analysis.Previous``), and what priced it
 still prices their sessions (``Analysis.previous``).
 """
 
@@ -42,7 +42,7 @@ from analytics.core.schema import (
     with_nulls,
 )
 from analytics.engine import groups as grouping
-from analytics.engine.stages import (
+from analytics.engine.group_analysis import (
     GROUP_ISSUES,
     Previous,
     Tables,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Before:
     """The previous stored analysis of the same paths, as what priced it still serves
-    (``analytics.cache.repriced``): its ``key``, the sessions whose tables are the same in
+    (``analytics.cache.priced_tables``): its ``key``, the sessions whose tables are the same in
     both (``same``: their groups' fingerprints are; perhaps none), and what gives the calls of
     at least every other session (``calls``: those analysed anew, and the other agents'), so
     that only those are priced, without the whole table of calls."""
@@ -90,7 +90,8 @@ class Analysis:
     kept_events: pl.DataFrame | None = field(default=None, repr=False, compare=False)
     groups: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
     #: The result cache and key this whole analysis is stored under (None: not stored, or
-    #: restricted by ``only``): what priced it is kept there too (``analytics.cache.repriced``).
+    #: restricted by ``only``): what priced it is kept there too
+    #: (``analytics.cache.priced_tables``).
     stored_as: tuple[ResultCache, str] | None = field(default=None, repr=False, compare=False)
     #: The Claude Code and Codex sessions' context items, folded with their calls (see
     #: ``_with_agents``; ``agents.contract.as_events`` makes them EVENTS rows when events are

@@ -1,6 +1,6 @@
 """The staged pipeline's logs in groups of sessions, and a cold run's first scans begun early.
 
-``stages.run_stages`` analyses a large tree a group of logs at a time (its docstring says
+``group_analysis.run_stages`` analyses a large tree a group of logs at a time (its docstring says
 why); the groups are decided here, from discovery alone. ``scan_ahead`` lets a command start
 reading the first groups as soon as it knows it will analyse the whole tree, before it
 imports polars and the stages (about 0.1 s of one core). Nothing here imports polars, so the
@@ -108,7 +108,7 @@ def scan_ahead(found: Found, paths: Sequence[Path], *, use_cache: bool) -> None:
     """Begin scanning the first groups of ``found`` that ``run_stages`` analyses
     (``first_scans``), when the analysis of ``paths`` will read every group: a tree of
     several groups, with no stored result of these inputs and no earlier result of these
-    paths to take unchanged groups from (``use_cache``; ``stages.Previous``). Otherwise any
+    paths to take unchanged groups from (``use_cache``; ``group_analysis.Previous``). Otherwise any
     scan begun before is dropped and nothing starts.
 
     On the 1 GB benchmark tree a cold ``analyze`` starts reading about 0.1 s sooner; the

@@ -37,7 +37,7 @@ from analytics.core.words import counted_expr
 
 if TYPE_CHECKING:
     from analytics.engine.analyze import Analysis
-    from analytics.engine.report_frames import ReportFrames
+    from analytics.engine.html_frames import ReportFrames
 
 _ERRORS_CAPTURE = """<pre id="js-errors" hidden></pre>
 <script>
@@ -239,7 +239,7 @@ def render_report(
     tables: Sequence[RateTable],
     zone: str,
 ) -> str:
-    """The report as one HTML document: ``frames`` (``engine.report_frames``: the calls
+    """The report as one HTML document: ``frames`` (``engine.html_frames``: the calls
     priced by ``table``, their models renamed by the model map first, with the context they
     carried; the sessions' costs are their sums), ``tables`` compared.
 
@@ -476,7 +476,7 @@ def _picker(sessions: pl.DataFrame, chosen: Sequence[str], zone: str, rates: str
     first), with a note of the sessions left out. On a phone (the page's ``@media`` rule)
     the table's rows stack, each cell led by its heading (``data-label``), so calls and cost
     are never off the screen."""
-    from analytics.render.report import cost_cell, dollars, thousands
+    from analytics.render.views import cost_cell, dollars, thousands
 
     tokens = pl.coalesce("input_tokens", "calls_input_tokens")
     rows = (
@@ -618,7 +618,7 @@ def _agents(priced: pl.DataFrame, sessions: pl.DataFrame, rates: str) -> str:
     """The totals of each agent that wrote the logs (and of all of them): sessions, LLM calls,
     the cost of its priced calls, and its calls without a cost; a cost is unknown where none
     of its calls has one, never $0."""
-    from analytics.render.report import dollars
+    from analytics.render.views import dollars
 
     per_agent = (
         priced.group_by("agent")

@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 from analytics.agents import AgentTables
 from analytics.agents.discover import LogFile, discover
 from analytics.agents.reader import readers
-from analytics.cache import repriced, results
+from analytics.cache import priced_tables, results
 from analytics.cache.agent_results import _units, agent_tables
 from analytics.cache.results import ResultCache
 from analytics.core.pricing.rates import load_rates
@@ -239,20 +239,20 @@ def test_a_touched_tree_prices_only_the_changed_sessions(
     fresh pricing."""
     monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
     seen: list[int] = []
-    real = repriced.price_analysis
+    real = priced_tables.price_analysis
 
     def spy(calls: pl.DataFrame, *args: Any) -> Any:
         seen.append(calls.height)
         return real(calls, *args)
 
-    monkeypatch.setattr(repriced, "price_analysis", spy)
+    monkeypatch.setattr(priced_tables, "price_analysis", spy)
     root = tmp_path / "projects"
     write(root, {f"p{n}/s{n}.jsonl": reply(f"s{n}", f"m{n}", n, n) for n in range(1, 5)})
     table = load_rates("github-copilot")
 
     def priced() -> tuple[pl.DataFrame, pl.DataFrame]:
         result = analyze([root], use_cache=True, agent_items=items)
-        tables = repriced.priced(result, table, {}, ["calls", "sessions"])
+        tables = priced_tables.priced_tables(result, table, {}, ["calls", "sessions"])
         results.flush()
         fresh = analyze([root], agent_items=items)
         calls, sessions = real(fresh.calls, fresh.sessions, table, {}, fresh.log_prices)

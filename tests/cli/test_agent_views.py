@@ -32,7 +32,9 @@ from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table
 from analytics.core.schema import EVENTS
 from analytics.engine.analyze import Analysis, analyze
-from analytics.engine.watch import AgentFollow, agent_session_id, figures, latest_log
+from analytics.engine.following import AgentFollow, agent_session_id
+from analytics.engine.live_figures import figures
+from analytics.engine.live_session import latest_log
 from analytics.render.html_report import MAX_SELECTABLE
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 from tests.mixed_tree import CODEX

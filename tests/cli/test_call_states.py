@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from analytics.agents import claude_code
 from analytics.cli.commands import app
-from analytics.render.report import NO_FINAL_USAGE_LEGEND
+from analytics.render.views import NO_FINAL_USAGE_LEGEND
 from tests.agents.test_folds import reply, write
 from tests.conftest import SAMPLE_LOGS
 

@@ -23,8 +23,8 @@ from analytics import _scanner
 from analytics.cli.commands import app
 from analytics.core.attribution import top_items
 from analytics.core.schema import ISSUES, MONEY
-from analytics.render.report import issues_table
 from analytics.render.text_table import Layout
+from analytics.render.views import issues_table
 from tests.cli.test_analyze import write_session
 from tests.cli.test_bad_input import claude_line
 from tests.conftest import REPO, SAMPLE_LOGS

@@ -1,5 +1,6 @@
 """A changed tree takes its unchanged groups from the previous result of the same paths
-(``stages.Previous``), and prices only the sessions that changed (``analytics.cache.repriced``).
+(``group_analysis.Previous``), and prices only the sessions that changed
+(``analytics.cache.priced_tables``).
 
 Each test analyses a copy of ``sample_logs`` (five sessions, a session store) in groups of
 about one byte (three groups here) with the result cache, changes it as a live session
@@ -23,13 +24,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analytics.agents.discover import discover
-from analytics.cache import repriced as priced
+from analytics.cache import priced_tables
 from analytics.cache.results import BASE, SUFFIX, TABLES, Patched, ResultCache, flush, in_order
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
-from analytics.engine import stages as pipeline
+from analytics.engine import group_analysis as pipeline
 from analytics.engine.analyze import Analysis, analyze
-from analytics.engine.stages import GROUP_ISSUES, Previous
+from analytics.engine.group_analysis import GROUP_ISSUES, Previous
 from tests.conftest import SAMPLE_LOGS
 
 #: A sample session alone in its group (with one byte a group: ``engine.groups``); another
@@ -197,7 +198,7 @@ def priced_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         heights.append(calls.height)
         return price_analysis(calls, *args)
 
-    monkeypatch.setattr(priced, "price_analysis", spy)
+    monkeypatch.setattr(priced_tables, "price_analysis", spy)
     return heights
 
 
@@ -206,11 +207,13 @@ def test_a_changed_tree_prices_only_the_sessions_that_changed(
 ) -> None:
     table = load_rates("github-copilot")
     first = cached(logs)
-    assert priced.priced(first, table, {}, ["sessions"])["sessions"].equals(full(first))
+    assert priced_tables.priced_tables(first, table, {}, ["sessions"])["sessions"].equals(
+        full(first)
+    )
     grow(logs, LIVE)
     second = cached(logs)
     assert second.previous is not None
-    got = priced.priced(second, table, {}, ["sessions"])["sessions"]
+    got = priced_tables.priced_tables(second, table, {}, ["sessions"])["sessions"]
     assert got.equals(full(second))
     changed = second.calls.filter(~pl.col("session_id").is_in(list(second.previous.same)))
     assert priced_calls == [first.calls.height, changed.height]
@@ -224,7 +227,7 @@ def test_other_quoted_prices_price_every_session_again(
     previous result's, nothing priced then is reused."""
     table = load_rates("github-copilot")
     first = cached(logs)
-    priced.priced(first, table, {}, ["sessions"])
+    priced_tables.priced_tables(first, table, {}, ["sessions"])
     grow(logs, sessions_of(first)[0])
     second = cached(logs)
     real = ResultCache.load_table
@@ -235,7 +238,9 @@ def test_other_quoted_prices_price_every_session_again(
 
     monkeypatch.setattr(ResultCache, "load_table", other_prices)
     assert second.log_prices.height > 1
-    assert priced.priced(second, table, {}, ["sessions"])["sessions"].equals(full(second))
+    assert priced_tables.priced_tables(second, table, {}, ["sessions"])["sessions"].equals(
+        full(second)
+    )
     assert priced_calls == [first.calls.height, second.calls.height]
 
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from analytics.cli.commands import app
 from analytics.core.dataset import read_table
-from analytics.core.reports_sql import duckdb_report, spark_report
+from analytics.core.period_sql import duckdb_report, spark_report
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 if TYPE_CHECKING:

@@ -25,14 +25,10 @@ from analytics.agents.copilot.follow import Follow, session_target
 from analytics.core.pricing.price import price_analysis, price_calls
 from analytics.core.pricing.rates import load_rate_table
 from analytics.engine.analyze import analyze
-from analytics.engine.stages import analyse_parsed
-from analytics.engine.watch import (
-    Figures,
-    figures,
-    latest_log,
-    names_a_session,
-    sparkline,
-)
+from analytics.engine.group_analysis import analyse_parsed
+from analytics.engine.live_figures import Figures, figures
+from analytics.engine.live_session import latest_log, names_a_session
+from analytics.render.live_view import sparkline
 from tests.conftest import SAMPLE_LOGS
 from tests.pty_watch import watching
 

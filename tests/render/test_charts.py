@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from typer.testing import CliRunner
 
-from analytics.cache.repriced import priced
+from analytics.cache.priced_tables import priced_tables
 from analytics.cli.commands import app
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import analyze
@@ -74,7 +74,7 @@ def test_the_stated_fixed_part_is_the_main_agents_alone() -> None:
 def test_a_real_fleet_session_draws_no_call_below_its_own_fixed_part(real_logs: Path) -> None:
     """The real /fleet excerpt: every call stands on or above its own agent's fixed part."""
     result = analyze([real_logs / "darthmolen-sdk-wire-usage-excerpts"], use_cache=False)
-    calls = priced(result, load_rates("github-copilot"), {}, ["calls"])["calls"]
+    calls = priced_tables(result, load_rates("github-copilot"), {}, ["calls"])["calls"]
     fleet = calls.filter(pl.col("session_id").str.starts_with("spike-07"))
     assert fleet.filter(pl.col("kind") == "subagent").height > 0
     drawn = plots.context_growth_spec(fleet)["data"]

@@ -21,7 +21,7 @@ from analytics.cli.commands import app
 from analytics.cli.rates import folded_toml
 from analytics.core.schema import ISSUES, conform
 from analytics.engine.analyze import issue_summary
-from analytics.engine.watch import latest_log
+from analytics.engine.live_session import latest_log
 from analytics.render.text_table import Column, Layout, render_table
 from tests.conftest import REPO, SAMPLE_LOGS
 

@@ -91,7 +91,7 @@ class Tables:
     group_issues: pl.DataFrame | None = None
     #: With rows taken from the previous result: the calls of the groups analysed (or
     #: loaded) in this run, which hold every session not taken from it, in order; for
-    #: pricing those sessions alone (``analytics.cache.repriced``). None otherwise.
+    #: pricing those sessions alone (``analytics.cache.priced_tables``). None otherwise.
     fresh_calls: pl.DataFrame | None = None
 
     @cached_property

@@ -1,6 +1,6 @@
-"""Analysing in groups of sessions (``analytics/engine/stages.py``) never changes a result, and
-with a result cache a lone group is stored and loaded while unchanged (a larger tree's groups
-are taken from its previous whole result: ``tests/engine/test_previous.py``).
+"""Analysing in groups of sessions (``analytics/engine/group_analysis.py``) never changes a
+result, and with a result cache a lone group is stored and loaded while unchanged (a larger
+tree's groups are taken from its previous whole result: ``tests/engine/test_previous.py``).
 
 ``run_stages`` with ``group_bytes=1`` puts every session in a group of its own; each table
 must equal the one-group analysis (``keep_events=True``) row for row. Covered: the sample
@@ -22,8 +22,8 @@ import pytest
 
 from analytics.agents.discover import Found, LogFile, discover
 from analytics.cache.results import ResultCache, flush
-from analytics.engine import stages as pipeline
-from analytics.engine.stages import Tables, run_stages
+from analytics.engine import group_analysis as pipeline
+from analytics.engine.group_analysis import Tables, run_stages
 from tests.conftest import SAMPLE_LOGS
 
 TABLES = ("calls", "sessions", "model_metrics", "issues", "log_prices")
@@ -123,7 +123,8 @@ def copied(tmp_path: Path) -> Path:
 def test_the_groups_of_a_larger_tree_are_not_stored_one_by_one(
     monkeypatch: pytest.MonkeyPatch, copied: Path, tmp_path: Path
 ) -> None:
-    """Its whole result keeps them (``stages.Previous``, ``tests/engine/test_previous.py``)."""
+    """Its whole result keeps them (``group_analysis.Previous``,
+    ``tests/engine/test_previous.py``)."""
     cache = ResultCache(tmp_path / "cache")
     _, first = analysed_groups(monkeypatch, copied, cache, group_bytes=1)
     _, second = analysed_groups(monkeypatch, copied, cache, group_bytes=1)

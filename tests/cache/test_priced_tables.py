@@ -1,5 +1,5 @@
-"""``analytics.cache.repriced``: an analysis's priced tables are kept beside its stored result and
-loaded while the analysis and the prices are unchanged; anything else prices afresh."""
+"""``analytics.cache.priced_tables``: an analysis's priced tables are kept beside its stored
+result and loaded while the analysis and the prices are unchanged; anything else prices afresh."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from analytics.cache import results as result_cache
 from analytics.cache.fingerprints import prices_key
-from analytics.cache.repriced import PRICED, priced
+from analytics.cache.priced_tables import PRICED, priced_tables
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import Analysis, Window, analyze
@@ -42,38 +42,42 @@ def test_a_stored_analysis_keeps_its_priced_tables_and_loads_them(
     table = load_rates("github-copilot")
     first = analyze([logs], use_cache=True, keep_events=False)
     assert first.stored_as is not None
-    assert_equal(priced(first, table, {}), fresh(first))
+    assert_equal(priced_tables(first, table, {}), fresh(first))
     assert len(kept_files(tmp_path)) == len(PRICED)
 
     second = analyze([logs], use_cache=True, keep_events=False)
     calls: list[int] = []
     monkeypatch.setattr(
-        "analytics.cache.repriced.price_analysis",
+        "analytics.cache.priced_tables.price_analysis",
         lambda *a, **k: calls.append(1) or price_analysis(*a),
     )
-    assert_equal(priced(second, table, {}, ["sessions"]), {"sessions": fresh(first)["sessions"]})
-    assert_equal(priced(second, table, {}), fresh(first))
+    assert_equal(
+        priced_tables(second, table, {}, ["sessions"]), {"sessions": fresh(first)["sessions"]}
+    )
+    assert_equal(priced_tables(second, table, {}), fresh(first))
     assert calls == []  # loaded, not priced again
 
 
 def test_only_the_tables_asked_for_are_kept(logs: Path, tmp_path: Path) -> None:
     table = load_rates("github-copilot")
     result = analyze([logs], use_cache=True, keep_events=False)
-    assert_equal(priced(result, table, {}, ["sessions"]), {"sessions": fresh(result)["sessions"]})
+    assert_equal(
+        priced_tables(result, table, {}, ["sessions"]), {"sessions": fresh(result)["sessions"]}
+    )
     assert [path.name.rsplit("-", 1)[-1] for path in kept_files(tmp_path)] == [
         f"sessions{result_cache.SUFFIX}"
     ]
     again = analyze([logs], use_cache=True, keep_events=False)
-    assert_equal(priced(again, table, {}), fresh(result))  # calls were not kept: priced anew
+    assert_equal(priced_tables(again, table, {}), fresh(result))  # calls were not kept: priced anew
     assert len(kept_files(tmp_path)) == len(PRICED)
 
 
 def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) -> None:
     result = analyze([logs], use_cache=True, keep_events=False)
     copilot, anthropic = load_rates("github-copilot"), load_rates("anthropic")
-    priced(result, copilot, {})
-    assert_equal(priced(result, anthropic, {}), fresh(result, "anthropic"))
-    mapped = priced(result, copilot, {"claude-sonnet-4.5": "claude-haiku-4.5"})
+    priced_tables(result, copilot, {})
+    assert_equal(priced_tables(result, anthropic, {}), fresh(result, "anthropic"))
+    mapped = priced_tables(result, copilot, {"claude-sonnet-4.5": "claude-haiku-4.5"})
     calls, sessions = price_analysis(
         result.calls,
         result.sessions,
@@ -89,18 +93,18 @@ def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) ->
 def test_a_windowed_analysis_is_priced_afresh_and_keeps_nothing(logs: Path, tmp_path: Path) -> None:
     windowed = analyze([logs], Window(until=date(2000, 1, 1)), use_cache=True)
     assert windowed.stored_as is None and windowed.sessions.height == 0
-    assert_equal(priced(windowed, load_rates("github-copilot"), {}), fresh(windowed))
+    assert_equal(priced_tables(windowed, load_rates("github-copilot"), {}), fresh(windowed))
     assert kept_files(tmp_path) == []
 
 
 def test_a_damaged_priced_table_is_priced_again(logs: Path, tmp_path: Path) -> None:
     table = load_rates("github-copilot")
     result = analyze([logs], use_cache=True, keep_events=False)
-    priced(result, table, {})
+    priced_tables(result, table, {})
     for kept in kept_files(tmp_path):
         kept.write_bytes(b"not a table")
     again = analyze([logs], use_cache=True, keep_events=False)
-    assert_equal(priced(again, table, {}), fresh(result))
+    assert_equal(priced_tables(again, table, {}), fresh(result))
 
 
 #: Real Copilot logs with bring-your-own-key calls, the log's own prices, and plain bills.
@@ -119,7 +123,7 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
     table prices every model these logs quote, so it is also tried without those models, which
     the log's own prices then price."""
     from analytics.core.pricing.price import price_calls
-    from analytics.engine.report_frames import report_frames
+    from analytics.engine.html_frames import report_frames
 
     copilot = load_rates("github-copilot")
     seen: set[str] = set()

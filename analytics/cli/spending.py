@@ -45,7 +45,7 @@ def report(
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     from analytics.core.pricing.rates import bundled_rate_tables, load_rates
-    from analytics.engine.report_frames import report_frames
+    from analytics.engine.html_frames import report_frames
     from analytics.render.html_report import render_report
 
     try:
@@ -172,10 +172,10 @@ def _dataset_period(
     output_format: options.Format,
     output: Path | None,
 ) -> None:
-    """A period report of a team dataset, by DuckDB SQL (``analytics.core.reports_sql``): the
+    """A period report of a team dataset, by DuckDB SQL (``analytics.core.period_sql``): the
     output the same logs give."""
+    from analytics.core.period_sql import dataset_issues, duckdb_report
     from analytics.core.periods import day_window
-    from analytics.core.reports_sql import dataset_issues, duckdb_report
     from analytics.core.timezones import resolve_zone
 
     if not (dataset / "dataset.json").is_file():
@@ -200,17 +200,17 @@ def _emit_periods(
 ) -> Report | None:
     """Print or write a period report, whether the logs or a team dataset gave it (one
     rendering for both, so the two read alike): ``printing.emit``'s text. ``without_calls``:
-    the sessions of the window with no LLM call (``report.period_table``)."""
-    from analytics.render import report
+    the sessions of the window with no LLM call (``views.period_table``)."""
+    from analytics.render import views
 
     return printing.emit(
         output_format,
         output,
         rep.rows,
-        lambda: report.render_sections_json(
+        lambda: views.render_sections_json(
             {"periods": rep.rows, "totals": rep.totals}, issues, timezone=rep.zone
         ),
-        lambda layout: report.period_table(
+        lambda layout: views.period_table(
             rep.rows, rep.totals, period, rep.zone, layout, without_calls
         ),
         wide=wide,
@@ -251,7 +251,7 @@ def top(
         if replays.replayed(output):
             return
         from analytics.core.attribution import top_sections
-        from analytics.render import report
+        from analytics.render import views
 
         window = loading.window(since, until, timezone, agent)
         zone = str(window.zone)
@@ -268,19 +268,19 @@ def top(
         ranked = sections["tools" if by is TopBy.tool else "items"]
 
         def as_table(layout: Layout) -> str:
-            text = report.attribution_table(ranked, by.value, layout)
+            text = views.attribution_table(ranked, by.value, layout)
             if behaviour:
                 saved = "compactions (saved tokens: (pre - post) x later calls, an estimate)"
-                text += f"\n\n{report.caption(saved, layout)}\n"
-                text += report.compaction_table(sections["compactions"], zone, layout)
-                text += "\n\nagent loop\n" + report.behaviour_table(sections["behaviour"], layout)
+                text += f"\n\n{views.caption(saved, layout)}\n"
+                text += views.compaction_table(sections["compactions"], zone, layout)
+                text += "\n\nagent loop\n" + views.behaviour_table(sections["behaviour"], layout)
             return text
 
         text = printing.emit(
             output_format,
             output,
             ranked,
-            lambda: report.render_sections_json(sections, result.issues, timezone=zone),
+            lambda: views.render_sections_json(sections, result.issues, timezone=zone),
             as_table,
             wide=wide,
         )
@@ -344,7 +344,7 @@ def blocks(
         from datetime import UTC, datetime
 
         from analytics.core.blocks import blocks_view, pace_row
-        from analytics.render import report
+        from analytics.render import views
 
         metered = [options.Agent(chosen.id) for chosen in agents.with_blocks()]
         days = loading.window(since, until, timezone, agent or metered)
@@ -361,16 +361,16 @@ def blocks(
             active_only=active,
         )
         table, pace, limit = view.shown, view.pace, view.limit
-        notes = report.blocks_notes(pace, limit)
+        notes = views.blocks_notes(pace, limit)
         printing.emit(
             output_format,
             output,
             table,
-            lambda: report.render_sections_json(
+            lambda: views.render_sections_json(
                 {"blocks": table, "active": pace_row(pace, limit)}, result.issues, timezone=zone
             ),
             lambda layout: (
-                "\n".join([report.blocks_table(table, zone, limit, layout), *notes])
+                "\n".join([views.blocks_table(table, zone, limit, layout), *notes])
                 if table.height
                 else "no 5-hour block starts on these days (--since/--until)"
                 if view.every.height

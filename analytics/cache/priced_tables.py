@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 PRICED = ("calls", "sessions")
 
 
-def priced(
+def priced_tables(
     result: Analysis,
     table: RateTable,
     model_map: Mapping[str, str],

@@ -12,10 +12,10 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
+from analytics.core.period_sql import duckdb_report, period_query
 from analytics.core.periods import period_report
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table
-from analytics.core.reports_sql import duckdb_report, period_query
 from analytics.engine.analyze import analyze
 from tests.conftest import SAMPLE_LOGS
 
