@@ -21,7 +21,7 @@ import polars as pl
 from analytics.agents import claude_code
 from analytics.agents.copilot.simulate import SimulationParams, simulate
 from analytics.engine.analyze import analyze
-from analytics.engine.corpus import corpus_errors, without_shutdowns
+from analytics.engine.corpus import corpus_errors
 from analytics.engine.validate import error_summary, reconstruction_errors
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
@@ -34,6 +34,18 @@ _SHOWN = [
     "with_interval",
     "inside_interval_pct",
 ]
+
+
+def without_shutdowns(tree: Path, out: Path) -> Path:
+    """Copy a Copilot tree's ``events.jsonl`` files into ``out`` with every
+    ``session.shutdown`` line dropped: the same sessions with no totals at all, where every
+    call is estimated (how honest the intervals are is measured there). Returns ``out``."""
+    for source in sorted(tree.rglob("events.jsonl")):
+        target = out / source.relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with source.open("rb") as lines, target.open("wb") as kept:
+            kept.writelines(line for line in lines if b'"session.shutdown"' not in line)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -441,13 +441,3 @@ def read_table(directory: Path, table: str) -> pl.DataFrame:
         .select(pl.col(name).cast(dtype) for name, dtype in contract.items())
         .collect()
     )
-
-
-def docs_table() -> str:
-    """The contract as the Markdown table of docs/contracts.md (tests/core/test_dataset.py keeps
-    them equal)."""
-    lines = ["| table | columns (type), in file order; then the Hive keys |", "| --- | --- |"]
-    for name, columns in TABLES.items():
-        listed = ", ".join(f"`{c}` ({d})" for c, d in {**columns, **PARTITIONS}.items())
-        lines.append(f"| `{name}`: {DESCRIPTIONS[name]} | {listed} |")
-    return "\n".join(lines)

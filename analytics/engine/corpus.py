@@ -20,8 +20,6 @@ writes included). ``agentcost validate`` reports these figures beside the SDK ca
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from analytics.core.call_tokens import call_tokens_and_fit
@@ -33,18 +31,6 @@ MIN_CALLS = 3
 #: The synthetic shutdown line that carries a session's per-model totals.
 _TOTALS_LINE = 0
 _TRUTH = ["input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens"]
-
-
-def without_shutdowns(tree: Path, out: Path) -> Path:
-    """Copy a Copilot tree's ``events.jsonl`` files into ``out`` with every
-    ``session.shutdown`` line dropped: the same sessions with no totals at all, where every
-    call is estimated (how honest the intervals are is measured there). Returns ``out``."""
-    for source in sorted(tree.rglob("events.jsonl")):
-        target = out / source.relative_to(tree)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with source.open("rb") as lines, target.open("wb") as kept:
-            kept.writelines(line for line in lines if b'"session.shutdown"' not in line)
-    return out
 
 
 def corpus_errors(

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from analytics.agents import claude_code
-from analytics.engine.corpus import corpus_errors, without_shutdowns
+from analytics.engine.corpus import corpus_errors
 from analytics.engine.validate import error_summary
 
 
@@ -103,14 +103,6 @@ def test_a_compaction_that_states_no_size_keeps_the_fixed_part(tmp_path: Path) -
     errors = corpus_errors(tables.calls, tables.items, with_totals=True)
     after = errors.filter(pl.col("call_index") == errors["call_index"].max()).row(0, named=True)
     assert after["abs_error_pct"] < 25
-
-
-def test_without_shutdowns_drops_only_the_shutdown_lines(tmp_path: Path) -> None:
-    log = tmp_path / "tree" / "s1" / "events.jsonl"
-    log.parent.mkdir(parents=True)
-    log.write_text('{"type":"session.start"}\n{"type":"session.shutdown"}\n{"type":"x"}\n')
-    out = without_shutdowns(tmp_path / "tree", tmp_path / "bare")
-    assert (out / "s1" / "events.jsonl").read_text() == '{"type":"session.start"}\n{"type":"x"}\n'
 
 
 def test_the_real_corpus_by_kind_of_call(real_logs: Path) -> None:

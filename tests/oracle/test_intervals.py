@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from analytics.agents.copilot.simulate import SimulationParams, simulate
 from analytics.engine.analyze import analyze
-from analytics.engine.corpus import without_shutdowns
 from analytics.engine.validate import error_summary, reconstruction_errors
+from benchmarks.claude_corpus import without_shutdowns
 from tests.conftest import SAMPLE_LOGS
 from tests.oracle.reference.intervals import MODEL_SD, Z80, bounds, estimate_sd
 
