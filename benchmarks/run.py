@@ -100,6 +100,7 @@ def main() -> None:
         agreement[size] = compare(agentcost_out, ccusage_out)
     big = max(args.sizes)
     ladder = steps(ensure_tree(big), big, RESULTS / "steps-cache", args.repeat)
+    ladder += validation_reference(ensure_tree(big), big, args.repeat)
     profiles = (
         profile.stages(ensure_tree(max(args.sizes)), RESULTS / "profile-cache")
         if args.profile
@@ -186,6 +187,34 @@ def steps(tree: Path, size: int, cache: Path, repeat: int) -> str:
             "|---|---|---|---|",
             *rows,
             "",
+            "",
+        ]
+    )
+
+
+#: The scanner alone, and the maintained JSON readers validating every line of the same tree
+#: (``native/bench.rs``), built as the extension is (release).
+SCAN_BENCH = ["cargo", "run", "--release", "--quiet", "--example", "scan_bench", "--"]
+
+
+def validation_reference(tree: Path, size: int, repeat: int) -> str:
+    """A markdown section: the native scanner's CPU time on ``tree`` against serde_json's
+    and sonic-rs's full validation of every line, in the same run (issue 38's target: the
+    scan within 1.3x of full validation), as ``scan_bench --reference`` prints them."""
+    command = [*SCAN_BENCH, str(tree), str(repeat), "--reference"]
+    printed = subprocess.run(command, cwd=REPO, check=True, capture_output=True, text=True)
+    lines = printed.stdout.strip().splitlines()
+    return "\n".join(
+        [
+            "",
+            f"## The scanner against full validation ({size} MB)",
+            "",
+            "`cargo run --release --example scan_bench -- TREE N --reference` "
+            "(`native/bench.rs`): the scanner alone, without Python, then two maintained "
+            "JSON libraries validating every line in full and keeping nothing, on the same "
+            "threads; CPU seconds, medians of the runs.",
+            "",
+            *[f"- {line}" for line in lines[-3:]],
             "",
         ]
     )

@@ -4,16 +4,25 @@
 //! output in seconds:
 //!
 //! ```text
-//! cargo run --release --example scan_bench -- TREE [RUNS [BLOCK_BYTES]]
+//! cargo run --release --example scan_bench -- TREE [RUNS [BLOCK_BYTES]] [--reference]
 //! ```
 //!
 //! Files are the tree's `*.jsonl`, sorted by path, each with its parent directory's name as
 //! hint (as discovery names `events.jsonl` sessions).
+//!
+//! With `--reference`, the same files are then read by two maintained JSON libraries that
+//! validate every line in full and keep nothing (serde_json into `IgnoredAny`, sonic-rs into
+//! `IgnoredAny`), on the same threads (rayon, a file at a time), and the last line gives the
+//! scanner's CPU time against the faster of them: the scanner does more (every field a
+//! column, decoded string lengths, an issue with its line and message for every bad line),
+//! and the ratio says what that costs over the floor of reading JSON at all.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use _scanner::agents::copilot::format::COPILOT;
 use _scanner::read::scan::{Batch, FileSpec, Scanner, BLOCK};
@@ -85,8 +94,52 @@ fn digest(batches: &mut [Batch]) -> (usize, usize, u64) {
     (rows, issues, h.finish())
 }
 
+/// Every non-empty line of every file parsed by `parse` (true: valid JSON); the number of
+/// lines and of invalid ones. Files are read whole, a file per task, on rayon's threads.
+fn validate(files: &[FileSpec], parse: fn(&[u8]) -> bool) -> (usize, usize) {
+    files
+        .par_iter()
+        .map(|file| {
+            let Ok(bytes) = std::fs::read(&file.path) else {
+                return (0, 0);
+            };
+            let mut counts = (0, 0);
+            for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                counts.0 += 1;
+                if !parse(line) {
+                    counts.1 += 1;
+                }
+            }
+            counts
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+fn serde_json_valid(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+fn sonic_rs_valid(line: &[u8]) -> bool {
+    sonic_rs::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+/// The median of `runs` timings of `work`: (wall, cpu) seconds.
+fn median_of(runs: usize, mut work: impl FnMut() -> String) -> (f64, f64, String) {
+    let mut times = Vec::new();
+    let mut said = String::new();
+    for _ in 0..runs.max(1) {
+        let (wall, cpu) = (Instant::now(), cpu_seconds());
+        said = work();
+        times.push((wall.elapsed().as_secs_f64(), cpu_seconds() - cpu));
+    }
+    times.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (wall, cpu) = times[times.len() / 2];
+    (wall, cpu, said)
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let reference = std::env::args().any(|a| a == "--reference");
+    let mut args = std::env::args().skip(1).filter(|a| a != "--reference");
     let tree = PathBuf::from(args.next().unwrap_or_else(|| ".".into()));
     let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(3);
     let block: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(BLOCK);
@@ -109,10 +162,12 @@ fn main() {
         .collect();
     let scanner = Scanner::new(COPILOT);
     let gb = bytes as f64 / 1e9;
+    let mut scans = Vec::new();
     for _ in 0..runs {
         let (wall, cpu) = (Instant::now(), cpu_seconds());
         let mut batches = scanner.scan(&files, 16 << 20, block);
         let (wall, cpu) = (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+        scans.push(cpu);
         let (rows, issues, digest) = digest(&mut batches);
         println!(
             "{} files, {gb:.2} GB: wall {wall:.2} s, cpu {cpu:.2} s ({:.2} s/GB); {rows} rows, {issues} issues, digest {digest:016x}",
@@ -120,4 +175,28 @@ fn main() {
             cpu / gb
         );
     }
+    if !reference {
+        return;
+    }
+    scans.sort_by(f64::total_cmp);
+    let scan = scans[scans.len() / 2];
+    let mut best = f64::INFINITY;
+    for (name, parse) in [
+        ("serde_json", serde_json_valid as fn(&[u8]) -> bool),
+        ("sonic-rs", sonic_rs_valid),
+    ] {
+        let (wall, cpu, said) = median_of(runs, || {
+            let (lines, invalid) = validate(&files, parse);
+            format!("{lines} lines, {invalid} invalid")
+        });
+        best = best.min(cpu);
+        println!(
+            "reference {name} (every line validated): wall {wall:.2} s, cpu {cpu:.2} s ({:.2} s/GB); {said}",
+            cpu / gb
+        );
+    }
+    println!(
+        "scanner vs full validation: {:.2}x CPU (scanner {scan:.2} s, the faster reference {best:.2} s)",
+        scan / best
+    );
 }
