@@ -60,6 +60,7 @@ lint: setup
 bench: setup
 	$(PY) -m benchmarks.run --profile
 	$(PY) -m benchmarks.agents
+	$(PY) -m benchmarks.real_home
 
 # ziglang and auditwheel (the wheel extra): what `make wheel` and its test need beyond dev.
 $(VENV)/.wheel-tools: $(VENV)/.installed
