@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
     from analytics.core.budget import Budget, BudgetStatus, Unit
+    from analytics.engine.inputs import Found
     from analytics.engine.live_session import Watched
 
 
@@ -144,14 +145,16 @@ def statusline(
     month against the budget (if set), and the session being written now (of the logs under
     PATHS, default the home; of --agent's sessions alone when given)."""
     from analytics.core.budget import saved_budget
+    from analytics.engine.inputs import discover
     from analytics.engine.live_session import latest_log
     from analytics.render.budget_text import statusline as line
 
     try:
-        status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent)
+        found = discover(paths or [])  # once, for the month's calls and the live session
+        status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent, found)
         try:
             agents = tuple(chosen.value for chosen in agent or [])
-            active = _active(latest_log(paths or [], agents), status.agents)
+            active = _active(latest_log(paths or [], agents, found), status.agents)
         except InputError:  # no session log yet: nothing is active
             active = None
         typer.echo(line(status, active))
@@ -166,16 +169,19 @@ def _budget_status(
     rates: str,
     timezone: str | None,
     agent: list[options.Agent] | None,
+    found: Found | None = None,
 ) -> BudgetStatus:
     """The budget month so far in the logs under ``paths`` (default the home; ``agent``'s
     sessions alone when given), priced with ``rates``; a usage error where ``agent`` leaves
-    out every agent the budget counts."""
+    out every agent the budget counts. ``found``: what discovery already found there."""
     from analytics.core.budget import AGENTS, budget_status
     from analytics.core.timezones import resolve_zone
 
     zone = resolve_zone(timezone)
     window = loading.window(None, None, timezone, agent)
-    _, priced_calls, priced_sessions = loading.priced(ctx, paths, rates, None, window=window)
+    _, priced_calls, priced_sessions = loading.priced(
+        ctx, paths, rates, None, found=found, window=window
+    )
     read = window.agents or AGENTS
     if saved is not None and not set(saved.agents) & set(read):
         raise UsageError(

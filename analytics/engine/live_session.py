@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analytics.agents.discover import COPILOT, LogFile, Seen, discover
+from analytics.agents.discover import COPILOT, Found, LogFile, Seen, discover
 from analytics.core.errors import InputError
 
 
@@ -22,13 +22,15 @@ class Watched:
     log: LogFile
 
 
-def latest_log(paths: list[Path], agents: tuple[str, ...] = ()) -> Watched:
+def latest_log(
+    paths: list[Path], agents: tuple[str, ...] = (), found: Found | None = None
+) -> Watched:
     """The most recently written session log under ``paths`` (every agent's home when
     empty) of one of ``agents`` (any agent when empty). A log the user named (a session
     directory, a file) was not looked at by discovery's listing: it is looked at here. A
     Claude Code sub-agent's file stands for its session's file, when that exists (the view
-    is of the whole session)."""
-    found = discover(paths)
+    is of the whole session). ``found``: what discovery already found under ``paths``."""
+    found = found or discover(paths)
     candidates = [
         (agent, log)
         for agent, log in [(COPILOT, log) for log in found.logs] + found.agent_logs
@@ -46,7 +48,7 @@ def latest_log(paths: list[Path], agents: tuple[str, ...] = ()) -> Watched:
         )
     newest = max(
         logs,
-        key=lambda w: (w.log.stat.st_mtime_ns if w.log.stat else 0, str(w.log.path)),
+        key=lambda w: (w.log.stat.st_mtime_ns if w.log.stat else 0, w.log.file),
     )
     return _parent_session(newest)
 
