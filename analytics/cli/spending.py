@@ -12,7 +12,7 @@ import typer
 from analytics.cli import commands as cli
 from analytics.cli import loading, options, printing
 from analytics.cli.replays import Replays, finish
-from analytics.core.errors import AgentcostError, UsageError, cannot_write
+from analytics.core.errors import AgentcostError, UsageError
 from analytics.engine.inputs import agents
 
 if TYPE_CHECKING:
@@ -44,23 +44,29 @@ def report(
     show_issues: options.ShowIssuesOpt = False,
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
-    from analytics.core.pricing.rates import bundled_rate_tables, load_rates
-    from analytics.engine.html_frames import report_frames
-    from analytics.render.html_report import render_report
-
     try:
+        # the page is stored and replayed as a report is (no terminal shapes it)
+        replays = Replays.of(
+            ctx, "report", paths, options.Format.json, html_file, timezone, locals()
+        )
+        if replays.replayed(html_file):
+            return
+        from analytics.core.pricing.rates import bundled_rate_tables, load_rates
+        from analytics.engine.html_frames import report_frames
+        from analytics.render.html_report import render_report
+
         window = loading.window(since, until, timezone, agent)
-        result = loading.load(ctx, paths, window, agent_items=True)
+        result = loading.load(ctx, paths, window, agent_items=True, found=replays.found)
         tables = [load_rates(name) for name in bundled_rate_tables()]
         table, model_map_ = load_rates(rates), loading.model_renames(model_map)
         frames = report_frames(result, table, model_map_)
         page = render_report(result, frames, table, tables, str(window.zone))
-        try:
-            html_file.write_text(page, encoding="utf-8")
-        except OSError as err:
-            raise cannot_write(html_file, err) from None
-        printing.err(f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)")
-        printing.report_issues(result, strict, show_issues)
+        stored = printing.print_report(page, html_file)
+        notes = [
+            f"agentcost: wrote {html_file} ({len(page.encode()) // 1024:,} KiB)",
+            *printing.issue_notes(result, show_issues, wide=False),
+        ]
+        finish(replays, stored, notes, strict_failure=strict and result.issues.height > 0)
     except AgentcostError as error:
         printing.fail(error)
 

@@ -322,3 +322,20 @@ def test_the_first_screen_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     same(*results)
     assert results[0].exit_code == 0 and "s1" in results[0].stdout
     assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
+
+
+def test_the_html_report_replays_its_page_and_notes(tmp_path: Path) -> None:
+    """``report --html``: the page is stored as a report is, and written again, byte for byte,
+    with the same notes; a changed log makes a new page."""
+    home, page = tmp_path / "home", tmp_path / "report.html"
+    write_session(home, "s1")
+    write_session(home, "s2", day="2026-05-02T23:30", extra="{truncated\n")
+    fresh = run("--no-cache", "report", home, "--html", page)
+    written = page.read_bytes()
+    page.unlink()
+    same(fresh, run("report", home, "--html", page), run("report", home, "--html", page))
+    assert page.read_bytes() == written
+    assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
+    write_session(home, "s3", day="2026-05-03T10:00")
+    assert run("report", home, "--html", page).exit_code == 0
+    assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 2
