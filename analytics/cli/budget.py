@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from analytics.cli import commands as cli
 from analytics.cli import loading, options, printing
+from analytics.cli.replays import Replays, finish
 from analytics.core.errors import (
     AgentcostError,
     ConfigError,
@@ -144,22 +145,64 @@ def statusline(
     """One short line for a shell prompt or tmux: whose calls it counts, today's cost, the
     month against the budget (if set), and the session being written now (of the logs under
     PATHS, default the home; of --agent's sessions alone when given)."""
+    parameters = dict(locals())
     from analytics.core.budget import saved_budget
+    from analytics.core.timezones import resolve_zone
     from analytics.engine.inputs import discover
-    from analytics.engine.live_session import latest_log
-    from analytics.render.budget_text import statusline as line
 
     try:
         found = discover(paths or [])  # once, for the month's calls and the live session
-        status = _budget_status(ctx, paths, saved_budget(), rates, timezone, agent, found)
-        try:
-            agents = tuple(chosen.value for chosen in agent or [])
-            active = _active(latest_log(paths or [], agents, found), status.agents)
-        except InputError:  # no session log yet: nothing is active
-            active = None
-        typer.echo(line(status, active))
+        budget, live = saved_budget(), _live(found, paths, agent)
+        # what the line shows besides the logs: the budget, the day, the session written in
+        # the last minutes (so the line is not replayed before the command line, which
+        # cannot tell that moment)
+        moment = {
+            "budget": repr(budget),
+            "today": str(_today(resolve_zone(timezone))),
+            "live": live.log.file if live else None,
+        }
+        replays = Replays.of(
+            ctx,
+            "statusline",
+            paths,
+            options.Format.json,  # no terminal shapes the line
+            None,
+            timezone,
+            {**parameters, **moment},
+            found=found,
+            early=False,
+        )
+        if replays.replayed(None):
+            return
+        from analytics.render.budget_text import statusline as line
+
+        status = _budget_status(ctx, paths, budget, rates, timezone, agent, found)
+        text = line(status, _active(live, status.agents) if live else None)
+        typer.echo(text)
+        finish(replays, text, [], strict_failure=False)
     except AgentcostError as error:
         printing.fail(error)
+
+
+#: A session log written this recently (seconds) is the session being written now.
+LIVE_SECONDS = 600
+
+
+def _live(
+    found: Found, paths: list[Path] | None, agent: list[options.Agent] | None
+) -> Watched | None:
+    """The newest session log under ``paths`` (of ``agent``'s sessions when given), if it
+    was written in the last ``LIVE_SECONDS``: the session the line names."""
+    import time
+
+    from analytics.engine.live_session import latest_log
+
+    try:
+        watched = latest_log(paths or [], tuple(chosen.value for chosen in agent or []), found)
+    except InputError:  # no session log yet: nothing is active
+        return None
+    stat = watched.log.stat
+    return watched if stat is not None and time.time() - stat.st_mtime <= LIVE_SECONDS else None
 
 
 def _budget_status(
@@ -198,17 +241,12 @@ def _today(zone: ZoneInfo) -> date:
     return datetime.now(zone).date()
 
 
-def _active(watched: Watched, counted: tuple[str, ...]) -> str | None:
-    """``session 38b50b0c`` when the log was written in the last 10 minutes, else ``None``:
-    the session by its own id, and by its agent (``Claude Code session 5fcdc211``) unless it
-    is the one agent whose calls the line counts (``counted``)."""
-    import time
-
+def _active(watched: Watched, counted: tuple[str, ...]) -> str:
+    """``session 38b50b0c``: the live session (``_live``) by its own id, and by its agent
+    (``Claude Code session 5fcdc211``) unless it is the one agent whose calls the line
+    counts (``counted``)."""
     from analytics.core.registry import by_id
     from analytics.engine.following import session_name
 
-    log = watched.log
-    if log.stat is None or time.time() - log.stat.st_mtime > 600:
-        return None
     whose = "" if counted == (watched.agent,) else f"{by_id(watched.agent).short_name} "
     return f"{whose}session {session_name(watched)[:8]}"

@@ -62,10 +62,15 @@ class Replays(NamedTuple):
         options: Mapping[str, object],
         *,
         today_in: str | None = None,
+        found: Found | None = None,
+        early: bool = True,
     ) -> Replays:
         """``command`` on ``paths``, with its parameters ``options`` (its ``locals()`` on
         entry), keyed by ``fingerprints.output_key`` with the terminals its tables are
-        drawn for (``today_in``: the zone whose date ``options`` holds as ``today``)."""
+        drawn for (``today_in``: the zone whose date ``options`` holds as ``today``).
+        ``found``: what discovery already found under ``paths``. ``early=False``: the output
+        is not replayed before the command line (``analytics.entry``), for a command whose
+        ``options`` hold what only it can work out again (the moment it runs)."""
         from analytics.cache.fingerprints import output_key_of, output_shape
         from analytics.cache.invocations import Invocation
         from analytics.cache.output import OutputCache
@@ -74,7 +79,7 @@ class Replays(NamedTuple):
 
         named, use_cache = paths or [], bool(ctx.find_root().obj)
         try:
-            found = discover(named)
+            found = found or discover(named)
         except AgentcostError:
             return cls(None, None, None, named, use_cache)
         if not use_cache or output_format is Format.parquet:
@@ -94,7 +99,7 @@ class Replays(NamedTuple):
         key = output_key_of(command, found, shape)
         written = str(output) if output is not None else None
         invocation = Invocation(command, [str(p) for p in named], shape, written, today_in)
-        return cls(OutputCache(), key, found, named, use_cache, invocation)
+        return cls(OutputCache(), key, found, named, use_cache, invocation if early else None)
 
     def replayed(self, output: Path | None) -> bool:
         """Print the stored output, if there is one, as the command printed it: the report

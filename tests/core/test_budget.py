@@ -249,6 +249,35 @@ def test_budget_set_rejects_bad_values(today_home: Path, args: list[str]) -> Non
     assert exit_code == 2 and err.startswith("agentcost: error:")
 
 
+def test_statusline_is_replayed_while_nothing_changes_but_the_moment(
+    today_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The line is stored as the reports are: run again with nothing changed, it is printed
+    without analysing; once the live session's log is older than ``LIVE_SECONDS`` (time
+    passed, the log did not change), the line no longer names it; a new budget is seen."""
+    import time
+
+    from analytics.cli import budget as command
+    from analytics.cli import loading
+
+    first = run("statusline", "--timezone", "UTC")[1]
+    assert "session s-today" in first
+
+    def not_again(*args: object, **kwargs: object) -> object:
+        raise AssertionError("analysed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(loading, "priced", not_again)
+        assert run("statusline", "--timezone", "UTC")[1] == first
+    later = time.time() + command.LIVE_SECONDS + 60
+    with monkeypatch.context() as patched:
+        patched.setattr(time, "time", lambda: later)
+        quiet = run("statusline", "--timezone", "UTC")[1]
+    assert "session" not in quiet and quiet == " · ".join(first.split(" · ")[:2]) + "\n"
+    assert run("budget", "set", "--usd", "100")[0] == 0
+    assert "/$100.00" in run("statusline", "--timezone", "UTC")[1]
+
+
 def test_statusline_without_any_session_yet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
