@@ -3,9 +3,11 @@ including an agent agentcost has no reader for yet (it refuses the tree: no rati
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from benchmarks.agents import BENCHES, Counted, counted, render
+from benchmarks.agents import BENCHES, Counted, counted, render, touched_log
 from benchmarks.run import Run
 
 
@@ -55,3 +57,28 @@ def test_render_gives_a_ratio_only_where_agentcost_found_calls() -> None:
 def test_every_new_agent_is_held_to_the_issue_targets() -> None:
     for agent in ("pi", "gemini-cli", "opencode", "kimi", "antigravity"):
         assert (BENCHES[agent].ratio, BENCHES[agent].rss_mb) == (2.0, 400.0)
+
+
+def test_render_checks_warm_and_touched_against_ccusages_cold_wall() -> None:
+    runs = [
+        Run("ccusage kimi", 5, 2.0, 1.0, 50.0),
+        Run("agentcost kimi cold", 5, 3.0, 1.0, 60.0),
+        Run("agentcost kimi warm", 5, 0.8, 1.0, 60.0),
+        Run("agentcost kimi touched", 5, 3.2, 1.0, 60.0),
+    ]
+    counts = {
+        "ccusage kimi": Counted("ccusage kimi", 3, None),
+        "agentcost kimi cold": Counted("agentcost kimi cold", 3, 9),
+    }
+    text = render(runs, counts, ["kimi"])
+    assert "| kimi 5 MB | agentcost kimi warm | 0.80 | 0.80 | 60 |  | 0.40x |" in text
+    assert "- kimi: warm 0.40x ccusage (target ≤ 0.5x: met)" in text
+    assert "- kimi: touched 1.60x ccusage (target ≤ 1.5x: missed)" in text
+
+
+def test_the_touched_log_is_the_agents_first_log(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    for name in ("b/wire.jsonl", "a-state.json", "c/wire.jsonl"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    assert touched_log(tmp_path, "kimi") == tmp_path / "b" / "wire.jsonl"
