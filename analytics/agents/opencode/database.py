@@ -339,7 +339,10 @@ def _arrow(connection: adbc_driver_manager.AdbcConnection) -> Fetch:
     """The :data:`Fetch` of an ADBC connection: the result comes as Arrow columns, with no
     Python object per row. The driver types a column by its first rows' values, and types
     one all null there as an integer (then fails on a text): a first row of empty texts
-    makes every column text, and is dropped."""
+    makes every column text, and is dropped. Polars takes the driver's strings as they are,
+    and a column kept holds the driver's whole batch (every column) alive: each text is
+    copied into polars' own (``+ ""``), so the batch is freed at once (measured: 11, not
+    45 MB held a page of parts)."""
 
     def fetch(query: str, columns: dict[str, pl.DataType]) -> pl.DataFrame:
         texts = ", ".join(f"'' AS c{place}" for place in range(len(columns)))
@@ -350,7 +353,7 @@ def _arrow(connection: adbc_driver_manager.AdbcConnection) -> Fetch:
                 result = pl.DataFrame(stream)
             except pl.exceptions.ComputeError as error:  # SQLite failed while stepping
                 raise UnreadableError(f"cannot read the database: {error}") from error
-        return _typed(result.slice(1), columns)
+        return _typed(result.slice(1), columns).with_columns(pl.col(pl.String) + "")
 
     return fetch
 
