@@ -436,3 +436,34 @@ def test_every_part_row_is_read_or_an_issue(rows: list[str]) -> None:
     assert int(tables.sessions["lines_read"].sum()) + tables.issues.height == len(rows)
     assert tables.issues.height == invalid
     assert tables.calls.height == rows.count("step")
+
+
+def test_a_database_read_a_page_at_a_time_reads_as_whole(
+    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are fetched a page of ``PAGE_ROWS`` at a time (by row after the last read): pages
+    of two rows, bad rows among them, read as one page does."""
+    for at in (1000, 2000, 3000):
+        sid = session(db, at)
+        step(db, sid, at, usage(at, 1))
+        mid = message(db, sid, {"role": "assistant"}, at + 100)
+        part(db, sid, mid, '{"type":"text"', at + 101)  # truncated JSON
+        part(db, sid, mid, {"type": "text", "text": "hi"}, at + 102)
+    whole = read(db)
+    monkeypatch.setattr(database, "PAGE_ROWS", 2)
+    paged = read(db)
+    assert whole.calls.height == 3 and whole.issues.height == 3
+    for name in ("calls", "sessions", "issues", "items"):
+        assert getattr(paged, name).equals(getattr(whole, name)), name
+
+
+def test_a_field_null_in_the_first_thousand_rows_is_still_read(db: sqlite3.Connection) -> None:
+    """The ADBC driver types a column by its first rows: a call's fields, null on the
+    thousands of parts before the first call, are read as text all the same."""
+    sid = session(db, 1000)
+    mid = message(db, sid, {"role": "user"}, 1000)
+    for at in range(1, 1500):
+        part(db, sid, mid, {"type": "text", "text": "x"}, 1000 + at)
+    step(db, sid, 5000, usage(10, 1), cost=0.5)
+    tables = read(db)
+    assert tables.calls.select("input_tokens", "logged_cost_usd").rows() == [(10, "0.5")]
