@@ -352,10 +352,18 @@ def _arrow(connection: adbc_driver_manager.AdbcConnection) -> Fetch:
             try:
                 result = pl.DataFrame(stream)
             except pl.exceptions.ComputeError as error:  # SQLite failed while stepping
-                raise UnreadableError(f"cannot read the database: {error}") from error
+                raise UnreadableError(f"cannot read the database: {_reason(error)}") from error
         return _typed(result.slice(1), columns).with_columns(pl.col(pl.String) + "")
 
     return fetch
+
+
+def _reason(error: Exception) -> str:
+    """SQLite's reason in an error of the driver (``… [SQLite] Failed to <do>: <reason>``,
+    then the query on lines of its own): the reason alone, as ``sqlite3`` gave it."""
+    said = str(error).partition("\n")[0]
+    rest = said.partition("[SQLite] ")[2]
+    return rest.partition(": ")[2] or rest or said
 
 
 def _run(connection: adbc_driver_manager.AdbcConnection, sql: str) -> None:
@@ -381,19 +389,21 @@ def opened(path: Path, use: Callable[[Fetch], T]) -> T:
     try:
         database = adbc_driver_sqlite.connect(uri(path))
     except adbc_driver_manager.Error as error:
-        raise UnreadableError(f"cannot open the database read-only: {error}") from error
+        raise UnreadableError(f"cannot open the database read-only: {_reason(error)}") from error
     with closing(database):
         try:
             connection = adbc_driver_manager.AdbcConnection(database)
         except adbc_driver_manager.Error as error:
-            raise UnreadableError(f"cannot open the database read-only: {error}") from error
+            raise UnreadableError(
+                f"cannot open the database read-only: {_reason(error)}"
+            ) from error
         with closing(connection):
             try:
                 _run(connection, f"PRAGMA busy_timeout = {round(BUSY_SECONDS * 1000)}")
                 _run(connection, "PRAGMA query_only = ON")
                 return use(_arrow(connection))
             except adbc_driver_manager.Error as error:
-                raise UnreadableError(f"cannot read the database: {error}") from error
+                raise UnreadableError(f"cannot read the database: {_reason(error)}") from error
 
 
 def _valid(

@@ -315,6 +315,15 @@ def test_a_file_that_is_no_database_is_an_issue(tmp_path: Path, content: bytes) 
     assert tables.issues.select("file", "severity").rows() == [(str(path), "error")]
 
 
+def test_an_unreadable_file_is_reported_with_sqlite_s_reason(tmp_path: Path) -> None:
+    """The issue says SQLite's reason alone (not the driver's wording or its query)."""
+    path = tmp_path / "opencode.db"
+    path.write_bytes(b"not a database\n" * 512)
+    assert opencode.read_files([path]).issues["message"].to_list() == [
+        "cannot read the database: file is not a database; file skipped"
+    ]
+
+
 def test_a_truncated_database_is_an_issue(db: sqlite3.Connection, tmp_path: Path) -> None:
     for at in range(0, 200_000, 1000):
         step(db, session(db, at), at, usage(at, 1))
