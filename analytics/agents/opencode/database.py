@@ -3,10 +3,13 @@
 OpenCode keeps its sessions as rows of ``opencode.db`` (tables ``session``, ``message``,
 ``part``; each ``data`` column is the record's JSON without its ids). SQLite itself picks the
 fields out of the JSON (``->>``), one query per table, each row's JSON parsed once, and of a
-part only the fields its type gives (a call's, an item's); the frames are built a batch of
-rows at a time (flat memory), each batch at once: no Python runs per row. A part's call or
-item fields are kept in frames of their own, so the parts that are neither hold no memory
-for them. The messages and sessions are read on a second connection while the parts are.
+part only the fields its type gives (a call's, an item's). The results come back as Arrow
+columns through the ADBC SQLite driver (``adbc-driver-sqlite``), a page of rows at a time
+(``WHERE rowid > last``: flat memory), never as a Python object per row: Python's
+``sqlite3`` made one per row and value, most of the time and memory of a large database.
+A part's call or item fields are kept in frames of their own, so the parts that are neither
+hold no memory for them. The messages and sessions are read on a second connection while
+the parts are.
 
 The database is opened read-only and never written: with ``immutable=1`` (no lock, no
 ``-shm``/``-wal`` file made) when no ``-wal`` or ``-journal`` file is beside it (no process
@@ -20,7 +23,7 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -28,9 +31,17 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.request import pathname2url
 
+import adbc_driver_manager
+import adbc_driver_sqlite
 import polars as pl
 
 T = TypeVar("T")
+
+#: A query's whole result as a frame of ``columns`` (name -> dtype): its values are
+#: selected as text (:func:`select`) and cast to their column's dtype, a value of another
+#: type null. The reader's queries run through one, on ADBC (:func:`opened`) or on an open
+#: ``sqlite3`` connection (:func:`fetcher`: the legacy store's, made in memory).
+Fetch = Callable[[str, dict[str, pl.DataType]], pl.DataFrame]
 
 #: How long a read waits for a writer's lock before the file is reported as locked.
 BUSY_SECONDS = 2.0
@@ -84,22 +95,30 @@ SESSION_COLUMNS = {
 SESSIONS = f"{_ROOTS}{select(SESSION_COLUMNS)}\nFROM session s LEFT JOIN tree t ON t.id = s.id"
 
 
-def _checked(table: str, columns: str, fields: dict[str, str]) -> str:
-    """``table``'s ``columns``, ``data``, ``line`` (the row), ``valid`` (whether its ``data``
-    is JSON: SQLite's ``json_valid``, null for a null ``data``) and ``fields`` (name -> SQL
-    of ``data``), null where ``data`` is not JSON: nothing is taken from such a row, which
-    is reported, not read. SQLite keeps a row's parse for its next fields: its JSON is
-    parsed once."""
+#: The rows read by one query (a page, in row order): the frames of one page live at once.
+PAGE_ROWS = 65_536
+
+
+def _checked(table: str, columns: str, fields: dict[str, str], after: int | None) -> str:
+    """The page of ``table``'s rows after row ``after`` (from the first if it is None):
+    their ``columns``, ``data``, ``line`` (the row), ``valid`` (whether its ``data`` is
+    JSON: SQLite's ``json_valid``, null for a null ``data``) and ``fields`` (name -> SQL of
+    ``data``), null where ``data`` is not JSON: nothing is taken from such a row, which is
+    reported, not read. SQLite keeps a row's parse for its next fields: its JSON is parsed
+    once."""
     taken = "".join(f", iif(valid, {sql}, NULL) AS {name}" for name, sql in fields.items())
+    where = "" if after is None else f" WHERE rowid > {after}"
     return (
         f"(SELECT *{taken} FROM (SELECT {columns}, data, rowid AS line,"
-        f" json_valid(data) AS valid FROM {table}))"
+        f" json_valid(data) AS valid FROM {table}{where} ORDER BY rowid LIMIT {PAGE_ROWS}))"
     )
 
 
 def _query(columns: dict[str, tuple[pl.DataType, str]], rows: str, alias: str) -> str:
-    """The query of ``valid`` and ``columns`` from ``rows`` (``_checked``) as ``alias``."""
-    return f"{select({'valid': (_INT, f'{alias}.valid'), **columns})}\nFROM {rows} {alias}"
+    """The query of ``valid`` and ``columns`` from ``rows`` (``_checked``) as ``alias``, in
+    row order."""
+    query = select({"valid": (_INT, f"{alias}.valid"), **columns})
+    return f"{query}\nFROM {rows} {alias}\nORDER BY {alias}.line"
 
 
 #: A message's fields: its role, creation stamp, model and provider (an assistant message
@@ -123,7 +142,12 @@ MESSAGE_COLUMNS = {
         for name in _MESSAGE_FIELDS
     },
 }
-MESSAGES = _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS), "m")
+
+
+def messages_query(after: int | None) -> str:
+    """The query of a page of messages (``MESSAGE_COLUMNS``, after row ``after``)."""
+    return _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS, after), "m")
+
 
 #: The type of a part that is a call, and those of the parts that are context items.
 STEP, ITEM_TYPES = "step-finish", ("text", "reasoning", "tool")
@@ -213,22 +237,19 @@ _ITEM_FIELDS_UNASKED: dict[str, tuple[pl.DataType, str]] = {
 PART_COLUMNS = {**PART_KEYS, **STEP_FIELDS, **ITEM_FIELDS}
 
 
-def _packed(types: Sequence[str], fields: dict[str, tuple[pl.DataType, str]]) -> str:
-    """The ``fields`` of a part of ``types`` as one JSON array of their texts (null for the
-    parts of other types): SQLite tells the part's type once, not once for each field, and
-    the fields cross into Python as one value, taken apart by polars (``_unpacked``)."""
-    texts = ", ".join(f"CAST({sql} AS TEXT) || ''" for _, sql in fields.values())
-    return _of(*types, value=f"json_array({texts})")
-
-
 def _part_columns(items: bool) -> dict[str, tuple[pl.DataType, str]]:
-    """What the query of the parts selects: a part's keys, then a call's fields and an
-    item's (those only items show unless ``items``), each packed in one value
-    (``_packed``)."""
+    """What the query of the parts selects: a part's keys, its message, then a call's fields
+    (null for the parts of other types) and an item's (those only items show unless
+    ``items``)."""
     return {
         **PART_KEYS,
-        "step": (_TEXT, _packed([STEP], STEP_FIELDS)),
-        "item": (_TEXT, _packed(ITEM_TYPES, _item_fields(items))),
+        "message": STEP_FIELDS["message"],
+        **{
+            name: (dtype, _of(STEP, value=sql))
+            for name, (dtype, sql) in STEP_FIELDS.items()
+            if name != "message"
+        },
+        **{name: field for name, field in _item_fields(items).items() if name != "message"},
     }
 
 
@@ -237,40 +258,30 @@ def _item_fields(items: bool) -> dict[str, tuple[pl.DataType, str]]:
     return ITEM_FIELDS if items else _ITEM_FIELDS_UNASKED
 
 
-def parts_query(items: bool) -> str:
-    """The query of every part (``_part_columns``)."""
+def parts_query(items: bool, after: int | None) -> str:
+    """The query of a page of parts (``_part_columns``, after row ``after``)."""
     rows = _checked(
         "part",
         "id, session_id, message_id, time_created, time_updated",
         {"type": "data ->> '$.type'"},
+        after,
     )
     return _query(_part_columns(items), rows, "p")
 
 
-def _unpacked(
-    rows: pl.DataFrame,
-    packed: str,
-    read: dict[str, tuple[pl.DataType, str]],
-    fields: dict[str, tuple[pl.DataType, str]],
+def _of_types(
+    page: pl.DataFrame, types: tuple[str, ...], fields: dict[str, tuple[pl.DataType, str]]
 ) -> pl.DataFrame:
-    """The ``rows`` whose ``packed`` column (``_packed``) holds the fields ``read``, with
-    their place (``at``), their keys and ``fields`` (null where not read)."""
-    texts = pl.col(packed).str.json_decode(pl.List(pl.String))
-    at = {name: place for place, name in enumerate(read)}
-    return rows.filter(pl.col(packed).is_not_null()).select(
+    """The parts of ``page`` of ``types``, with their place (``at``), their keys and
+    ``fields`` (null where the page lacks them: not read)."""
+    return page.filter(pl.col("type").is_in(types)).select(
         "at",
         *PART_KEYS,
         *(
-            (texts.list.get(at[name]) if name in at else pl.lit(None))
-            .cast(dtype, strict=False)
-            .alias(name)
+            pl.col(name) if name in page.columns else pl.lit(None, dtype).alias(name)
             for name, (dtype, _) in fields.items()
         ),
     )
-
-
-#: Rows fetched from SQLite at a time: the Python objects of one batch live at once.
-BATCH_ROWS = 16_384
 
 
 class UnreadableError(Exception):
@@ -303,19 +314,63 @@ def uri(path: Path) -> str:
     return f"file:{pathname2url(str(path.absolute()))}?mode=ro{'' if live else '&immutable=1'}"
 
 
-def batches(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> Iterator[pl.DataFrame]:
-    """A query's result (text columns, see :func:`select`) as frames of ``columns``, one a
-    batch of ``BATCH_ROWS`` rows, each built at once, not row by row; a value that is not of
-    its column's dtype is null."""
-    text = dict.fromkeys(columns, _TEXT)
-    while rows := cursor.fetchmany(BATCH_ROWS):
-        yield pl.DataFrame(rows, schema=text, orient="row").cast(pl.Schema(columns), strict=False)
+def _typed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``frame``'s text columns named ``columns``, in order, cast to their dtypes (a value
+    of another type null)."""
+    return frame.rename(dict(zip(frame.columns, columns, strict=True))).cast(
+        pl.Schema(columns), strict=False
+    )
 
 
-def frame(cursor: sqlite3.Cursor, columns: dict[str, pl.DataType]) -> pl.DataFrame:
-    """A query's whole result as a frame of ``columns`` (see :func:`batches`), its batches
-    kept as they are (not copied into one)."""
-    return pl.concat([pl.DataFrame(schema=columns), *batches(cursor, columns)], rechunk=False)
+def fetcher(connection: sqlite3.Connection) -> Fetch:
+    """The :data:`Fetch` of an open ``sqlite3`` connection: a Python object a row and value,
+    for a small database (the legacy store's, made in memory)."""
+
+    def fetch(query: str, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+        rows = connection.execute(query).fetchall()
+        return _typed(
+            pl.DataFrame(rows, schema=dict.fromkeys(columns, _TEXT), orient="row"), columns
+        )
+
+    return fetch
+
+
+def _arrow(connection: adbc_driver_manager.AdbcConnection) -> Fetch:
+    """The :data:`Fetch` of an ADBC connection: the result comes as Arrow columns, with no
+    Python object per row. The driver types a column by its first rows' values, and types
+    one all null there as an integer (then fails on a text): a first row of empty texts
+    makes every column text, and is dropped. Polars takes the driver's strings as they are,
+    and a column kept holds the driver's whole batch (every column) alive: each text is
+    copied into polars' own (``+ ""``), so the batch is freed at once (measured: 18, not
+    33 MB held for each page of parts kept)."""
+
+    def fetch(query: str, columns: dict[str, pl.DataType]) -> pl.DataFrame:
+        texts = ", ".join(f"'' AS c{place}" for place in range(len(columns)))
+        with closing(adbc_driver_manager.AdbcStatement(connection)) as statement:
+            statement.set_sql_query(f"SELECT {texts} UNION ALL SELECT * FROM ({query})")
+            stream, _ = statement.execute_query()
+            try:
+                result = pl.DataFrame(stream)
+            except pl.exceptions.ComputeError as error:  # SQLite failed while stepping
+                raise UnreadableError(f"cannot read the database: {_reason(error)}") from error
+        return _typed(result.slice(1), columns).with_columns(pl.col(pl.String) + "")
+
+    return fetch
+
+
+def _reason(error: Exception) -> str:
+    """SQLite's reason in an error of the driver (``… [SQLite] Failed to <do>: <reason>``,
+    then the query on lines of its own): the reason alone, as ``sqlite3`` gave it."""
+    said = str(error).partition("\n")[0]
+    rest = said.partition("[SQLite] ")[2]
+    return rest.partition(": ")[2] or rest or said
+
+
+def _run(connection: adbc_driver_manager.AdbcConnection, sql: str) -> None:
+    """Run the statement ``sql`` (a ``PRAGMA`` setting) on ``connection``."""
+    with closing(adbc_driver_manager.AdbcStatement(connection)) as statement:
+        statement.set_sql_query(sql)
+        statement.execute_update()
 
 
 def read(path: Path, *, items: bool = True) -> Rows:
@@ -325,41 +380,54 @@ def read(path: Path, *, items: bool = True) -> Rows:
     without Python's lock, so the two reads share the machine's cores."""
     with ThreadPoolExecutor(1) as pool:
         others = pool.submit(opened, path, _others)
-        return opened(path, lambda connection: rows_of(connection, items=items, others=others))
+        return opened(path, lambda fetch: rows_of(fetch, items=items, others=others))
 
 
-def opened(path: Path, use: Callable[[sqlite3.Connection], T]) -> T:
-    """What ``use`` reads from the database at ``path``, opened read-only (see :func:`uri`);
-    :class:`UnreadableError` if it cannot be opened or read."""
+def opened(path: Path, use: Callable[[Fetch], T]) -> T:
+    """What ``use`` reads from the database at ``path``, opened read-only (see :func:`uri`)
+    with the ADBC SQLite driver; :class:`UnreadableError` if it cannot be opened or read."""
     try:
-        connection = sqlite3.connect(uri(path), uri=True, timeout=BUSY_SECONDS)
-    except sqlite3.Error as error:
-        raise UnreadableError(f"cannot open the database read-only: {error}") from error
-    with closing(connection):
+        database = adbc_driver_sqlite.connect(uri(path))
+    except adbc_driver_manager.Error as error:
+        raise UnreadableError(f"cannot open the database read-only: {_reason(error)}") from error
+    with closing(database):
         try:
-            connection.execute("PRAGMA query_only = ON")
-            return use(connection)
-        except sqlite3.Error as error:
-            raise UnreadableError(f"cannot read the database: {error}") from error
+            connection = adbc_driver_manager.AdbcConnection(database)
+        except adbc_driver_manager.Error as error:
+            raise UnreadableError(
+                f"cannot open the database read-only: {_reason(error)}"
+            ) from error
+        with closing(connection):
+            try:
+                _run(connection, f"PRAGMA busy_timeout = {round(BUSY_SECONDS * 1000)}")
+                _run(connection, "PRAGMA query_only = ON")
+                return use(_arrow(connection))
+            except adbc_driver_manager.Error as error:
+                raise UnreadableError(f"cannot read the database: {_reason(error)}") from error
 
 
 def _valid(
-    connection: sqlite3.Connection,
-    query: str,
+    fetch: Fetch,
+    query: Callable[[int | None], str],
     columns: dict[str, tuple[pl.DataType, str]],
     invalid: list[pl.DataFrame],
 ) -> Iterator[pl.DataFrame]:
-    """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first)
-    whose ``data`` is JSON, a batch at a time; the others' rows and ids are put in
-    ``invalid``."""
-    for batch in batches(connection.execute(query), {"valid": _INT, **schema(columns)}):
-        valid = batch["valid"].eq(1).fill_null(False)
-        if valid.all():  # most batches: taken as they are, not copied
-            yield batch.drop("valid")
-            continue
-        bad = batch.filter(~valid)
-        invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
-        yield batch.filter(valid).drop("valid")
+    """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first;
+    ``query(after)``: the page after row ``after``, ``PAGE_ROWS`` rows) whose ``data`` is
+    JSON, a page at a time; the others' rows and ids are put in ``invalid``."""
+    after = None
+    while True:
+        page = fetch(query(after), {"valid": _INT, **schema(columns)})
+        valid = page["valid"].eq(1).fill_null(False)
+        if valid.all():  # most pages: taken as they are, not copied
+            yield page.drop("valid")
+        else:
+            bad = page.filter(~valid)
+            invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
+            yield page.filter(valid).drop("valid")
+        if page.height < PAGE_ROWS:
+            return
+        after = page.item(-1, "line")
 
 
 #: A row whose ``data`` is not JSON: its row and id.
@@ -390,48 +458,50 @@ def nothing() -> Rows:
     )
 
 
-def _others(connection: sqlite3.Connection) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _others(fetch: Fetch) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The messages, the messages whose ``data`` is not JSON (``_INVALID``) and the sessions
-    of an open database of OpenCode's tables."""
+    of a database of OpenCode's tables."""
     invalid: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
-    messages = list(_valid(connection, MESSAGES, MESSAGE_COLUMNS, invalid))
+    messages = list(_valid(fetch, messages_query, MESSAGE_COLUMNS, invalid))
     return (
         _frames(messages, schema(MESSAGE_COLUMNS)),
         pl.concat(invalid),
-        frame(connection.execute(SESSIONS), schema(SESSION_COLUMNS)),
+        fetch(SESSIONS, schema(SESSION_COLUMNS)),
     )
 
 
 def rows_of(
-    connection: sqlite3.Connection,
+    fetch: Fetch,
     *,
     items: bool = True,
     others: Future[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] | None = None,
 ) -> Rows:
-    """The rows of an open database of OpenCode's tables (with the fields of their context
-    items unless ``items`` is false; ``sqlite3.Error`` if it cannot be read;
-    :class:`UnreadableError` if it lacks them). ``others``: its messages and sessions
-    (``_others``), read elsewhere, else read here after the parts."""
-    listed = connection.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-    tables = {name for (name,) in listed}
+    """The rows of a database of OpenCode's tables, read through ``fetch`` (with the fields
+    of their context items unless ``items`` is false; :class:`UnreadableError` if it lacks
+    them). ``others``: its messages and sessions (``_others``), read elsewhere, else read
+    here after the parts."""
+    listed = fetch(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", {"name": _TEXT}
+    )
+    tables = set(listed["name"])
     missing = [table for table in TABLES if table not in tables]
     if missing:
         raise UnreadableError(f"not an OpenCode database: no {', '.join(missing)} table")
     unread = {
         table: count
         for table in UNREAD
-        if table in tables
-        and (count := connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        if table in tables and (count := fetch(f"SELECT count(*) FROM {table}", {"n": _INT}).item())
     }
     bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
     parts, steps, givers, at = [], [], [], 0
-    for batch in _valid(connection, parts_query(items), _part_columns(items), bad_parts):
-        placed = batch.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
-        at += batch.height
-        parts.append(batch.select(*PART_KEYS))
-        steps.append(_unpacked(placed, "step", STEP_FIELDS, STEP_FIELDS))
-        givers.append(_unpacked(placed, "item", _item_fields(items), ITEM_FIELDS))
-    messages, bad_messages, sessions = others.result() if others else _others(connection)
+    pages = _valid(fetch, lambda after: parts_query(items, after), _part_columns(items), bad_parts)
+    for page in pages:
+        placed = page.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
+        at += page.height
+        parts.append(page.select(*PART_KEYS))
+        steps.append(_of_types(placed, (STEP,), STEP_FIELDS))
+        givers.append(_of_types(placed, ITEM_TYPES, ITEM_FIELDS))
+    messages, bad_messages, sessions = others.result() if others else _others(fetch)
     invalid = pl.concat(
         [
             pl.concat(bad_parts).select(pl.lit("part").alias("table"), "line", "id"),

@@ -256,7 +256,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     ``session.compaction_complete``); a tool part its request (an ``assistant.message`` of
     the input's bytes, and a ``tool.execution_start`` naming the tool) and its result (a
     ``tool.execution_complete`` of the output's bytes), numbered from the part's
-    ``first_seq`` (``_numbered``) in ``sub`` order."""
+    ``first_seq`` (``_numbered``) in that order."""
     base = [
         pl.col("file").alias("source_file"),
         pl.col("line").alias("source_line"),
@@ -265,10 +265,6 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("part").alias("event_id"),
         pl.from_epoch("created", "ms").alias("timestamp"),
         pl.when(pl.col("own_parent").is_not_null()).then(pl.col("own_session")).alias("agent_id"),
-        pl.col("created"),
-        pl.col("part"),
-        pl.col("file_index"),
-        pl.col("first_seq"),
     ]
     texts = parts.filter(pl.col("type").is_in(["text", "reasoning"])).select(
         *base,
@@ -282,7 +278,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, pl.String).alias("tool_name"),
         pl.col("text_bytes").alias("content_bytes"),
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),
-        pl.lit(1, pl.Int64).alias("sub"),
+        pl.col("first_seq").alias("event_seq"),
     )
     tools = parts.filter(pl.col("type") == "tool")
     tool = [pl.col("call_id").alias("tool_call_id"), pl.col("tool").alias("tool_name")]
@@ -292,7 +288,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         *tool,
         pl.col("tool_input_bytes").alias("content_bytes"),
         pl.col("tool_input_bytes").alias("tool_request_bytes"),
-        pl.lit(1, pl.Int64).alias("sub"),
+        pl.col("first_seq").alias("event_seq"),
     )
     starts = tools.select(
         *base,
@@ -300,7 +296,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         *tool,
         pl.lit(None, pl.Int64).alias("content_bytes"),
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),
-        pl.lit(2, pl.Int64).alias("sub"),
+        (pl.col("first_seq") + 1).alias("event_seq"),
     )
     results = tools.filter(pl.col("tool_output_bytes").is_not_null()).select(
         *base,
@@ -308,13 +304,9 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
         *tool,
         pl.col("tool_output_bytes").alias("content_bytes"),
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),
-        pl.lit(3, pl.Int64).alias("sub"),
+        (pl.col("first_seq") + 2).alias("event_seq"),
     )
-    return (
-        pl.concat([texts, requests, starts, results])
-        .with_columns((pl.col("first_seq") + pl.col("sub") - 1).alias("event_seq"))
-        .sort(["session_id", "event_seq"])
-    )
+    return pl.concat([texts, requests, starts, results]).sort(["session_id", "event_seq"])
 
 
 #: How many context items a part of each type gives (a tool one more with its result).
@@ -325,7 +317,7 @@ def _numbered(calls: pl.DataFrame, givers: pl.DataFrame) -> tuple[pl.DataFrame, 
     """``calls`` numbered 1.. per session in log order (``call_index``) and their place among
     the session's calls and context items (``event_seq``), so the items a call carried are
     those numbered before it; and the parts that give items (``_ITEMS_OF``), each with the
-    ``event_seq`` of its first item (``first_seq``: its items follow in ``sub`` order).
+    ``event_seq`` of its first item (``first_seq``: its others follow it).
     Numbered from the parts ``givers`` (those of ``_ITEMS_OF``'s types), without making the
     items: the items of a part are together in log order (``ORDER``)."""
     order = ORDER
@@ -463,8 +455,8 @@ def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     steps = _said(_owned(_rooted(read.steps, sessions), sessions), messages)
     steps = steps.sort(ORDER, nulls_last=True)
     givers = _owned(_rooted(read.items, sessions), sessions)
-    calls, givers = _numbered(_calls(steps), _said(givers, messages) if items else givers)
-    context = _items(givers) if items else pl.DataFrame(schema=item_columns())
+    # each frame is let go once the next is made of it: the peak holds no frame twice
+    del read
     missing = steps.filter(pl.col("input").is_null())
     problems += [
         issue(
@@ -475,7 +467,12 @@ def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
         )
         for file, line, part in missing.select("file", "line", "part").iter_rows()
     ]
-    del read, steps, givers, messages  # ``_sessions`` reads none of them: freed first
+    found = _calls(steps)
+    del steps, missing
+    calls, givers = _numbered(found, _said(givers, messages) if items else givers)
+    del found, messages
+    context = _items(givers) if items else pl.DataFrame(schema=item_columns())
+    del givers  # ``_sessions`` reads none of them: freed first
     issues = pl.DataFrame(problems, schema=issue_columns())
     return AgentTables(
         calls=_conformed(calls, call_columns()),

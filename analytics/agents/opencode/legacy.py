@@ -103,8 +103,8 @@ def read(
     """The rows of the legacy record ``files`` (``Rows``' ``line`` is a file's place in the
     returned list, from 1; with their context items' fields unless ``items`` is false), that
     list, and the files not read with why."""
-    from analytics.agents.opencode.database import rows_of
+    from analytics.agents.opencode.database import fetcher, rows_of
 
     connection, listed, problems = load(files)
     with closing(connection):
-        return rows_of(connection, items=items), listed, problems
+        return rows_of(fetcher(connection), items=items), listed, problems

@@ -6,7 +6,6 @@ message's tokens, in all five counts (input, output, reasoning, cache read and w
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
@@ -40,9 +39,10 @@ WHERE p.data ->> '$.type' = 'step-finish'
 """
 
 
-def steps_of(connection: sqlite3.Connection) -> pl.DataFrame:
-    """The ``step-finish`` parts of an open store, with their messages' tokens."""
-    return database.frame(connection.execute(STEPS), database.schema(STEP_COLUMNS))
+def steps_of(fetch: database.Fetch) -> pl.DataFrame:
+    """The ``step-finish`` parts of a store (read through ``fetch``), with their messages'
+    tokens."""
+    return fetch(STEPS, database.schema(STEP_COLUMNS))
 
 
 def read_steps(files: Sequence[Path]) -> pl.DataFrame:
@@ -61,7 +61,7 @@ def read_steps(files: Sequence[Path]) -> pl.DataFrame:
     if records:
         connection, listed, _ = legacy.load(records)
         with closing(connection):
-            found = steps_of(connection)
+            found = steps_of(database.fetcher(connection))
         names = pl.Series([str(path) for path in listed], dtype=pl.String)
         frames.append(
             found.with_columns(

@@ -21,6 +21,7 @@ from analytics.agents import call_columns, issue_columns, item_columns, opencode
 from analytics.agents.opencode import database
 from tests.agents.opencode.projection import create
 from tests.agents.opencode.rows import fork, message, part, session, step, usage
+from tests.agents.opencode.writer import writing
 
 
 @pytest.fixture
@@ -314,6 +315,15 @@ def test_a_file_that_is_no_database_is_an_issue(tmp_path: Path, content: bytes) 
     assert tables.issues.select("file", "severity").rows() == [(str(path), "error")]
 
 
+def test_an_unreadable_file_is_reported_with_sqlite_s_reason(tmp_path: Path) -> None:
+    """The issue says SQLite's reason alone (not the driver's wording or its query)."""
+    path = tmp_path / "opencode.db"
+    path.write_bytes(b"not a database\n" * 512)
+    assert opencode.read_files([path]).issues["message"].to_list() == [
+        "cannot read the database: file is not a database; file skipped"
+    ]
+
+
 def test_a_truncated_database_is_an_issue(db: sqlite3.Connection, tmp_path: Path) -> None:
     for at in range(0, 200_000, 1000):
         step(db, session(db, at), at, usage(at, 1))
@@ -345,17 +355,19 @@ def test_opencode_2_tables_are_reported_not_dropped_silently(db: sqlite3.Connect
     ]
 
 
-def test_a_live_wal_is_read_and_nothing_is_written(tmp_path: Path) -> None:
-    with closing(create(tmp_path / "opencode.db", wal=True)) as writer:
-        writer.execute("PRAGMA wal_autocheckpoint = 0")
-        writer.commit()
-        step(writer, session(writer, 1000), 1000, usage(10, 1))
-        writer.commit()
+def test_a_live_wal_is_read_and_the_database_is_not_written(tmp_path: Path) -> None:
+    """The rows still in a live ``-wal`` are read; the database and its ``-wal`` are not
+    written (a WAL reader marks what it reads in the ``-shm``, SQLite's shared index of the
+    ``-wal``, as any reader does)."""
+    path = tmp_path / "opencode.db"
+    with writing(path, "wal"):
         before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
         assert {"opencode.db-wal", "opencode.db-shm"} <= set(before)
-        tables = opencode.read_files([tmp_path / "opencode.db"])
+        tables = opencode.read_files([path])
         assert tables.calls.height == 1  # the row is only in the -wal
-        assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == before
+        after = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+        del before["opencode.db-shm"], after["opencode.db-shm"]
+        assert after == before
 
 
 def test_a_closed_database_is_read_immutably_making_no_file(
@@ -371,12 +383,8 @@ def test_a_closed_database_is_read_immutably_making_no_file(
 
 def test_a_locked_database_is_an_issue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(database, "BUSY_SECONDS", 0.05)
-    with closing(create(tmp_path / "opencode.db")) as writer:
-        writer.commit()
-        writer.execute("BEGIN EXCLUSIVE")
-        step(writer, session(writer, 1000), 1000, usage(10, 1))
+    with writing(tmp_path / "opencode.db", "locked"):
         tables = opencode.read_files([tmp_path / "opencode.db"])
-        writer.rollback()
     assert tables.calls.height == 0
     assert "locked" in tables.issues["message"][0]
 
@@ -437,3 +445,34 @@ def test_every_part_row_is_read_or_an_issue(rows: list[str]) -> None:
     assert int(tables.sessions["lines_read"].sum()) + tables.issues.height == len(rows)
     assert tables.issues.height == invalid
     assert tables.calls.height == rows.count("step")
+
+
+def test_a_database_read_a_page_at_a_time_reads_as_whole(
+    db: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are fetched a page of ``PAGE_ROWS`` at a time (by row after the last read): pages
+    of two rows, bad rows among them, read as one page does."""
+    for at in (1000, 2000, 3000):
+        sid = session(db, at)
+        step(db, sid, at, usage(at, 1))
+        mid = message(db, sid, {"role": "assistant"}, at + 100)
+        part(db, sid, mid, '{"type":"text"', at + 101)  # truncated JSON
+        part(db, sid, mid, {"type": "text", "text": "hi"}, at + 102)
+    whole = read(db)
+    monkeypatch.setattr(database, "PAGE_ROWS", 2)
+    paged = read(db)
+    assert whole.calls.height == 3 and whole.issues.height == 3
+    for name in ("calls", "sessions", "issues", "items"):
+        assert getattr(paged, name).equals(getattr(whole, name)), name
+
+
+def test_a_field_null_in_the_first_thousand_rows_is_still_read(db: sqlite3.Connection) -> None:
+    """The ADBC driver types a column by its first rows: a call's fields, null on the
+    thousands of parts before the first call, are read as text all the same."""
+    sid = session(db, 1000)
+    mid = message(db, sid, {"role": "user"}, 1000)
+    for at in range(1, 1500):
+        part(db, sid, mid, {"type": "text", "text": "x"}, 1000 + at)
+    step(db, sid, 5000, usage(10, 1), cost=0.5)
+    tables = read(db)
+    assert tables.calls.select("input_tokens", "logged_cost_usd").rows() == [(10, "0.5")]
