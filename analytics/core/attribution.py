@@ -99,11 +99,9 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
     size = _size(pl.col("content_bytes").fill_null(0))
     label = (
         pl.when(kind == kinds.TOOL_OUTPUT)
-        .then(pl.format("tool result: {} ({})", "tool", size))
-        .when((kind == kinds.COMPACTION) & pl.col("post_compaction_tokens").is_null())
-        .then(pl.format("compaction summary ({})", size))
-        .when(kind == kinds.COMPACTION)
-        .then(pl.format("compaction summary (~{} tokens)", pl.col("post_compaction_tokens")))
+        .then(pl.format("{}: {} ({})", "item_kind", "tool", size))
+        .when((kind == kinds.COMPACTION) & pl.col("post_compaction_tokens").is_not_null())
+        .then(pl.format("{} (~{} tokens)", "item_kind", pl.col("post_compaction_tokens")))
         .when((kind == kinds.PROMPT) & pl.col("is_autopilot"))
         .then(pl.format("autopilot nudge ({})", size))
         .otherwise(pl.format("{} ({})", "item_kind", size))
@@ -221,7 +219,7 @@ def _shares(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """One row per (call, item in its context) plus one per (call, fixed part): tokens, cost."""
     calls = _calls_with_context(priced_calls, events)
     items = context_items(events)
-    resets = items.filter(pl.col("item_kind") == "compaction summary").select(
+    resets = items.filter(pl.col("item_kind") == kinds.CONTEXT_LABELS[kinds.COMPACTION]).select(
         "session_id", "agent", pl.col("item_seq").alias("_reset_seq")
     )
     calls = calls.sort("call_seq").join_asof(
@@ -394,7 +392,7 @@ def by_tool(items: pl.DataFrame, limit: int) -> pl.DataFrame:
     """Items summed over all sessions per tool (tool results) or per kind (everything else):
     how many, their bytes, how often they were sent, tokens and cost; the costliest first."""
     key = pl.coalesce(
-        pl.when(pl.col("tool").is_not_null()).then(pl.format("tool result: {}", "tool")),
+        pl.when(pl.col("tool").is_not_null()).then(pl.format("{}: {}", "item_kind", "tool")),
         pl.when(pl.col("item_kind") == "fixed").then(pl.lit(FIXED_LABEL)),
         pl.col("item_kind"),
     )
