@@ -20,7 +20,10 @@ that is imported only when its logs are analysed:
 - ``follower(log)``: what ``watch`` holds of a growing log (``Follower``), and
   ``captures_as_logs(paths)``: other inputs it reads (an SDK capture) as the logs it writes;
 - the tools that make its logs: ``write_capture(capture, out)`` and ``simulator()`` (the
-  module of ``agentcost simulate``: its parameters, parsers and ``simulate``).
+  module of ``agentcost simulate``: its parameters, parsers and ``simulate``);
+- ``event_of_item()``: its own event type of each row's neutral ``item``
+  (``analytics.core.items``), for another agent's items handed to its reconstruction
+  (``engine.corpus``).
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class Pipeline(Protocol):
     def write_capture(self, capture: Path, out: Path) -> Path: ...
 
     def simulator(self) -> ModuleType: ...
+
+    def event_of_item(self) -> pl.Expr: ...
 
 
 def pipeline() -> Pipeline:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analytics.agents.copilot.items import event_of_item
+from analytics.agents.pipeline import pipeline
 from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
 
@@ -121,7 +121,9 @@ def _as_events(items: pl.DataFrame, calls: pl.DataFrame, *, with_totals: bool) -
     Copilot's reconstruction reads; ``padded`` keeps the columns EVENTS names), and with
     totals a ``session.shutdown`` after each session's last call (its per-model totals are
     ``_totals``)."""
-    events = items.with_columns(pl.lit(0, pl.Int32).alias("process_index"), event_of_item())
+    events = items.with_columns(
+        pl.lit(0, pl.Int32).alias("process_index"), pipeline().event_of_item()
+    )
     if with_totals:
         last = calls.group_by("session_id").agg(
             pl.max_horizontal(pl.col("event_seq").max(), pl.lit(0)).alias("_last")

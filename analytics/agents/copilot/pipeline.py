@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "captures_as_logs",
+    "event_of_item",
     "follower",
     "forget_scans",
     "has_records",
@@ -151,3 +152,11 @@ def simulator() -> ModuleType:
     from analytics.agents.copilot import simulate
 
     return simulate
+
+
+def event_of_item() -> pl.Expr:
+    """Copilot's event type of each row's neutral ``item`` (``items.event_of_item``; imported
+    here on first use, as polars is)."""
+    from analytics.agents.copilot.items import event_of_item as of_item
+
+    return of_item()
