@@ -822,9 +822,9 @@ impl Fold {
     }
 
     /// The context items of a user or assistant line: a user line's prompt text (its
-    /// non-tool-result blocks, one `user.message`; a compaction summary when the line says
+    /// non-tool-result blocks, one `prompt`; a compaction summary when the line says
     /// it is one) and each tool result; an assistant line's text and tool requests (one
-    /// `assistant.message`, thinking left out: the API drops it from later turns) and each
+    /// `reply`, thinking left out: the API drops it from later turns) and each
     /// request's name. A compaction file's lines restate the conversation it summarises, and
     /// a `<synthetic>` reply never reached a model: neither adds an item. Keyed by the line's
     /// `uuid` (a resume's copy repeats it), else by the line's text.

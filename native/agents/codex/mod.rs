@@ -502,10 +502,10 @@ impl Fold {
     }
 
     /// The context item a response item (or a `compacted` line) adds: a user, assistant or
-    /// developer message (`user.message`, `assistant.message`, `system.message`), reasoning
-    /// and tool requests (an `assistant.message`, the request's bytes as
-    /// `tool_request_bytes`, and a `tool.execution_start` naming the tool), a tool output
-    /// (`tool.execution_complete`) or a compaction summary. Sized by its payload's JSON (a
+    /// developer message (`prompt`, `reply`, `system`), reasoning
+    /// and tool requests (a `reply`, the request's bytes as
+    /// `tool_request_bytes`, and a `tool_call` naming the tool), a tool output
+    /// (`tool_output`) or a compaction summary. Sized by its payload's JSON (a
     /// pre-envelope line's whole JSON). A replayed history adds none (see the caller).
     fn item(
         &mut self,

@@ -33,13 +33,13 @@
 //! id is not known from the path, the sub-agent is a session of its own.
 //!
 //! **Context items**: each distinct message's last state, where it was first written: a
-//! user prompt (`user.message`), its tool results (`functionResponse` parts,
-//! `tool.execution_complete`), a gemini reply (`assistant.message`, its tool requests'
+//! user prompt (`prompt`), its tool results (`functionResponse` parts,
+//! `tool_output`), a gemini reply (`reply`, its tool requests'
 //! names and arguments as `tool_request_bytes`) and each tool it requests
-//! (`tool.execution_start`). `info`, `error` and `warning` messages are the CLI's notices,
+//! (`tool_call`). `info`, `error` and `warning` messages are the CLI's notices,
 //! never sent to the model: no items. Where messages leave the conversation (a rewind, a
 //! checkpoint that no longer lists them: `/compress`), the conversation left is one
-//! `session.compaction_complete` item (see [`Conversation`]): later calls were sent that,
+//! `compaction` item (see [`Conversation`]): later calls were sent that,
 //! not what left.
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,4 @@
-//! The context items of pi's session lines, in the EVENTS vocabulary the attribution reads.
+//! The context items of pi's session lines, in the core's item kinds ([`crate::fold::kind`]).
 //!
 //! pi turns its messages into the model's context as follows (`convertToLlm`): a `user`
 //! message is the prompt; an `assistant` message is the reply, its `toolCall` blocks the tool
@@ -152,8 +152,8 @@ impl Content {
         }
     }
 
-    /// An assistant message: one `assistant.message` (its text and tool requests; thinking
-    /// left out), then a `tool.execution_start` naming each tool requested.
+    /// An assistant message: one `reply` (its text and tool requests; thinking
+    /// left out), then a `tool_call` naming each tool requested.
     fn reply(&mut self, text: &[u8], base: &Item) -> Vec<Item> {
         let (mut said, mut requests) = (0i64, 0i64);
         let mut starts = Vec::new();
