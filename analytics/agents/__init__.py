@@ -128,10 +128,9 @@ def issue_columns() -> dict[str, pl.DataType]:
 
 
 def item_columns() -> dict[str, pl.DataType]:
-    """The items table, in the EVENTS vocabulary the attribution reads (``event_type``:
-    ``user.message``, ``assistant.message`` with its tool requests' bytes as
-    ``tool_request_bytes``, ``tool.execution_start`` naming a tool, ``tool.execution_complete``,
-    ``system.message``, ``session.compaction_complete``); ``content_bytes`` is the item's
+    """The items table: each row's ``item`` is its neutral kind (``analytics.core.items``,
+    which the attribution and behaviour read; a ``reply`` with its tool requests' bytes as
+    ``tool_request_bytes``, a ``tool_call`` naming a tool); ``content_bytes`` is the item's
     size as the log writes it; ``agent_id`` names a sub-agent's items."""
     import polars as pl
 
@@ -141,7 +140,7 @@ def item_columns() -> dict[str, pl.DataType]:
         "agent": pl.String(),
         "session_id": pl.String(),
         "event_seq": pl.Int64(),
-        "event_type": pl.String(),
+        "item": pl.String(),
         "event_id": pl.String(),
         "timestamp": pl.Datetime("ms", "UTC"),
         "agent_id": pl.String(),

@@ -65,17 +65,19 @@ def core_tables(
 
 
 def as_events(items: pl.DataFrame) -> pl.DataFrame:
-    """A fold's items (``analytics.agents.item_columns``) as EVENTS rows: process 0, a user
-    message never an autopilot nudge, the columns only Copilot logs fill null. Made only
+    """A fold's items (``analytics.agents.item_columns``) as EVENTS rows: process 0, a prompt
+    never an autopilot nudge, the columns only Copilot logs fill null (``event_type`` too:
+    the core reads the neutral ``item``). Made only
     where events are read: EVENTS is wide, and its null columns would take memory for every
     item of a large tree."""
     import polars as pl
 
+    from analytics.core import items as kinds
     from analytics.core.schema import EVENTS, padded
 
     events = items.drop("agent").with_columns(
         pl.lit(0, pl.Int32).alias("process_index"),
-        # these agents send no autopilot nudges: every user message is a person's
-        pl.when(pl.col("event_type") == "user.message").then(False).alias("is_autopilot"),
+        # these agents send no autopilot nudges: every prompt is a person's
+        pl.when(pl.col("item") == kinds.PROMPT).then(False).alias("is_autopilot"),
     )
     return padded(events, EVENTS)

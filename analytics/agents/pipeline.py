@@ -3,7 +3,7 @@
 Most agents state each call's usage in their logs: a reader folds them a call at a time
 (``agents.reader``). An agent whose calls must be worked out from the whole log (Copilot's:
 the per-call tokens are reconstructed and checked against the session's totals) goes through
-the engine's pipeline instead (``engine.stages``): the engine owns the groups of sessions,
+the engine's pipeline instead (``engine.group_analysis``): the engine owns the groups of sessions,
 the result cache, the previous analysis, the scans begun ahead and the parallelism; the
 agent brings what is its own, through a module the registry names (``Agent.pipeline``) and
 that is imported only when its logs are analysed:
@@ -20,7 +20,10 @@ that is imported only when its logs are analysed:
 - ``follower(log)``: what ``watch`` holds of a growing log (``Follower``), and
   ``captures_as_logs(paths)``: other inputs it reads (an SDK capture) as the logs it writes;
 - the tools that make its logs: ``write_capture(capture, out)`` and ``simulator()`` (the
-  module of ``agentcost simulate``: its parameters, parsers and ``simulate``).
+  module of ``agentcost simulate``: its parameters, parsers and ``simulate``);
+- ``event_of_item()``: its own event type of each row's neutral ``item``
+  (``analytics.core.items``), for another agent's items handed to its reconstruction
+  (``engine.corpus``).
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class Pipeline(Protocol):
     def write_capture(self, capture: Path, out: Path) -> Path: ...
 
     def simulator(self) -> ModuleType: ...
+
+    def event_of_item(self) -> pl.Expr: ...
 
 
 def pipeline() -> Pipeline:

@@ -19,9 +19,11 @@ unknown (its output tokens are, after a crash) is unpriced in the session's cost
 sends are ``unpriced_sends``: no item costs more than its session. Per-call input tokens are
 often estimates (``token_source``); the attribution is as good as they are.
 
-Items are labelled for people: ``tool result: view (40.2 kB)``. The tool name comes from the
-matching ``tool.execution_start`` (by ``toolCallId``); the events do not keep the arguments,
-so a label cannot name the file.
+The items are the events of the kinds in ``items.CONTEXT_LABELS`` (the core's neutral kinds,
+each agent mapping its own records). They are labelled for people, the label after their
+kind: ``tool result: view (40.2 kB)``. The tool name comes from the matching
+``items.TOOL_CALL`` (by ``tool_call_id``); the events do not keep the arguments, so a label
+cannot name the file.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from decimal import Decimal
 
 import polars as pl
 
+from analytics.core import items as kinds
 from analytics.core.apportion import apportion
 from analytics.core.events import (
     BYTES_PER_TOKEN,
@@ -41,13 +44,6 @@ from analytics.core.events import (
 from analytics.core.periods import known_sum
 from analytics.core.schema import MONEY, money_lit
 
-_ITEM_EVENTS = {
-    "user.message": "user message",
-    "assistant.message": "assistant message",
-    "tool.execution_complete": "tool result",
-    "skill.invoked": "skill",
-    "session.compaction_complete": "compaction summary",
-}
 _INPUT_COSTS = ["input_cost_usd", "cache_read_cost_usd", "cache_write_cost_usd"]
 _UNIT = Decimal(10) ** -18
 #: Items that are not conversation: the system prompt and tool definitions of each agent.
@@ -76,12 +72,12 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
     its bytes, or for a compaction summary its stated post-compaction tokens in bytes (its
     own bytes where the log states none, as Claude Code's and Codex's do not).
     """
-    kind = pl.col("event_type")
-    starts = events.filter(kind == "tool.execution_start").select(
+    kind = pl.col("item")
+    starts = events.filter(kind == kinds.TOOL_CALL).select(
         "session_id", "tool_call_id", pl.col("tool_name").alias("_started_tool")
     )
     items = (
-        events.filter(kind.is_in(list(_ITEM_EVENTS)))
+        events.filter(kind.is_in(list(kinds.CONTEXT_LABELS)))
         .join(
             starts.unique(["session_id", "tool_call_id"], keep="first"),
             on=["session_id", "tool_call_id"],
@@ -89,11 +85,11 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             _agent_of_event(),
-            kind.replace_strict(_ITEM_EVENTS).alias("item_kind"),
-            pl.when(kind == "tool.execution_complete")
+            kind.replace_strict(kinds.CONTEXT_LABELS).alias("item_kind"),
+            pl.when(kind == kinds.TOOL_OUTPUT)
             .then(pl.coalesce("_started_tool", "tool_name", pl.lit("?")))
             .alias("tool"),
-            pl.when(kind == "session.compaction_complete")
+            pl.when(kind == kinds.COMPACTION)
             .then(pl.col("post_compaction_tokens") * BYTES_PER_TOKEN)
             .fill_null(pl.col("content_bytes"))
             .fill_null(0)
@@ -102,13 +98,11 @@ def context_items(events: pl.DataFrame) -> pl.DataFrame:
     )
     size = _size(pl.col("content_bytes").fill_null(0))
     label = (
-        pl.when(kind == "tool.execution_complete")
-        .then(pl.format("tool result: {} ({})", "tool", size))
-        .when((kind == "session.compaction_complete") & pl.col("post_compaction_tokens").is_null())
-        .then(pl.format("compaction summary ({})", size))
-        .when(kind == "session.compaction_complete")
-        .then(pl.format("compaction summary (~{} tokens)", pl.col("post_compaction_tokens")))
-        .when((kind == "user.message") & pl.col("is_autopilot"))
+        pl.when(kind == kinds.TOOL_OUTPUT)
+        .then(pl.format("{}: {} ({})", "item_kind", "tool", size))
+        .when((kind == kinds.COMPACTION) & pl.col("post_compaction_tokens").is_not_null())
+        .then(pl.format("{} (~{} tokens)", "item_kind", pl.col("post_compaction_tokens")))
+        .when((kind == kinds.PROMPT) & pl.col("is_autopilot"))
         .then(pl.format("autopilot nudge ({})", size))
         .otherwise(pl.format("{} ({})", "item_kind", size))
     )
@@ -165,7 +159,7 @@ def _session_chunks(
     pairs (calls times items of each session: an upper bound). One chunk: no filter."""
     calls = priced_calls.group_by("session_id").agg(pl.len().alias("_calls"))
     items = (
-        events.filter(pl.col("event_type").is_in(list(_ITEM_EVENTS)))
+        events.filter(pl.col("item").is_in(list(kinds.CONTEXT_LABELS)))
         .group_by("session_id")
         .agg(pl.len().alias("_items"))
     )
@@ -225,7 +219,7 @@ def _shares(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """One row per (call, item in its context) plus one per (call, fixed part): tokens, cost."""
     calls = _calls_with_context(priced_calls, events)
     items = context_items(events)
-    resets = items.filter(pl.col("item_kind") == "compaction summary").select(
+    resets = items.filter(pl.col("item_kind") == kinds.CONTEXT_LABELS[kinds.COMPACTION]).select(
         "session_id", "agent", pl.col("item_seq").alias("_reset_seq")
     )
     calls = calls.sort("call_seq").join_asof(
@@ -398,7 +392,7 @@ def by_tool(items: pl.DataFrame, limit: int) -> pl.DataFrame:
     """Items summed over all sessions per tool (tool results) or per kind (everything else):
     how many, their bytes, how often they were sent, tokens and cost; the costliest first."""
     key = pl.coalesce(
-        pl.when(pl.col("tool").is_not_null()).then(pl.format("tool result: {}", "tool")),
+        pl.when(pl.col("tool").is_not_null()).then(pl.format("{}: {}", "item_kind", "tool")),
         pl.when(pl.col("item_kind") == "fixed").then(pl.lit(FIXED_LABEL)),
         pl.col("item_kind"),
     )

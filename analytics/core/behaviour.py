@@ -8,10 +8,11 @@ Two frames, both pure functions of priced calls and events:
   was, ignoring that the calls after it may have grown or ended the session sooner.
 * ``loop_behaviour``: per session, calls per user message, autopilot nudges and what the calls
   they triggered cost (every call after a nudge until the next message from a person),
-  whether the session ended without ``session.task_complete``, interrupted calls (the log
-  shows the user or the CLI stopped them) and their cost, and apart from them the calls whose
-  log never states a final usage record (output may be low; null where the agent's log has no
-  such record at all, as Copilot's). Every count is of the loop's turns, as ``llm_calls``: a
+  whether the session ended without the agent saying its task is done
+  (``items.TASK_COMPLETE``), interrupted calls (the log shows the user or the CLI stopped
+  them) and their cost, and apart from them the calls whose log never states a final usage
+  record (output may be low; null where the agent's log has no such record at all, as
+  Copilot's). Every count is of the loop's turns, as ``llm_calls``: a
   compaction call is in ``compaction_savings``, never in a per-state count, so none exceeds
   ``llm_calls``. Money is exact; null when no call in the sum is priced
   (``*_unpriced_calls`` counts the calls left out).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.core import items as kinds
 from analytics.core.events import MAIN_AGENT
 from analytics.core.periods import known_sum
 from analytics.core.schema import MONEY
@@ -80,9 +82,9 @@ def compaction_savings(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.D
 
 def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """One row per session: calls per prompt, nudges and their cost, unfinished work."""
-    kind = pl.col("event_type")
+    kind = pl.col("item")
     prompts = (
-        events.filter((kind == "user.message") & MAIN_AGENT)
+        events.filter((kind == kinds.PROMPT) & MAIN_AGENT)
         .select("session_id", pl.col("event_seq").alias("_prompt_seq"), "is_autopilot")
         .sort("_prompt_seq")
     )
@@ -116,15 +118,15 @@ def loop_behaviour(priced_calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataF
         .alias("calls_without_final_usage"),
     )
     conversation = events.group_by("session_id").agg(
-        ((kind == "user.message") & MAIN_AGENT & ~pl.col("is_autopilot"))
+        ((kind == kinds.PROMPT) & MAIN_AGENT & ~pl.col("is_autopilot"))
         .sum()
         .cast(pl.Int64)
         .alias("user_messages"),
-        ((kind == "user.message") & MAIN_AGENT & pl.col("is_autopilot"))
+        ((kind == kinds.PROMPT) & MAIN_AGENT & pl.col("is_autopilot"))
         .sum()
         .cast(pl.Int64)
         .alias("autopilot_nudges"),
-        (~(kind == "session.task_complete").any()).alias("ended_without_task_complete"),
+        (~(kind == kinds.TASK_COMPLETE).any()).alias("ended_without_task_complete"),
     )
     return (
         conversation.join(per_session, on="session_id", how="left")

@@ -1,6 +1,6 @@
-"""What every stage after the engine's pass says of EVENTS: the key columns each table of
-events starts with, which events are the main agent's, and a session's fixed part (system
-prompt and tool definitions) as the events state or imply it.
+"""What every stage after the engine's pass says of EVENTS: which events are the main
+agent's, and a session's fixed part (system prompt and tool definitions) as the events state
+or imply it.
 
 (The stages that ordered events and dropped repeated lines in polars are the engine's pass
 now, ``native/agents/copilot/pass.rs``; they are kept as its oracle in
@@ -11,15 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-#: Every stage's first EVENTS columns: where a row came from and where it sits in its session.
-EVENT_KEYS = [
-    "source_file",
-    "source_line",
-    "session_id",
-    "event_seq",
-    "process_index",
-    "event_type",
-]
+from analytics.core import items as kinds
 
 #: An event of the main agent: no sub-agent envelope id, no parent tool call, and (for
 #: ``assistant.usage`` in SDK captures, which carry neither) not initiated by a sub-agent.
@@ -51,7 +43,7 @@ def fixed_part(events: pl.DataFrame) -> pl.DataFrame:
     As the log states them (``stated_fixed_part``); else the first main system message
     converted to tokens plus a default for tool definitions.
     """
-    system_text = (pl.col("event_type") == "system.message") & pl.col("agent_id").is_null()
+    system_text = (pl.col("item") == kinds.SYSTEM) & pl.col("agent_id").is_null()
     estimated = (
         pl.col("content_bytes").filter(system_text).first() + BYTES_PER_TOKEN - 1
     ) // BYTES_PER_TOKEN + DEFAULT_TOOL_DEFINITIONS_TOKENS

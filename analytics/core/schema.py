@@ -45,7 +45,8 @@ EVENTS: dict[str, pl.DataType] = {
     "session_id": pl.String(),
     "event_seq": pl.Int64(),  # order within the session, across all of its files
     "process_index": pl.Int32(),
-    "event_type": pl.String(),
+    "event_type": pl.String(),  # the agent's own record type (Copilot's event types)
+    "item": pl.String(),  # its neutral kind (``core.items``), null for none
     "event_id": pl.String(),
     "timestamp": TIMESTAMP,
     "agent_id": pl.String(),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.agents.pipeline import pipeline
 from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
 
@@ -102,10 +103,13 @@ def _shutdown_file(session: pl.Expr) -> pl.Expr:
 
 
 def _as_events(items: pl.DataFrame, calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
-    """The conversation items as EVENTS (of one process; ``padded`` keeps the columns EVENTS
-    names), and with totals a ``session.shutdown`` after each session's last call (its
-    per-model totals are ``_totals``)."""
-    events = items.with_columns(pl.lit(0, pl.Int32).alias("process_index"))
+    """The conversation items as Copilot EVENTS (of one process, each kind as the event type
+    Copilot's reconstruction reads; ``padded`` keeps the columns EVENTS names), and with
+    totals a ``session.shutdown`` after each session's last call (its per-model totals are
+    ``_totals``)."""
+    events = items.with_columns(
+        pl.lit(0, pl.Int32).alias("process_index"), pipeline().event_of_item()
+    )
     if with_totals:
         last = calls.group_by("session_id").agg(
             pl.max_horizontal(pl.col("event_seq").max(), pl.lit(0)).alias("_last")

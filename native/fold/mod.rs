@@ -10,6 +10,8 @@
 //! columns for the Python binding.
 #![forbid(unsafe_code)]
 
+pub mod kind;
+
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -288,12 +290,10 @@ pub struct Call {
     pub seq: i64,
 }
 
-/// One item a session's context gains, in the EVENTS vocabulary the attribution reads:
-/// `user.message` (a prompt), `assistant.message` (a reply, its tool requests included:
-/// `tool_request_bytes`), `tool.execution_start` (a tool request's name, no bytes),
-/// `tool.execution_complete` (a tool result), `system.message` (instructions) and
-/// `session.compaction_complete` (a compaction summary), and `session.task_complete` (the
-/// agent says its task is done; no bytes).
+/// One item a session's context gains, of one of the core's neutral [`kind`]s: a prompt, a
+/// reply (its tool requests included: `tool_request_bytes`), a tool call (a tool request's
+/// name, no bytes), a tool output, system instructions, a compaction summary, or the agent
+/// saying its task is done (no bytes).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Item {
     pub file: usize,
@@ -302,7 +302,8 @@ pub struct Item {
     pub sub: u32,
     pub session: String,
     pub time: Option<i64>,
-    pub event_type: &'static str,
+    /// Its neutral kind, one of [`kind`]'s.
+    pub kind: &'static str,
     /// The log's own id for the line (Claude `uuid`), when it has one.
     pub event_id: Option<String>,
     pub agent_id: Option<String>,
@@ -837,7 +838,7 @@ pub const ITEM_COLUMNS: [&str; 13] = [
     "agent",
     "session_id",
     "event_seq",
-    "event_type",
+    "item",
     "event_id",
     "timestamp",
     "agent_id",
@@ -979,7 +980,7 @@ fn session_columns(b: &mut Builder, group: &Folded) {
 fn item_columns(b: &mut Builder, items: &[Item]) {
     let each = || items.iter();
     b.int("event_seq", each().map(|i| Some(i.seq)));
-    b.text("event_type", each().map(|i| Some(i.event_type)));
+    b.text("item", each().map(|i| Some(i.kind)));
     b.text("event_id", each().map(|i| i.event_id.as_deref()));
     b.time("timestamp", each().map(|i| i.time));
     b.text("agent_id", each().map(|i| i.agent_id.as_deref()));

@@ -27,6 +27,7 @@ from analytics.agents import claude_code, codex
 from analytics.agents.contract import as_events, core_tables
 from analytics.cli.budget import _active
 from analytics.cli.commands import app
+from analytics.core import items as kinds
 from analytics.core.attribution import attribute_context
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table
@@ -98,23 +99,23 @@ def test_the_items_are_events_numbered_with_the_calls(logs: Path) -> None:
     calls, _, _, items = core_tables(claude_code.read([logs / "claude" / "projects"]))
     events = as_events(items)
     assert events.schema == pl.Schema(EVENTS)
-    assert events["event_type"].to_list() == [
-        "user.message",
-        "assistant.message",
-        "tool.execution_start",
-        "tool.execution_complete",
-        "assistant.message",
+    assert events["item"].to_list() == [
+        kinds.PROMPT,
+        kinds.REPLY,
+        kinds.TOOL_CALL,
+        kinds.TOOL_OUTPUT,
+        kinds.REPLY,
     ]
     # the calls stand before the lines of their replies: 1 prompt, 2 call, 3-4 reply, 5 result
     assert calls["event_seq"].to_list() == [2, 6]
     assert events["event_seq"].to_list() == [1, 3, 4, 5, 7]
     _, _, _, rollout = core_tables(codex.read([logs / "codex"]))
-    assert rollout["event_type"].to_list() == [
-        "user.message",
-        "assistant.message",
-        "tool.execution_start",
-        "tool.execution_complete",
-        "assistant.message",
+    assert rollout["item"].to_list() == [
+        kinds.PROMPT,
+        kinds.REPLY,
+        kinds.TOOL_CALL,
+        kinds.TOOL_OUTPUT,
+        kinds.REPLY,
     ]
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.cli.commands import app
+from analytics.core import items as kinds
 from analytics.core.attribution import attribute_context, by_tool, context_items, top_items
 from analytics.core.schema import CALL_TOKENS, CALLS, COSTS, EVENTS, MONEY, combine, padded
 from tests.conftest import SAMPLE_LOGS
@@ -36,21 +37,22 @@ def _priced(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return padded(frame, PRICED)
 
 
+# Items in the core's kinds; a call's own record (``turn``) is no item.
 # seq: 1 shutdown (fixed part 100 + 50), 2 user 400 B, 3 call, 4 tool start, 5 tool result
 # 4000 B, 6 call, 7 call, 8 compaction summary (~25 tokens), 9 call, 10 sub-agent message, 11
 # sub-agent call
 EVENTS_ROWS = [
-    {"event_type": "session.shutdown", "system_tokens": 100, "tool_definitions_tokens": 50},
-    {"event_type": "user.message", "content_bytes": 400},
-    {"event_type": "assistant.turn_start"},
-    {"event_type": "tool.execution_start", "tool_call_id": "t1", "tool_name": "view"},
-    {"event_type": "tool.execution_complete", "tool_call_id": "t1", "content_bytes": 4000},
-    {"event_type": "assistant.turn_start"},
-    {"event_type": "assistant.turn_start"},
-    {"event_type": "session.compaction_complete", "post_compaction_tokens": 25},
-    {"event_type": "assistant.turn_start"},
-    {"event_type": "assistant.message", "agent_id": "sub", "content_bytes": 80},
-    {"event_type": "assistant.message", "agent_id": "sub", "content_bytes": 80},
+    {"system_tokens": 100, "tool_definitions_tokens": 50},
+    {"item": kinds.PROMPT, "content_bytes": 400},
+    {"event_type": "turn"},
+    {"item": kinds.TOOL_CALL, "tool_call_id": "t1", "tool_name": "view"},
+    {"item": kinds.TOOL_OUTPUT, "tool_call_id": "t1", "content_bytes": 4000},
+    {"event_type": "turn"},
+    {"event_type": "turn"},
+    {"item": kinds.COMPACTION, "post_compaction_tokens": 25},
+    {"event_type": "turn"},
+    {"item": kinds.REPLY, "agent_id": "sub", "content_bytes": 80},
+    {"item": kinds.REPLY, "agent_id": "sub", "content_bytes": 80},
 ]
 CALL_ROWS = [
     {"event_seq": 3, "kind": "main", "input_tokens": 250, "input_cost_usd": "0.0250"},
@@ -141,15 +143,11 @@ def test_top_items_and_tools() -> None:
 
 @st.composite
 def _session(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
-    kinds = st.sampled_from(
-        ["user.message", "assistant.message", "tool.execution_complete", "call", "compaction"]
-    )
-    events: list[dict[str, Any]] = [
-        {"event_type": "session.shutdown", "system_tokens": draw(st.integers(0, 5000))}
-    ]
+    choices = st.sampled_from([kinds.PROMPT, kinds.REPLY, kinds.TOOL_OUTPUT, "call", "compaction"])
+    events: list[dict[str, Any]] = [{"system_tokens": draw(st.integers(0, 5000))}]
     events[0]["tool_definitions_tokens"] = 0
     calls: list[dict[str, Any]] = []
-    for kind in draw(st.lists(kinds, min_size=1, max_size=30)):
+    for kind in draw(st.lists(choices, min_size=1, max_size=30)):
         seq = len(events) + 1
         if kind in ("call", "compaction"):
             cost = draw(st.decimals(0, 50, places=18, allow_nan=False, allow_infinity=False))
@@ -162,15 +160,15 @@ def _session(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
                 }
             )
             events.append(
-                {"event_type": "assistant.turn_start"}
+                {"event_type": "turn"}
                 if kind == "call"
                 else {
-                    "event_type": "session.compaction_complete",
+                    "item": kinds.COMPACTION,
                     "post_compaction_tokens": draw(st.integers(0, 9000)),
                 }
             )
         else:
-            events.append({"event_type": kind, "content_bytes": draw(st.integers(0, 200_000))})
+            events.append({"item": kind, "content_bytes": draw(st.integers(0, 200_000))})
     if not calls:
         calls.append({"event_seq": len(events), "kind": "main", "input_tokens": 1})
         calls[0]["input_cost_usd"] = "1"

@@ -19,6 +19,7 @@ from analytics import _scanner
 from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
 from analytics.agents.copilot.events import batch_frame as frame
+from analytics.agents.copilot.items import item_of_event
 from analytics.core.call_tokens import with_call_totals, with_tokens
 from analytics.core.schema import (
     CALLS,
@@ -64,7 +65,8 @@ class Passed:
     the token stage, else before them); the placed MODEL_METRICS; the issues of reading (the
     scan's, repeated lines, unknown event types) and of the fold (orphan ends; the sessions'
     own); the lines that quote prices (``PRICED_LINES``); the events, with the columns asked
-    for (None when none were); and the token stage's issues (None when it did not run)."""
+    for (None when none were; ``item``, the neutral kind, from ``event_type``); and the token
+    stage's issues (None when it did not run)."""
 
     calls: pl.DataFrame
     sessions: pl.DataFrame
@@ -115,6 +117,8 @@ def pass_group(
     chosen = None
     if events is not None and columns is not None:
         chosen = padded(frame(events), {name: EVENTS[name] for name in columns})
+        if "item" in columns and "event_type" in columns:
+            chosen = chosen.with_columns(item_of_event())
     token_issues = None
     if tokens is None:
         calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), SESSIONS)

@@ -4,7 +4,7 @@ The log's scanned batches are held; each time the file's size or mtime changes, 
 bytes written since are scanned (``scan_logs(..., resume=...)``: the scan goes on from the
 state the last read ended at, and a half-written last line waits for its newline) and the
 new batches are appended, for the engine to run every stage after the scan again on all of
-them (``engine.stages.analyse_parsed``). A file that shrank or was replaced (another inode)
+them (``engine.group_analysis.analyse_parsed``). A file that shrank or was replaced (another inode)
 is read again from its start.
 """
 

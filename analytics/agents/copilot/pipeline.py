@@ -2,7 +2,7 @@
 
 A Copilot log states no call's tokens, only each session's totals at its shutdowns: its calls
 are worked out from the whole log. So its logs are not folded by a reader but analysed by
-the engine (``engine.stages``) in groups of sessions, with these parts its own: the native
+the engine (``engine.group_analysis``) in groups of sessions, with these parts its own: the native
 scan (``events.scan_logs``, begun ahead by ``scan_ahead``), the engine's one pass over a
 group (``engine_pass.pass_group``: order, repeats, shutdown totals placed, the fold, the
 tokens) with the per-call records kept beside the logs (``session-store.db``, OTel exports),
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "captures_as_logs",
+    "event_of_item",
     "follower",
     "forget_scans",
     "has_records",
@@ -151,3 +152,11 @@ def simulator() -> ModuleType:
     from analytics.agents.copilot import simulate
 
     return simulate
+
+
+def event_of_item() -> pl.Expr:
+    """Copilot's event type of each row's neutral ``item`` (``items.event_of_item``; imported
+    here on first use, as polars is)."""
+    from analytics.agents.copilot.items import event_of_item as of_item
+
+    return of_item()

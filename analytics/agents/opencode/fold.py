@@ -34,6 +34,7 @@ import polars as pl
 
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
 from analytics.agents.opencode import database, legacy
+from analytics.core import items as kinds
 from analytics.core.registry import OPENCODE
 
 #: Part types OpenCode writes (others are counted as unknown rows).
@@ -251,12 +252,12 @@ def _calls(steps: pl.DataFrame) -> pl.DataFrame:
 
 
 def _items(parts: pl.DataFrame) -> pl.DataFrame:
-    """The context items of ``parts``: a user text is a ``user.message``; an assistant text
-    or reasoning an ``assistant.message`` (a compaction step's a
-    ``session.compaction_complete``); a tool part its request (an ``assistant.message`` of
-    the input's bytes, and a ``tool.execution_start`` naming the tool) and its result (a
-    ``tool.execution_complete`` of the output's bytes), numbered from the part's
-    ``first_seq`` (``_numbered``) in that order."""
+    """The context items of ``parts``, in the core's kinds (``analytics.core.items``): a
+    user text is a ``prompt``; an assistant text or reasoning a ``reply`` (a compaction
+    step's a ``compaction`` summary); a tool part its request (a ``reply`` of the input's
+    bytes, and a ``tool_call`` naming the tool) and its result (a ``tool_output`` of the
+    output's bytes), numbered from the part's ``first_seq`` (``_numbered``) in that
+    order."""
     base = [
         pl.col("file").alias("source_file"),
         pl.col("line").alias("source_line"),
@@ -269,11 +270,11 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     texts = parts.filter(pl.col("type").is_in(["text", "reasoning"])).select(
         *base,
         pl.when(pl.col("role") == "user")
-        .then(pl.lit("user.message"))
+        .then(pl.lit(kinds.PROMPT))
         .when((pl.col("mode") == "compaction") | (pl.col("agent_name") == "compaction"))
-        .then(pl.lit("session.compaction_complete"))
-        .otherwise(pl.lit("assistant.message"))
-        .alias("event_type"),
+        .then(pl.lit(kinds.COMPACTION))
+        .otherwise(pl.lit(kinds.REPLY))
+        .alias("item"),
         pl.lit(None, pl.String).alias("tool_call_id"),
         pl.lit(None, pl.String).alias("tool_name"),
         pl.col("text_bytes").alias("content_bytes"),
@@ -284,7 +285,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     tool = [pl.col("call_id").alias("tool_call_id"), pl.col("tool").alias("tool_name")]
     requests = tools.select(
         *base,
-        pl.lit("assistant.message").alias("event_type"),
+        pl.lit(kinds.REPLY).alias("item"),
         *tool,
         pl.col("tool_input_bytes").alias("content_bytes"),
         pl.col("tool_input_bytes").alias("tool_request_bytes"),
@@ -292,7 +293,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     )
     starts = tools.select(
         *base,
-        pl.lit("tool.execution_start").alias("event_type"),
+        pl.lit(kinds.TOOL_CALL).alias("item"),
         *tool,
         pl.lit(None, pl.Int64).alias("content_bytes"),
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),
@@ -300,7 +301,7 @@ def _items(parts: pl.DataFrame) -> pl.DataFrame:
     )
     results = tools.filter(pl.col("tool_output_bytes").is_not_null()).select(
         *base,
-        pl.lit("tool.execution_complete").alias("event_type"),
+        pl.lit(kinds.TOOL_OUTPUT).alias("item"),
         *tool,
         pl.col("tool_output_bytes").alias("content_bytes"),
         pl.lit(None, pl.Int64).alias("tool_request_bytes"),

@@ -44,7 +44,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::fold::{self, Call, Folded, Item, Line, Session, Usage};
+use crate::fold::{self, kind, Call, Folded, Item, Line, Session, Usage};
 use crate::read::json::{Fields, Kind, Schema, Shape};
 
 /// Line types the fold knows (the others are counted as unknown).
@@ -822,9 +822,9 @@ impl Fold {
     }
 
     /// The context items of a user or assistant line: a user line's prompt text (its
-    /// non-tool-result blocks, one `user.message`; a compaction summary when the line says
+    /// non-tool-result blocks, one `prompt`; a compaction summary when the line says
     /// it is one) and each tool result; an assistant line's text and tool requests (one
-    /// `assistant.message`, thinking left out: the API drops it from later turns) and each
+    /// `reply`, thinking left out: the API drops it from later turns) and each
     /// request's name. A compaction file's lines restate the conversation it summarises, and
     /// a `<synthetic>` reply never reached a model: neither adds an item. Keyed by the line's
     /// `uuid` (a resume's copy repeats it), else by the line's text.
@@ -865,7 +865,7 @@ impl Fold {
         for block in blocks {
             match block.kind.as_deref() {
                 Some("tool_result") if user => found.push(Item {
-                    event_type: "tool.execution_complete",
+                    kind: kind::TOOL_OUTPUT,
                     tool_call_id: block.tool_use_id.clone(),
                     content_bytes: Some(block.bytes),
                     ..base.clone()
@@ -873,7 +873,7 @@ impl Fold {
                 Some("tool_use") if !user => {
                     requests += block.bytes;
                     found.push(Item {
-                        event_type: "tool.execution_start",
+                        kind: kind::TOOL_CALL,
                         tool_call_id: block.id.clone(),
                         tool_name: block.name.clone(),
                         ..base.clone()
@@ -884,15 +884,15 @@ impl Fold {
             }
         }
         if text + requests > 0 {
-            let event_type = match (user, line.get(n.compact_summary).kind == Kind::True) {
-                (true, true) => "session.compaction_complete",
-                (true, false) => "user.message",
-                (false, _) => "assistant.message",
+            let item = match (user, line.get(n.compact_summary).kind == Kind::True) {
+                (true, true) => kind::COMPACTION,
+                (true, false) => kind::PROMPT,
+                (false, _) => kind::REPLY,
             };
             found.insert(
                 0,
                 Item {
-                    event_type,
+                    kind: item,
                     content_bytes: Some(text + requests),
                     tool_request_bytes: (!user).then_some(requests),
                     ..base.clone()
@@ -1158,7 +1158,7 @@ mod tests {
             .map(|i| {
                 (
                     i.seq,
-                    i.event_type,
+                    i.kind,
                     i.agent_id.as_deref(),
                     i.tool_call_id.as_deref(),
                     i.tool_name.as_deref(),
@@ -1198,37 +1198,30 @@ mod tests {
         assert_eq!(
             items(&folded),
             vec![
-                (1, "user.message", None, None, None, Some(6)),
+                (1, kind::PROMPT, None, None, None, Some(6)),
                 // 2: the call of request r1, at its first line (the thinking, no item)
                 (
                     3,
-                    "assistant.message",
+                    kind::REPLY,
                     None,
                     None,
                     None,
                     Some(text(r#"{"type":"text","text":"ok"}"#) + text(tool_use))
                 ),
-                (
-                    4,
-                    "tool.execution_start",
-                    None,
-                    Some("t1"),
-                    Some("Read"),
-                    None
-                ),
+                (4, kind::TOOL_CALL, None, Some("t1"), Some("Read"), None),
                 (
                     5,
-                    "tool.execution_complete",
+                    kind::TOOL_OUTPUT,
                     None,
                     Some("t1"),
                     None,
                     Some(text(result))
                 ),
-                (6, "user.message", Some("abc"), None, None, Some(4)),
+                (6, kind::PROMPT, Some("abc"), None, None, Some(4)),
                 // 7: the sub-agent's call
                 (
                     8,
-                    "assistant.message",
+                    kind::REPLY,
                     Some("abc"),
                     None,
                     None,
@@ -1237,7 +1230,7 @@ mod tests {
                 // 9: the call of request r2
                 (
                     10,
-                    "assistant.message",
+                    kind::REPLY,
                     None,
                     None,
                     None,
@@ -1260,7 +1253,7 @@ mod tests {
             ("p/s2.jsonl", lines(&resumed)),
         ]);
         let mut expected = items(&alone);
-        expected.push((1, "session.compaction_complete", None, None, None, Some(17)));
+        expected.push((1, kind::COMPACTION, None, None, None, Some(17)));
         assert_eq!(items(&folded), expected);
         assert!(folded.items.iter().take(5).all(|i| i.session == "s1"));
     }

@@ -64,7 +64,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fold::{self, Call, Folded, Item, Line, Usage};
+use crate::fold::{self, kind, Call, Folded, Item, Line, Usage};
 use crate::read::json::{Fields, Kind, Schema, Shape};
 
 /// How long after a forked session's header its copied history may be stamped (see the
@@ -490,7 +490,7 @@ impl Fold {
                         sub: 1,
                         session: cur.id.to_string(),
                         time,
-                        event_type: "session.task_complete",
+                        kind: kind::TASK_COMPLETE,
                         ..Item::default()
                     },
                 ));
@@ -502,10 +502,10 @@ impl Fold {
     }
 
     /// The context item a response item (or a `compacted` line) adds: a user, assistant or
-    /// developer message (`user.message`, `assistant.message`, `system.message`), reasoning
-    /// and tool requests (an `assistant.message`, the request's bytes as
-    /// `tool_request_bytes`, and a `tool.execution_start` naming the tool), a tool output
-    /// (`tool.execution_complete`) or a compaction summary. Sized by its payload's JSON (a
+    /// developer message (`prompt`, `reply`, `system`), reasoning
+    /// and tool requests (a `reply`, the request's bytes as
+    /// `tool_request_bytes`, and a `tool_call` naming the tool), a tool output
+    /// (`tool_output`) or a compaction summary. Sized by its payload's JSON (a
     /// pre-envelope line's whole JSON). A replayed history adds none (see the caller).
     fn item(
         &mut self,
@@ -534,17 +534,17 @@ impl Fold {
         };
         let bytes = i64::try_from(span).unwrap_or(i64::MAX);
         let role = pick(n.role);
-        let (event_type, reply) = match (item_type.as_str(), role.as_deref()) {
-            ("compacted", _) => ("session.compaction_complete", false),
-            ("message", Some("user")) => ("user.message", false),
-            ("message", Some("assistant")) => ("assistant.message", true),
-            ("message", _) => ("system.message", false),
-            ("reasoning", _) => ("assistant.message", true),
-            (t, _) if t.ends_with("_output") => ("tool.execution_complete", false),
-            (t, _) if t.ends_with("_call") => ("assistant.message", true),
+        let (item, reply) = match (item_type.as_str(), role.as_deref()) {
+            ("compacted", _) => (kind::COMPACTION, false),
+            ("message", Some("user")) => (kind::PROMPT, false),
+            ("message", Some("assistant")) => (kind::REPLY, true),
+            ("message", _) => (kind::SYSTEM, false),
+            ("reasoning", _) => (kind::REPLY, true),
+            (t, _) if t.ends_with("_output") => (kind::TOOL_OUTPUT, false),
+            (t, _) if t.ends_with("_call") => (kind::REPLY, true),
             _ => return,
         };
-        let request = event_type == "assistant.message" && item_type.ends_with("_call");
+        let request = item == kind::REPLY && item_type.ends_with("_call");
         if reply {
             cur.anchor.get_or_insert((time, line.number));
         } else {
@@ -559,7 +559,7 @@ impl Fold {
             sub: 1,
             session: cur.id.to_string(),
             time,
-            event_type,
+            kind: item,
             tool_call_id: pick(n.call_id),
             content_bytes: Some(bytes),
             tool_request_bytes: request.then_some(bytes),
@@ -569,7 +569,7 @@ impl Fold {
         if request {
             let start = Item {
                 sub: 2,
-                event_type: "tool.execution_start",
+                kind: kind::TOOL_CALL,
                 tool_name: pick(n.name).or(Some(item_type)),
                 content_bytes: None,
                 tool_request_bytes: None,
@@ -951,7 +951,7 @@ mod tests {
             .map(|i| {
                 (
                     i.seq,
-                    i.event_type,
+                    i.kind,
                     i.tool_call_id.as_deref(),
                     i.tool_name.as_deref(),
                     i.content_bytes,
@@ -967,21 +967,15 @@ mod tests {
         assert_eq!(
             items(&folded),
             vec![
-                (1, "user.message", None, None, size(PROMPT)),
+                (1, kind::PROMPT, None, None, size(PROMPT)),
                 // 2: the first call, before the reply it wrote
-                (3, "assistant.message", None, None, size(REASONING)),
-                (4, "assistant.message", Some("c1"), None, size(CALL)),
-                (
-                    5,
-                    "tool.execution_start",
-                    Some("c1"),
-                    Some("exec_command"),
-                    None
-                ),
-                (6, "tool.execution_complete", Some("c1"), None, size(OUTPUT)),
+                (3, kind::REPLY, None, None, size(REASONING)),
+                (4, kind::REPLY, Some("c1"), None, size(CALL)),
+                (5, kind::TOOL_CALL, Some("c1"), Some("exec_command"), None),
+                (6, kind::TOOL_OUTPUT, Some("c1"), None, size(OUTPUT)),
                 // 7: the second call
-                (8, "assistant.message", None, None, size(REPLY)),
-                (9, "session.task_complete", None, None, None),
+                (8, kind::REPLY, None, None, size(REPLY)),
+                (9, kind::TASK_COMPLETE, None, None, None),
             ]
         );
         let calls: Vec<_> = folded.calls.iter().map(|c| (c.seq, c.index)).collect();
@@ -1034,9 +1028,9 @@ mod tests {
             .items
             .iter()
             .filter(|i| i.session == "c")
-            .map(|i| (i.seq, i.event_type))
+            .map(|i| (i.seq, i.kind))
             .collect();
-        assert_eq!(own, vec![(1, "user.message")]);
+        assert_eq!(own, vec![(1, kind::PROMPT)]);
         assert_eq!(items(&folded).len(), items(&alone).len() + 1);
     }
 

@@ -4,7 +4,7 @@
 /// The conversation a file's session holds at the moment, as Gemini CLI replays it: each
 /// prompt's and reply's id and context bytes, in order. When messages leave it (a
 /// `$rewindTo`, or a checkpoint that no longer lists them: a rewind, `/compress`), the model
-/// is sent only what is left: the fold notes a `session.compaction_complete` item sized as
+/// is sent only what is left: the fold notes a `compaction` item sized as
 /// the conversation left (the messages a replacing checkpoint lists add no items of their
 /// own), so the context attribution stops charging later calls for what they were not sent.
 #[derive(Default)]

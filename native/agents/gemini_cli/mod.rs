@@ -33,13 +33,13 @@
 //! id is not known from the path, the sub-agent is a session of its own.
 //!
 //! **Context items**: each distinct message's last state, where it was first written: a
-//! user prompt (`user.message`), its tool results (`functionResponse` parts,
-//! `tool.execution_complete`), a gemini reply (`assistant.message`, its tool requests'
+//! user prompt (`prompt`), its tool results (`functionResponse` parts,
+//! `tool_output`), a gemini reply (`reply`, its tool requests'
 //! names and arguments as `tool_request_bytes`) and each tool it requests
-//! (`tool.execution_start`). `info`, `error` and `warning` messages are the CLI's notices,
+//! (`tool_call`). `info`, `error` and `warning` messages are the CLI's notices,
 //! never sent to the model: no items. Where messages leave the conversation (a rewind, a
 //! checkpoint that no longer lists them: `/compress`), the conversation left is one
-//! `session.compaction_complete` item (see [`Conversation`]): later calls were sent that,
+//! `compaction` item (see [`Conversation`]): later calls were sent that,
 //! not what left.
 #![forbid(unsafe_code)]
 
@@ -53,7 +53,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fold::{self, Call, Folded, Item, Line};
+use crate::fold::{self, kind, Call, Folded, Item, Line};
 use crate::read::json::{self, Fields, Kind, Schema};
 
 use conversation::Conversation;
@@ -312,7 +312,7 @@ impl Fold {
             sub: 1,
             session: current.session.clone(),
             time: conversation.last_time,
-            event_type: "session.compaction_complete",
+            kind: kind::COMPACTION,
             agent_id: current.agent_id.clone(),
             content_bytes: Some(conversation.bytes()),
             ..Item::default()
@@ -448,14 +448,14 @@ fn items_of(entry: &Entry) -> Vec<Item> {
         "user" => {
             if message.text_bytes > 0 || message.results.is_empty() {
                 found.push(Item {
-                    event_type: "user.message",
+                    kind: kind::PROMPT,
                     content_bytes: Some(message.text_bytes),
                     ..base.clone()
                 });
             }
             for result in &message.results {
                 found.push(Item {
-                    event_type: "tool.execution_complete",
+                    kind: kind::TOOL_OUTPUT,
                     tool_call_id: result.id.clone(),
                     tool_name: result.name.clone(),
                     content_bytes: Some(result.bytes),
@@ -467,7 +467,7 @@ fn items_of(entry: &Entry) -> Vec<Item> {
             let requests: i64 = message.requests.iter().map(|r| r.bytes).sum();
             if message.text_bytes + requests > 0 {
                 found.push(Item {
-                    event_type: "assistant.message",
+                    kind: kind::REPLY,
                     content_bytes: Some(message.text_bytes + requests),
                     tool_request_bytes: Some(requests),
                     ..base.clone()
@@ -475,7 +475,7 @@ fn items_of(entry: &Entry) -> Vec<Item> {
             }
             for request in &message.requests {
                 found.push(Item {
-                    event_type: "tool.execution_start",
+                    kind: kind::TOOL_CALL,
                     tool_call_id: request.id.clone(),
                     tool_name: request.name.clone(),
                     ..base.clone()

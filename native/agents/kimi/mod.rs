@@ -46,7 +46,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use crate::fold::{self, Call, Folded, Item, Line, Usage};
+use crate::fold::{self, kind, Call, Folded, Item, Line, Usage};
 use crate::read::json::{self, Fields, Kind, Schema, Shape, Value};
 
 /// Record types of Kimi Code wires (protocol 1.5 manifest, and those the 2.x files hold
@@ -692,24 +692,22 @@ impl Fold {
                 let Some(bytes) = span(line.get(n.system_prompt)) else {
                     return;
                 };
-                base.event_type = "system.message";
+                base.kind = kind::SYSTEM;
                 base.content_bytes = Some(bytes);
             }
             "context.apply_compaction" => {
-                base.event_type = "session.compaction_complete";
+                base.kind = kind::COMPACTION;
                 base.content_bytes =
                     span(line.get(n.summary)).or_else(|| span(line.get(n.context_summary)));
             }
             "context.append_message" => {
                 let role = text(n.message_role);
                 let origin = text(n.origin);
-                base.event_type = match (role.as_deref(), origin.as_deref()) {
-                    (Some("user"), None | Some("user" | "shell_command" | "retry")) => {
-                        "user.message"
-                    }
-                    (Some("assistant"), _) => "assistant.message",
-                    (Some("tool"), _) => "tool.execution_complete",
-                    _ => "system.message",
+                base.kind = match (role.as_deref(), origin.as_deref()) {
+                    (Some("user"), None | Some("user" | "shell_command" | "retry")) => kind::PROMPT,
+                    (Some("assistant"), _) => kind::REPLY,
+                    (Some("tool"), _) => kind::TOOL_OUTPUT,
+                    _ => kind::SYSTEM,
                 };
                 base.event_id = text(n.message_id);
                 base.tool_call_id = text(n.message_tool_call);
@@ -717,20 +715,20 @@ impl Fold {
             }
             "context.append_loop_event" => match line.str(n.event_type).as_deref() {
                 Some("content.part") => {
-                    base.event_type = "assistant.message";
+                    base.kind = kind::REPLY;
                     base.event_id = text(n.event_uuid);
                     base.content_bytes = span(line.get(n.part));
                 }
                 Some("tool.call") => {
                     let bytes = span(line.get(n.args));
-                    base.event_type = "assistant.message";
+                    base.kind = kind::REPLY;
                     base.event_id = text(n.event_uuid);
                     base.tool_call_id = text(n.tool_call);
                     base.content_bytes = bytes;
                     base.tool_request_bytes = bytes;
                     let start = Item {
                         sub: 2,
-                        event_type: "tool.execution_start",
+                        kind: kind::TOOL_CALL,
                         tool_name: text(n.tool_name),
                         content_bytes: None,
                         tool_request_bytes: None,
@@ -739,7 +737,7 @@ impl Fold {
                     self.items.push((format!("{key}.2"), start));
                 }
                 Some("tool.result") => {
-                    base.event_type = "tool.execution_complete";
+                    base.kind = kind::TOOL_OUTPUT;
                     base.tool_call_id = text(n.tool_call);
                     base.content_bytes = span(line.get(n.result));
                 }

@@ -324,7 +324,7 @@ fn items_are_the_prompt_the_tool_call_and_its_result_not_the_replays() {
         .map(|i| {
             (
                 i.seq,
-                i.event_type,
+                i.kind,
                 i.tool_call_id.as_deref(),
                 i.tool_name.as_deref(),
             )
@@ -333,11 +333,11 @@ fn items_are_the_prompt_the_tool_call_and_its_result_not_the_replays() {
     assert_eq!(
         got,
         vec![
-            (1, "user.message", None, None),
+            (1, kind::PROMPT, None, None),
             // 2: the first call
-            (3, "assistant.message", Some("Bash_0"), None),
-            (4, "tool.execution_start", Some("Bash_0"), Some("Bash")),
-            (5, "tool.execution_complete", Some("Bash_0"), None),
+            (3, kind::REPLY, Some("Bash_0"), None),
+            (4, kind::TOOL_CALL, Some("Bash_0"), Some("Bash")),
+            (5, kind::TOOL_OUTPUT, Some("Bash_0"), None),
             // 6: the second call
         ]
     );

@@ -1,4 +1,4 @@
-//! The context items of pi's session lines, in the EVENTS vocabulary the attribution reads.
+//! The context items of pi's session lines, in the core's item kinds ([`crate::fold::kind`]).
 //!
 //! pi turns its messages into the model's context as follows (`convertToLlm`): a `user`
 //! message is the prompt; an `assistant` message is the reply, its `toolCall` blocks the tool
@@ -11,7 +11,7 @@
 //! summary's decoded text).
 #![forbid(unsafe_code)]
 
-use crate::fold::{self, Item, Line};
+use crate::fold::{self, kind, Item, Line};
 use crate::read::json::{self, Fields, Kind, Schema, Shape};
 
 /// One block of an assistant message's `content`.
@@ -128,38 +128,32 @@ impl Content {
         if json::parse(text, &self.schema, &mut self.fields).is_err() {
             return Vec::new();
         }
-        let one = |event_type: &'static str, bytes: Option<i64>| Item {
-            event_type,
+        let one = |kind: &'static str, bytes: Option<i64>| Item {
+            kind,
             content_bytes: bytes,
             ..base.clone()
         };
         match source {
-            Source::Summary => vec![one("session.compaction_complete", summary)],
-            Source::CustomEntry => vec![one("user.message", self.span(text, self.entry_content))],
+            Source::Summary => vec![one(kind::COMPACTION, summary)],
+            Source::CustomEntry => vec![one(kind::PROMPT, self.span(text, self.entry_content))],
             Source::Message(role) => match role.as_str() {
-                "user" | "custom" => vec![one("user.message", self.span(text, self.content))],
+                "user" | "custom" => vec![one(kind::PROMPT, self.span(text, self.content))],
                 "bashExecution" if self.fields.get(self.excluded).kind != Kind::True => {
-                    vec![one("user.message", self.span(text, self.message))]
+                    vec![one(kind::PROMPT, self.span(text, self.message))]
                 }
-                "system" => vec![one("system.message", self.span(text, self.message))],
+                "system" => vec![one(kind::SYSTEM, self.span(text, self.message))],
                 "branchSummary" | "compactionSummary" => {
-                    vec![one(
-                        "session.compaction_complete",
-                        self.span(text, self.message),
-                    )]
+                    vec![one(kind::COMPACTION, self.span(text, self.message))]
                 }
-                "toolResult" => vec![one(
-                    "tool.execution_complete",
-                    self.span(text, self.content),
-                )],
+                "toolResult" => vec![one(kind::TOOL_OUTPUT, self.span(text, self.content))],
                 "assistant" => self.reply(text, base),
                 _ => Vec::new(),
             },
         }
     }
 
-    /// An assistant message: one `assistant.message` (its text and tool requests; thinking
-    /// left out), then a `tool.execution_start` naming each tool requested.
+    /// An assistant message: one `reply` (its text and tool requests; thinking
+    /// left out), then a `tool_call` naming each tool requested.
     fn reply(&mut self, text: &[u8], base: &Item) -> Vec<Item> {
         let (mut said, mut requests) = (0i64, 0i64);
         let mut starts = Vec::new();
@@ -168,7 +162,7 @@ impl Content {
                 Some("toolCall") => {
                     requests += block.bytes;
                     starts.push(Item {
-                        event_type: "tool.execution_start",
+                        kind: kind::TOOL_CALL,
                         tool_call_id: block.id,
                         tool_name: block.name,
                         ..base.clone()
@@ -182,7 +176,7 @@ impl Content {
             return starts;
         }
         let mut out = vec![Item {
-            event_type: "assistant.message",
+            kind: kind::REPLY,
             content_bytes: Some(said + requests),
             tool_request_bytes: Some(requests),
             ..base.clone()

@@ -1,6 +1,7 @@
 //! The pi fold's rules, each on literal lines.
 
 use super::*;
+use crate::fold::kind;
 use crate::fold::testing::{copies_change_nothing, figures, group, numbered};
 use proptest::prelude::*;
 
@@ -299,7 +300,7 @@ fn items_follow_the_conversation_and_a_call_stands_before_its_reply() {
         .map(|i| {
             (
                 i.seq,
-                i.event_type,
+                i.kind,
                 i.tool_call_id.as_deref(),
                 i.tool_name.as_deref(),
                 i.content_bytes,
@@ -315,28 +316,22 @@ fn items_follow_the_conversation_and_a_call_stands_before_its_reply() {
         vec![
             (
                 1,
-                "user.message",
+                kind::PROMPT,
                 None,
                 None,
                 size(r#"[{"type":"text","text":"go"}]"#.len())
             ),
             // 2: the call
-            (
-                3,
-                "assistant.message",
-                None,
-                None,
-                size(text_block + call_block)
-            ),
-            (4, "tool.execution_start", Some("c1"), Some("bash"), None),
+            (3, kind::REPLY, None, None, size(text_block + call_block)),
+            (4, kind::TOOL_CALL, Some("c1"), Some("bash"), None),
             (
                 5,
-                "tool.execution_complete",
+                kind::TOOL_OUTPUT,
                 None,
                 None,
                 size(r#"[{"type":"text","text":"a.py"}]"#.len())
             ),
-            (6, "session.compaction_complete", None, None, size(8)),
+            (6, kind::COMPACTION, None, None, size(8)),
         ]
     );
     assert_eq!(folded.calls[0].seq, 2);
@@ -414,7 +409,7 @@ fn shell_commands_custom_messages_and_instructions_are_items_too() {
     let rows: Vec<_> = folded
         .items
         .iter()
-        .map(|i| (i.event_type, i.event_id.as_deref(), i.content_bytes))
+        .map(|i| (i.kind, i.event_id.as_deref(), i.content_bytes))
         .collect();
     let message = |line: &str| {
         let start = line.find(r#"{"role""#).expect("a message");
@@ -423,9 +418,9 @@ fn shell_commands_custom_messages_and_instructions_are_items_too() {
     assert_eq!(
         rows,
         vec![
-            ("system.message", Some("y1"), message(system)),
-            ("user.message", Some("b1"), message(&bash("b1", false))),
-            ("user.message", Some("c1"), Some(6)),
+            (kind::SYSTEM, Some("y1"), message(system)),
+            (kind::PROMPT, Some("b1"), message(&bash("b1", false))),
+            (kind::PROMPT, Some("c1"), Some(6)),
         ]
     );
 }

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.agents import AgentTables, gemini_cli
+from analytics.core import items as kinds
 
 T0 = "2026-06-12T10:00:00.000Z"
 
@@ -320,12 +321,12 @@ def test_items_attribute_prompts_replies_tool_requests_and_results(tmp_path: Pat
     ]
     tables = fold(tmp_path, {"s.jsonl": records})
     items = tables.items.sort("event_seq")
-    assert items["event_type"].to_list() == [
-        "user.message",
-        "assistant.message",
-        "tool.execution_start",
-        "tool.execution_complete",
-        "assistant.message",
+    assert items["item"].to_list() == [
+        kinds.PROMPT,
+        kinds.REPLY,
+        kinds.TOOL_CALL,
+        kinds.TOOL_OUTPUT,
+        kinds.REPLY,
     ]
     assert items["tool_name"].to_list()[2:4] == ["glob", "glob"]
     assert items["tool_call_id"].to_list()[2:4] == ["glob_1", "glob_1"]
@@ -422,7 +423,7 @@ def test_the_log_check_finds_a_total_that_is_not_its_parts(tmp_path: Path) -> No
 
 def test_what_leaves_the_conversation_is_no_longer_charged_to_later_calls(tmp_path: Path) -> None:
     """A rewind, and a checkpoint that no longer lists a message (``/compress``), leave the
-    model only the conversation left: one ``session.compaction_complete`` item sized as
+    model only the conversation left: one ``compaction`` item sized as
     that, and a replacing checkpoint's new messages add no items of their own. The first
     checkpoint of a session replaces nothing."""
     start = {"$set": {"messages": [user("ctx", "session context")]}}
@@ -442,7 +443,7 @@ def test_what_leaves_the_conversation_is_no_longer_charged_to_later_calls(tmp_pa
     tables = fold(tmp_path, {"s.jsonl": records})
     assert tables.calls.height == 3
     items = tables.items.sort("event_seq")
-    resets = items.filter(pl.col("event_type") == "session.compaction_complete")
+    resets = items.filter(pl.col("item") == kinds.COMPACTION)
     assert resets["source_line"].to_list() == [7, 8]
     kept = resets["content_bytes"].to_list()
     assert kept[0] == sum(len(t) for t in ("session context", "hi", "ok"))  # ctx, u1, g1

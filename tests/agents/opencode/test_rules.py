@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from analytics.agents import call_columns, issue_columns, item_columns, opencode, session_columns
 from analytics.agents.opencode import database
+from analytics.core import items as kinds
 from tests.agents.opencode.projection import create
 from tests.agents.opencode.rows import fork, message, part, session, step, usage
 from tests.agents.opencode.writer import writing
@@ -217,7 +218,7 @@ def test_a_compaction_step_is_a_compaction_call(db: sqlite3.Connection) -> None:
     )
     tables = read(db)
     assert tables.calls["kind"].to_list() == ["compaction"]
-    assert "session.compaction_complete" in tables.items["event_type"].to_list()
+    assert kinds.COMPACTION in tables.items["item"].to_list()
 
 
 def test_items_and_calls_are_numbered_in_log_order(db: sqlite3.Connection) -> None:
@@ -251,13 +252,13 @@ def test_items_and_calls_are_numbered_in_log_order(db: sqlite3.Connection) -> No
     part(db, sid, mid, {"type": "step-finish", "tokens": usage(5, 1), "cost": 0}, 1003)
     tables = read(db)
     items = tables.items.select(
-        "event_seq", "event_type", "tool_name", "content_bytes", "tool_request_bytes"
+        "event_seq", "item", "tool_name", "content_bytes", "tool_request_bytes"
     )
     assert items.rows() == [
-        (1, "user.message", None, 6, None),
-        (2, "assistant.message", "read", len('{"path":"a"}'), len('{"path":"a"}')),
-        (3, "tool.execution_start", "read", None, None),
-        (4, "tool.execution_complete", "read", 3, None),
+        (1, kinds.PROMPT, None, 6, None),
+        (2, kinds.REPLY, "read", len('{"path":"a"}'), len('{"path":"a"}')),
+        (3, kinds.TOOL_CALL, "read", None, None),
+        (4, kinds.TOOL_OUTPUT, "read", 3, None),
     ]
     assert tables.calls["event_seq"].to_list() == [5]
     without = read_without_items(db)

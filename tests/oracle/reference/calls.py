@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.core.events import EVENT_KEYS, MAIN_AGENT
+from analytics.core.events import MAIN_AGENT
 from analytics.core.schema import CALLS, ISSUES, conform
+from tests.oracle.reference.events import EVENT_KEYS
 from tests.oracle.reference.tokens import USAGE_RECORDS
 
 #: The EVENTS columns calls are made of: filters and joins copy these, not the wide rest.

@@ -16,6 +16,17 @@ import polars as pl
 
 from analytics.core.schema import EVENTS, ISSUES, MODEL_METRICS, conform, empty
 
+#: Every Copilot stage's first EVENTS columns: where a row came from and where it sits in its
+#: session.
+EVENT_KEYS = [
+    "source_file",
+    "source_line",
+    "session_id",
+    "event_seq",
+    "process_index",
+    "event_type",
+]
+
 
 def order_events(events: pl.DataFrame) -> pl.DataFrame:
     """EVENTS of any number of files -> EVENTS in session order (event_seq, process_index)."""

@@ -21,6 +21,7 @@ from analytics.agents.copilot.events import (
     scan_logs,
     unknown_type_issues,
 )
+from analytics.agents.copilot.items import item_of_event
 from analytics.agents.discover import LogFile
 from analytics.core.schema import EVENTS, conform
 
@@ -69,7 +70,9 @@ def read_logs(
         events = pl.concat([batch_frame(table) for table in scanned.tables], rechunk=False)
     else:
         events = pl.DataFrame(schema=dict.fromkeys(_scanner.event_columns(), pl.String))
-    events = conform(events.with_columns(pl.col("source_line").alias("event_seq")), EVENTS)
+    events = conform(
+        events.with_columns(pl.col("source_line").alias("event_seq"), item_of_event()), EVENTS
+    )
     if scanned.failed:
         lost = pl.Series(scanned.failed, dtype=pl.String).implode()
         events = events.filter(~pl.col("source_file").is_in(lost))

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.core.events import EVENT_KEYS, MAIN_AGENT
+from analytics.core.events import MAIN_AGENT
 from analytics.core.schema import ISSUES, SESSIONS, conform, with_nulls
 from tests.oracle.reference.calls import failed_calls
+from tests.oracle.reference.events import EVENT_KEYS
 from tests.oracle.reference.tokens import models_by_calls
 
 _CUMULATIVE_SINCE = (1, 0, 66)

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.core.events import EVENT_KEYS, MAIN_AGENT
+from analytics.core.events import MAIN_AGENT
 from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
 from tests.oracle.reference import calibrate as reference_calibrate
 from tests.oracle.reference import fit as reference_fit
 from tests.oracle.reference.calibrate import _GROUP
+from tests.oracle.reference.events import EVENT_KEYS
 from tests.oracle.reference.intervals import bounds
 from tests.oracle.reference.model_counts import assign_models
 from tests.oracle.reference.reconstruct import FIT, priors_for
