@@ -93,7 +93,9 @@ class Folds:
         todo, self.pending = self.pending, []
         if not todo:
             return
-        groups = [[log.path for log in self.files[at] or ()] for at in todo]
+        # the paths as discovery spelled them, not ``Path`` objects: a 1 GB tree's 170,000
+        # files would hold some 100 MB of them while the fold runs
+        groups = [[log.file for log in self.files[at] or ()] for at in todo]
         if counter is not None:
             counter.extend(len(group) for group in groups)
         self.take(_fold_groups(agent, reader, groups, items, todo))
@@ -346,7 +348,7 @@ def _reader_units(reader: Reader, logs: Sequence[LogFile]) -> list[list[LogFile]
 
 
 def _fold_groups(
-    agent: Agent, reader: Reader, groups: list[list[Path]], items: bool, tags: list[int]
+    agent: Agent, reader: Reader, groups: list[list[str]], items: bool, tags: list[int]
 ) -> dict[str, pl.DataFrame]:
     """The fold of each group, its rows tagged with the group's tag (``GROUP``); a natively
     folded agent's groups in one call (folded in parallel), its rows' groups told by it."""
@@ -356,7 +358,8 @@ def _fold_groups(
         whole = fold(groups, agent.id, items, grouped=True)
     except ValueError:  # no native fold: the reader's own, a group at a time
         parts = [
-            _tagged(reader.read_files(g, items=items), t) for g, t in zip(groups, tags, strict=True)
+            _tagged(reader.read_files([Path(p) for p in g], items=items), t)
+            for g, t in zip(groups, tags, strict=True)
         ]
         return {name: pl.concat([part[name] for part in parts]) for name in NAMES}
     if tags == list(range(len(tags))):
