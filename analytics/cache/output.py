@@ -87,7 +87,7 @@ class Spool:
 Report = str | list[str] | Spool
 #: A report as a command renders it: whole, in pieces, or its pieces as they come
 #: (``render.report.render_sections_json``), written as they come and never held whole.
-Rendered = str | list[str] | Iterator[str]
+Rendered = Report | Iterator[str]
 #: Characters of a report written at a time (``pieces``).
 PIECE = 1 << 20
 
@@ -117,8 +117,13 @@ def pieces(text: Rendered) -> Iterator[str]:
         start = end
 
 
-def ends_line(text: str | list[str]) -> bool:
+def ends_line(text: Report) -> bool:
     """Whether ``text`` ends with a newline."""
+    if isinstance(text, Spool):
+        last = ""
+        for piece in text:
+            last = piece or last
+        return last.endswith("\n")
     if isinstance(text, list):
         return next((piece for piece in reversed(text) if piece), "").endswith("\n")
     return text.endswith("\n")

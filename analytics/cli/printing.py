@@ -139,8 +139,7 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
     in a ``Spool``: past a few MB, in a temporary file, not in memory."""
     from analytics.cache.output import LIMIT_BYTES, Spool, pieces
 
-    whole = isinstance(text, str | list)
-    kept: Spool | None = None if whole else Spool()
+    kept: Spool | None = None if isinstance(text, str | list | Spool) else Spool()
     size, last = 0, ""
     try:
         with contextlib.ExitStack() as stack:
@@ -161,7 +160,9 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
         if output is None and isinstance(err, BrokenPipeError):
             reader_left()
         raise cannot_write(output, err) from None
-    return text if whole else kept
+    if isinstance(text, str | list | Spool):
+        return text
+    return kept
 
 
 def _echo(piece: str) -> None:
