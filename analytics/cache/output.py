@@ -32,6 +32,7 @@ import json
 import os
 import tempfile
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,8 @@ class Spool:
         self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (closed with the spool)
             SPOOL_IN_MEMORY, mode="w+", encoding="utf-8", newline=""
         )
+        # closed (its file deleted) when the spool is dropped, if not before
+        self._closed = weakref.finalize(self, self._file.close)
         #: Characters written.
         self.size = 0
 
@@ -73,7 +76,7 @@ class Spool:
 
     def close(self) -> None:
         """Drop what was kept."""
-        self._file.close()
+        self._closed()
 
     def __iter__(self) -> Iterator[str]:
         self._file.seek(0)
