@@ -133,11 +133,22 @@ def price_calls(
         _price_each(part, table, model_map or {}, log_prices)
         for part in calls.iter_slices(PRICED_AT_ONCE)
     ]
-    return pl.concat(parts, how="vertical")
+    priced = pl.concat(parts, how="vertical")
+    del parts
+    # Not left in chunks, which a sort copies whole (``analyze --calls``): the calls' own
+    # columns, which each slice passes on as they are, are the calls' again; the priced
+    # ones are made contiguous.
+    made = [c for c in priced.columns if c not in calls.columns or c in _PRICED]
+    return priced.with_columns(
+        *(calls.get_column(c) for c in priced.columns if c not in made),
+        *(priced.get_column(c).rechunk() for c in made),
+    )
 
 
 #: Calls priced at a time (``price_calls``).
 PRICED_AT_ONCE = 1 << 16
+#: The columns pricing adds to the calls (or replaces).
+_PRICED = frozenset({*COSTS, *AGENT_COSTS, "billed_usd"})
 
 
 def is_copilot_table(table: RateTable) -> bool:

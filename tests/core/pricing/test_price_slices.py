@@ -23,6 +23,7 @@ def test_calls_priced_in_slices_are_the_calls_priced_at_once(
     assert calls.height > 3
     sliced = price.price_calls(calls, table)
     assert_frame_equal(sliced, whole)
+    assert sliced.n_chunks("all") == [1] * sliced.width  # a sort would copy chunks whole
     assert_frame_equal(
         price.price_sessions(sliced, analysis.sessions, table),
         price.price_sessions(whole, analysis.sessions, table),
