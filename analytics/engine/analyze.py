@@ -358,13 +358,6 @@ def in_session_order(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFram
     session's calls in log order (``event_seq``): ``analyze --calls`` lists calls as
     ``analyze`` lists sessions, whatever agent wrote them."""
     starts = sessions.select("session_id", pl.col("start_time").alias("_session_start"))
-    # each call's session start, in the calls' order: sorted by it, the calls are copied
-    # once (joined to the starts, a large tree's calls would be copied twice)
-    start = calls.select("session_id").join(
-        starts, on="session_id", how="left", maintain_order="left"
-    )["_session_start"]
-    if start.len() == calls.height:  # one row per session, as sessions are listed
-        return calls.sort([start, "session_id", "event_seq"], nulls_last=True, maintain_order=True)
     return (
         calls.join(starts, on="session_id", how="left")
         .sort("_session_start", "session_id", "event_seq", nulls_last=True, maintain_order=True)
