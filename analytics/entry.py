@@ -18,7 +18,10 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from analytics.cache.output import Report
 
 #: The status a shell reports for a command that SIGPIPE ended (128 + 13).
 _SIGPIPE_STATUS = 141
@@ -87,7 +90,7 @@ def _today(zone: str) -> str:
     return str(datetime.now(ZoneInfo(zone)).date())
 
 
-def _printable(report: str | list[str] | None, notes: tuple[str, ...], output: str | None) -> bool:
+def _printable(report: Report | None, notes: tuple[str, ...], output: str | None) -> bool:
     """Whether the stored output prints here as the command would print it: colour codes
     only where they reach a terminal (click takes them out of what goes to a pipe)."""
     shown = [] if report is None or output is not None else report
@@ -97,7 +100,7 @@ def _printable(report: str | list[str] | None, notes: tuple[str, ...], output: s
     return sys.stderr.isatty() or not any(_ESCAPE in note for note in notes)
 
 
-def _write(report: str | list[str], output: Path | None) -> bool:
+def _write(report: Report, output: Path | None) -> bool:
     """The report on stdout, or into ``output``, ending with one newline; False when the
     file cannot be written (nothing else is printed: the command line says why)."""
     from analytics.cache.output import ends_line, pieces

@@ -167,7 +167,11 @@ def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
 
 
 def fold(
-    groups: Sequence[Sequence[Path]], agent: str, items: bool = True, *, grouped: bool = False
+    groups: Sequence[Sequence[Path | str]],
+    agent: str,
+    items: bool = True,
+    *,
+    grouped: bool = False,
 ) -> AgentTables:
     """Fold ``groups`` with the native fold of the agent whose id is ``agent`` (groups in
     parallel) into :class:`AgentTables`; without ``items`` the items table is empty (and

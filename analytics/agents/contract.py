@@ -37,7 +37,14 @@ def core_tables(
     """
     import polars as pl
 
-    from analytics.core.schema import ANALYSIS_CALLS, ANALYSIS_SESSIONS, ISSUES, conform, padded
+    from analytics.core.schema import (
+        ANALYSIS_CALLS,
+        ANALYSIS_SESSIONS,
+        ISSUES,
+        beside,
+        conform,
+        padded,
+    )
 
     calls = tables.calls.with_columns(
         pl.col("logged_cost_usd").str.to_decimal(scale=18).cast(ANALYSIS_CALLS["logged_cost_usd"]),
@@ -46,12 +53,18 @@ def core_tables(
         pl.lit(False).alias("is_byok"),
     )
     calls = padded(calls, ANALYSIS_CALLS)
-    sums = calls.group_by("session_id").agg(
-        pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
-        for c in [*_SUMMED, "reasoning_tokens", "logged_cost_usd"]
+    # lazily: only the summed columns are grouped, not every column of the calls
+    sums = (
+        calls.lazy()
+        .group_by("session_id")
+        .agg(
+            pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
+            for c in [*_SUMMED, "reasoning_tokens", "logged_cost_usd"]
+        )
+        .collect()
     )
     nothing_sent = pl.col("llm_calls") == 0
-    sessions = tables.sessions.join(sums, on="session_id", how="left").with_columns(
+    sessions = beside(tables.sessions, sums, "session_id").with_columns(
         pl.lit(1, pl.Int64).alias("processes"),
         pl.lit(0, pl.Int64).alias("shutdowns"),
         pl.lit(0, pl.Int64).alias("failed_calls"),

@@ -135,10 +135,11 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
     """``text`` on stdout, or into the file ``output``, ending with one newline; what was
     written, to store (``replays``): ``text`` itself when it was held, else its pieces as
     they came while they stay within ``cache.output.LIMIT_BYTES`` (None past that: a report
-    of hundreds of MB is written as it is rendered, and never held)."""
-    from analytics.cache.output import LIMIT_BYTES, pieces
+    of hundreds of MB is written as it is rendered, and never held). The pieces are kept
+    in a ``Spool``: past a few MB, in a temporary file, not in memory."""
+    from analytics.cache.output import LIMIT_BYTES, Spool, pieces
 
-    kept: list[str] | None = []
+    kept: Spool | None = None if isinstance(text, str | list | Spool) else Spool()
     size, last = 0, ""
     try:
         with contextlib.ExitStack() as stack:
@@ -150,15 +151,18 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
                 last = piece or last
                 size += len(piece)
                 if kept is not None and size <= LIMIT_BYTES:
-                    kept.append(piece)
-                else:
+                    kept.add(piece)
+                elif kept is not None:
+                    kept.close()
                     kept = None
             write("" if last.endswith("\n") else "\n")
     except OSError as err:
         if output is None and isinstance(err, BrokenPipeError):
             reader_left()
         raise cannot_write(output, err) from None
-    return text if isinstance(text, str | list) else kept
+    if isinstance(text, str | list | Spool):
+        return text
+    return kept
 
 
 def _echo(piece: str) -> None:

@@ -347,6 +347,21 @@ def stacked(frames: Sequence[pl.DataFrame], contract: Mapping[str, pl.DataType])
     return pl.concat(present) if present else empty(contract)
 
 
+def beside(frame: pl.DataFrame, per_key: pl.DataFrame, key: str) -> pl.DataFrame:
+    """``frame.join(per_key, on=key, how="left")``, row for row in ``frame``'s order, for a
+    ``per_key`` with one row per ``key``: its other columns are set beside ``frame``'s own,
+    which are not copied (a join gathers every column of a wide table again; for the 170,000
+    sessions of a 1 GB tree, some 110 MB). A null key matches nothing, as in the join."""
+    rows = frame.select(key).join(
+        per_key.select(key).with_row_index(_AT), on=key, how="left", maintain_order="left"
+    )[_AT]
+    return frame.hstack(per_key.drop(key).select(pl.all().gather(rows)).get_columns())
+
+
+#: ``beside``'s column of row numbers.
+_AT = "__at"
+
+
 #: ``empty``'s frames by contract (the contract held too, so its id stays its own).
 _EMPTY: dict[int, tuple[Mapping[str, pl.DataType], pl.DataFrame]] = {}
 _EMPTY_HELD = 64

@@ -316,7 +316,7 @@ def _with_agents(
 
     def every(mine: pl.DataFrame, agents: Sequence[pl.DataFrame] = others) -> pl.DataFrame:
         copilot = _as_copilot_calls(mine, copilot_sessions)
-        return pl.concat([copilot, *agents], how="vertical") if agents else copilot
+        return _stacked([copilot, *agents])
 
     def calls() -> pl.DataFrame:
         return every(source if isinstance(source, pl.DataFrame) else source())
@@ -328,7 +328,7 @@ def _with_agents(
             before, same=before.same | same, calls=lambda: every(fresh(), changed)
         )
 
-    sessions = pl.concat([copilot_sessions, *(s for _, s, _, _ in parts)], how="vertical")
+    sessions = _stacked([copilot_sessions, *(s for _, s, _, _ in parts)])
     issues = [result.issues, *(i for _, _, i, _ in parts)]
     events = [e for _, _, _, e in parts if items]
     return dataclasses.replace(
@@ -340,6 +340,14 @@ def _with_agents(
         sessions=sessions.sort(*SESSION_ORDER, nulls_last=True),
         issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
     )
+
+
+def _stacked(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """``frames`` (of one schema, at least one) one after another, the empty ones left out:
+    an empty chunk among a column's chunks makes pricing copy the whole table
+    (``call_costs._without_empty_chunks``), and a lone frame is kept as it is."""
+    rows = [frame for frame in frames if frame.height] or [frames[0]]
+    return pl.concat(rows, how="vertical") if len(rows) > 1 else rows[0]
 
 
 #: The order sessions are listed in: by start time, then id (a session without a start last).

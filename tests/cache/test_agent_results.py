@@ -13,13 +13,13 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from polars.testing import assert_frame_equal
+from polars.testing import assert_frame_equal, assert_series_equal
 
 from analytics.agents import AgentTables
 from analytics.agents.discover import LogFile, discover
 from analytics.agents.reader import readers
 from analytics.cache import priced_tables, results
-from analytics.cache.agent_results import _units, agent_tables
+from analytics.cache.agent_results import _looked_up, _units, agent_tables
 from analytics.cache.results import ResultCache
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import analyze
@@ -267,3 +267,18 @@ def test_a_touched_tree_prices_only_the_changed_sessions(
     calls, _ = priced()
     assert seen[0] == 2  # the touched session's calls alone (then the fresh pricing's)
     assert calls.height == 5
+
+
+@given(
+    values=st.lists(st.sampled_from(["a", "b", "c", "d", None]), max_size=12),
+    keys=st.lists(st.sampled_from(["a", "b", "c"]), unique=True),
+)
+def test_a_lookup_is_the_replacement_it_stands_for(
+    values: list[str | None], keys: list[str]
+) -> None:
+    """``_looked_up`` gives what ``replace_strict`` with a null default gives."""
+    found = pl.Series(range(len(keys)), dtype=pl.Int64)
+    named = pl.Series("v", values, dtype=pl.String)
+    key = pl.Series(keys, dtype=pl.String)
+    expected = named.replace_strict(key, found, default=None, return_dtype=pl.Int64)
+    assert_series_equal(_looked_up(named, key, found), expected)

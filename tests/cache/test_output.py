@@ -129,6 +129,25 @@ def test_a_report_too_large_to_keep_is_written_as_rendered_and_not_stored(
     assert len(stored(Path(os.environ["AGENTCOST_CACHE_DIR"]))) == 1
 
 
+def test_a_report_kept_past_memory_is_stored_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report's pieces kept while it is written (``Spool``) go to a temporary file past
+    ``SPOOL_IN_MEMORY``: stored, they are the text written, in order."""
+    monkeypatch.setattr(output_cache, "SPOOL_IN_MEMORY", 8)
+    monkeypatch.setattr(output_cache, "PIECE", 5)
+    kept = output_cache.Spool()
+    written = ["{\n", '  "é": [', "1, 2, 3", "]\n}", "\n"]
+    for piece in written:
+        kept.add(piece)
+    assert kept.size == len("".join(written))
+    assert "".join(kept) == "".join(written)
+    assert output_cache.ends_line(kept)
+    cache = OutputCache(tmp_path)
+    cache.save("k", Output(kept, ("a note",)))
+    assert cache.load("k") == Output("".join(written), ("a note",))
+
+
 # --- agentcost analyze, replayed ---
 
 

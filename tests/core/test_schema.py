@@ -5,7 +5,15 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analytics.core.schema import ISSUES, TIMESTAMP, conform, empty, padded, with_nulls
+from analytics.core.schema import (
+    ISSUES,
+    TIMESTAMP,
+    beside,
+    conform,
+    empty,
+    padded,
+    with_nulls,
+)
 
 
 def test_conform_names_a_missing_column_instead_of_inventing_it() -> None:
@@ -58,3 +66,13 @@ def test_empty_frames_are_fresh_each_time() -> None:
     second = empty(ISSUES)
     assert second.columns == list(ISSUES) and second.schema == pl.Schema(ISSUES)
     assert second.height == 0
+
+
+def test_beside_is_a_left_join_in_the_frames_order() -> None:
+    """``beside`` gives what a left join gives (rows in the frame's order, a key met twice
+    twice, a null or absent key null), without copying the frame's columns."""
+    frame = pl.DataFrame({"id": ["b", "a", None, "z", "b"], "x": [1, 2, 3, 4, 5]})
+    per_key = pl.DataFrame({"id": ["a", "b", None], "v": [10, 20, 30], "l": [["m"], [], None]})
+    joined = frame.join(per_key, on="id", how="left", maintain_order="left")
+    assert beside(frame, per_key, "id").equals(joined)
+    assert beside(frame.clear(), per_key, "id").equals(joined.clear())

@@ -52,7 +52,7 @@ from analytics.core.pricing.rates import (
     load_rate_table,
     merge_rate_tables,
 )
-from analytics.core.schema import COSTS, MONEY
+from analytics.core.schema import COSTS, MONEY, beside
 
 #: The table whose prices are Copilot's own: the log's prices and BYOK apply under it.
 COPILOT_TABLE = "github-copilot"
@@ -124,7 +124,31 @@ def price_calls(
     >>> price_calls(calls, load_rate_table("anthropic"))["cache_write_cost_usd"].item()
     Decimal('0.015750000000000000')
     """
-    return _price_each(calls, table, model_map or {}, log_prices)
+    if calls.height <= PRICED_AT_ONCE:
+        return _price_each(calls, table, model_map or {}, log_prices)
+    # each call is priced by its own row: a slice at a time, the same rows, and a large
+    # tree's intermediate columns (each variant's prices set beside every call) are held
+    # for one slice, not for all its calls
+    parts = [
+        _price_each(part, table, model_map or {}, log_prices)
+        for part in calls.iter_slices(PRICED_AT_ONCE)
+    ]
+    priced = pl.concat(parts, how="vertical")
+    del parts
+    # Not left in chunks, which a sort copies whole (``analyze --calls``): the calls' own
+    # columns, which each slice passes on as they are, are the calls' again; the priced
+    # ones are made contiguous.
+    made = [c for c in priced.columns if c not in calls.columns or c in _PRICED]
+    return priced.with_columns(
+        *(calls.get_column(c) for c in priced.columns if c not in made),
+        *(priced.get_column(c).rechunk() for c in made),
+    )
+
+
+#: Calls priced at a time (``price_calls``).
+PRICED_AT_ONCE = 1 << 16
+#: The columns pricing adds to the calls (or replaces).
+_PRICED = frozenset({*COSTS, *AGENT_COSTS, "billed_usd"})
 
 
 def is_copilot_table(table: RateTable) -> bool:
@@ -257,36 +281,43 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
     # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls and other
     # agents' calls nothing.
     charged = pl.col("cost_usd").filter(~byok)
-    per_session = priced.group_by("session_id").agg(
-        pl.col("rates").first(),
-        *(pl.when(any_priced).then(pl.col(part).sum()).alias(part) for part in _PARTS),
-        pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
-        unpriced.sum().alias("unpriced_calls"),
-        (unpriced & byok).sum().alias("_unpriced_byok"),
-        pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
-        *(
-            (pl.col("cost_source") == source).any().alias(f"_{source}")
-            for source in ("log_rates", "byok_provider", "vendor_api", "local")
-        ),
-        # Only models the table has no price for: a priced model whose tokens are unknown
-        # leaves its call without a cost too, but it is not unpriced.
-        pl.col("model")
-        .filter(pl.col("priced_model").is_null())
-        .drop_nulls()
-        .unique()
-        .sort()
-        .alias("unpriced_models"),
-        *(
-            pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
-            for c in ("input_tokens", "output_tokens")
-        ),
-        pl.struct(*((pl.col("token_source") == s).sum().alias(s) for s in _SOURCES)).alias(
-            "token_sources"
-        ),
+    # lazily: only the columns the sums read are grouped (an eager group_by takes every
+    # column of the priced calls along, some 200 MB more on a 1 GB tree)
+    per_session = (
+        priced.lazy()
+        .group_by("session_id")
+        .agg(
+            pl.col("rates").first(),
+            *(pl.when(any_priced).then(pl.col(part).sum()).alias(part) for part in _PARTS),
+            pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
+            unpriced.sum().alias("unpriced_calls"),
+            (unpriced & byok).sum().alias("_unpriced_byok"),
+            pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
+            *(
+                (pl.col("cost_source") == source).any().alias(f"_{source}")
+                for source in ("log_rates", "byok_provider", "vendor_api", "local")
+            ),
+            # Only models the table has no price for: a priced model whose tokens are unknown
+            # leaves its call without a cost too, but it is not unpriced.
+            pl.col("model")
+            .filter(pl.col("priced_model").is_null())
+            .drop_nulls()
+            .unique()
+            .sort()
+            .alias("unpriced_models"),
+            *(
+                pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
+                for c in ("input_tokens", "output_tokens")
+            ),
+            pl.struct(*((pl.col("token_source") == s).sum().alias(s) for s in _SOURCES)).alias(
+                "token_sources"
+            ),
+        )
+        .collect()
     )
     # A session without calls (say, one whose only call failed) cost nothing: an exact 0.
     no_calls = pl.col("unpriced_calls").is_null()
-    joined = sessions.join(per_session, on="session_id", how="left").with_columns(
+    joined = beside(sessions, per_session, "session_id").with_columns(
         nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
         *(
             pl.when(no_calls).then(pl.lit(0, dtype=MONEY)).otherwise(pl.col(c)).alias(c)
