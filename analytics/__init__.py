@@ -44,7 +44,7 @@ not price; ``table_totals`` prices the same calls under several tables::
     >>> set(ac.COSTS) <= set(priced.columns), isinstance(priced["cost_usd"].sum(), Decimal)
     (True, True)
     >>> calls, sessions = ac.price_analysis(
-    ...     result.calls, result.sessions, table, {}, result.log_prices
+    ...     result.calls, result.session_view, table, {}, result.log_prices
     ... )
     >>> calls["cost_usd"].sum() == priced["cost_usd"].sum()
     True

@@ -20,7 +20,11 @@ that is imported only when its logs are analysed:
 - ``follower(log)``: what ``watch`` holds of a growing log (``Follower``), and
   ``captures_as_logs(paths)``: other inputs it reads (an SDK capture) as the logs it writes;
 - the tools that make its logs: ``write_capture(capture, out)`` and ``simulator()`` (the
-  module of ``agentcost simulate``: its parameters, parsers and ``simulate``).
+  module of ``agentcost simulate``: its parameters, parsers and ``simulate``);
+- its own table, for what only it has (``session_table()``, a ``core.schema.AgentTable``:
+  Copilot's shutdown reconciliation, billed credits and fit diagnostics), and
+  ``split_sessions(sessions)``: the sessions its stages give (stored so in the result cache)
+  as SESSIONS rows and that table's rows, which views join back by session id.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analytics.agents.discover import Found, LogFile
+    from analytics.core.schema import AgentTable
 
 Progress = Callable[[int, int], None]
 """Called with (bytes read so far, bytes to read)."""
@@ -101,6 +106,10 @@ class Pipeline(Protocol):
     def write_capture(self, capture: Path, out: Path) -> Path: ...
 
     def simulator(self) -> ModuleType: ...
+
+    def session_table(self) -> AgentTable: ...
+
+    def split_sessions(self, sessions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]: ...
 
 
 def pipeline() -> Pipeline:

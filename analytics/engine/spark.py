@@ -187,7 +187,7 @@ def analyse_task(task: Task) -> dict[str, pl.DataFrame]:
         result = analyze(paths, keep_events=False, found=found, agent_items=False)
         return {
             "calls": result.calls,
-            "sessions": result.sessions,
+            "sessions": result.session_view,
             "issues": result.issues,
             "log_prices": result.log_prices,
             "agents": _agents(found),
