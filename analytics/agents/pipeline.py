@@ -122,3 +122,9 @@ def pipeline_agent() -> str:
     """The id of the agent whose logs go through the staged pipeline."""
     (agent,) = [agent.id for agent in AGENTS if agent.pipeline]
     return agent
+
+
+def agent_tables() -> list[AgentTable]:
+    """Every agent's own table the registry's agents declare (the staged pipeline's agent's),
+    for what lists them whether or not its logs were read (the team dataset's contract)."""
+    return [pipeline().session_table()]

@@ -121,8 +121,9 @@ def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFra
 def with_call_totals(
     sessions: pl.DataFrame, totals: pl.DataFrame, contract: Mapping[str, pl.DataType]
 ) -> pl.DataFrame:
-    """``sessions`` (in ``contract``: the pipeline's, with its own columns) with the figures of ``call_tokens_and_fit``: the sums of their calls' tokens,
-    their models as the calls now name them, and the fit.
+    """``sessions`` (in ``contract``: the pipeline's, with the agent's own columns) with the
+    figures of ``call_tokens_and_fit``: the sums of their calls' tokens, their models as the
+    calls now name them, and the fit.
 
     A session's tokens are its calls' sums, compaction calls and every process included,
     so that ``analyze``, ``--calls`` and the period reports agree to the token; the log's own

@@ -173,8 +173,8 @@ AGENT_CALLS: dict[str, pl.DataType] = {
 }
 
 #: What every agent's sessions carry beside SESSIONS: the agent, its version, the session a
-#: fork was made from, and the calls whose log never states a final usage record (their output is a lower bound; counted apart from
-#: ``interrupted_calls``).
+#: fork was made from, and the calls whose log never states a final usage record (their
+#: output is a lower bound; counted apart from ``interrupted_calls``).
 AGENT_SESSIONS: dict[str, pl.DataType] = {
     "agent": pl.String(),
     "agent_version": pl.String(),
@@ -234,9 +234,11 @@ class AgentTable:
     first, one row per session of that agent), joined to SESSIONS by session id where a view
     needs them (``joined``). ``after`` places each of its columns in a view: the view's column
     it follows (another of its own, or one of SESSIONS), so that the views list them where
-    the agent's readers expect them. An agent declares its own (``agents.pipeline``)."""
+    the agent's readers expect them; ``name`` and ``description`` are its table's in the team
+    dataset (``core.dataset``). An agent declares its own (``agents.pipeline``)."""
 
     name: str
+    description: str
     columns: Mapping[str, pl.DataType]
     after: Mapping[str, str]
 
@@ -265,9 +267,9 @@ def joined(
     the reports, the JSON output and the export read."""
     for table, rows in tables:
         order = table.view_order(sessions.columns)
-        sessions = sessions.join(
-            rows, on="session_id", how="left", maintain_order="left"
-        ).select(order)
+        sessions = sessions.join(rows, on="session_id", how="left", maintain_order="left").select(
+            order
+        )
     return sessions
 
 

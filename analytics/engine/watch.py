@@ -281,7 +281,7 @@ def priced_figures(
         priced, _ = price_analysis(follow.calls, follow.sessions, table, model_map)
         return figures(priced)
     result = analyse_parsed(follow.parsed, follow.found)
-    priced, _ = price_analysis(result.calls, result.session_view, table, model_map, result.log_prices)
+    priced, _ = price_analysis(result.calls, result.sessions, table, model_map, result.log_prices)
     return figures(priced)
 
 

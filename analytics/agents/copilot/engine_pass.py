@@ -118,7 +118,8 @@ def pass_group(
         chosen = padded(frame(events), {name: EVENTS[name] for name in columns})
     token_issues = None
     if tokens is None:
-        calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), PASS_SESSIONS)
+        calls = conform(calls, CALLS)
+        sessions = conform(with_nulls(sessions, _LATER), PASS_SESSIONS)
     else:
         # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens

@@ -61,6 +61,8 @@ _COLUMNS: list[tuple[str, pl.DataType, str]] = [
 #: One row per Copilot session: its id and what only Copilot's logs give.
 COPILOT_SESSIONS = AgentTable(
     name="copilot_sessions",
+    description="One row per Copilot session: its shutdown check, the log's own totals and "
+    "bill, and the fit of the per-call reconstruction.",
     columns={"session_id": pl.String(), **{name: dtype for name, dtype, _ in _COLUMNS}},
     after={name: anchor for name, _, anchor in _COLUMNS},
 )
