@@ -54,6 +54,7 @@ def core_tables(
     nothing_sent = pl.col("llm_calls") == 0
     sessions = tables.sessions.join(sums, on="session_id", how="left").with_columns(
         pl.lit(1, pl.Int64).alias("processes"),
+        pl.lit(0, pl.Int64).alias("shutdowns"),
         pl.lit(0, pl.Int64).alias("failed_calls"),
         pl.lit(0, pl.Int64).alias("rewinds"),
         pl.lit(False).alias("byok"),

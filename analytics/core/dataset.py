@@ -1,8 +1,10 @@
 """The team dataset: agentcost's tables as versioned, Hive-partitioned Parquet (the contract).
 
 This module is the one place the dataset's tables, columns and types are written down
-(``TABLES``); the docs' table of it (docs/contracts.md) is checked against it
-(tests/core/test_dataset.py).
+(``TABLES``), beside the agents' own tables (``core.schema.AgentTable``: what only one
+agent's sessions have, a table per agent that has one, e.g. ``copilot_sessions``, whose
+columns its agent declares and ``dataset.json`` lists); the docs' table of it
+(docs/contracts.md) is checked against it (tests/core/test_dataset.py).
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
@@ -16,7 +18,7 @@ contract that gains or loses a column fails them until the docs, and ``VERSION``
 Layout, under ``DIR``::
 
     dataset.json                                  the contract below, as JSON
-    <table>/agent=<agent>/day=<YYYY-MM-DD>/s-<key>.parquet      calls, sessions
+    <table>/agent=<agent>/day=<YYYY-MM-DD>/s-<key>.parquet      calls, sessions, agent tables
     issues/agent=<agent>/day=__HIVE_DEFAULT_PARTITION__/i-<key>.parquet
 
 * ``agent`` is ``copilot``, ``claude-code`` or ``codex``; ``day`` is the UTC date the row's
@@ -483,11 +485,13 @@ def read_table(directory: Path, table: str) -> pl.DataFrame:
     )
 
 
-def docs_table() -> str:
-    """The contract as the Markdown table of docs/contracts.md (tests/core/test_dataset.py keeps
-    them equal)."""
+def docs_table(agent_tables: Sequence[AgentTable] = ()) -> str:
+    """The contract as the Markdown table of docs/contracts.md, the agents' own tables
+    (``agent_tables``) in rows after the others (tests/core/test_dataset.py and each agent's
+    tests keep them equal)."""
     lines = ["| table | columns (type), in file order; then the Hive keys |", "| --- | --- |"]
-    for name, columns in TABLES.items():
+    described = {**DESCRIPTIONS, **{table.name: table.description for table in agent_tables}}
+    for name, columns in tables(agent_tables).items():
         listed = ", ".join(f"`{c}` ({d})" for c, d in {**columns, **PARTITIONS}.items())
-        lines.append(f"| `{name}`: {DESCRIPTIONS[name]} | {listed} |")
+        lines.append(f"| `{name}`: {described[name]} | {listed} |")
     return "\n".join(lines)

@@ -200,6 +200,9 @@ SESSIONS: dict[str, pl.DataType] = {
     # the processes that wrote the session: Copilot's grows by one at each resume; an agent
     # whose log is one process's (or does not say) has 1
     "processes": pl.Int64(),
+    # the end-of-session records whose totals the log states (Copilot's session.shutdown
+    # lines kept); 0 for an agent whose logs write none
+    "shutdowns": pl.Int64(),
     "llm_calls": pl.Int64(),
     "main_calls": pl.Int64(),
     "subagent_calls": pl.Int64(),

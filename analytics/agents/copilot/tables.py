@@ -18,9 +18,7 @@ from analytics.core.schema import SESSIONS, AgentTable, combine, conform
 #: Copilot's columns, each after the view's column it follows (``AgentTable.after``).
 _COLUMNS: list[tuple[str, pl.DataType, str]] = [
     ("copilot_version", pl.String(), "repository"),
-    # the session.shutdown lines kept, and whether their counters are cumulative or per
-    # process (null without a shutdown)
-    ("shutdowns", pl.Int64(), "processes"),
+    # whether the shutdowns' counters are cumulative or per process (null without one)
     ("shutdown_mode", pl.String(), "shutdowns"),
     # the shutdown's request count (null when the log has no shutdown with modelMetrics)
     ("shutdown_requests", pl.Int64(), "interrupted_calls"),
