@@ -62,7 +62,7 @@ def test_the_docs_state_the_contract() -> None:
 def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: Path) -> None:
     result = analyze([SAMPLE_LOGS], keep_events=False)
     calls, sessions = price_analysis(
-        result.calls, result.sessions, load_rate_table("github-copilot"), {}, result.log_prices
+        result.calls, result.session_view, load_rate_table("github-copilot"), {}, result.log_prices
     )
     who = Who("ana", "laptop-1")
     export_analysis(tmp_path, result, calls, sessions, who, [str(SAMPLE_LOGS)])
@@ -86,7 +86,12 @@ def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: P
     assert all(f.startswith("sessions/agent=copilot/day=2026-08-0") for f in files)
     contract = json.loads((tmp_path / "dataset.json").read_text())
     assert contract["dataset_version"] == dataset.VERSION
-    assert set(contract["tables"]) == {"calls", "sessions", "issues"}
+    ((table, rows),) = result.agent_tables  # the agent's own table: one of its own
+    assert set(contract["tables"]) == {"calls", "sessions", "issues", table.name}
+    own = read_table(tmp_path, table.name)
+    assert_frame_equal(own.select(rows.columns).sort("session_id"), rows.sort("session_id"))
+    assert set(own["user"]) == {"ana"} and set(own["agent"]) == set(sessions["agent"])
+    dataset.check_target(tmp_path)  # a dataset with an agent's table is still a dataset
 
 
 def test_export_twice_changes_no_file_and_plan_writes_nothing(tmp_path: Path) -> None:
@@ -218,5 +223,6 @@ def test_export_cli_writes_only_the_dataset(tmp_path: Path) -> None:
         "calls",
         "sessions",
         "issues",
+        "copilot_sessions",  # Copilot's own table (the sample logs are Copilot's)
     }
     assert os.listdir(tmp_path) == ["d"]
