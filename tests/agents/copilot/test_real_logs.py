@@ -51,7 +51,7 @@ TARGETS = {
 def session_of(real_logs: Path, name: str) -> tuple[dict[str, Any], Analysis]:
     result = analyze([real_logs / TARGETS[name]])
     assert result.sessions.height == 1
-    return result.sessions.row(0, named=True), result
+    return result.session_view.row(0, named=True), result
 
 
 def test_qiaolei81_session_demo(real_logs: Path) -> None:
