@@ -44,7 +44,7 @@ not price; ``table_totals`` prices the same calls under several tables::
     >>> set(ac.COSTS) <= set(priced.columns), isinstance(priced["cost_usd"].sum(), Decimal)
     (True, True)
     >>> calls, sessions = ac.price_analysis(
-    ...     result.calls, result.sessions, table, {}, result.log_prices
+    ...     result.calls, result.session_view, table, {}, result.log_prices
     ... )
     >>> calls["cost_usd"].sum() == priced["cost_usd"].sum()
     True
@@ -53,13 +53,14 @@ not price; ``table_totals`` prices the same calls under several tables::
     >>> ac.table_totals(result.calls, [table])["rates"].to_list()
     ['github-copilot']
 
-The team dataset: ``export_analysis`` writes one person's priced tables for a ``Who``,
-``read_table`` reads one back, ``duckdb_report`` (``period_query``: its SQL) sums it::
+The team dataset: ``export_analysis`` writes one person's priced tables for a ``Who`` (a
+file per session of its calls, its session row and its agent's own table, when the agent has
+one), ``read_table`` reads one back, ``duckdb_report`` (``period_query``: its SQL) sums it::
 
     >>> dataset = home.parent / "dataset"
     >>> who = ac.Who("ana", "laptop")
     >>> ac.export_analysis(dataset, result, calls, sessions, who, [str(home)]).summary()
-    '4 added, 0 replaced, 0 removed, 0 unchanged'
+    '6 added, 0 replaced, 0 removed, 0 unchanged'
     >>> ac.read_table(dataset, "sessions").height
     2
     >>> report = ac.duckdb_report(dataset, period="month", zone="UTC", by="user")

@@ -2,9 +2,10 @@
 
 A fold (``analytics.agents.fold``) gives each agent's calls, sessions and issues in the
 agent's own terms; the core prices and reports any agent's calls alike, so here they become
-``CALLS + CALL_TOKENS + AGENT_CALLS`` and ``SESSIONS + AGENT_SESSIONS`` rows. Figures only
-Copilot logs carry (shutdown checks, the reconstruction's fit, the nano-AIU bill) are null,
-never 0.
+``CALLS + CALL_TOKENS + AGENT_CALLS`` and ``SESSIONS + AGENT_SESSIONS`` rows. What only one
+agent's logs carry is that agent's own table (``core.schema.AgentTable``: Copilot's shutdown
+checks, the reconstruction's fit, the nano-AIU bill), never a column of these; of the calls,
+the figures only Copilot's give are null, never 0.
 """
 
 from __future__ import annotations

@@ -23,7 +23,11 @@ that is imported only when its logs are analysed:
   module of ``agentcost simulate``: its parameters, parsers and ``simulate``);
 - ``event_of_item()``: its own event type of each row's neutral ``item``
   (``analytics.core.items``), for another agent's items handed to its reconstruction
-  (``engine.corpus``).
+  (``engine.corpus``);
+- its own table, for what only it has (``session_table()``, a ``core.schema.AgentTable``:
+  Copilot's shutdown reconciliation, billed credits and fit diagnostics), and
+  ``split_sessions(sessions)``: the sessions its stages give (stored so in the result cache)
+  as SESSIONS rows and that table's rows, which views join back by session id.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analytics.agents.discover import Found, LogFile
+    from analytics.core.schema import AgentTable
 
 Progress = Callable[[int, int], None]
 """Called with (bytes read so far, bytes to read)."""
@@ -107,6 +112,10 @@ class Pipeline(Protocol):
 
     def event_of_item(self) -> pl.Expr: ...
 
+    def session_table(self) -> AgentTable: ...
+
+    def split_sessions(self, sessions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]: ...
+
 
 def pipeline() -> Pipeline:
     """The staged pipeline's agent side: the module of the agent the registry names one for."""
@@ -118,3 +127,9 @@ def pipeline_agent() -> str:
     """The id of the agent whose logs go through the staged pipeline."""
     (agent,) = [agent.id for agent in AGENTS if agent.pipeline]
     return agent
+
+
+def agent_tables() -> list[AgentTable]:
+    """Every agent's own table the registry's agents declare (the staged pipeline's agent's),
+    for what lists them whether or not its logs were read (the team dataset's contract)."""
+    return [pipeline().session_table()]

@@ -68,7 +68,7 @@ def _price(
     result: Analysis, table: RateTable, model_map: Mapping[str, str], names: Sequence[str]
 ) -> dict[str, pl.DataFrame]:
     calls, sessions = price_analysis(
-        result.calls, result.sessions, table, model_map, result.log_prices
+        result.calls, result.session_view, table, model_map, result.log_prices
     )
     tables = {"calls": calls, "sessions": sessions}
     return {name: tables[name] for name in names}
@@ -100,7 +100,7 @@ def _repriced(
     unchanged = pl.col("session_id").is_in(pl.Series(sorted(same), dtype=pl.String).implode())
     calls, sessions = price_analysis(
         result.previous.calls().filter(~unchanged),
-        result.sessions.filter(~unchanged),
+        result.session_view.filter(~unchanged),
         table,
         model_map,
         result.log_prices,

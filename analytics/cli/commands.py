@@ -248,7 +248,7 @@ def compare(
         result = loading.load(ctx, paths, window, found=replays.found)
         found = compare_tables(
             result.calls,
-            result.sessions,
+            result.session_view,
             tables,
             loading.model_renames(model_map),
             result.log_prices,

@@ -26,6 +26,8 @@ replaced is the oracle in ``tests/oracle/reference/tokens.py``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 from analytics import _scanner
@@ -35,7 +37,6 @@ from analytics.core.schema import (
     ISSUES,
     MODEL_METRICS,
     OBSERVED_USAGE,
-    SESSIONS,
     combine,
     conform,
     empty,
@@ -44,7 +45,7 @@ from analytics.core.schema import (
 #: The EVENTS columns the stage reads (the engine's pass gathers only these for it,
 #: ``agents.copilot.engine_pass.pass_group``).
 TOKEN_COLUMNS = _scanner.copilot_token_columns()
-#: The SESSIONS columns the stage sets: the calls' sums, their models and the fit.
+#: The session columns the stage sets: the calls' sums, their models and the fit.
 SESSION_TOKENS = [
     "input_tokens",
     "output_tokens",
@@ -52,18 +53,23 @@ SESSION_TOKENS = [
     "cache_write_tokens",
     "reasoning_tokens",
     "models",
-    *(name for name in SESSIONS if name.startswith("fit_")),
+    "fit_constraints",
+    "fit_residual_pct",
+    "fit_determined",
+    "fit_from_prior",
+    "fit_parameters",
 ]
-#: What the stage hands the engine of the calls and sessions.
+#: What the stage hands the engine of the calls and sessions: of the sessions, what the
+#: shutdown says (the columns of Copilot's own session table, ``agents.copilot.tables``).
 _CALL_INPUT = list(CALLS)
-_SESSION_INPUT = [
-    "session_id",
-    "shutdown_mode",
-    "shutdown_requests",
-    "token_totals_source",
-    "byok",
-    "llm_calls",
-]
+SESSION_INPUT: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "shutdown_mode": pl.String(),
+    "shutdown_requests": pl.Int64(),
+    "token_totals_source": pl.String(),
+    "byok": pl.Boolean(),
+    "llm_calls": pl.Int64(),
+}
 
 
 def call_tokens_and_fit(
@@ -92,7 +98,7 @@ def call_tokens_and_fit(
     figures, totals, issues = _scanner.copilot_tokens(
         narrow.rechunk().__arrow_c_stream__(),
         ordered.select(_CALL_INPUT).rechunk().__arrow_c_stream__(),
-        sessions.select(_SESSION_INPUT).rechunk().__arrow_c_stream__(),
+        sessions.select(list(SESSION_INPUT)).rechunk().__arrow_c_stream__(),
         conform(model_metrics, MODEL_METRICS).rechunk().__arrow_c_stream__(),
         records.rechunk().__arrow_c_stream__(),
         use_observed=use_observed,
@@ -112,9 +118,12 @@ def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFra
     )
 
 
-def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:
-    """SESSIONS with the figures of ``call_tokens_and_fit``: the sums of their calls' tokens,
-    their models as the calls now name them, and the fit.
+def with_call_totals(
+    sessions: pl.DataFrame, totals: pl.DataFrame, contract: Mapping[str, pl.DataType]
+) -> pl.DataFrame:
+    """``sessions`` (in ``contract``: the pipeline's, with the agent's own columns) with the
+    figures of ``call_tokens_and_fit``: the sums of their calls' tokens, their models as the
+    calls now name them, and the fit.
 
     A session's tokens are its calls' sums, compaction calls and every process included,
     so that ``analyze``, ``--calls`` and the period reports agree to the token; the log's own
@@ -126,6 +135,6 @@ def with_call_totals(sessions: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFra
     """
     kept = sessions.drop(SESSION_TOKENS, strict=False)
     if totals["session_id"].equals(sessions["session_id"]):
-        return conform(kept.hstack(totals.drop("session_id").get_columns()), SESSIONS)
+        return conform(kept.hstack(totals.drop("session_id").get_columns()), contract)
     joined = kept.join(totals, on="session_id", how="left", maintain_order="left")
-    return conform(joined, SESSIONS)
+    return conform(joined, contract)

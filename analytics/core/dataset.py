@@ -1,8 +1,10 @@
 """The team dataset: agentcost's tables as versioned, Hive-partitioned Parquet (the contract).
 
 This module is the one place the dataset's tables, columns and types are written down
-(``TABLES``); the docs' table of it (docs/contracts.md) is checked against it
-(tests/core/test_dataset.py).
+(``TABLES``), beside the agents' own tables (``core.schema.AgentTable``: what only one
+agent's sessions have, a table per agent that has one, e.g. ``copilot_sessions``, whose
+columns its agent declares and ``dataset.json`` lists); the docs' table of it
+(docs/contracts.md) is checked against it (tests/core/test_dataset.py).
 ``agentcost export DIR`` (one machine) and ``agentcost spark`` (a cluster) both write it with
 ``write_files``, so the two give the same files for the same logs.
 
@@ -16,7 +18,7 @@ contract that gains or loses a column fails them until the docs, and ``VERSION``
 Layout, under ``DIR``::
 
     dataset.json                                  the contract below, as JSON
-    <table>/agent=<agent>/day=<YYYY-MM-DD>/s-<key>.parquet      calls, sessions
+    <table>/agent=<agent>/day=<YYYY-MM-DD>/s-<key>.parquet      calls, sessions, agent tables
     issues/agent=<agent>/day=__HIVE_DEFAULT_PARTITION__/i-<key>.parquet
 
 * ``agent`` is ``copilot``, ``claude-code`` or ``codex``; ``day`` is the UTC date the row's
@@ -58,10 +60,11 @@ import polars as pl
 
 from analytics.core import schema
 from analytics.core.pricing.call_costs import AGENT_COSTS
-from analytics.core.schema import MONEY
+from analytics.core.schema import MONEY, AgentTable
 
 #: The contract's version: bumped whenever a table's columns or their meaning change.
-VERSION = "2"  # 2: calls gained input_tokens_low and input_tokens_high
+VERSION = "3"  # 2: calls gained input_tokens_low and input_tokens_high; 3: sessions keep
+# what every agent's have, an agent's own columns are its table (``copilot_sessions``)
 #: Where the version and the table's name sit in each file's Parquet metadata.
 VERSION_KEY, TABLE_KEY = "agentcost.dataset.version", "agentcost.dataset.table"
 #: The Hive partition keys, in path order: stored in directory names, not in the files.
@@ -155,16 +158,25 @@ class Who:
     host: str | None
 
 
+def tables(agent_tables: Sequence[AgentTable] = ()) -> dict[str, dict[str, pl.DataType]]:
+    """Every table of a dataset: ``TABLES`` and one per agent table (``user`` and ``host``,
+    then its columns), by name."""
+    return {**TABLES, **{table.name: {**WHO, **table.columns} for table in agent_tables}}
+
+
 def dataset_frames(
     priced_calls: pl.DataFrame,
     priced_sessions: pl.DataFrame,
     issues: pl.DataFrame,
     who: Who,
     agent_of_file: Mapping[str, str],
+    agent_tables: Sequence[tuple[AgentTable, pl.DataFrame]] = (),
 ) -> dict[str, pl.DataFrame]:
-    """The three tables of ``TABLES`` (with ``agent`` and ``day`` still as columns) from one
-    priced analysis. ``agent_of_file`` names the agent of each log file (an issue of any other
-    file has a null agent)."""
+    """The three tables of ``TABLES`` and the ``agent_tables`` (their declarations and rows:
+    ``Analysis.agent_tables``), with ``agent`` and ``day`` still as columns, from one priced
+    analysis (its sessions as ``Analysis.session_view`` gives them). An agent table's rows
+    sit in their sessions' partitions. ``agent_of_file`` names the agent of each log file (an
+    issue of any other file has a null agent)."""
     from analytics.core.periods import with_call_bills
 
     who_columns = [
@@ -188,12 +200,21 @@ def dataset_frames(
     problems = issues.join(files, on="file", how="left").with_columns(
         *who_columns, pl.lit(None, pl.Date()).alias("day")
     )
+    placed = sessions.select("session_id", "agent", "day")
+    own = {
+        table.name: _shaped(
+            rows.join(placed, on="session_id", how="left").with_columns(who_columns),
+            {**WHO, **table.columns},
+        ).sort("session_id", nulls_last=True)
+        for table, rows in agent_tables
+    }
     return {
-        "calls": _shaped(calls, "calls").sort("session_id", "event_seq", nulls_last=True),
-        "sessions": _shaped(sessions, "sessions").sort("session_id", nulls_last=True),
-        "issues": _shaped(problems, "issues").sort(
+        "calls": _shaped(calls, CALLS).sort("session_id", "event_seq", nulls_last=True),
+        "sessions": _shaped(sessions, SESSIONS).sort("session_id", nulls_last=True),
+        "issues": _shaped(problems, ISSUES).sort(
             "file", "line", "severity", "message", nulls_last=False
         ),
+        **own,
     }
 
 
@@ -202,10 +223,10 @@ def _utc_day(time: pl.Expr) -> pl.Expr:
     return time.dt.convert_time_zone("UTC").dt.date()
 
 
-def _shaped(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """``frame`` as ``table``'s contract: its columns in order, with their types, and the
+def _shaped(frame: pl.DataFrame, columns: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """``frame`` as a table of ``columns``: its columns in order, with their types, and the
     partition keys last."""
-    contract = {**TABLES[table], **PARTITIONS}
+    contract = {**columns, **PARTITIONS}
     return frame.select(pl.col(name).cast(dtype) for name, dtype in contract.items())
 
 
@@ -234,7 +255,7 @@ def data_files(frames: Mapping[str, pl.DataFrame], issues_key: str) -> list[Data
     (in its agent's and start day's partition), one per agent of the issues (``issues_key``:
     ``run_key``)."""
     files = []
-    for table in ("calls", "sessions"):
+    for table in (name for name in frames if name != "issues"):
         for (agent, day, session), rows in _parts(frames[table], ["agent", "day", "session_id"]):
             name = f"s-{key_of(str(session))}.parquet"
             files.append(DataFile(_partition_path(table, agent, day, name), table, rows))
@@ -273,8 +294,10 @@ def encoded(file: DataFile) -> bytes:
     return buffer.getvalue()
 
 
-def contract_document() -> dict[str, object]:
-    """``dataset.json``: the contract (version, layout, each table's typed columns)."""
+def contract_document(agent_tables: Sequence[AgentTable] = ()) -> dict[str, object]:
+    """``dataset.json``: the contract (version, layout, each table's typed columns), the
+    agents' own tables (``agent_tables``) after the others."""
+    described = {**DESCRIPTIONS, **{table.name: table.description for table in agent_tables}}
     return {
         "generator": "agentcost",
         "dataset_version": VERSION,
@@ -282,13 +305,13 @@ def contract_document() -> dict[str, object]:
         f"started>/<file>.parquet; null keys as {NULL_PARTITION}",
         "tables": {
             name: {
-                "description": DESCRIPTIONS[name],
+                "description": described[name],
                 "columns": [
                     {"name": column, "type": str(dtype)}
                     for column, dtype in {**columns, **PARTITIONS}.items()
                 ],
             }
-            for name, columns in TABLES.items()
+            for name, columns in tables(agent_tables).items()
         },
     }
 
@@ -314,20 +337,27 @@ class Changes:
 
 
 def write_files(
-    directory: Path, files: Sequence[DataFile], *, plan: bool = False, issues_key: str = ""
+    directory: Path,
+    files: Sequence[DataFile],
+    agent_tables: Sequence[AgentTable],
+    *,
+    plan: bool = False,
+    issues_key: str = "",
 ) -> Changes:
-    """Write ``files`` under ``directory`` (see the module docstring); with ``plan``, only
-    say what would change. An older file of one of these sessions in another partition, and
-    an issues file of this run (``issues_key``) that this run no longer has, are removed
-    after the new files are in place."""
+    """Write ``files`` under ``directory`` (see the module docstring), in a dataset whose
+    tables are ``TABLES`` and ``agent_tables`` (every agent table the engine knows, whether or
+    not these files hold rows of it: ``dataset.json`` lists them all); with ``plan``, only say
+    what would change. An older file of one of these sessions in another partition, and an
+    issues file of this run (``issues_key``) that this run no longer has, are removed after
+    the new files are in place."""
     from analytics.core.errors import cannot_write
 
     check_target(directory)
     changes = Changes([], [], [], 0)
     try:
         if not plan:
-            _put(directory / _CONTRACT_FILE, _contract_bytes())
-        existing = _existing(directory)
+            _put(directory / _CONTRACT_FILE, _contract_bytes(agent_tables))
+        existing = _existing(directory, tables(agent_tables))
         wanted = {file.path for file in files}
         for file in files:
             data = encoded(file)
@@ -351,8 +381,8 @@ def write_files(
     return changes
 
 
-def _contract_bytes() -> bytes:
-    return (json.dumps(contract_document(), indent=2) + "\n").encode()
+def _contract_bytes(agent_tables: Sequence[AgentTable]) -> bytes:
+    return (json.dumps(contract_document(agent_tables), indent=2) + "\n").encode()
 
 
 def _same(target: Path, data: bytes) -> bool:
@@ -379,14 +409,15 @@ def _put(target: Path, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _existing(directory: Path) -> set[str]:
-    """The dataset files already under ``directory`` (relative POSIX paths)."""
+def _existing(directory: Path, names: Iterable[str]) -> set[str]:
+    """The dataset files of the tables ``names`` already under ``directory`` (relative POSIX
+    paths)."""
     found: set[str] = set()
-    for table in TABLES:
-        for root, _, names in os.walk(directory / table):
+    for table in names:
+        for root, _, files in os.walk(directory / table):
             relative = Path(root).relative_to(directory).as_posix()
             found.update(
-                f"{relative}/{n}" for n in names if n.endswith(".parquet") and not n.startswith(".")
+                f"{relative}/{n}" for n in files if n.endswith(".parquet") and not n.startswith(".")
             )
     return found
 
@@ -413,27 +444,38 @@ def check_target(directory: Path) -> None:
             raise UsageError(f"{directory} is a file; name a directory for the dataset")
         return
     visible = {entry.name for entry in resolved.iterdir() if not entry.name.startswith(".")}
-    if visible and not (visible <= {_CONTRACT_FILE, *TABLES} and _is_dataset(resolved)):
+    listed = _listed_tables(resolved)
+    if visible and not (listed is not None and visible <= {_CONTRACT_FILE, *TABLES, *listed}):
         raise UsageError(
             f"{directory} holds files that are not an agentcost dataset; "
             "choose an empty or new directory"
         )
 
 
-def _is_dataset(directory: Path) -> bool:
-    """Whether ``directory`` has the ``dataset.json`` of an agentcost dataset."""
+def _listed_tables(directory: Path) -> list[str] | None:
+    """The tables the ``dataset.json`` of an agentcost dataset in ``directory`` lists (the
+    agents' own among them); None when ``directory`` has no such file."""
     try:
         document = json.loads((directory / _CONTRACT_FILE).read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(document, dict) and document.get("generator") == "agentcost"
+        return None
+    if not isinstance(document, dict) or document.get("generator") != "agentcost":
+        return None
+    listed = document.get("tables")
+    return [str(name) for name in listed] if isinstance(listed, dict) else []
 
 
 def read_table(directory: Path, table: str) -> pl.DataFrame:
     """One table of the dataset under ``directory``, with its partition keys (polars; an
-    empty frame of the contract when no file holds it)."""
+    empty frame of the contract when no file holds it). An agent's own table (one of
+    ``TABLES`` it is not) is read with the columns its files have (none: an empty frame)."""
     files = sorted((directory / table).glob("agent=*/day=*/*.parquet"))
-    contract = {**TABLES[table], **PARTITIONS}
+    known = TABLES.get(table)
+    if known is None:
+        if not files:
+            return pl.DataFrame()
+        return pl.scan_parquet(files, hive_partitioning=True, hive_schema=PARTITIONS).collect()
+    contract = {**known, **PARTITIONS}
     if not files:
         return pl.DataFrame(schema=contract)
     return (

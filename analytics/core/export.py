@@ -35,7 +35,13 @@ def export_analysis(
     """Write (or, with ``plan``, plan) the dataset files of one priced analysis of
     ``inputs`` (the paths it read) under ``directory``."""
     frames = dataset_frames(
-        priced_calls, priced_sessions, result.issues, who, result.found.agent_of_file()
+        priced_calls,
+        priced_sessions,
+        result.issues,
+        who,
+        result.found.agent_of_file(),
+        result.agent_tables,
     )
     key = run_key(who, inputs)
-    return write_files(directory, data_files(frames, key), plan=plan, issues_key=key)
+    known = [table for table, _ in result.agent_tables]
+    return write_files(directory, data_files(frames, key), known, plan=plan, issues_key=key)

@@ -99,7 +99,8 @@ def period_report(
     """Totals per ``period`` of ``zone`` (and per ``by``), over calls starting ``since``..``until``.
 
     ``priced_calls`` are ``price.price_analysis`` calls; ``sessions`` needs ``session_id``,
-    ``repository``, ``cwd`` and ``billed_nano_aiu``. A call without a start time has no
+    ``repository``, ``cwd``, and ``billed_nano_aiu`` for the log's own bill (the sessions as
+    ``Analysis.session_view`` gives them). A call without a start time has no
     period (null) and is kept unless a window is given.
     """
     name = str(zone)
@@ -177,9 +178,12 @@ def with_call_bills(priced_calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.Da
     those is split over the calls without one, by tokens (input + output), exactly.
     """
     nano = pl.col("billed_nano_aiu").cast(pl.Decimal(38, 0)).cast(pl.Int64)
+    # the session's bill: an agent's own column (``Analysis.session_view``), absent otherwise
+    billed = "billed_nano_aiu" in sessions.columns
+    session_nano = nano if billed else pl.lit(None, pl.Int64)
     session_bill = sessions.select(
         "session_id",
-        pl.col("billed_nano_aiu").cast(pl.Decimal(38, 0)).cast(pl.Int64).alias("_session_nano"),
+        session_nano.alias("_session_nano"),
         pl.coalesce("repository", "cwd").alias("project"),
     )
     stated = pl.col("_nano").is_not_null()

@@ -9,6 +9,7 @@ downstream stage can rely on names, order and dtypes. Column names carry their u
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
 import polars as pl
@@ -172,10 +173,9 @@ AGENT_CALLS: dict[str, pl.DataType] = {
     "logged_cost_usd": MONEY,
 }
 
-#: What every agent's sessions carry beside SESSIONS: the agent, its version
-#: (``copilot_version`` for Copilot), the session a fork was made from, and the calls whose
-#: log never states a final usage record (their output is a lower bound; counted apart from
-#: ``interrupted_calls``).
+#: What every agent's sessions carry beside SESSIONS: the agent, its version, the session a
+#: fork was made from, and the calls whose log never states a final usage record (their
+#: output is a lower bound; counted apart from ``interrupted_calls``).
 AGENT_SESSIONS: dict[str, pl.DataType] = {
     "agent": pl.String(),
     "agent_version": pl.String(),
@@ -185,7 +185,11 @@ AGENT_SESSIONS: dict[str, pl.DataType] = {
     "logged_cost_usd": MONEY,
 }
 
-#: One row per session, reconciled with the log's own totals (see ``sessions.py``).
+#: One row per session, whatever agent wrote it: only what every agent's sessions can have
+#: (the columns only one agent's logs give are that agent's own table, ``AgentTable``).
+#: Some are filled by one agent so far but mean the same for any: ``repository``,
+#: ``user_messages``, ``tool_calls``, ``tool_calls_total``, ``status`` and
+#: ``status_detail`` (null where the agent's fold does not read them yet).
 SESSIONS: dict[str, pl.DataType] = {
     "session_id": pl.String(),
     "source_files": pl.List(pl.String()),
@@ -193,30 +197,29 @@ SESSIONS: dict[str, pl.DataType] = {
     "end_time": TIMESTAMP,
     "cwd": pl.String(),
     "repository": pl.String(),
-    "copilot_version": pl.String(),
     "models": pl.List(pl.String()),
+    # the processes that wrote the session: Copilot's grows by one at each resume; an agent
+    # whose log is one process's (or does not say) has 1
     "processes": pl.Int64(),
+    # the end-of-session records whose totals the log states (Copilot's session.shutdown
+    # lines kept); 0 for an agent whose logs write none
     "shutdowns": pl.Int64(),
-    "shutdown_mode": pl.String(),  # "cumulative", "per_process", or null without a shutdown
     "llm_calls": pl.Int64(),
     "main_calls": pl.Int64(),
     "subagent_calls": pl.Int64(),
     "compaction_calls": pl.Int64(),
     "interrupted_calls": pl.Int64(),
-    "shutdown_requests": pl.Int64(),  # null when the log has no shutdown with modelMetrics
-    "calls_checked": pl.Int64(),  # main + sub-agent calls the shutdown totals cover
-    "calls_delta": pl.Int64(),  # calls_checked - shutdown_requests
-    "calls_agree": pl.Boolean(),
-    "calls_delta_reason": pl.String(),  # why calls_delta is not 0, as far as the log says
-    "failed_calls": pl.Int64(),  # turns whose model call failed: not requests, not in llm_calls
-    "rewinds": pl.Int64(),  # /rewind commands (the shutdown then counts fewer calls)
-    "byok": pl.Boolean(),  # bring your own key: the provider bills, not Copilot
+    # turns whose model call failed: not requests, not in llm_calls (0 where the log shows none)
+    "failed_calls": pl.Int64(),
+    # rewinds (Copilot's /rewind; 0 where the agent has none or the log does not say)
+    "rewinds": pl.Int64(),
+    # bring your own key: the provider bills, not the agent's vendor (false for an agent
+    # billed by its vendor alone)
+    "byok": pl.Boolean(),
     "user_messages": pl.Int64(),
-    "autopilot_nudges": pl.Int64(),
     "tool_calls": pl.List(pl.Struct({"tool": pl.String(), "calls": pl.Int64()})),
     "tool_calls_total": pl.Int64(),
     "wall_time_ms": pl.Int64(),  # summed over processes: time between resumes is not counted
-    "api_time_ms": pl.Int64(),  # from the shutdown totals; null without one
     "status": pl.String(),  # complete | idle | error | interrupted
     "status_detail": pl.String(),
     # the session's tokens: the sums of its calls' (compactions and every process included),
@@ -226,29 +229,53 @@ SESSIONS: dict[str, pl.DataType] = {
     "cache_read_tokens": pl.Int64(),
     "cache_write_tokens": pl.Int64(),
     "reasoning_tokens": pl.Int64(),
-    # what the log's own totals state (a check on the calls, never the session's total: a
-    # shutdown leaves compaction calls out, and an old CLI's counts one process), and where
-    # they come from: shutdown | shutdown+messages | usage_records | messages
-    "logged_input_tokens": pl.Int64(),
-    "logged_output_tokens": pl.Int64(),
-    "logged_cache_read_tokens": pl.Int64(),
-    "logged_cache_write_tokens": pl.Int64(),
-    "logged_reasoning_tokens": pl.Int64(),
-    "token_totals_source": pl.String(),
-    "billed_nano_aiu": pl.String(),  # the log's own bill (totalNanoAiu); USD = nano-AIU / 1e11
-    "premium_requests": pl.String(),
-    # how the per-call reconstruction fitted the log (``native/agents/copilot/fit.rs``):
-    # constraints used, their root-mean-square relative misfit, and which unknowns the log
-    # determined or a prior decided (``fixed:<agent>|<model>``, ``tool``, ``prose``, ``json``,
-    # ``item``)
-    "fit_constraints": pl.Int64(),
-    "fit_residual_pct": pl.Float64(),
-    "fit_determined": pl.List(pl.String()),
-    "fit_from_prior": pl.List(pl.String()),
-    # the fitted values: fixed parts in tokens, tool/prose/json in tokens per byte, item and
-    # task in tokens
-    "fit_parameters": pl.List(pl.Struct({"name": pl.String(), "value": pl.Float64()})),
 }
+
+
+@dataclass(frozen=True)
+class AgentTable:
+    """What only one agent's sessions have, in a table of its own: ``columns`` (``session_id``
+    first, one row per session of that agent), joined to SESSIONS by session id where a view
+    needs them (``joined``). ``after`` places each of its columns in a view: the view's column
+    it follows (another of its own, or one of SESSIONS), so that the views list them where
+    the agent's readers expect them; ``name`` and ``description`` are its table's in the team
+    dataset (``core.dataset``). An agent declares its own (``agents.pipeline``)."""
+
+    name: str
+    description: str
+    columns: Mapping[str, pl.DataType]
+    after: Mapping[str, str]
+
+    def view_order(self, columns: Sequence[str]) -> list[str]:
+        """``columns`` (a view's, without this table's) with this table's placed in them."""
+        placed: dict[str, list[str]] = {}
+        for name, anchor in self.after.items():
+            placed.setdefault(anchor, []).append(name)
+        order: list[str] = []
+
+        def put(name: str) -> None:
+            order.append(name)
+            for follower in placed.get(name, []):
+                put(follower)
+
+        for name in columns:
+            put(name)
+        return order
+
+
+def joined(
+    sessions: pl.DataFrame, tables: Sequence[tuple[AgentTable, pl.DataFrame]]
+) -> pl.DataFrame:
+    """``sessions`` with each agent table's columns joined by session id (null for the
+    sessions of the other agents), placed as the tables say (``AgentTable.after``): the view
+    the reports, the JSON output and the export read."""
+    for table, rows in tables:
+        order = table.view_order(sessions.columns)
+        sessions = sessions.join(rows, on="session_id", how="left", maintain_order="left").select(
+            order
+        )
+    return sessions
+
 
 #: Per-call token columns added by ``tokens.py``. ``input_tokens`` includes cache reads and
 #: writes (as Copilot counts it); uncached input = input - cache_read - cache_write.

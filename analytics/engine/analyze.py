@@ -6,6 +6,7 @@ This is the library entry point the CLI and the notebooks use::
     result = analyze([Path("sample_logs")])
     result.sessions  # one row per session (schema.SESSIONS)
     result.calls     # one row per LLM call (schema.CALLS)
+    result.session_view  # the sessions with each agent's own table joined
 
 The stages themselves run in ``analytics.engine.group_analysis`` (in groups of sessions when
 the events need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
@@ -38,7 +39,9 @@ from analytics.core.schema import (
     ANALYSIS_CALLS,
     ANALYSIS_SESSIONS,
     ISSUES,
+    AgentTable,
     conform,
+    joined,
     with_nulls,
 )
 from analytics.engine import groups as grouping
@@ -100,6 +103,18 @@ class Analysis:
     #: The previous stored analysis of the same paths (``Before``). None when this one was
     #: not analysed anew, or there is no previous one.
     previous: Before | None = field(default=None, repr=False, compare=False)
+    #: What only one agent's sessions have, each agent's in a table of its own (its
+    #: declaration and rows, one per session of that agent), joined by ``session_view``.
+    agent_tables: tuple[tuple[AgentTable, pl.DataFrame], ...] = field(
+        default=(), repr=False, compare=False
+    )
+
+    @cached_property
+    def session_view(self) -> pl.DataFrame:
+        """``sessions`` with each agent's own table joined by session id (its columns null
+        for the other agents' sessions): what the reports, the JSON output and the export
+        list of a session."""
+        return joined(self.sessions, self.agent_tables)
 
     @cached_property
     def calls(self) -> pl.DataFrame:
@@ -137,6 +152,7 @@ class Analysis:
             agent_events=None
             if events is not None or self.agent_events is None
             else self.agent_events.filter(mine),
+            agent_tables=tuple((table, rows.filter(mine)) for table, rows in self.agent_tables),
         )
 
     def session_groups(self) -> Iterator[Analysis]:
@@ -311,7 +327,7 @@ def _with_agents(
         if before is not None and folded.before == before.key:
             same |= folded.same
     source = result.calls_source
-    copilot_sessions = _as_copilot_sessions(result.sessions)
+    copilot_sessions, own = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]
 
     def every(mine: pl.DataFrame, agents: Sequence[pl.DataFrame] = others) -> pl.DataFrame:
@@ -336,6 +352,7 @@ def _with_agents(
         stored_as=stored,
         previous=before,
         agent_events=pl.concat(events, how="vertical") if events else None,
+        agent_tables=(own,),
         calls_source=calls,
         sessions=sessions.sort(*SESSION_ORDER, nulls_last=True),
         issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
@@ -366,18 +383,23 @@ def in_session_order(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFram
     )
 
 
-def _as_copilot_sessions(sessions: pl.DataFrame) -> pl.DataFrame:
-    """Copilot SESSIONS with the AGENT_SESSIONS columns (its version is ``copilot_version``)."""
-    return conform(
-        sessions.with_columns(
-            pl.lit(COPILOT).alias("agent"),
-            pl.col("copilot_version").alias("agent_version"),
-            pl.lit(None, pl.String).alias("parent_session_id"),
-            pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
-            pl.lit(None, ANALYSIS_SESSIONS["logged_cost_usd"]).alias("logged_cost_usd"),
-        ),
-        ANALYSIS_SESSIONS,
+def _as_copilot_sessions(
+    sessions: pl.DataFrame,
+) -> tuple[pl.DataFrame, tuple[AgentTable, pl.DataFrame]]:
+    """The pipeline's sessions as SESSIONS rows with the AGENT_SESSIONS columns, and the
+    agent's own table (``Pipeline.split_sessions``)."""
+    from analytics.agents.pipeline import pipeline
+
+    agent = pipeline()
+    table = agent.session_table()
+    neutral, own = agent.split_sessions(sessions)
+    rows = neutral.with_columns(
+        pl.lit(COPILOT).alias("agent"),
+        pl.lit(None, pl.String).alias("parent_session_id"),
+        pl.lit(None, pl.Int64).alias("calls_without_final_usage"),
+        pl.lit(None, ANALYSIS_SESSIONS["logged_cost_usd"]).alias("logged_cost_usd"),
     )
+    return conform(rows, ANALYSIS_SESSIONS), (table, own)
 
 
 def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.agents.pipeline import pipeline
-from analytics.core.call_tokens import call_tokens_and_fit
-from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, SESSIONS, padded
+from analytics.core.call_tokens import SESSION_INPUT, call_tokens_and_fit
+from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, padded
 
 #: Sessions with fewer calls say little about how a conversation grows; issue 19 measures
 #: sessions with at least this many.
@@ -128,8 +128,9 @@ def _as_events(items: pl.DataFrame, calls: pl.DataFrame, *, with_totals: bool) -
 
 
 def _as_sessions(calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
-    """One SESSIONS row per session: with totals, a cumulative shutdown counting its main
-    and sub-agent calls; without, no shutdown."""
+    """One row per session, with what the token stage reads of it (``SESSION_INPUT``):
+    with totals, a cumulative shutdown counting its main and sub-agent calls; without, no
+    shutdown."""
     requests = (pl.col("kind") != "compaction").sum()
     return padded(
         calls.group_by("session_id", maintain_order=True).agg(
@@ -137,7 +138,7 @@ def _as_sessions(calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
             (requests if with_totals else pl.lit(None, pl.Int64)).alias("shutdown_requests"),
             pl.len().alias("llm_calls"),
         ),
-        SESSIONS,
+        SESSION_INPUT,
     )
 
 

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from analytics.agents.discover import COPILOT, Found, discover
+from analytics.agents.pipeline import agent_tables
 from analytics.core import registry
 from analytics.core.dataset import (
     ISSUES,
@@ -58,6 +59,7 @@ from analytics.core.dataset import (
     write_files,
 )
 from analytics.core.errors import AgentcostError
+from analytics.core.schema import joined
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
@@ -191,6 +193,7 @@ def analyse_task(task: Task) -> dict[str, pl.DataFrame]:
             "issues": result.issues,
             "log_prices": result.log_prices,
             "agents": _agents(found),
+            **{table.name: rows for table, rows in result.agent_tables},
         }
     except Exception as error:  # a task never fails the job: its files get an issue each
         message = f"not analysed: {type(error).__name__}: {error}"
@@ -290,11 +293,13 @@ def write_task(
     if "calls" not in tables:  # the task failed: its issues alone
         return [task, 0, 0, 0, 0, 0, 0, 0]
     log_prices = _frame(quoted[str(who.user)]) if str(who.user) in quoted else None
+    known = agent_tables()
+    own = [(table, tables[table.name]) for table in known if table.name in tables]
     calls, sessions = price_analysis(
-        tables["calls"], tables["sessions"], load_rates(rates), {}, log_prices
+        tables["calls"], joined(tables["sessions"], own), load_rates(rates), {}, log_prices
     )
-    frames = dataset_frames(calls, sessions, tables["issues"].clear(), who, {})
-    changes = write_files(output, data_files(frames, ""))
+    frames = dataset_frames(calls, sessions, tables["issues"].clear(), who, {}, own)
+    changes = write_files(output, data_files(frames, ""), known)
     return [
         task,
         len(changes.added),
@@ -400,7 +405,7 @@ def run(
         calls, sessions = _priced_empty(rates)
         agent_of = dict(zip(agents["file"], agents["agent"], strict=True))
         frames = dataset_frames(calls, sessions, issues, who, agent_of)
-        changes = write_files(output, data_files(frames, key), issues_key=key)
+        changes = write_files(output, data_files(frames, key), agent_tables(), issues_key=key)
         written[1] += len(changes.added)
         written[2] += len(changes.replaced)
         written[3] += len(changes.removed)

@@ -89,7 +89,7 @@ def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
     copilot = result.calls.filter(pl.col("agent") == COPILOT)
     blind, _, _ = call_tokens_and_fit(
-        copilot, result.events, result.sessions, result.model_metrics, use_observed=False
+        copilot, result.events, result.session_view, result.model_metrics, use_observed=False
     )
     return _compared(copilot.filter(pl.col("token_source") == "observed"), blind)
 
@@ -157,7 +157,7 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
         calls, _, _ = call_tokens_and_fit(
             conform(copilot, CALLS),
             analysis.events,
-            analysis.sessions,
+            analysis.session_view,
             analysis.model_metrics,
             use_observed=False,
         )

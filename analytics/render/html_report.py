@@ -249,7 +249,7 @@ def render_report(
     priced, carried, fixed_parts = frames
     calls = priced.drop([*COSTS, *AGENT_COSTS, "billed_usd"], strict=False)  # as before pricing
     chosen = _selectable(priced)
-    sessions = price_sessions(priced, analysis.sessions, table)  # the calls priced once
+    sessions = price_sessions(priced, analysis.session_view, table)  # the calls priced once
     data = _report_data(
         priced, carried, calls, chosen, _fixed_parts(priced, fixed_parts), tables, zone
     )

@@ -20,7 +20,7 @@ from analytics.engine.analyze import Analysis, Window, analyze
 
 def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.DataFrame]:
     calls, sessions = price_analysis(
-        result.calls, result.sessions, load_rates(table_name), {}, result.log_prices
+        result.calls, result.session_view, load_rates(table_name), {}, result.log_prices
     )
     return {"calls": calls, "sessions": sessions}
 
@@ -80,7 +80,7 @@ def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) ->
     mapped = priced_tables(result, copilot, {"claude-sonnet-4.5": "claude-haiku-4.5"})
     calls, sessions = price_analysis(
         result.calls,
-        result.sessions,
+        result.session_view,
         copilot,
         {"claude-sonnet-4.5": "claude-haiku-4.5"},
         result.log_prices,
@@ -137,7 +137,7 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
         )
         for table in (copilot, lacking):
             _, sessions = price_analysis(
-                result.calls, result.sessions, table, {}, result.log_prices
+                result.calls, result.session_view, table, {}, result.log_prices
             )
             calls = price_calls(result.calls, table, log_prices=result.log_prices)
             want = dict(zip(sessions["session_id"], sessions["cost_usd"], strict=True))

@@ -220,3 +220,17 @@ def test_no_records_digest_as_their_columns_apart_from_any_records() -> None:
     one = result_cache.records_digest(pl.DataFrame({"session_id": ["a"], "tokens": [1]}))
     assert none == result_cache.records_digest(pl.DataFrame(schema=schema)) != one
     assert none != result_cache.records_digest(pl.DataFrame(schema={"session_id": pl.String}))
+
+
+def test_the_result_cache_stores_and_loads_the_agent_table() -> None:
+    """A second analysis of the same logs, loaded from the result cache, gives the same
+    agent table and view."""
+    fresh = analyze([SAMPLE_LOGS], use_cache=True)
+    flush()
+    loaded = analyze([SAMPLE_LOGS], use_cache=True)
+    assert loaded.previous is None  # loaded, not analysed anew
+    ((table, rows),) = fresh.agent_tables
+    ((table_again, rows_again),) = loaded.agent_tables
+    assert table == table_again and rows.height == fresh.sessions.height
+    assert rows_again.equals(rows)
+    assert loaded.session_view.equals(fresh.session_view)

@@ -82,7 +82,7 @@ def logs(tmp_path: Path) -> Path:
 def priced(result: Analysis) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(priced calls, priced sessions) of an analysis, as the reports price them."""
     table = load_rate_table("github-copilot")
-    return price_analysis(result.calls, result.sessions, table, log_prices=result.log_prices)
+    return price_analysis(result.calls, result.session_view, table, log_prices=result.log_prices)
 
 
 def no_item_costs_more_than_its_session(result: Analysis) -> pl.DataFrame:

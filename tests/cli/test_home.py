@@ -27,7 +27,7 @@ from tests.conftest import SAMPLE_LOGS
 def test_home_screen_figures() -> None:
     result = analyze([SAMPLE_LOGS])
     calls, sessions = price_analysis(
-        result.calls, result.sessions, load_rate_table("github-copilot")
+        result.calls, result.session_view, load_rate_table("github-copilot")
     )
     # 2026-08-06 is a Thursday: its week started on Monday 2026-08-03, its month on 08-01.
     screen = home_screen(calls, sessions, ZoneInfo("UTC"), date(2026, 8, 6))

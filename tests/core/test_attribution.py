@@ -206,7 +206,7 @@ def test_attribution_a_session_at_a_time_equals_all_at_once(real_logs: Any) -> N
 
     for paths in ([SAMPLE_LOGS], [real_logs]):
         result = analyze(paths)
-        priced, _ = price_analysis(result.calls, result.sessions, load_rates("github-copilot"))
+        priced, _ = price_analysis(result.calls, result.session_view, load_rates("github-copilot"))
         assert priced["session_id"].n_unique() > 1
         whole = attribute_context(priced, result.events, pairs_at_once=10**12)
         chunked = attribute_context(priced, result.events, pairs_at_once=1)

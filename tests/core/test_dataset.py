@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -24,6 +25,7 @@ from analytics.core import dataset
 from analytics.core.dataset import PARTITIONS, TABLES, Who, read_table, resolve_user
 from analytics.core.errors import UsageError
 from analytics.core.export import export_analysis
+from analytics.core.schema import AgentTable
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table
 from analytics.engine.analyze import analyze
@@ -53,12 +55,14 @@ def _digests(directory: Path) -> dict[str, tuple[str, int]]:
     }
 
 
-def docs_table() -> str:
-    """The dataset's contract as the Markdown table docs/contracts.md shows."""
+def docs_table(agent_tables: Sequence[AgentTable] = ()) -> str:
+    """The dataset's contract as the Markdown table docs/contracts.md shows, the agents' own
+    tables (``agent_tables``) in rows after the others (each agent's tests check its own)."""
     lines = ["| table | columns (type), in file order; then the Hive keys |", "| --- | --- |"]
-    for name, columns in dataset.TABLES.items():
+    described = {**dataset.DESCRIPTIONS, **{t.name: t.description for t in agent_tables}}
+    for name, columns in dataset.tables(agent_tables).items():
         listed = ", ".join(f"`{c}` ({d})" for c, d in {**columns, **dataset.PARTITIONS}.items())
-        lines.append(f"| `{name}`: {dataset.DESCRIPTIONS[name]} | {listed} |")
+        lines.append(f"| `{name}`: {described[name]} | {listed} |")
     return "\n".join(lines)
 
 
@@ -71,7 +75,7 @@ def test_the_docs_state_the_contract() -> None:
 def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: Path) -> None:
     result = analyze([SAMPLE_LOGS], keep_events=False)
     calls, sessions = price_analysis(
-        result.calls, result.sessions, load_rate_table("github-copilot"), {}, result.log_prices
+        result.calls, result.session_view, load_rate_table("github-copilot"), {}, result.log_prices
     )
     who = Who("ana", "laptop-1")
     export_analysis(tmp_path, result, calls, sessions, who, [str(SAMPLE_LOGS)])
@@ -95,7 +99,12 @@ def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: P
     assert all(f.startswith("sessions/agent=copilot/day=2026-08-0") for f in files)
     contract = json.loads((tmp_path / "dataset.json").read_text())
     assert contract["dataset_version"] == dataset.VERSION
-    assert set(contract["tables"]) == {"calls", "sessions", "issues"}
+    ((table, rows),) = result.agent_tables  # the agent's own table: one of its own
+    assert set(contract["tables"]) == {"calls", "sessions", "issues", table.name}
+    own = read_table(tmp_path, table.name)
+    assert_frame_equal(own.select(rows.columns).sort("session_id"), rows.sort("session_id"))
+    assert set(own["user"]) == {"ana"} and set(own["agent"]) == set(sessions["agent"])
+    dataset.check_target(tmp_path)  # a dataset with an agent's table is still a dataset
 
 
 def test_export_twice_changes_no_file_and_plan_writes_nothing(tmp_path: Path) -> None:
@@ -227,5 +236,6 @@ def test_export_cli_writes_only_the_dataset(tmp_path: Path) -> None:
         "calls",
         "sessions",
         "issues",
+        "copilot_sessions",  # Copilot's own table (the sample logs are Copilot's)
     }
     assert os.listdir(tmp_path) == ["d"]

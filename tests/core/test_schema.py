@@ -76,3 +76,25 @@ def test_beside_is_a_left_join_in_the_frames_order() -> None:
     joined = frame.join(per_key, on="id", how="left", maintain_order="left")
     assert beside(frame, per_key, "id").equals(joined)
     assert beside(frame.clear(), per_key, "id").equals(joined.clear())
+
+
+def test_an_agent_table_joins_by_session_id_and_places_its_columns() -> None:
+    """``joined``: each agent table's columns where its ``after`` says (chains followed), null
+    for the sessions it has no row of; the sessions' own order and rows kept."""
+    from analytics.core.schema import AgentTable, joined
+
+    table = AgentTable(
+        name="mine",
+        description="d",
+        columns={"session_id": pl.String(), "x": pl.Int64(), "y": pl.String(), "z": pl.Int64()},
+        after={"x": "a", "y": "x", "z": "b"},
+    )
+    assert table.view_order(["session_id", "a", "b"]) == ["session_id", "a", "x", "y", "b", "z"]
+    sessions = pl.DataFrame({"session_id": ["s2", "s1"], "a": [1, 2], "b": [3, 4]})
+    rows = pl.DataFrame(
+        {"session_id": ["s1"], "x": [7], "y": ["seven"], "z": [9]}, schema=table.columns
+    )
+    view = joined(sessions, [(table, rows)])
+    assert view.columns == ["session_id", "a", "x", "y", "b", "z"]
+    assert view.rows() == [("s2", 1, None, None, 3, None), ("s1", 2, 7, "seven", 4, 9)]
+    assert joined(sessions, []).equals(sessions)

@@ -186,7 +186,7 @@ def test_a_note_that_describes_its_groups_gives_them() -> None:
 
 def full(result: Analysis) -> pl.DataFrame:
     table = load_rates("github-copilot")
-    return price_analysis(result.calls, result.sessions, table, {}, result.log_prices)[1]
+    return price_analysis(result.calls, result.session_view, table, {}, result.log_prices)[1]
 
 
 @pytest.fixture

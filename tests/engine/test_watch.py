@@ -51,7 +51,7 @@ def test_figures_of_a_session() -> None:
     assert (shown.session_id, shown.calls, shown.unpriced_calls) == (SESSION, 6, 0)
     assert shown.context_tokens == shown.growth[-1] == result.calls["input_tokens"][-1]
     assert (
-        shown.cost_usd == result.sessions["billed_nano_aiu"].cast(int).sum() / Decimal(10**11)
+        shown.cost_usd == result.session_view["billed_nano_aiu"].cast(int).sum() / Decimal(10**11)
         or shown.cost_usd is not None
     )
     assert isinstance(shown.last_cost_usd, Decimal) and not shown.estimated

@@ -40,6 +40,7 @@ from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.sdk_capture import read_capture
 from analytics.agents.copilot.simulate import SimulationParams, simulate, write_capture_tree
 from analytics.agents.copilot.store import read_session_store
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.agents.discover import LogFile
 from analytics.core import call_tokens as tokens
 from analytics.core.schema import EVENTS, OBSERVED_USAGE, empty, padded
@@ -140,7 +141,7 @@ def token_pairs(
             (
                 f"sessions with totals{mode}",
                 reference_tokens.with_call_totals(sessions, want_calls, fitted),
-                tokens.with_call_totals(sessions, totals),
+                tokens.with_call_totals(sessions, totals, PASS_SESSIONS),
             ),
             (f"token issues{mode}", want_issues, got_issues),
         ]
@@ -160,7 +161,11 @@ def pass_pairs(
     )
     return [
         ("calls in the pass", calls, inside.calls),
-        ("sessions in the pass", tokens.with_call_totals(passed.sessions, totals), inside.sessions),
+        (
+            "sessions in the pass",
+            tokens.with_call_totals(passed.sessions, totals, PASS_SESSIONS),
+            inside.sessions,
+        ),
         ("token issues in the pass", issues, inside.token_issues),
     ]
 

@@ -1,4 +1,5 @@
-"""The native engine's Copilot pass, from the scanner's batches to CALLS and SESSIONS.
+"""The native engine's Copilot pass, from the scanner's batches to CALLS and sessions
+(``PASS_SESSIONS``: SESSIONS with Copilot's own columns).
 
 ``pass_group`` hands a group's scanned batches (``agents.copilot.events.scan_logs``: Arrow columns,
 never a polars table of events) and the shutdowns' per-model totals to the engine
@@ -20,6 +21,7 @@ from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
 from analytics.agents.copilot.events import batch_frame as frame
 from analytics.agents.copilot.items import item_of_event
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.core.call_tokens import with_call_totals, with_tokens
 from analytics.core.schema import (
     CALLS,
@@ -27,16 +29,15 @@ from analytics.core.schema import (
     ISSUES,
     MODEL_METRICS,
     OBSERVED_USAGE,
-    SESSIONS,
     conform,
     padded,
     with_nulls,
 )
 
-#: SESSIONS columns a later stage fills (the per-call token sums and the fit).
+#: Session columns a later stage fills (the per-call token sums and the fit).
 _LATER = {
     name: dtype
-    for name, dtype in SESSIONS.items()
+    for name, dtype in PASS_SESSIONS.items()
     if name.startswith("fit_")
     or name
     in (
@@ -121,12 +122,13 @@ def pass_group(
             chosen = chosen.with_columns(item_of_event())
     token_issues = None
     if tokens is None:
-        calls, sessions = conform(calls, CALLS), conform(with_nulls(sessions, _LATER), SESSIONS)
+        calls = conform(calls, CALLS)
+        sessions = conform(with_nulls(sessions, _LATER), PASS_SESSIONS)
     else:
         # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens
         calls = with_tokens(calls, figures)
-        sessions = with_call_totals(sessions, frame(totals))
+        sessions = with_call_totals(sessions, frame(totals), PASS_SESSIONS)
         token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(
         calls=calls,

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from analytics.agents.copilot.follow import Follow
     from analytics.agents.discover import Found, LogFile
     from analytics.agents.pipeline import GroupTables, Progress
+    from analytics.core.schema import AgentTable
 
 __all__ = [
     "captures_as_logs",
@@ -40,7 +41,9 @@ __all__ = [
     "records",
     "scan",
     "session_ids",
+    "session_table",
     "simulator",
+    "split_sessions",
     "stages",
     "start_scans",
     "write_capture",
@@ -160,3 +163,17 @@ def event_of_item() -> pl.Expr:
     from analytics.agents.copilot.items import event_of_item as of_item
 
     return of_item()
+
+
+def session_table() -> AgentTable:
+    """Copilot's own session table (``agents.copilot.tables.COPILOT_SESSIONS``)."""
+    from analytics.agents.copilot.tables import COPILOT_SESSIONS
+
+    return COPILOT_SESSIONS
+
+
+def split_sessions(sessions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The sessions ``stages`` gives as (SESSIONS rows, ``session_table()`` rows)."""
+    from analytics.agents.copilot.tables import split
+
+    return split(sessions)

@@ -317,8 +317,11 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
     )
     # A session without calls (say, one whose only call failed) cost nothing: an exact 0.
     no_calls = pl.col("unpriced_calls").is_null()
+    # the log's own bill, where the sessions carry it (an agent's own table, joined)
+    nano = "billed_nano_aiu"
+    bill = nano_aiu_usd(pl.col(nano)) if nano in sessions.columns else pl.lit(None, dtype=MONEY)
     joined = beside(sessions, per_session, "session_id").with_columns(
-        nano_aiu_usd(pl.col("billed_nano_aiu")).alias("billed_usd"),
+        bill.alias("billed_usd"),
         *(
             pl.when(no_calls).then(pl.lit(0, dtype=MONEY)).otherwise(pl.col(c)).alias(c)
             for c in (*_PARTS, "cost_usd", "_charged")

@@ -425,7 +425,7 @@ _COUNTS = [
 def _counts(root: Path) -> dict[str, Any]:
     result = analyze([root])
     assert result.sessions.height == 1
-    return result.sessions.select(_COUNTS).row(0, named=True)
+    return result.session_view.select(_COUNTS).row(0, named=True)
 
 
 def _split_cases() -> list[Any]:

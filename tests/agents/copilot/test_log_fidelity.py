@@ -110,7 +110,7 @@ def record(usage_id: str, **fields: Any) -> dict[str, Any]:
 
 def one(result: Analysis) -> dict[str, Any]:
     assert result.sessions.height == 1
-    return result.sessions.row(0, named=True)
+    return result.session_view.row(0, named=True)
 
 
 def messages(result: Analysis) -> list[str]:
@@ -237,7 +237,7 @@ def test_each_session_start_in_a_file_begins_a_session_of_its_own(tmp_path: Path
     log = Log().start(SESSION).turn().shutdown(1, nano=7)
     log.start(OTHER).turn().turn().shutdown(2, nano=11)
     result = analyze([log.write(tmp_path)])
-    rows = {r["session_id"]: r for r in result.sessions.iter_rows(named=True)}
+    rows = {r["session_id"]: r for r in result.session_view.iter_rows(named=True)}
     assert set(rows) == {SESSION, OTHER}
     assert (rows[SESSION]["llm_calls"], rows[SESSION]["billed_nano_aiu"]) == (1, "7")
     assert (rows[OTHER]["llm_calls"], rows[OTHER]["billed_nano_aiu"]) == (2, "11")
@@ -249,7 +249,7 @@ def test_a_log_copied_onto_itself_is_analysed_once_and_reported_once(tmp_path: P
     log = Log().start().turn().turn().shutdown(2, nano=5)
     once = _analyse_bytes(tmp_path, "once", log.text())
     twice = _analyse_bytes(tmp_path, "twice", log.text() * 2)
-    assert twice.sessions.drop("source_files").equals(once.sessions.drop("source_files"))
+    assert twice.session_view.drop("source_files").equals(once.session_view.drop("source_files"))
     (issue,) = twice.issues.rows(named=True)
     assert (issue["line"], issue["severity"]) == (len(log.lines) + 1, "warning")
     assert issue["message"].startswith(f"{len(log.lines)} lines repeat earlier events")
@@ -264,7 +264,7 @@ def test_a_log_of_two_sessions_copied_onto_itself_keeps_each_copy_in_its_session
     log.start(OTHER).turn().turn().shutdown(2, nano=11)
     once = _analyse_bytes(tmp_path, "once", log.text())
     twice = _analyse_bytes(tmp_path, "twice", log.text() * 2)
-    assert twice.sessions.drop("source_files").equals(once.sessions.drop("source_files"))
+    assert twice.session_view.drop("source_files").equals(once.session_view.drop("source_files"))
     assert twice.calls.drop("source_file").equals(once.calls.drop("source_file"))
     (issue,) = twice.issues.rows(named=True)
     assert issue["message"].startswith(f"{len(log.lines)} lines repeat earlier events")
@@ -352,7 +352,7 @@ def figures(result: Analysis) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Sessions and calls without where they came from (files, lines, event order)."""
     provenance = ["source_file", "source_line", "event_seq"]
     return (
-        result.sessions.drop("source_files").sort("session_id"),
+        result.session_view.drop("source_files").sort("session_id"),
         result.calls.drop(provenance).sort("session_id", "call_index"),
     )
 

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.agents.copilot.log_prices import log_prices
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.cli.commands import app
 from analytics.core.errors import AgentcostError
 from analytics.core.pricing.learned import learned_prices, learned_rate_table, learned_toml
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table, load_rates, parse_rate_table
-from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, SESSIONS, combine, padded
+from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, combine, padded
 from analytics.engine.analyze import analyze
 from tests.oracle.reference.events import priced_lines
 
@@ -218,7 +219,7 @@ def calls(*rows: dict[str, Any]) -> pl.DataFrame:
 
 
 def sessions(*ids: str, billed: str | None = None) -> pl.DataFrame:
-    return padded(pl.DataFrame({"session_id": list(ids), "billed_nano_aiu": billed}), SESSIONS)
+    return padded(pl.DataFrame({"session_id": list(ids), "billed_nano_aiu": billed}), PASS_SESSIONS)
 
 
 COPILOT = load_rate_table("github-copilot")

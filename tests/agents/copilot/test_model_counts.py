@@ -104,7 +104,7 @@ def fleet(explore: int = 2, general: int = 0, model: str | None = None) -> Fleet
 
 def run(log: Fleet, folder: Path) -> tuple[Analysis, pl.DataFrame, pl.DataFrame]:
     result = analyze([log.write(folder)], use_cache=False)
-    priced, sessions = price_analysis(result.calls, result.sessions, rates())
+    priced, sessions = price_analysis(result.calls, result.session_view, rates())
     return result, priced, sessions
 
 

@@ -3,9 +3,9 @@
 The figures asserted here are the acceptance figures: each was checked by hand against the
 log's own shutdown totals or the matching ``session-store.db`` rows. The ``--format json``
 output of ``agentcost analyze`` for each log is also compared with a reviewed snapshot in
-``tests/snapshots/real/<path, / as __>.json``: the ``schema.SESSIONS`` columns and the issues,
-with the file's folder replaced by ``<dir>``. Cost columns are left out: they depend on the
-rate table and are pinned by the pricing tests.
+``tests/snapshots/real/<path, / as __>.json``: the columns of Copilot's sessions
+(``PASS_SESSIONS``) and the issues, with the file's folder replaced by ``<dir>``. Cost columns
+are left out: they depend on the rate table and are pinned by the pricing tests.
 
 To regenerate the snapshots after an intended change, run::
 
@@ -29,8 +29,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.cli.commands import app
-from analytics.core.schema import SESSIONS
 from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import REAL_LOGS, REPO, SNAPSHOTS
 
@@ -51,7 +51,7 @@ TARGETS = {
 def session_of(real_logs: Path, name: str) -> tuple[dict[str, Any], Analysis]:
     result = analyze([real_logs / TARGETS[name]])
     assert result.sessions.height == 1
-    return result.sessions.row(0, named=True), result
+    return result.session_view.row(0, named=True), result
 
 
 def test_qiaolei81_session_demo(real_logs: Path) -> None:
@@ -189,7 +189,9 @@ def render(path: Path) -> str:
     result = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout.replace(str(path.parent), "<dir>"))
-    sessions = [{k: v for k, v in row.items() if k in SESSIONS} for row in document["sessions"]]
+    sessions = [
+        {k: v for k, v in row.items() if k in PASS_SESSIONS} for row in document["sessions"]
+    ]
     facts = {"sessions": sessions, "issues": document["issues"]}
     return json.dumps(facts, indent=2, sort_keys=True) + "\n"
 

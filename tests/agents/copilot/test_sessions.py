@@ -61,7 +61,8 @@ def shutdown(at: int, requests: int, nano: int | None = None, **usage: int) -> L
 
 
 def session(tmp_path: Path, *lines: Line | list[Line]) -> dict[str, Any]:
-    """Write the lines as one session directory, analyse it, return its SESSIONS row."""
+    """Write the lines as one session directory, analyse it, return its row (SESSIONS with
+    Copilot's own columns joined)."""
     directory = tmp_path / SESSION
     directory.mkdir()
     flat = [item for entry in lines for item in (entry if isinstance(entry, list) else [entry])]
@@ -80,7 +81,7 @@ def session(tmp_path: Path, *lines: Line | list[Line]) -> dict[str, Any]:
     (directory / "events.jsonl").write_text(text + "\n")
     result = analyze([directory])
     assert result.sessions.height == 1
-    row: dict[str, Any] = result.sessions.row(0, named=True)
+    row: dict[str, Any] = result.session_view.row(0, named=True)
     return row
 
 

@@ -43,7 +43,9 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, d
     )
     simulate(root, params, store=True)
     result = analyze([root])
-    _, sessions = price_analysis(result.calls, result.sessions, load_rate_table("github-copilot"))
+    _, sessions = price_analysis(
+        result.calls, result.session_view, load_rate_table("github-copilot")
+    )
     truth = json.loads((root / "ground_truth.json").read_text())
     sessions_truth = {s["session_id"]: s for s in truth["sessions"]}
     return sessions, sessions_truth

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.core.schema import SESSIONS
+from analytics.agents.copilot.tables import PASS_SESSIONS
 
 #: Content kinds and the item count: the unknowns shared by every agent of a session, with
 #: their prior (mean, standard deviation) in tokens per byte (per item for ``item``). Code
@@ -86,8 +86,8 @@ _ITEMS = {
     "skill.invoked": "prose",
 }
 
-#: Per-session fit figures: the ``fit_*`` columns of SESSIONS.
-FIT: dict[str, pl.DataType] = {k: v for k, v in SESSIONS.items() if k.startswith("fit_")}
+#: Per-session fit figures: the ``fit_*`` columns of Copilot's sessions.
+FIT: dict[str, pl.DataType] = {k: v for k, v in PASS_SESSIONS.items() if k.startswith("fit_")}
 
 
 def subagent_runs(events: pl.DataFrame) -> pl.DataFrame:

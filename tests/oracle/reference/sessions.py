@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.core.events import MAIN_AGENT
-from analytics.core.schema import ISSUES, SESSIONS, conform, with_nulls
+from analytics.core.schema import ISSUES, conform, with_nulls
 from tests.oracle.reference.calls import failed_calls
 from tests.oracle.reference.events import EVENT_KEYS
 from tests.oracle.reference.tokens import models_by_calls
@@ -145,10 +146,10 @@ def summarize_sessions(
     # (``tokens.with_call_totals``).
     later = {
         name: dtype
-        for name, dtype in SESSIONS.items()
+        for name, dtype in PASS_SESSIONS.items()
         if name.startswith("fit_") or name in _TOKENS
     }
-    return conform(with_nulls(sessions.sort("start_time", "session_id"), later), SESSIONS)
+    return conform(with_nulls(sessions.sort("start_time", "session_id"), later), PASS_SESSIONS)
 
 
 def _record_totals(records: pl.DataFrame) -> pl.DataFrame:

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.core.events import MAIN_AGENT
-from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, SESSIONS, combine, conform, empty
+from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
 from tests.oracle.reference import calibrate as reference_calibrate
 from tests.oracle.reference import fit as reference_fit
 from tests.oracle.reference.calibrate import _GROUP
@@ -122,7 +123,7 @@ def with_call_totals(
             for c in ["input_tokens", "output_tokens", *_TOKENS[1:]]
         )
     )
-    return conform(joined, SESSIONS)
+    return conform(joined, PASS_SESSIONS)
 
 
 def models_by_calls(calls: pl.DataFrame) -> pl.DataFrame:
