@@ -9,8 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -25,9 +25,9 @@ from analytics.core import dataset
 from analytics.core.dataset import PARTITIONS, TABLES, Who, read_table, resolve_user
 from analytics.core.errors import UsageError
 from analytics.core.export import export_analysis
-from analytics.core.schema import AgentTable
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table
+from analytics.core.schema import AgentTable
 from analytics.engine.analyze import analyze
 from tests.conftest import REPO, SAMPLE_LOGS
 
