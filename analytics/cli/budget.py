@@ -165,7 +165,7 @@ def statusline(
             ctx,
             "statusline",
             paths,
-            options.Format.json,  # no terminal shapes the line
+            None,  # no format option: no terminal shapes the line
             None,
             timezone,
             {**parameters, **moment},

@@ -56,7 +56,7 @@ class Replays(NamedTuple):
         ctx: typer.Context,
         command: str,
         paths: list[Path] | None,
-        output_format: Format,
+        output_format: Format | None,
         output: Path | None,
         timezone: str | None,
         options: Mapping[str, object],
@@ -68,7 +68,9 @@ class Replays(NamedTuple):
         """``command`` on ``paths``, with its parameters ``options`` (its ``locals()`` on
         entry), keyed by ``fingerprints.output_key`` with the terminals its tables are
         drawn for (``today_in``: the zone whose date ``options`` holds as ``today``).
-        ``found``: what discovery already found under ``paths``. ``early=False``: the output
+        ``output_format`` None: a command without a format option (an HTML page, a status
+        line), which no terminal shapes. ``found``: what discovery already found under
+        ``paths``. ``early=False``: the output
         is not replayed before the command line (``analytics.entry``), for a command whose
         ``options`` hold what only it can work out again (the moment it runs)."""
         from analytics.cache.fingerprints import output_key_of, output_shape

@@ -45,10 +45,8 @@ def report(
 ) -> None:
     """Write one self-contained HTML file of charts: context growth, costs, rate tables."""
     try:
-        # the page is stored and replayed as a report is (no terminal shapes it)
-        replays = Replays.of(
-            ctx, "report", paths, options.Format.json, html_file, timezone, locals()
-        )
+        # the page is stored and replayed as a report is
+        replays = Replays.of(ctx, "report", paths, None, html_file, timezone, locals())
         if replays.replayed(html_file):
             return
         from analytics.core.pricing.rates import bundled_rate_tables, load_rates
