@@ -37,14 +37,15 @@ Rate tables (``bundled_rate_tables``, ``load_rate_table``; ``load_rates`` also r
 
 Pricing has one entry point: ``price_calls`` (any calls, the log's own prices and
 bring-your-own-key included, in the ``COSTS`` columns) and ``price_analysis`` (calls and
-sessions, beside what the log says it billed). ``unpriced_models`` lists what a table could
-not price; ``table_totals`` prices the same calls under several tables::
+sessions, beside what the log says it billed: give them ``result.call_view`` and
+``result.session_view``, which carry the agents' own bills). ``unpriced_models`` lists what a
+table could not price; ``table_totals`` prices the same calls under several tables::
 
-    >>> priced = ac.price_calls(result.calls, table, log_prices=result.log_prices)
+    >>> priced = ac.price_calls(result.call_view, table, log_prices=result.log_prices)
     >>> set(ac.COSTS) <= set(priced.columns), isinstance(priced["cost_usd"].sum(), Decimal)
     (True, True)
     >>> calls, sessions = ac.price_analysis(
-    ...     result.calls, result.session_view, table, {}, result.log_prices
+    ...     result.call_view, result.session_view, table, {}, result.log_prices
     ... )
     >>> calls["cost_usd"].sum() == priced["cost_usd"].sum()
     True
@@ -54,13 +55,14 @@ not price; ``table_totals`` prices the same calls under several tables::
     ['github-copilot']
 
 The team dataset: ``export_analysis`` writes one person's priced tables for a ``Who`` (a
-file per session of its calls, its session row and its agent's own table, when the agent has
-one), ``read_table`` reads one back, ``duckdb_report`` (``period_query``: its SQL) sums it::
+file per session of its calls, its session row and its agent's own tables, of the session and
+of its calls, when the agent has them), ``read_table`` reads one back, ``duckdb_report``
+(``period_query``: its SQL) sums it::
 
     >>> dataset = home.parent / "dataset"
     >>> who = ac.Who("ana", "laptop")
     >>> ac.export_analysis(dataset, result, calls, sessions, who, [str(home)]).summary()
-    '6 added, 0 replaced, 0 removed, 0 unchanged'
+    '8 added, 0 replaced, 0 removed, 0 unchanged'
     >>> ac.read_table(dataset, "sessions").height
     2
     >>> report = ac.duckdb_report(dataset, period="month", zone="UTC", by="user")

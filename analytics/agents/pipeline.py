@@ -24,10 +24,13 @@ that is imported only when its logs are analysed:
 - ``event_of_item()``: its own event type of each row's neutral ``item``
   (``analytics.core.items``), for another agent's items handed to its reconstruction
   (``engine.corpus``);
-- its own table, for what only it has (``session_table()``, a ``core.schema.AgentTable``:
-  Copilot's shutdown reconciliation, billed credits and fit diagnostics), and
-  ``split_sessions(sessions)``: the sessions its stages give (stored so in the result cache)
-  as SESSIONS rows and that table's rows, which views join back by session id.
+- its own tables, for what only it has (``core.schema.AgentTable``): of its sessions
+  (``session_table()``: Copilot's shutdown reconciliation, billed credits and fit
+  diagnostics), with ``split_sessions(sessions)``: the sessions its stages give (stored so in
+  the result cache) as SESSIONS rows and that table's rows, which views join back by session
+  id; and of its calls (``call_table()``: Copilot's bill of each call), whose columns its
+  stages' calls keep beside the core's (``Analysis.calls`` leaves them out,
+  ``Analysis.call_view`` keeps them).
 """
 
 from __future__ import annotations
@@ -114,6 +117,8 @@ class Pipeline(Protocol):
 
     def session_table(self) -> AgentTable: ...
 
+    def call_table(self) -> AgentTable: ...
+
     def split_sessions(self, sessions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]: ...
 
 
@@ -131,5 +136,7 @@ def pipeline_agent() -> str:
 
 def agent_tables() -> list[AgentTable]:
     """Every agent's own table the registry's agents declare (the staged pipeline's agent's),
-    for what lists them whether or not its logs were read (the team dataset's contract)."""
-    return [pipeline().session_table()]
+    for what lists them whether or not its logs were read (the team dataset's contract): of
+    sessions, then of calls."""
+    agent = pipeline()
+    return [agent.session_table(), agent.call_table()]

@@ -68,7 +68,7 @@ def _price(
     result: Analysis, table: RateTable, model_map: Mapping[str, str], names: Sequence[str]
 ) -> dict[str, pl.DataFrame]:
     calls, sessions = price_analysis(
-        result.calls, result.session_view, table, model_map, result.log_prices
+        result.call_view, result.session_view, table, model_map, result.log_prices
     )
     tables = {"calls": calls, "sessions": sessions}
     return {name: tables[name] for name in names}

@@ -247,7 +247,7 @@ def compare(
         tables = [load_seller(name.strip()) for name in rates.split(",") if name.strip()]
         result = loading.load(ctx, paths, window, found=replays.found)
         found = compare_tables(
-            result.calls,
+            result.call_view,
             result.session_view,
             tables,
             loading.model_renames(model_map),

@@ -80,11 +80,12 @@ def call_tokens_and_fit(
     observed: pl.DataFrame | None = None,
     *,
     use_observed: bool = True,
+    contract: Mapping[str, pl.DataType] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(CALLS + CALL_TOKENS in session and event order, ISSUES, the sessions' figures).
-    ``observed`` is an OBSERVED_USAGE frame. ``use_observed=False`` ignores every per-call
-    record and reconstructs all calls: what ``agentcost validate`` compares against the
-    records to measure the reconstruction's error.
+    """(CALLS + CALL_TOKENS in session and event order, or in ``contract``: ``with_tokens``;
+    ISSUES; the sessions' figures). ``observed`` is an OBSERVED_USAGE frame.
+    ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
+    ``agentcost validate`` compares against the records to measure the reconstruction's error.
 
     The sessions' figures (session_id and ``SESSION_TOKENS``, one row per session) go to
     SESSIONS with ``with_call_totals``. The engine's pass runs the same stage on its folds
@@ -104,17 +105,23 @@ def call_tokens_and_fit(
         use_observed=use_observed,
     )
     return (
-        with_tokens(ordered, figures),
+        with_tokens(ordered, figures, contract),
         conform(pl.DataFrame(issues), ISSUES),
         pl.DataFrame(totals),
     )
 
 
-def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFrame:
-    """CALLS + CALL_TOKENS: ``calls`` with the columns the engine's token stage set, aligned
-    with its rows."""
+def with_tokens(
+    calls: pl.DataFrame,
+    figures: _scanner.ArrowTable,
+    contract: Mapping[str, pl.DataType] | None = None,
+) -> pl.DataFrame:
+    """CALLS + CALL_TOKENS (or ``contract``, the pipeline's: with the bill of each call the
+    stage also sets, which only its agent's own call table keeps): ``calls`` with the columns
+    the engine's token stage set, aligned with its rows."""
     return conform(
-        calls.with_columns(pl.DataFrame(figures).get_columns()), combine(CALLS, CALL_TOKENS)
+        calls.with_columns(pl.DataFrame(figures).get_columns()),
+        contract if contract is not None else combine(CALLS, CALL_TOKENS),
     )
 
 

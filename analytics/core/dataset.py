@@ -63,8 +63,9 @@ from analytics.core.pricing.call_costs import AGENT_COSTS
 from analytics.core.schema import MONEY, AgentTable
 
 #: The contract's version: bumped whenever a table's columns or their meaning change.
-VERSION = "3"  # 2: calls gained input_tokens_low and input_tokens_high; 3: sessions keep
-# what every agent's have, an agent's own columns are its table (``copilot_sessions``)
+VERSION = "4"  # 2: calls gained input_tokens_low and input_tokens_high; 3: sessions keep
+# what every agent's have, an agent's own columns are its table (``copilot_sessions``); 4: so
+# do calls (Copilot's bill of each call, ``billed_nano_aiu``, is ``copilot_calls``)
 #: Where the version and the table's name sit in each file's Parquet metadata.
 VERSION_KEY, TABLE_KEY = "agentcost.dataset.version", "agentcost.dataset.table"
 #: The Hive partition keys, in path order: stored in directory names, not in the files.
@@ -205,7 +206,7 @@ def dataset_frames(
         table.name: _shaped(
             rows.join(placed, on="session_id", how="left").with_columns(who_columns),
             {**WHO, **table.columns},
-        ).sort("session_id", nulls_last=True)
+        ).sort(*table.key, nulls_last=True)
         for table, rows in agent_tables
     }
     return {

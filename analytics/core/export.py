@@ -34,14 +34,15 @@ def export_analysis(
 ) -> Changes:
     """Write (or, with ``plan``, plan) the dataset files of one priced analysis of
     ``inputs`` (the paths it read) under ``directory``."""
+    own = (*result.agent_tables, *result.call_table_rows)  # of sessions, then of calls
     frames = dataset_frames(
         priced_calls,
         priced_sessions,
         result.issues,
         who,
         result.found.agent_of_file(),
-        result.agent_tables,
+        own,
     )
     key = run_key(who, inputs)
-    known = [table for table, _ in result.agent_tables]
+    known = [table for table, _ in own]
     return write_files(directory, data_files(frames, key), known, plan=plan, issues_key=key)

@@ -175,12 +175,16 @@ def with_call_bills(priced_calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.Da
     """Add ``_billed_usd`` (each call's share of the log's bill) and ``_billed_split``.
 
     A call's own ``billed_nano_aiu`` is used as it is. What the session's bill leaves after
-    those is split over the calls without one, by tokens (input + output), exactly.
+    those is split over the calls without one, by tokens (input + output), exactly. Both
+    bills are an agent's own columns (``Analysis.call_view``, ``Analysis.session_view``):
+    where a frame lacks one, it states none.
     """
     nano = pl.col("billed_nano_aiu").cast(pl.Decimal(38, 0)).cast(pl.Int64)
-    # the session's bill: an agent's own column (``Analysis.session_view``), absent otherwise
-    billed = "billed_nano_aiu" in sessions.columns
-    session_nano = nano if billed else pl.lit(None, pl.Int64)
+
+    def stated_in(frame: pl.DataFrame) -> pl.Expr:
+        return nano if "billed_nano_aiu" in frame.columns else pl.lit(None, pl.Int64)
+
+    session_nano = stated_in(sessions)
     session_bill = sessions.select(
         "session_id",
         session_nano.alias("_session_nano"),
@@ -194,7 +198,7 @@ def with_call_bills(priced_calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.Da
     return (
         priced_calls.drop("project", strict=False)
         .join(session_bill, on="session_id", how="left")
-        .with_columns(nano.alias("_nano"))
+        .with_columns(stated_in(priced_calls).alias("_nano"))
         .with_columns(stated.alias("_stated"))
         .with_columns(
             pl.when(stated)

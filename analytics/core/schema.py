@@ -234,17 +234,31 @@ SESSIONS: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True)
 class AgentTable:
-    """What only one agent's sessions have, in a table of its own: ``columns`` (``session_id``
-    first, one row per session of that agent), joined to SESSIONS by session id where a view
-    needs them (``joined``). ``after`` places each of its columns in a view: the view's column
-    it follows (another of its own, or one of SESSIONS), so that the views list them where
-    the agent's readers expect them; ``name`` and ``description`` are its table's in the team
-    dataset (``core.dataset``). An agent declares its own (``agents.pipeline``)."""
+    """What only one agent's sessions or calls have, in a table of its own: ``columns`` (its
+    ``key`` first: ``session_id`` for one row per session of that agent, ``session_id`` and
+    ``event_seq`` for one row per call), set beside SESSIONS or CALLS by that key where a view
+    needs them (``joined``, ``Analysis.call_view``). ``after`` places each of its columns in a
+    view: the view's column it follows (another of its own, or one of the core's), so that
+    the views list them where the agent's readers expect them; ``name`` and ``description``
+    are its table's in the team dataset (``core.dataset``). An agent declares its own
+    (``agents.pipeline``)."""
 
     name: str
     description: str
     columns: Mapping[str, pl.DataType]
     after: Mapping[str, str]
+    key: tuple[str, ...] = ("session_id",)
+
+    @property
+    def of_calls(self) -> bool:
+        """Whether its rows are calls (else sessions)."""
+        return "event_seq" in self.key
+
+    def contract(self, core: Mapping[str, pl.DataType]) -> dict[str, pl.DataType]:
+        """The view's contract: ``core`` (CALLS' or SESSIONS') with this table's columns in
+        their places."""
+        merged = combine(core, self.columns)
+        return {name: merged[name] for name in self.view_order(list(core))}
 
     def view_order(self, columns: Sequence[str]) -> list[str]:
         """``columns`` (a view's, without this table's) with this table's placed in them."""
@@ -266,10 +280,12 @@ class AgentTable:
 def joined(
     sessions: pl.DataFrame, tables: Sequence[tuple[AgentTable, pl.DataFrame]]
 ) -> pl.DataFrame:
-    """``sessions`` with each agent table's columns joined by session id (null for the
-    sessions of the other agents), placed as the tables say (``AgentTable.after``): the view
-    the reports, the JSON output and the export read."""
+    """``sessions`` with each agent session table's columns joined by session id (null for
+    the sessions of the other agents), placed as the tables say (``AgentTable.after``): the
+    view the reports, the JSON output and the export read. Tables of calls are left out."""
     for table, rows in tables:
+        if table.of_calls:
+            continue
         order = table.view_order(sessions.columns)
         sessions = sessions.join(rows, on="session_id", how="left", maintain_order="left").select(
             order
@@ -290,7 +306,6 @@ CALL_TOKENS: dict[str, pl.DataType] = {
     # why an ``estimated`` call's tokens are estimated (no shutdown totals, after the last
     # shutdown, counts that differ from the shutdown's, ...); null for the others
     "estimate_reason": pl.String(),
-    "billed_nano_aiu": pl.String(),
     "is_byok": pl.Boolean(),  # bring your own key: the provider bills this call, not Copilot
     # the agent's fixed part (system prompt + tool definitions) within input_tokens, as the
     # reconstruction fitted it (capped at the call's input); the rest is conversation

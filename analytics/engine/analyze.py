@@ -7,6 +7,7 @@ This is the library entry point the CLI and the notebooks use::
     result.sessions  # one row per session (schema.SESSIONS)
     result.calls     # one row per LLM call (schema.CALLS)
     result.session_view  # the sessions with each agent's own table joined
+    result.call_view     # the calls with each agent's own columns (what pricing reads)
 
 The stages themselves run in ``analytics.engine.group_analysis`` (in groups of sessions when
 the events need not be kept). With ``use_cache`` an unchanged set of inputs is not analysed again
@@ -62,8 +63,9 @@ class Before:
     """The previous stored analysis of the same paths, as what priced it still serves
     (``analytics.cache.priced_tables``): its ``key``, the sessions whose tables are the same in
     both (``same``: their groups' fingerprints are; perhaps none), and what gives the calls of
-    at least every other session (``calls``: those analysed anew, and the other agents'), so
-    that only those are priced, without the whole table of calls."""
+    at least every other session (``calls``: those analysed anew, and the other agents', as
+    ``Analysis.call_view`` has them), so that only those are priced, without the whole table
+    of calls."""
 
     key: str
     same: frozenset[str]
@@ -81,8 +83,9 @@ class Analysis:
     work with flat memory.
     """
 
-    #: CALLS, or what gives them on first use (``calls``): a stored result's are decoded only
-    #: for the commands that read them (``analyze`` shows the priced sessions kept beside).
+    #: The calls' view (``call_view``), or what gives it on first use: a stored result's are
+    #: decoded only for the commands that read them (``analyze`` shows the priced sessions
+    #: kept beside).
     calls_source: pl.DataFrame | Callable[[], pl.DataFrame] = field(repr=False, compare=False)
     sessions: pl.DataFrame
     model_metrics: pl.DataFrame
@@ -117,10 +120,28 @@ class Analysis:
         return joined(self.sessions, self.agent_tables)
 
     @cached_property
-    def calls(self) -> pl.DataFrame:
-        """One row per LLM call (schema.CALLS with tokens)."""
+    def call_view(self) -> pl.DataFrame:
+        """One row per LLM call (``ANALYSIS_CALLS``) with each agent's own columns in their
+        places (``call_tables``; null for the other agents' calls): what pricing reads (a
+        call's own bill), and what ``--calls`` lists."""
         source = self.calls_source
         return source if isinstance(source, pl.DataFrame) else source()
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """One row per LLM call (``ANALYSIS_CALLS``: CALLS with tokens and what every agent
+        adds): ``call_view`` without the agents' own columns."""
+        own = [name for table in call_tables() for name in table.columns if name not in table.key]
+        return self.call_view.drop(own, strict=False)
+
+    @cached_property
+    def call_table_rows(self) -> tuple[tuple[AgentTable, pl.DataFrame], ...]:
+        """Each agent's own call table and its rows, one per call of that agent (the team
+        dataset writes them as tables of their own)."""
+        from analytics.agents.pipeline import pipeline_agent
+
+        mine = self.call_view.filter(pl.col("agent") == pipeline_agent())
+        return tuple((table, mine.select(list(table.columns))) for table in call_tables())
 
     @cached_property
     def events(self) -> pl.DataFrame:
@@ -140,7 +161,7 @@ class Analysis:
         already read; else they are read, or filtered, on first use)."""
         mine = pl.col("session_id").is_in(session_ids.implode())
         return Analysis(
-            calls_source=self.calls.filter(mine),
+            calls_source=self.call_view.filter(mine),
             sessions=self.sessions.filter(mine),
             model_metrics=self.model_metrics.filter(mine),
             issues=self.issues,
@@ -332,7 +353,9 @@ def _with_agents(
 
     def every(mine: pl.DataFrame, agents: Sequence[pl.DataFrame] = others) -> pl.DataFrame:
         copilot = _as_copilot_calls(mine, copilot_sessions)
-        return _stacked([copilot, *agents])
+        view = call_view_contract()
+        own = {name: dtype for name, dtype in view.items() if name not in ANALYSIS_CALLS}
+        return _stacked([copilot, *(conform(with_nulls(a, own), view) for a in agents)])
 
     def calls() -> pl.DataFrame:
         return every(source if isinstance(source, pl.DataFrame) else source())
@@ -357,6 +380,23 @@ def _with_agents(
         sessions=sessions.sort(*SESSION_ORDER, nulls_last=True),
         issues=pl.concat(issues).sort("file", "line", "severity", "message", nulls_last=False),
     )
+
+
+def call_tables() -> list[AgentTable]:
+    """The agents' own tables of calls, whose columns ``Analysis.call_view`` keeps."""
+    from analytics.agents.pipeline import agent_tables
+
+    return [table for table in agent_tables() if table.of_calls]
+
+
+@functools.cache
+def call_view_contract() -> dict[str, pl.DataType]:
+    """``ANALYSIS_CALLS`` with every agent call table's columns in their places: the columns
+    of ``Analysis.call_view``."""
+    contract = dict(ANALYSIS_CALLS)
+    for table in call_tables():
+        contract = table.contract(contract)
+    return contract
 
 
 def _stacked(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
@@ -403,8 +443,8 @@ def _as_copilot_sessions(
 
 
 def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
-    """Copilot calls with the AGENT_CALLS columns: the agent and its version; the usage
-    fields only the other agents' logs state are null."""
+    """Copilot calls as ``Analysis.call_view`` has them, with the AGENT_CALLS columns: the
+    agent and its version; the usage fields only the other agents' logs state are null."""
     versions = sessions.select("session_id", "agent_version")
     return conform(
         with_nulls(
@@ -413,7 +453,7 @@ def _as_copilot_calls(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFra
             ),
             {c: t for c, t in AGENT_CALLS.items() if c not in ("agent", "agent_version")},
         ),
-        ANALYSIS_CALLS,
+        call_view_contract(),
     )
 
 
@@ -425,7 +465,7 @@ def _decoded(
     try:
         return read()
     except (OSError, pl.exceptions.PolarsError):  # polars raises OSError for a bad LZ4 block
-        return _run(found, None, None, keep_events, group_bytes, None)[0].calls
+        return _run(found, None, None, keep_events, group_bytes, None)[0].call_view
 
 
 def _unchanged(previous: Previous | None, ran: Tables) -> Before | None:

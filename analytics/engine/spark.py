@@ -188,12 +188,12 @@ def analyse_task(task: Task) -> dict[str, pl.DataFrame]:
         found = replace(discover(paths), problems=[], not_logs=[])
         result = analyze(paths, keep_events=False, found=found, agent_items=False)
         return {
-            "calls": result.calls,
+            "calls": result.call_view,
             "sessions": result.sessions,
             "issues": result.issues,
             "log_prices": result.log_prices,
             "agents": _agents(found),
-            **{table.name: rows for table, rows in result.agent_tables},
+            **{table.name: rows for table, rows in (*result.agent_tables, *result.call_table_rows)},
         }
     except Exception as error:  # a task never fails the job: its files get an issue each
         message = f"not analysed: {type(error).__name__}: {error}"

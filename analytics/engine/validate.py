@@ -144,7 +144,7 @@ def error_stats() -> list[pl.Expr]:
 
 
 def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
-    """``analysis.calls`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
+    """``analysis.call_view`` plus ``reconstructed_input_tokens``: the tokens the log alone implies.
 
     Shown beside observed per-call tokens so the reconstruction's error is visible. Copilot
     calls are reconstructed from their log (calibrated to its shutdown); Claude Code calls
@@ -173,10 +173,10 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
             )
         )
     if not rebuilt:
-        return analysis.calls.with_columns(
+        return analysis.call_view.with_columns(
             pl.lit(None, pl.Int64).alias("reconstructed_input_tokens")
         )
-    return analysis.calls.join(
+    return analysis.call_view.join(
         pl.concat(rebuilt).rename({"input_tokens": "reconstructed_input_tokens"}),
         on=["session_id", "call_index"],
         how="left",

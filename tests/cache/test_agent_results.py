@@ -255,7 +255,7 @@ def test_a_touched_tree_prices_only_the_changed_sessions(
         tables = priced_tables.priced_tables(result, table, {}, ["calls", "sessions"])
         results.flush()
         fresh = analyze([root], agent_items=items)
-        calls, sessions = real(fresh.calls, fresh.session_view, table, {}, fresh.log_prices)
+        calls, sessions = real(fresh.call_view, fresh.session_view, table, {}, fresh.log_prices)
         assert_frame_equal(tables["sessions"], sessions)
         assert_frame_equal(tables["calls"], calls)
         return tables["calls"], tables["sessions"]

@@ -20,7 +20,7 @@ from analytics.engine.analyze import Analysis, Window, analyze
 
 def fresh(result: Analysis, table_name: str = "github-copilot") -> dict[str, pl.DataFrame]:
     calls, sessions = price_analysis(
-        result.calls, result.session_view, load_rates(table_name), {}, result.log_prices
+        result.call_view, result.session_view, load_rates(table_name), {}, result.log_prices
     )
     return {"calls": calls, "sessions": sessions}
 
@@ -79,7 +79,7 @@ def test_other_prices_or_a_model_map_price_afresh(logs: Path, tmp_path: Path) ->
     assert_equal(priced_tables(result, anthropic, {}), fresh(result, "anthropic"))
     mapped = priced_tables(result, copilot, {"claude-sonnet-4.5": "claude-haiku-4.5"})
     calls, sessions = price_analysis(
-        result.calls,
+        result.call_view,
         result.session_view,
         copilot,
         {"claude-sonnet-4.5": "claude-haiku-4.5"},
@@ -137,9 +137,9 @@ def test_per_call_costs_sum_to_the_sessions_table_on_real_logs(real_logs: Path) 
         )
         for table in (copilot, lacking):
             _, sessions = price_analysis(
-                result.calls, result.session_view, table, {}, result.log_prices
+                result.call_view, result.session_view, table, {}, result.log_prices
             )
-            calls = price_calls(result.calls, table, log_prices=result.log_prices)
+            calls = price_calls(result.call_view, table, log_prices=result.log_prices)
             want = dict(zip(sessions["session_id"], sessions["cost_usd"], strict=True))
             for priced_calls in (calls, report_frames(result, table).priced):
                 sums = priced_calls.group_by("session_id").agg(

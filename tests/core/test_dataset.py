@@ -75,7 +75,11 @@ def test_the_docs_state_the_contract() -> None:
 def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: Path) -> None:
     result = analyze([SAMPLE_LOGS], keep_events=False)
     calls, sessions = price_analysis(
-        result.calls, result.session_view, load_rate_table("github-copilot"), {}, result.log_prices
+        result.call_view,
+        result.session_view,
+        load_rate_table("github-copilot"),
+        {},
+        result.log_prices,
     )
     who = Who("ana", "laptop-1")
     export_analysis(tmp_path, result, calls, sessions, who, [str(SAMPLE_LOGS)])
@@ -83,9 +87,10 @@ def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: P
     assert back.schema == pl.Schema({**TABLES["calls"], **PARTITIONS})
     assert back.height == calls.height
     assert set(back["user"]) == {"ana"} and set(back["host"]) == {"laptop-1"}
+    assert "billed_nano_aiu" not in back.columns  # Copilot's bill of each call is its table's
     assert_frame_equal(
-        back.select(calls.columns).sort("session_id", "event_seq"),
-        calls.sort("session_id", "event_seq"),
+        back.select(calls.drop("billed_nano_aiu").columns).sort("session_id", "event_seq"),
+        calls.drop("billed_nano_aiu").sort("session_id", "event_seq"),
         check_dtypes=False,  # the token-source counts are Int64 in the dataset
     )
     assert back["cost_usd"].dtype == pl.Decimal(38, 18)
@@ -99,11 +104,15 @@ def test_export_reads_back_as_the_priced_tables_with_who_and_version(tmp_path: P
     assert all(f.startswith("sessions/agent=copilot/day=2026-08-0") for f in files)
     contract = json.loads((tmp_path / "dataset.json").read_text())
     assert contract["dataset_version"] == dataset.VERSION
-    ((table, rows),) = result.agent_tables  # the agent's own table: one of its own
-    assert set(contract["tables"]) == {"calls", "sessions", "issues", table.name}
-    own = read_table(tmp_path, table.name)
-    assert_frame_equal(own.select(rows.columns).sort("session_id"), rows.sort("session_id"))
-    assert set(own["user"]) == {"ana"} and set(own["agent"]) == set(sessions["agent"])
+    # the agent's own tables, of its sessions and of its calls: each one of its own
+    tables = (*result.agent_tables, *result.call_table_rows)
+    assert set(contract["tables"]) == {"calls", "sessions", "issues", *(t.name for t, _ in tables)}
+    assert len(tables) == 2
+    for table, rows in tables:
+        own = read_table(tmp_path, table.name)
+        assert own.height == rows.height
+        assert_frame_equal(own.select(rows.columns).sort(table.key), rows.sort(table.key))
+        assert set(own["user"]) == {"ana"} and set(own["agent"]) == set(sessions["agent"])
     dataset.check_target(tmp_path)  # a dataset with an agent's table is still a dataset
 
 
@@ -236,6 +245,7 @@ def test_export_cli_writes_only_the_dataset(tmp_path: Path) -> None:
         "calls",
         "sessions",
         "issues",
-        "copilot_sessions",  # Copilot's own table (the sample logs are Copilot's)
+        "copilot_sessions",  # Copilot's own tables (the sample logs are Copilot's)
+        "copilot_calls",
     }
     assert os.listdir(tmp_path) == ["d"]

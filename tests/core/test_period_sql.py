@@ -32,7 +32,11 @@ def _exported(logs: Path, target: Path) -> Path:
 def _assert_reports_equal(logs: Path, target: Path) -> None:
     result = analyze([logs], keep_events=False)
     calls, sessions = price_analysis(
-        result.calls, result.session_view, load_rate_table("github-copilot"), {}, result.log_prices
+        result.call_view,
+        result.session_view,
+        load_rate_table("github-copilot"),
+        {},
+        result.log_prices,
     )
     for period in PERIODS:
         for by in BREAKDOWNS:

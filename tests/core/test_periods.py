@@ -31,7 +31,8 @@ def _calls(rows: list[dict[str, Any]]) -> pl.DataFrame:
         pl.lit(False).alias("user_initiated"),
         pl.lit(0).alias("reasoning_tokens"),
     )
-    return padded(frame, combine(CALLS, CALL_TOKENS))
+    # with a call's own bill, which an agent may keep beside CALLS (Copilot's call table)
+    return padded(frame, combine(CALLS, CALL_TOKENS, {"billed_nano_aiu": pl.String()}))
 
 
 def _sessions(ids: list[str], nano: list[str | None] | None = None) -> pl.DataFrame:

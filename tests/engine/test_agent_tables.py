@@ -5,8 +5,8 @@ Checked on a mixed analysis (the sample logs, Copilot's, with real Claude Code, 
 logs): no
 SESSIONS column is null for every other agent's session but those listed below (columns
 whose meaning is the same for any agent, which the other agents' folds do not fill yet), and
-Copilot's own table joins back to the sessions it came from (and is stored and loaded by
-the result cache: ``tests/cache/test_results.py``).
+Copilot's own tables join back to the sessions and calls they came from (and are stored and
+loaded by the result cache: ``tests/cache/test_results.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analytics.core.schema import ANALYSIS_SESSIONS
-from analytics.engine.analyze import analyze
+from analytics.core.schema import ANALYSIS_CALLS, ANALYSIS_SESSIONS
+from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
 
 #: SESSIONS columns every agent can have, and the other agents' folds leave null so far.
@@ -32,8 +32,6 @@ NOT_YET_FILLED = {
 #: CALLS columns every agent can have, null for calls of agents that do not need them:
 #: a reconstructed call's estimate (``estimate_reason``, ``fixed_part_tokens``, the interval),
 #: the ids of an agent that has them, the premium-request flag of an agent billed per prompt.
-#: ``billed_nano_aiu`` (Copilot's bill per call) stays on CALLS for now: the per-call bill
-#: is read where calls are priced, over every call.
 CALLS_NOT_YET_FILLED = {
     "parent_tool_call_id",
     "interaction_id",
@@ -42,20 +40,23 @@ CALLS_NOT_YET_FILLED = {
     "fixed_part_tokens",
     "input_tokens_low",
     "input_tokens_high",
-    "billed_nano_aiu",
     "logged_cost_usd",
 }
 
 
 @pytest.fixture(scope="module")
-def mixed() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(sessions, calls, the session view) of the sample logs with real Claude Code, Codex
-    and pi logs."""
+def analysis() -> Analysis:
+    """The sample logs with real Claude Code, Codex and pi logs."""
     folders = [REAL_LOGS / name for name in ("claude-code", "codex", "pi")]
     if not all(folder.is_dir() for folder in folders):
         pytest.skip(f"real logs not present at {REAL_LOGS}")
-    result = analyze([SAMPLE_LOGS, *folders])
-    return result.sessions, result.calls, result.session_view
+    return analyze([SAMPLE_LOGS, *folders])
+
+
+@pytest.fixture(scope="module")
+def mixed(analysis: Analysis) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(sessions, calls, the session view) of ``analysis``."""
+    return analysis.sessions, analysis.calls, analysis.session_view
 
 
 def test_sessions_and_calls_hold_no_column_only_one_agent_fills(
@@ -99,3 +100,22 @@ def test_copilots_table_joins_back(
     assert view.filter(copilot)["copilot_version"].equals(
         view.filter(copilot)["agent_version"], check_names=False
     )
+
+
+def test_copilots_call_table_joins_back(analysis: Analysis) -> None:
+    """The calls are ANALYSIS_CALLS; the call view adds Copilot's bill of each call (null
+    for the other agents'), whose table has one row per Copilot call and joins back by
+    (session id, event seq) to the same bills."""
+    calls, view = analysis.calls, analysis.call_view
+    assert list(calls.columns) == list(ANALYSIS_CALLS)
+    assert view.select(calls.columns).equals(calls)
+    assert [c for c in view.columns if c not in calls.columns] == ["billed_nano_aiu"]
+    copilot = pl.col("agent") == "copilot"  # a test may name an agent
+    assert view.filter(~copilot)["billed_nano_aiu"].null_count() == view.filter(~copilot).height
+    assert view.filter(copilot)["billed_nano_aiu"].null_count() < view.filter(copilot).height
+    ((table, rows),) = analysis.call_table_rows
+    assert table.name == "copilot_calls"
+    assert rows.height == view.filter(copilot).height
+    assert rows.select(table.key).is_duplicated().sum() == 0  # the key tells the calls apart
+    back = calls.join(rows, on=list(table.key), how="left", maintain_order="left")
+    assert back["billed_nano_aiu"].equals(view["billed_nano_aiu"])

@@ -97,7 +97,7 @@ def test_a_grown_log_takes_the_other_groups_from_the_previous_result(
     assert first.stored_as is not None and before == first.stored_as[1]
     # the calls priced anew are those of every session not taken, as in the whole table
     fresh = second.previous.calls().filter(~pl.col("session_id").is_in(list(same)))
-    assert fresh.equals(second.calls.filter(~pl.col("session_id").is_in(list(same))))
+    assert fresh.equals(second.call_view.filter(~pl.col("session_id").is_in(list(same))))
     assert second.stored_as is not None
     note = ResultCache().note(second.stored_as[1])
     assert note is not None

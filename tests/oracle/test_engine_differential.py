@@ -40,7 +40,7 @@ from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.sdk_capture import read_capture
 from analytics.agents.copilot.simulate import SimulationParams, simulate, write_capture_tree
 from analytics.agents.copilot.store import read_session_store
-from analytics.agents.copilot.tables import PASS_SESSIONS
+from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
 from analytics.agents.discover import LogFile
 from analytics.core import call_tokens as tokens
 from analytics.core.schema import EVENTS, OBSERVED_USAGE, empty, padded
@@ -133,7 +133,13 @@ def token_pairs(
             calls, events, sessions, metrics, records, use_observed=use_observed
         )
         got_calls, got_issues, totals = tokens.call_tokens_and_fit(
-            calls, events, sessions, metrics, records, use_observed=use_observed
+            calls,
+            events,
+            sessions,
+            metrics,
+            records,
+            use_observed=use_observed,
+            contract=PASS_CALLS,
         )
         keys = ["session_id", "event_seq"]
         pairs += [
@@ -157,7 +163,12 @@ def pass_pairs(
     inside = engine.pass_group(scan_logs(_logs(paths)), None, usage)
     assert passed.events is not None and inside.token_issues is not None
     calls, issues, totals = tokens.call_tokens_and_fit(
-        passed.calls, passed.events, passed.sessions, passed.model_metrics, records
+        passed.calls,
+        passed.events,
+        passed.sessions,
+        passed.model_metrics,
+        records,
+        contract=PASS_CALLS,
     )
     return [
         ("calls in the pass", calls, inside.calls),

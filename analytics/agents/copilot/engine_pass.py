@@ -21,7 +21,7 @@ from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
 from analytics.agents.copilot.events import batch_frame as frame
 from analytics.agents.copilot.items import item_of_event
-from analytics.agents.copilot.tables import PASS_SESSIONS
+from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
 from analytics.core.call_tokens import with_call_totals, with_tokens
 from analytics.core.schema import (
     CALLS,
@@ -127,7 +127,7 @@ def pass_group(
     else:
         # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens
-        calls = with_tokens(calls, figures)
+        calls = with_tokens(calls, figures, PASS_CALLS)
         sessions = with_call_totals(sessions, frame(totals), PASS_SESSIONS)
         token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(

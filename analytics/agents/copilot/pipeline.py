@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from analytics.core.schema import AgentTable
 
 __all__ = [
+    "call_table",
     "captures_as_logs",
     "event_of_item",
     "follower",
@@ -170,6 +171,14 @@ def session_table() -> AgentTable:
     from analytics.agents.copilot.tables import COPILOT_SESSIONS
 
     return COPILOT_SESSIONS
+
+
+def call_table() -> AgentTable:
+    """Copilot's own call table (``agents.copilot.tables.COPILOT_CALLS``): its calls keep
+    its columns as ``stages`` gives them."""
+    from analytics.agents.copilot.tables import COPILOT_CALLS
+
+    return COPILOT_CALLS
 
 
 def split_sessions(sessions: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -1,4 +1,4 @@
-"""Copilot's own session table: what only its logs give, beside the core's SESSIONS.
+"""Copilot's own tables: what only its logs give, beside the core's SESSIONS and CALLS.
 
 The shutdown's reconciliation (its request count checked against the calls counted), the
 log's own totals and bill (nano-AIU, premium requests), and the fit of the per-call
@@ -7,13 +7,19 @@ they live in ``COPILOT_SESSIONS`` (one row per Copilot session), joined to SESSI
 session id where a view needs them (``core.schema.joined``). Copilot's pipeline works on its
 sessions with both sets of columns (``PASS_SESSIONS``) and the engine splits them
 (``split``).
+
+Each call's bill in AI credits (nano-AIU, from the log's usage records) is Copilot's alone
+too: ``COPILOT_CALLS``, one row per Copilot call. Its calls keep it beside the core's
+columns (``PASS_CALLS``), as they are made, stored and priced (a join of some 500,000 rows
+on a large tree would copy every column); ``Analysis.calls`` gives CALLS without it and
+``Analysis.call_view`` with it, where the views and pricing read it.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from analytics.core.schema import SESSIONS, AgentTable, combine, conform
+from analytics.core.schema import CALL_TOKENS, CALLS, SESSIONS, AgentTable, combine, conform
 
 #: Copilot's columns, each after the view's column it follows (``AgentTable.after``).
 _COLUMNS: list[tuple[str, pl.DataType, str]] = [
@@ -64,6 +70,20 @@ COPILOT_SESSIONS = AgentTable(
     columns={"session_id": pl.String(), **{name: dtype for name, dtype, _ in _COLUMNS}},
     after={name: anchor for name, _, anchor in _COLUMNS},
 )
+
+#: One row per Copilot call: its key and the log's bill of it, in nano-AIU as exact
+#: integer text (USD = nano-AIU / 1e11; null where the log bills it nowhere).
+COPILOT_CALLS = AgentTable(
+    name="copilot_calls",
+    description="One row per Copilot call: the log's own bill of it in AI credits.",
+    columns={"session_id": pl.String(), "event_seq": pl.Int64(), "billed_nano_aiu": pl.String()},
+    after={"billed_nano_aiu": "estimate_reason"},
+    key=("session_id", "event_seq"),
+)
+
+#: Copilot's calls as its pipeline makes, stores and prices them: CALLS with their tokens
+#: and the bill of each (``COPILOT_CALLS``), in the order of the view.
+PASS_CALLS: dict[str, pl.DataType] = COPILOT_CALLS.contract(combine(CALLS, CALL_TOKENS))
 
 #: Copilot's sessions as its pipeline makes, stores and reads them: SESSIONS with its own
 #: columns, in the order of the view (``AgentTable.view_order``).

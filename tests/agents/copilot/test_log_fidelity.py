@@ -127,7 +127,7 @@ def test_a_usage_record_gives_its_call_observed_tokens_and_the_session_its_bill(
     log = Log().start().turn(record=record("u1"))
     log.add("session.usage_checkpoint").add("session.shutdown")
     result = analyze([log.write(tmp_path)])
-    call = result.calls.row(0, named=True)
+    call = result.call_view.row(0, named=True)
     assert (call["token_source"], call["input_tokens"], call["output_tokens"]) == (
         "observed",
         25_721,

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from analytics.agents.copilot.log_prices import log_prices
-from analytics.agents.copilot.tables import PASS_SESSIONS
+from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
 from analytics.cli.commands import app
 from analytics.core.errors import AgentcostError
 from analytics.core.pricing.learned import learned_prices, learned_rate_table, learned_toml
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rate_table, load_rates, parse_rate_table
-from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, LOG_PRICES, combine, padded
+from analytics.core.schema import ISSUES, LOG_PRICES, combine, padded
 from analytics.engine.analyze import analyze
 from tests.oracle.reference.events import priced_lines
 
@@ -35,7 +35,7 @@ SONNET_55 = [  # the usage_record of modelog-1.0.94-usage-record, verbatim price
     ("cache_write", 25_717, 250_000_000_000),
     ("output", 60, 1_000_000_000_000),
 ]
-PRICED_CALLS = combine(CALLS, CALL_TOKENS, {"is_byok": pl.Boolean()})
+PRICED_CALLS = combine(PASS_CALLS, {"is_byok": pl.Boolean()})
 
 
 def details(entries: list[tuple[str, int, int]], model: str | None, batch: int = 10**6) -> str:
@@ -204,7 +204,7 @@ def test_a_model_without_input_and_output_prices_is_left_out() -> None:
 
 
 def calls(*rows: dict[str, Any]) -> pl.DataFrame:
-    """CALLS + CALL_TOKENS (+ is_byok) from partial rows; unknown columns stay null."""
+    """Copilot's calls (with each one's bill) from partial rows; unknown columns stay null."""
     base = {
         "session_id": "s1",
         "input_tokens": 25_721,

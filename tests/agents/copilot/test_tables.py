@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.agents.copilot.tables import COPILOT_SESSIONS, PASS_SESSIONS, split
-from analytics.core.schema import SESSIONS, padded
+from analytics.agents.copilot.tables import (
+    COPILOT_CALLS,
+    COPILOT_SESSIONS,
+    PASS_CALLS,
+    PASS_SESSIONS,
+    split,
+)
+from analytics.core.schema import CALL_TOKENS, CALLS, SESSIONS, combine, padded
 from tests.conftest import REPO
 from tests.core.test_dataset import docs_table
 
@@ -48,6 +54,20 @@ def test_split_gives_sessions_with_the_version_and_copilots_rows() -> None:
     assert own["shutdown_mode"].to_list() == ["cumulative", None]
 
 
-def test_the_contracts_page_lists_copilots_dataset_table() -> None:
-    """docs/contracts.md's dataset table has the ``copilot_sessions`` row as written here."""
-    assert docs_table([COPILOT_SESSIONS]) in (REPO / "docs" / "contracts.md").read_text()
+def test_the_pipeline_calls_are_calls_and_the_bill_of_each() -> None:
+    """Copilot's calls are CALLS with tokens and its call table's column, placed where
+    ``--calls`` has always listed it (after ``estimate_reason``); the key is the core's."""
+    core = combine(CALLS, CALL_TOKENS)
+    assert "billed_nano_aiu" not in core
+    assert COPILOT_CALLS.key == ("session_id", "event_seq") and COPILOT_CALLS.of_calls
+    assert set(COPILOT_CALLS.key) <= set(core)
+    names = list(core)
+    at = names.index("estimate_reason") + 1
+    assert list(PASS_CALLS) == [*names[:at], "billed_nano_aiu", *names[at:]]
+
+
+def test_the_contracts_page_lists_copilots_dataset_tables() -> None:
+    """docs/contracts.md's dataset table has the ``copilot_sessions`` and ``copilot_calls``
+    rows as written here."""
+    page = (REPO / "docs" / "contracts.md").read_text()
+    assert docs_table([COPILOT_SESSIONS, COPILOT_CALLS]) in page

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.agents.copilot.tables import PASS_SESSIONS
+from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
 from analytics.core.events import MAIN_AGENT
-from analytics.core.schema import CALL_TOKENS, CALLS, ISSUES, combine, conform, empty
+from analytics.core.schema import ISSUES, conform, empty
 from tests.oracle.reference import calibrate as reference_calibrate
 from tests.oracle.reference import fit as reference_fit
 from tests.oracle.reference.calibrate import _GROUP
@@ -72,9 +72,10 @@ def call_tokens_and_fit(
     *,
     use_observed: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(CALLS + CALL_TOKENS, ISSUES, the per-session fit: ``reconstruct.FIT`` columns, which
-    go to SESSIONS with ``with_call_totals``). ``observed`` is an OBSERVED_USAGE frame;
-    ``use_observed=False`` ignores every per-call record and reconstructs all calls."""
+    """(Copilot's calls: CALLS + CALL_TOKENS with the bill of each, ISSUES, the per-session
+    fit: ``reconstruct.FIT`` columns, which go to SESSIONS with ``with_call_totals``).
+    ``observed`` is an OBSERVED_USAGE frame; ``use_observed=False`` ignores every per-call
+    record and reconstructs all calls."""
     events = events.select([c for c in _USED if c in events.columns])
     if use_observed:
         with_log = _observed_in_log(calls, events)
@@ -97,7 +98,7 @@ def call_tokens_and_fit(
         .alias("estimate_reason"),
         *bounds("_estimate", "_estimate_sd", "input_tokens", pl.col("token_source") == "estimated"),
     )
-    tokens = conform(_byok(calibrated, events, sessions), combine(CALLS, CALL_TOKENS))
+    tokens = conform(_byok(calibrated, events, sessions), PASS_CALLS)
     return tokens, pl.concat([issues, model_issues]), fitted
 
 
