@@ -16,6 +16,7 @@ twice.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -37,7 +38,11 @@ def main() -> NoReturn:
     status = None
     if "--no-cache" not in argv:
         heads.use()  # discovery, here and in the command line, recalls unchanged files
+        # the keys of a large tree are hundreds of thousands of objects that hold no cycle:
+        # the cyclic collector, which would go over them again and again, waits
+        gc.disable()
         status = _replayed(key)
+        gc.enable()
     if status is not None:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -121,9 +122,37 @@ class Stored:
             self.last = end.decode("utf-8", "replace")[-1:]
 
     def copy_to(self, binary: BinaryIO) -> int:
-        """Write the report's bytes to ``binary``; the bytes written."""
+        """Write the report's bytes to ``binary``; the bytes written. Where ``binary`` is a
+        file or a pipe the kernel copies them (``os.sendfile``), else they pass through
+        here a piece at a time."""
+        try:
+            target = binary.fileno()
+        except (AttributeError, OSError, ValueError):
+            target = -1
+        if target >= 0:
+            binary.flush()
+            sent = self._sent(target)
+            if sent is not None:
+                return sent
         self._file.seek(self._offset)
         return _copy(self._file, binary)
+
+    def _sent(self, target: int) -> int | None:
+        """The report sent to the descriptor ``target`` by the kernel; None when it cannot
+        send to it (nothing was sent). A reader that went away raises ``BrokenPipeError``."""
+        source, start, end = self._file.fileno(), self._offset, self._offset + self.bytes
+        done = start
+        while done < end:
+            try:
+                count = os.sendfile(target, source, done, end - done)
+            except OSError as error:
+                if done == start and error.errno in _CANNOT_SEND:
+                    return None
+                raise
+            if not count:  # the end of the file (stored files are replaced, never cut)
+                break
+            done += count
+        return done - start
 
     def text(self) -> str:
         """The whole report (for a report of a few lines, and tests)."""
@@ -138,6 +167,10 @@ class _Source(Protocol):
     """A file a report's bytes are read from (an open file, a spooled temporary file)."""
 
     def read(self, size: int = -1, /) -> bytes: ...
+
+
+#: What ``os.sendfile`` says of a descriptor it cannot send to (a terminal, say).
+_CANNOT_SEND = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE})
 
 
 def _spooled(text: str | list[str]) -> Spool:
