@@ -22,6 +22,7 @@ import contextlib
 import json
 import marshal
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,10 @@ FORMAT = 1
 #: Memos kept, and the bytes they may take together; the least recently used go first.
 KEEP = 16
 BUDGET_BYTES = 256 << 20
+
+#: How long ago a file must have last changed to be kept (its clock's tick is coarser than
+#: its nanoseconds).
+SETTLING_NS = 2_000_000_000
 
 #: What a memo keeps of a file: its ``Seen`` fields, then the index of its answer among the
 #: memo's answers (a tree's files share a handful of answers).
@@ -56,6 +61,7 @@ class Heads:
         self._now: dict[str, Kept] = {}
         self._numbers = {answer: number for number, answer in enumerate(self._answers)}
         self._changed = False
+        self._began = time.time_ns()
 
     @classmethod
     def of(cls, targets: Sequence[Path]) -> Heads:
@@ -85,7 +91,11 @@ class Heads:
         return seen, answer
 
     def note(self, path: str, seen: Seen, answer: Answer) -> None:
-        """``discover.Memo.note``."""
+        """``discover.Memo.note``: not for a file changed within ``SETTLING_NS`` of this
+        discovery's start, which could change again within the same tick of its clock and
+        be seen as unchanged next time."""
+        if seen.st_ctime_ns > self._began - SETTLING_NS or seen.st_mtime_ns > self._began:
+            return
         number = self._numbers.setdefault(answer, len(self._answers))
         if number == len(self._answers):
             self._answers.append(answer)
