@@ -4,7 +4,8 @@ prints its stored output before the command line is even parsed.
 Parsing it means importing typer, rich and every command (about 0.1 s, half of a warm run);
 replaying a stored output needs none of them. So the invocation is looked up first
 (``cache.invocations``): if this command line was run here before, its paths are discovered
-again (the only work that grows with the tree), the output key is worked out from them as
+again (the only work that grows with the tree: each unchanged file only stat'ed,
+``cache.heads``), the output key is worked out from them as
 the command would (``fingerprints.output_key_of``), and a stored output under that key is
 printed as the command printed it: the report on stdout (or into its ``--output`` file), the
 notes on stderr, the exit status. Anything else (a first run, a changed tree, a stored output
@@ -15,28 +16,33 @@ twice.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 if TYPE_CHECKING:
     from analytics.cache.output import Report
 
 #: The status a shell reports for a command that SIGPIPE ended (128 + 13).
 _SIGPIPE_STATUS = 141
-#: Where a terminal's colour codes start: click takes them out of what goes to a pipe, so a
-#: stored report holding them is left to the command line to print.
-_ESCAPE = "\x1b["
 
 
 def main() -> NoReturn:
     """Replay the stored output of this command line, or run it (``cli.commands.main``)."""
-    from analytics.cache import invocations
+    from analytics.cache import heads, invocations
 
     argv = sys.argv[1:]
     key = invocations.begin(argv)
-    status = _replayed(key) if "--no-cache" not in argv else None
+    status = None
+    if "--no-cache" not in argv:
+        heads.use()  # discovery, here and in the command line, recalls unchanged files
+        # the keys of a large tree are hundreds of thousands of objects that hold no cycle:
+        # the cyclic collector, which would go over them again and again, waits
+        gc.disable()
+        status = _replayed(key)
+        gc.enable()
     if status is not None:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -93,29 +99,42 @@ def _today(zone: str) -> str:
 def _printable(report: Report | None, notes: tuple[str, ...], output: str | None) -> bool:
     """Whether the stored output prints here as the command would print it: colour codes
     only where they reach a terminal (click takes them out of what goes to a pipe)."""
-    shown = [] if report is None or output is not None else report
-    coloured = _ESCAPE in shown if isinstance(shown, str) else any(_ESCAPE in p for p in shown)
-    if coloured and not sys.stdout.isatty():
+    from analytics.cache.output import ESCAPE, escaped
+
+    if report is not None and output is None and escaped(report) and not sys.stdout.isatty():
         return False
-    return sys.stderr.isatty() or not any(_ESCAPE in note for note in notes)
+    return sys.stderr.isatty() or not any(ESCAPE in note for note in notes)
 
 
 def _write(report: Report, output: Path | None) -> bool:
     """The report on stdout, or into ``output``, ending with one newline; False when the
-    file cannot be written (nothing else is printed: the command line says why)."""
-    from analytics.cache.output import ends_line, pieces
+    file cannot be written (nothing else is printed: the command line says why). A report
+    left in the store (``Stored``) is copied as bytes where the text would be written as
+    UTF-8: the same bytes, without decoding hundreds of MB to encode them again."""
+    from analytics.cache.output import Stored, ends_line, pieces
 
     end = "" if ends_line(report) else "\n"
     if output is not None:
         try:
-            with output.open("w", encoding="utf-8") as written:
+            if isinstance(report, Stored):
+                with output.open("wb") as written:
+                    report.copy_to(written)
+                    written.write(end.encode())
+                return True
+            with output.open("w", encoding="utf-8") as text:
                 for piece in pieces(report):
-                    written.write(piece)
-                written.write(end)
+                    text.write(piece)
+                text.write(end)
         except OSError:
             return False
         return True
     try:
+        if isinstance(report, Stored) and _writes_utf8(sys.stdout):
+            sys.stdout.flush()
+            report.copy_to(sys.stdout.buffer)
+            sys.stdout.buffer.write(end.encode())
+            sys.stdout.buffer.flush()
+            return True
         for piece in pieces(report):
             sys.stdout.write(piece)
         sys.stdout.write(end)
@@ -123,6 +142,16 @@ def _write(report: Report, output: Path | None) -> bool:
     except BrokenPipeError:
         _reader_left()
     return True
+
+
+def _writes_utf8(stream: TextIO) -> bool:
+    """Whether ``stream`` writes text as UTF-8, to a byte buffer that can be written to."""
+    import codecs
+
+    try:
+        return codecs.lookup(stream.encoding).name == "utf-8" and hasattr(stream, "buffer")
+    except (LookupError, TypeError):
+        return False
 
 
 def _reader_left() -> NoReturn:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from analytics.cache import invocations
+from analytics.cache import heads, invocations
 from analytics.cache.invocations import Invocation, Invocations, invocation_key
 from tests.cli.test_analyze import write_session
 from tests.conftest import REPO
@@ -118,6 +119,34 @@ def test_a_changed_log_runs_the_command_line(home: Path) -> None:
     after = agentcost("analyze", home, "-f", "json")
     assert after.ran_the_command_line()
     assert after.printed() == agentcost("--no-cache", "analyze", home, "-f", "json").printed()
+
+
+def test_a_file_rewritten_with_its_old_size_and_mtime_runs_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """Discovery recalls what it read of each settled file (``cache.heads``): a file
+    rewritten after (a text file become a log), its size and mtime put back, is read again
+    and its new output printed, never the stored one."""
+    root = tmp_path / "home"
+    write_session(root / "copilot", "s1")
+    log = write_session(tmp_path / "elsewhere", "s2") / "events.jsonl"
+    flat = root / "more" / "s2.jsonl"
+    flat.parent.mkdir()
+    flat.write_text("x" * (log.stat().st_size - 1) + "\n")  # text named like a log
+    time.sleep(heads.SETTLING_NS / 1e9 + 0.1)  # settled: the memo keeps every file
+    first, second = (
+        agentcost("analyze", root, "-f", "json"),
+        agentcost("analyze", root, "-f", "json"),
+    )
+    assert first.printed() == second.printed() and not second.ran_the_command_line()
+    before = flat.stat()
+    flat.write_bytes(log.read_bytes())
+    os.utime(flat, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert flat.stat().st_size == before.st_size
+    after = agentcost("analyze", root, "-f", "json")
+    assert after.ran_the_command_line()
+    assert after.printed() == agentcost("--no-cache", "analyze", root, "-f", "json").printed()
+    assert after.printed() != first.printed()
 
 
 def test_another_directory_or_environment_is_another_invocation(home: Path, tmp_path: Path) -> None:

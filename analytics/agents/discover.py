@@ -16,10 +16,10 @@ import itertools
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from analytics.core import registry
 from analytics.core.errors import InputError
@@ -153,10 +153,51 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+#: An answer discovery worked out from a file's first bytes (``_Walk._judged``): its kind,
+#: what the file is if not a log, and its agent: ``("log", what, agent)`` for a JSON-lines
+#: file, ``("claim", None, agent)`` for a file offered to the readers (agent None: none
+#: claims it).
+Answer = tuple[str, str | None, str | None]
+
+
+class Memo(Protocol):
+    """The answers an earlier discovery worked out from each file's first bytes, kept by
+    the file's identity on disk (``cache.heads``): an unchanged file is stat'ed, not opened
+    and read again (on a tree of thousands of logs that reading was most of a warm run)."""
+
+    def recall(self, path: str) -> tuple[Seen, Answer] | None:
+        """What ``path`` was seen as and the answer noted for it, if it is unchanged."""
+
+    def note(self, path: str, seen: Seen, answer: Answer) -> None:
+        """Keep ``answer`` for ``path`` as ``seen`` (or as recalled) for the next discovery."""
+
+    def close(self) -> None:
+        """Keep what was noted (only the files this discovery met), best effort."""
+
+
+#: What opens the memo of a discovery of some targets (``remember_heads``); none by
+#: default: a library call keeps nothing on disk.
+_MEMO: list[Callable[[Sequence[Path]], Memo]] = []
+
+
+def remember_heads(memo: Callable[[Sequence[Path]], Memo] | None) -> None:
+    """Have each discovery from now on use the memo ``memo(targets)`` opens (None: none)."""
+    _MEMO[:] = [memo] if memo is not None else []
+
+
 def _discover(paths: Sequence[Path]) -> Found:
     """``discover``, the collector left to its caller."""
-    walk = _Walk()
     targets = list(paths) or default_targets()
+    memo = _MEMO[0](targets) if _MEMO else None
+    try:
+        return _walk(targets, _Walk(memo), named=bool(paths))
+    finally:
+        if memo is not None:
+            memo.close()
+
+
+def _walk(targets: list[Path], walk: _Walk, *, named: bool) -> Found:
+    """The logs under ``targets`` (``named`` by the user, else every agent's home)."""
     for target in targets:
         if not target.exists():
             where = _dangling(target) or "no such file or directory"
@@ -173,7 +214,7 @@ def _discover(paths: Sequence[Path]) -> Found:
         if after == before:
             found.problems.append((str(target), _NOTHING_HERE))
     if not walk.found.logs and not walk.found.agent_logs:
-        _nothing_to_read(walk.found, named=bool(paths))
+        _nothing_to_read(walk.found, named=named)
     unique = {log.real_path: log for log in walk.found.logs}
     walk.found.logs[:] = sorted(unique.values(), key=lambda log: log.file)
     others = {log.real_path: (agent, log) for agent, log in walk.found.agent_logs}
@@ -226,11 +267,13 @@ def default_targets() -> list[Path]:
 
 
 class _Walk:
-    """One discovery: what was found so far, and the Copilot homes already looked at."""
+    """One discovery: what was found so far, the Copilot homes already looked at, and the
+    memo of earlier answers it consults (``Memo``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo: Memo | None = None) -> None:
         self.found = Found()
         self._homes: set[str] = set()
+        self._memo = memo
 
     def named(self, target: Path) -> None:
         """Add the logs under a path the user named (a file or a directory)."""
@@ -334,15 +377,14 @@ class _Walk:
     def _log(self, path: str, hint: str, real: str) -> None:
         """Add a JSON-lines file (``path`` as spelled, ``real`` resolved) as the log of the
         agent that wrote it, or set it aside with what it is."""
-        head, seen = read_head_seen(path)  # one read serves both questions
-        what = sniff(path, head)
-        if what is EMPTY:
+        seen, answer = self._judged(path, _judge_log)
+        _, what, agent = answer
+        if what == EMPTY:
             self.found.problems.append((path, EMPTY))
         elif what is not None:
             self.found.not_logs.append((path, what))
             return
         log = LogFile(path, hint, real, seen)
-        agent = agent_of(path, head) if what is None else COPILOT
         if agent == COPILOT:
             self.found.logs.append(log)
         elif agent is None:
@@ -354,18 +396,29 @@ class _Walk:
         """Add a file that is not JSON lines (a ``.json`` chat, an SQLite database) as the log
         of the first agent whose reader ``claims`` it; whether one did. A file no reader
         claims is passed over: a tree holds many such files that are no log at all."""
-        from analytics.agents.reader import readers
-
-        head, seen = read_head_seen(path)
-        if head is None:
+        seen, (_, _, agent) = self._judged(path, _judge_claim)
+        if agent is None:
             return False
-        named = Path(path)
-        for agent, reader in readers():
-            if named.name.endswith(agent.suffixes) and reader.claims(named, head):
-                log = LogFile(path, named.stem, real, seen)
-                self.found.agent_logs.append((agent.id, log))
-                return True
-        return False
+        self.found.agent_logs.append((agent, LogFile(path, Path(path).stem, real, seen)))
+        return True
+
+    def _judged(
+        self, path: str, judge: Callable[[str], tuple[Seen | None, Answer, bool]]
+    ) -> tuple[Seen | None, Answer]:
+        """What ``path`` is seen as and ``judge``'s answer for it: the memo's, when it holds
+        one for the file unchanged (of the same kind), else ``judge``'s, noted when it may be
+        kept (the file could be read)."""
+        memo = self._memo
+        if memo is None:
+            return judge(path)[:2]
+        kind = "log" if judge is _judge_log else "claim"
+        recalled = memo.recall(path)
+        if recalled is not None and recalled[1][0] == kind:
+            return recalled
+        seen, answer, keep = judge(path)
+        if keep and seen is not None:
+            memo.note(path, seen, answer)
+        return seen, answer
 
     def _home_of(self, session: Path | str) -> None:
         """A session inside a Copilot home gets that home's token records (``session`` is
@@ -386,6 +439,31 @@ class _Walk:
         otel = home / "otel"
         if otel.is_dir():
             found.otel.extend(p for p in sorted(otel.glob("*.jsonl")) if not _listed(p, found.otel))
+
+
+def _judge_log(path: str) -> tuple[Seen | None, Answer, bool]:
+    """``_Walk._log``'s question of a JSON-lines file, from one read of its head: what it is
+    if not a log (``sniff``), else its agent (``agent_of``; Copilot for an empty file); and
+    whether the answer may be kept (the file could be read)."""
+    head, seen = read_head_seen(path)  # one read serves both questions
+    what = sniff(path, head)
+    agent = agent_of(path, head) if what is None else COPILOT
+    return seen, ("log", what, agent), head is not None
+
+
+def _judge_claim(path: str) -> tuple[Seen | None, Answer, bool]:
+    """``_Walk._claimed``'s question of a file offered to the readers: the agent whose reader
+    claims it (None: none does, or it cannot be read), and whether that may be kept."""
+    from analytics.agents.reader import readers
+
+    head, seen = read_head_seen(path)
+    if head is None:
+        return seen, ("claim", None, None), False
+    named = Path(path)
+    for agent, reader in readers():
+        if named.name.endswith(agent.suffixes) and reader.claims(named, head):
+            return seen, ("claim", None, agent.id), True
+    return seen, ("claim", None, None), True
 
 
 def _regular_file(path: str) -> bool:

@@ -5,6 +5,7 @@ Its own module so the result cache can find it without importing the log reader.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -40,3 +41,22 @@ def unwritable(directory: Path | None = None) -> str | None:
     if not os.access(directory, os.W_OK | os.X_OK):
         return "permission denied"
     return None
+
+
+def drop_least_recent(directory: Path, keep: int, budget: int) -> None:
+    """Keep the ``keep`` most recently used files of ``directory`` (by mtime: a use touches
+    its file), within ``budget`` bytes together (the most recent is kept whatever its
+    size); best effort. Files whose names start with a dot (being written) are left."""
+    with contextlib.suppress(OSError):
+        stored = [
+            (entry.path, entry.stat())
+            for entry in os.scandir(directory)
+            if not entry.name.startswith(".")
+        ]
+        stored.sort(key=lambda kept: kept[1].st_mtime_ns, reverse=True)
+        total = 0
+        for rank, (path, stat) in enumerate(stored):
+            total += stat.st_size
+            if rank >= keep or (rank and total > budget):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)

@@ -19,15 +19,24 @@ The report commands use it (``analyze``, ``daily``/``weekly``/``monthly``, ``top
 ``statusline`` and ``budget`` do not, since the clock and a live session decide what they
 show; nor ``export`` and ``report``, which write files.
 
-Each output is one file: a JSON line (stderr lines, exit status, whether there is a report),
-then the report's text. Writes go aside and are renamed into place; anything unreadable is a
-miss, a cache that cannot be written is skipped, and the ``KEEP`` most recently used are
-kept, within ``BUDGET_BYTES``. ``agentcost --no-cache`` uses none of it.
+Each output is one file: a JSON line (stderr lines, exit status, whether there is a report
+and whether it holds a terminal's colour codes), then the report's text as UTF-8. A report
+is never held whole: it is kept as it is written (``Spool``: past ``SPOOL_IN_MEMORY`` bytes
+in a temporary file), copied into the store as bytes, and replayed from the open file
+(``Stored``: copied to stdout as bytes where stdout writes UTF-8). So the JSON report of a
+1 GB tree (350 MB) replays in the time of a copy. Writes go aside and are renamed into place;
+anything unreadable is a miss, a cache that cannot be written is skipped.
+
+Disk: a report past ``LIMIT_BYTES`` (512 MiB) is not stored, and the ``KEEP`` most recently
+used outputs are kept within ``BUDGET_BYTES`` (1 GiB) together, the most recent whatever its
+size. ``agentcost --no-cache`` uses none of it.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -36,58 +45,166 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
-from analytics.cache.location import cache_dir
+from analytics.cache.location import cache_dir, drop_least_recent
 
 #: Bump when the stored file changes shape.
-FORMAT = 1
+FORMAT = 2
 #: Outputs kept, and the bytes they may take together; the least recently used go first.
 KEEP = 32
-BUDGET_BYTES = 512 * 1024 * 1024
+BUDGET_BYTES = 1 << 30
 #: Larger reports are not stored (a ``--calls`` of years of logs): disk, not time, decides.
-LIMIT_BYTES = 128 * 1024 * 1024
+LIMIT_BYTES = 512 << 20
 
 
-#: Characters of a report kept in memory while it is written (``Spool``), past which the
-#: rest goes to a temporary file.
+#: Bytes of a report kept in memory while it is written (``Spool``), past which the rest
+#: goes to a temporary file.
 SPOOL_IN_MEMORY = 16 << 20
+#: Where a terminal's colour codes start.
+ESCAPE = "\x1b["
 
 
 class Spool:
-    """A report's text kept as it is written, to store it after (``OutputCache.save``): in
-    memory up to ``SPOOL_IN_MEMORY`` characters, past that in an anonymous temporary file. A
-    report of up to ``LIMIT_BYTES`` (a large tree's JSON, which is still being rendered from
-    the tables) is so never held in memory beside them: on the 1 GB benchmark trees those
-    128 MB were the run's peak. Iterates its pieces (about ``PIECE`` characters each)."""
+    """A report's text kept as it is written, to store it after (``OutputCache.save``):
+    encoded, in memory up to ``SPOOL_IN_MEMORY`` bytes, past that in an anonymous temporary
+    file. A report of up to ``LIMIT_BYTES`` (a large tree's JSON, which is still being
+    rendered from the tables) is so never held in memory beside them: on the 1 GB benchmark
+    trees those MBs were the run's peak. Iterates its text in pieces (about ``PIECE``
+    bytes each)."""
 
     def __init__(self) -> None:
-        self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (closed with the spool)
-            SPOOL_IN_MEMORY, mode="w+", encoding="utf-8", newline=""
-        )
+        self._file = tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY)  # noqa: SIM115 (closed with the spool)
         # closed (its file deleted) when the spool is dropped, if not before
         self._closed = weakref.finalize(self, self._file.close)
-        #: Characters written.
-        self.size = 0
+        #: Characters written, and their bytes as UTF-8.
+        self.size = self.bytes = 0
+        #: Whether a piece held a terminal's colour codes (``ESCAPE``); the last character.
+        self.escaped, self.last = False, ""
 
     def add(self, piece: str) -> None:
-        """Keep ``piece``, after those kept before."""
-        self._file.write(piece)
+        """Keep ``piece``, after those kept before (a whole piece of the report: no colour
+        code is cut in two, ``pieces``)."""
+        self.bytes += self._file.write(piece.encode("utf-8"))
         self.size += len(piece)
+        self.escaped = self.escaped or ESCAPE in piece
+        self.last = piece[-1:] or self.last
 
     def close(self) -> None:
         """Drop what was kept."""
         self._closed()
 
+    def copy_to(self, binary: BinaryIO) -> int:
+        """Write the kept text, as UTF-8, to ``binary``; the bytes written."""
+        self._file.seek(0)
+        return _copy(self._file, binary)
+
     def __iter__(self) -> Iterator[str]:
         self._file.seek(0)
-        while piece := self._file.read(PIECE):
-            yield piece
+        return _decoded(self._file)
+
+
+class Stored:
+    """A stored report, left on disk: its file open (from ``offset`` on: so a file dropped
+    meanwhile is still read whole), its text given in pieces or copied as bytes, never read
+    into memory whole."""
+
+    def __init__(self, file: BinaryIO, offset: int, *, escaped: bool) -> None:
+        self._file, self._offset = file, offset
+        self._closed = weakref.finalize(self, file.close)
+        #: Whether the report holds a terminal's colour codes (``ESCAPE``).
+        self.escaped = escaped
+        #: The report's bytes, and its last character ("" for an empty report).
+        self.bytes = os.fstat(file.fileno()).st_size - offset
+        self.last = ""
+        if self.bytes > 0:
+            end = os.pread(file.fileno(), 4, offset + max(0, self.bytes - 4))
+            self.last = end.decode("utf-8", "replace")[-1:]
+
+    def copy_to(self, binary: BinaryIO) -> int:
+        """Write the report's bytes to ``binary``; the bytes written. Where ``binary`` is a
+        file or a pipe the kernel copies them (``os.sendfile``), else they pass through
+        here a piece at a time."""
+        try:
+            target = binary.fileno()
+        except (AttributeError, OSError, ValueError):
+            target = -1
+        if target >= 0:
+            binary.flush()
+            sent = self._sent(target)
+            if sent is not None:
+                return sent
+        self._file.seek(self._offset)
+        return _copy(self._file, binary)
+
+    def _sent(self, target: int) -> int | None:
+        """The report sent to the descriptor ``target`` by the kernel; None when it cannot
+        send to it (nothing was sent). A reader that went away raises ``BrokenPipeError``."""
+        source, start, end = self._file.fileno(), self._offset, self._offset + self.bytes
+        done = start
+        while done < end:
+            try:
+                count = os.sendfile(target, source, done, end - done)
+            except OSError as error:
+                if done == start and error.errno in _CANNOT_SEND:
+                    return None
+                raise
+            if not count:  # the end of the file (stored files are replaced, never cut)
+                break
+            done += count
+        return done - start
+
+    def text(self) -> str:
+        """The whole report (for a report of a few lines, and tests)."""
+        return "".join(self)
+
+    def __iter__(self) -> Iterator[str]:
+        self._file.seek(self._offset)
+        return _decoded(self._file)
+
+
+class _Source(Protocol):
+    """A file a report's bytes are read from (an open file, a spooled temporary file)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+#: What ``os.sendfile`` says of a descriptor it cannot send to (a terminal, say).
+_CANNOT_SEND = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE})
+
+
+def _spooled(text: str | list[str]) -> Spool:
+    """``text`` kept in a ``Spool``, a piece at a time."""
+    spool = Spool()
+    for piece in pieces(text):
+        spool.add(piece)
+    return spool
+
+
+def _copy(source: _Source, binary: BinaryIO) -> int:
+    """The rest of ``source`` written to ``binary`` a piece at a time; the bytes written."""
+    size = 0
+    while chunk := source.read(PIECE):
+        binary.write(chunk)
+        size += len(chunk)
+    return size
+
+
+def _decoded(source: _Source) -> Iterator[str]:
+    """The rest of ``source``, UTF-8, decoded a piece at a time (a character cut by a
+    piece's end is completed by the next)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while chunk := source.read(PIECE):
+        if text := decoder.decode(chunk):
+            yield text
+    if text := decoder.decode(b"", final=True):
+        yield text
 
 
 #: A report's text: whole, the pieces it is made of, in order (a large JSON report is
-#: never joined into one string: ``render.views.render_sections_json``), or those pieces
-#: as kept while it was written (``Spool``).
-Report = str | list[str] | Spool
+#: never joined into one string: ``render.views.render_sections_json``), those pieces as
+#: kept while it was written (``Spool``), or as stored (``Stored``).
+Report = str | list[str] | Spool | Stored
 #: A report as a command renders it: whole, in pieces, or its pieces as they come
 #: (``render.views.render_sections_json``), written as they come and never held whole.
 Rendered = Report | Iterator[str]
@@ -122,14 +239,18 @@ def pieces(text: Rendered) -> Iterator[str]:
 
 def ends_line(text: Report) -> bool:
     """Whether ``text`` ends with a newline."""
-    if isinstance(text, Spool):
-        last = ""
-        for piece in text:
-            last = piece or last
-        return last.endswith("\n")
+    if isinstance(text, Spool | Stored):
+        return text.last == "\n"
     if isinstance(text, list):
         return next((piece for piece in reversed(text) if piece), "").endswith("\n")
     return text.endswith("\n")
+
+
+def escaped(text: Report) -> bool:
+    """Whether ``text`` holds a terminal's colour codes (``ESCAPE``)."""
+    if isinstance(text, Spool | Stored):
+        return text.escaped
+    return ESCAPE in text if isinstance(text, str) else any(ESCAPE in p for p in text)
 
 
 @dataclass(frozen=True)
@@ -149,63 +270,57 @@ class OutputCache:
         self.root = (root or cache_dir()) / f"outputs-v{FORMAT}"
 
     def load(self, key: str) -> Output | None:
-        """The output stored under ``key``, or None (missing or unreadable)."""
+        """The output stored under ``key``, or None (missing, unreadable, or not as long as
+        its head says); its report is left in the file, open (``Stored``)."""
         path = self.root / key
         try:
-            data = path.read_bytes()
-            head, _, body = data.partition(b"\n")
+            file = path.open("rb")
+        except OSError:
+            return None
+        try:
+            head = file.readline()
             meta = json.loads(head)
             notes, status, has_report = meta["notes"], meta["status"], meta["report"]
-            report = body.decode("utf-8") if has_report else None
+            report = Stored(file, len(head), escaped=meta["escape"]) if has_report else None
+            whole = (report.bytes if report else 0) == meta["bytes"]
             os.utime(path)  # most recently used: kept longest
         except (OSError, ValueError, KeyError, TypeError):
+            file.close()
             return None
-        if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+        if report is None:
+            file.close()
+        if not whole or not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
             return None
         if not isinstance(status, int) or isinstance(status, bool):
             return None
         return Output(report, tuple(notes), status)
 
     def save(self, key: str, output: Output) -> None:
-        """Store ``output`` under ``key`` (best effort); drop the least recently used."""
+        """Store ``output`` under ``key`` (best effort); drop the least recently used. A
+        report in memory is first spooled (encoded once, past ``SPOOL_IN_MEMORY`` into a
+        temporary file): its bytes are then known before they are written."""
         report = output.report or ""
-        if isinstance(report, Spool):
-            length = report.size
-        else:
+        length = report.size if isinstance(report, Spool) else 0
+        if isinstance(report, str | list):
             length = len(report) if isinstance(report, str) else sum(map(len, report))
         if length > LIMIT_BYTES:  # each character is a byte at the least
             return
+        if isinstance(report, str | list):
+            report = _spooled(report)
+        if report.bytes > LIMIT_BYTES:
+            return
         meta = {"notes": list(output.notes), "status": output.status}
-        head = json.dumps(meta | {"report": output.report is not None}).encode()
+        meta |= {"report": output.report is not None, "escape": report.escaped}
+        meta |= {"bytes": report.bytes}
         temporary = self.root / f".{key}.{uuid.uuid4().hex}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             with temporary.open("wb") as stored:
-                stored.write(head + b"\n")
-                # encoded a piece at a time: a report of MBs is never held twice
-                size = sum(stored.write(piece.encode("utf-8")) for piece in pieces(report))
-            if size > LIMIT_BYTES:
-                temporary.unlink()
-                return
+                stored.write(json.dumps(meta).encode() + b"\n")
+                report.copy_to(stored)
             temporary.replace(self.root / key)
         except OSError:
             with contextlib.suppress(OSError):
                 temporary.unlink()
             return
-        self._drop_oldest()
-
-    def _drop_oldest(self) -> None:
-        """Keep the ``KEEP`` most recently used outputs, within ``BUDGET_BYTES``."""
-        with contextlib.suppress(OSError):
-            stored = [
-                (entry.path, entry.stat())
-                for entry in os.scandir(self.root)
-                if not entry.name.startswith(".")
-            ]
-            stored.sort(key=lambda kept: kept[1].st_mtime_ns, reverse=True)
-            total = 0
-            for rank, (path, stat) in enumerate(stored):
-                total += stat.st_size
-                if rank >= KEEP or (rank and total > BUDGET_BYTES):
-                    with contextlib.suppress(OSError):
-                        os.unlink(path)
+        drop_least_recent(self.root, KEEP, BUDGET_BYTES)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 from typer.main import get_command_name
 
+from analytics.cache import heads
 from analytics.cli import loading, printing
 from analytics.cli.options import (
     AgentOpt,
@@ -104,6 +105,7 @@ def root(
     ] = False,
 ) -> None:
     ctx.obj = not no_cache
+    heads.use(ctx.obj)  # discovery recalls what it read of unchanged files
     if ctx.invoked_subcommand is None:
         _home(ctx)
 

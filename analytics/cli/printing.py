@@ -137,9 +137,10 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
     they came while they stay within ``cache.output.LIMIT_BYTES`` (None past that: a report
     of hundreds of MB is written as it is rendered, and never held). The pieces are kept
     in a ``Spool``: past a few MB, in a temporary file, not in memory."""
-    from analytics.cache.output import LIMIT_BYTES, Spool, pieces
+    from analytics.cache.output import LIMIT_BYTES, Spool, Stored, pieces
 
-    kept: Spool | None = None if isinstance(text, str | list | Spool) else Spool()
+    held = isinstance(text, str | list | Spool | Stored)
+    kept: Spool | None = None if held else Spool()
     size, last = 0, ""
     try:
         with contextlib.ExitStack() as stack:
@@ -160,7 +161,7 @@ def print_report(text: Rendered, output: Path | None) -> Report | None:
         if output is None and isinstance(err, BrokenPipeError):
             reader_left()
         raise cannot_write(output, err) from None
-    if isinstance(text, str | list | Spool):
+    if isinstance(text, str | list | Spool | Stored):
         return text
     return kept
 
