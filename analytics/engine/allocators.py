@@ -29,8 +29,10 @@ glibc is absent (macOS, musl), only the jemalloc option applies.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
+from collections.abc import Callable
 
 #: jemalloc options. polars puts its own decay times in front of them, in the same variable,
 #: when it is imported.
@@ -60,3 +62,27 @@ def tune() -> None:
     except (OSError, AttributeError):  # none that has mallopt
         return
     mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
+def release() -> None:
+    """Hand the free pages inside glibc's heap back to the system (``malloc_trim``), after a
+    stage that freed many small blocks: the native fold's rows and the walk's and the result
+    cache's Python objects. The heap shrinks only from its top, so without this what they
+    freed stays resident under the blocks still in use (on the 1 GB pi tree, 40 MB after the
+    fold and some 100 MB after loading a stored analysis). Costs a walk of the heap's free
+    lists (milliseconds). A no-op where glibc is absent."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # a C library without it (musl)
+        return None
+    return trim
