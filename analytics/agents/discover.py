@@ -16,10 +16,11 @@ import itertools
 import json
 import os
 import stat
+import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from analytics.core import registry
 from analytics.core.errors import InputError
@@ -34,26 +35,65 @@ _NOTHING_HERE = (
 )
 
 
-class Seen(NamedTuple):
+class Seen(bytes):
     """What discovery saw of a file on disk, and all the caches key on: its size, and the
     times and inode that change when it is written. Kept instead of the whole
-    ``os.stat_result`` (a quarter of its memory: a tree of 170,000 logs holds one each);
-    the fields keep ``os.stat_result``'s names, so either answers the same questions."""
+    ``os.stat_result``, packed in 32 bytes (a tree of 170,000 logs holds one each: as a tuple
+    of four ints it took some 220 bytes a file, this takes 72); the fields keep
+    ``os.stat_result``'s names, so either answers the same questions."""
 
-    st_size: int
-    st_mtime_ns: int
-    st_ctime_ns: int
-    st_ino: int
+    __slots__ = ()
+
+    def __new__(cls, st_size: int, st_mtime_ns: int, st_ctime_ns: int, st_ino: int) -> Seen:
+        return super().__new__(cls, _SEEN.pack(st_size, st_mtime_ns, st_ctime_ns, st_ino))
 
     @classmethod
     def of(cls, stat: os.stat_result) -> Seen:
         """The parts of ``stat`` that are kept."""
         return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
+    def __getnewargs__(self) -> tuple[int, int, int, int]:  # type: ignore[override]
+        return self.fields()
+
+    def __repr__(self) -> str:
+        size, mtime, ctime, ino = self.fields()
+        return f"Seen(st_size={size}, st_mtime_ns={mtime}, st_ctime_ns={ctime}, st_ino={ino})"
+
+    __str__ = __repr__
+
+    def fields(self) -> tuple[int, int, int, int]:
+        """(``st_size``, ``st_mtime_ns``, ``st_ctime_ns``, ``st_ino``)."""
+        size, mtime, ctime, ino = _SEEN.unpack(self)
+        return size, mtime, ctime, ino
+
+    @property
+    def st_size(self) -> int:
+        """The size in bytes."""
+        return self.fields()[0]
+
+    @property
+    def st_mtime_ns(self) -> int:
+        """The modification time in nanoseconds since the epoch."""
+        return self.fields()[1]
+
+    @property
+    def st_ctime_ns(self) -> int:
+        """The status change time in nanoseconds since the epoch."""
+        return self.fields()[2]
+
+    @property
+    def st_ino(self) -> int:
+        """The inode number."""
+        return self.fields()[3]
+
     @property
     def st_mtime(self) -> float:
         """The modification time in seconds since the epoch."""
         return self.st_mtime_ns / 1e9
+
+
+#: ``Seen``'s layout: size, mtime and ctime (signed, as ``os.stat`` gives them), inode.
+_SEEN = struct.Struct("<qqqQ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +104,13 @@ class LogFile:
     a tree of 170,000 logs would hold 130 MB of ``Path`` objects), ``real_path`` the file's
     resolved path (often the same string) and ``stat`` what discovery saw of it (both set by
     ``discover``): one file reached by two spellings is one log, and caches key on both.
+    ``hint`` is the session id to use (``session_hint``), or None for the file's own
+    (``own_hint``): discovery gives every log its own, so a tree's logs hold no second
+    string each for it.
     """
 
     file: str
-    session_hint: str
+    hint: str | None = None
     real_path: str = ""
     stat: Seen | None = None
 
@@ -75,6 +118,22 @@ class LogFile:
     def path(self) -> Path:
         """The path as discovery spelled it."""
         return Path(self.file)
+
+    @property
+    def session_hint(self) -> str:
+        """The session id to use if the file does not name its session: ``hint``, else
+        the file's own (``own_hint``)."""
+        return own_hint(self.file) if self.hint is None else self.hint
+
+
+def own_hint(file: str) -> str:
+    """The session a log's path names: its directory's name for a session directory's
+    ``events.jsonl``, else its name without its suffix (``Path.stem``)."""
+    name = os.path.basename(file)
+    if name == _EVENTS:
+        return os.path.basename(os.path.dirname(file))
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 @dataclass(frozen=True)
@@ -283,8 +342,7 @@ class _Walk:
             return
         if target.is_file():
             session = target.name == _EVENTS
-            hint = target.parent.name if session else target.stem
-            self._log(str(target), hint, str(real))
+            self._log(str(target), str(real))
             self._home_of(real.parent if session else real)
             # A Claude Code session file's sub-agents live beside it, in <session>/subagents/
             subagents = target.with_suffix("") / "subagents"
@@ -292,7 +350,7 @@ class _Walk:
                 self._directory(subagents, real.with_suffix("") / "subagents", depth=0)
             return
         if (target / _EVENTS).is_file():
-            self._log(str(target / _EVENTS), target.name, str(real / _EVENTS))
+            self._log(str(target / _EVENTS), str(real / _EVENTS))
             self._home_of(real)
             return
         self._directory(target, real, depth=0)
@@ -327,14 +385,13 @@ class _Walk:
                 real_child = entry.path if same else f"{resolved}/{entry.name}"
             if entry.is_file():
                 if entry.name.endswith(".jsonl") and entry.name != ".jsonl":
-                    stem = entry.name[: -len(".jsonl")]
-                    self._log(entry.path, stem, real_child)
+                    self._log(entry.path, real_child)
                 elif entry.name.endswith(_OFFERED):
                     self._claimed(entry.path, real_child)
             elif entry.is_dir() and entry.name != "otel":
                 events = os.path.join(entry.path, _EVENTS)
                 if _regular_file(events):
-                    self._log(events, entry.name, f"{real_child}/{_EVENTS}")
+                    self._log(events, f"{real_child}/{_EVENTS}")
                     if linked:
                         self._home_of(real_child)
                     sessions_here = True
@@ -374,9 +431,10 @@ class _Walk:
         self._directory(state, os.path.join(resolved, "session-state"), depth + 1)
         return True
 
-    def _log(self, path: str, hint: str, real: str) -> None:
-        """Add a JSON-lines file (``path`` as spelled, ``real`` resolved) as the log of the
-        agent that wrote it, or set it aside with what it is."""
+    def _log(self, path: str, real: str) -> None:
+        """Add a JSON-lines file (``path`` as spelled, ``real`` resolved; its session hint its
+        own, ``own_hint``) as the log of the agent that wrote it, or set it aside with what
+        it is."""
         seen, answer = self._judged(path, _judge_log)
         _, what, agent = answer
         if what == EMPTY:
@@ -384,7 +442,7 @@ class _Walk:
         elif what is not None:
             self.found.not_logs.append((path, what))
             return
-        log = LogFile(path, hint, real, seen)
+        log = LogFile(path, None, real, seen)
         if agent == COPILOT:
             self.found.logs.append(log)
         elif agent is None:
@@ -399,7 +457,7 @@ class _Walk:
         seen, (_, _, agent) = self._judged(path, _judge_claim)
         if agent is None:
             return False
-        self.found.agent_logs.append((agent, LogFile(path, Path(path).stem, real, seen)))
+        self.found.agent_logs.append((agent, LogFile(path, None, real, seen)))
         return True
 
     def _judged(

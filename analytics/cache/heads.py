@@ -82,7 +82,7 @@ class Heads:
         except OSError:
             return None
         try:
-            if kept[:4] != seen:
+            if tuple(kept[:4]) != seen.fields():
                 return None
             answer = self._answers[kept[4]]
         except (TypeError, IndexError):  # a damaged entry: judged again
@@ -99,7 +99,7 @@ class Heads:
         number = self._numbers.setdefault(answer, len(self._answers))
         if number == len(self._answers):
             self._answers.append(answer)
-        self._now[path] = (*seen, number)
+        self._now[path] = (*seen.fields(), number)
         self._changed = True
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from analytics.core.schema import (
     with_nulls,
 )
 from analytics.engine import groups as grouping
+from analytics.engine.allocators import release
 from analytics.engine.group_analysis import (
     GROUP_ISSUES,
     Previous,
@@ -295,6 +296,7 @@ def analyze(
         )
     slot = fingerprints.paths_slot(paths) if results else None
     result = _with_agents(result, agent_items, results, slot)
+    release()  # what the stages freed, before the caller prices and renders
     return _within(result, window) if window and window.narrows() else result
 
 
@@ -347,6 +349,8 @@ def _with_agents(
         parts.append(core_tables(folded.tables))
         if before is not None and folded.before == before.key:
             same |= folded.same
+        del folded
+        release()  # what the fold and its groups freed
     source = result.calls_source
     copilot_sessions, own = _as_copilot_sessions(result.sessions)
     others = [calls for calls, _, _, _ in parts]

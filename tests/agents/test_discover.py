@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 from analytics.agents.discover import (
     SNIFF_BYTES,
     Found,
+    LogFile,
+    Seen,
     agent_of,
     copilot_home,
     discover,
+    own_hint,
     read_head,
 )
 from analytics.core.errors import InputError
@@ -259,3 +262,54 @@ def test_only_a_dotted_type_or_untyped_data_is_a_copilot_event(
     path = tmp_path / "log.jsonl"
     path.write_bytes(first_line + b"\n")
     assert agent_of(path) == agent
+
+
+def test_seen_keeps_what_the_caches_key_on_packed() -> None:
+    """``Seen``: the four fields ``os.stat`` gives (an inode past 2**63 too), equal by value,
+    copied and pickled whole, 72 bytes of data and header instead of a tuple of ints."""
+    import copy
+    import pickle
+    import sys
+
+    seen = Seen(st_size=12, st_mtime_ns=1_700_000_000_123_456_789, st_ctime_ns=-5, st_ino=2**64 - 1)
+    assert (seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns, seen.st_ino) == (
+        12,
+        1_700_000_000_123_456_789,
+        -5,
+        2**64 - 1,
+    )
+    assert seen.st_mtime == pytest.approx(1_700_000_000.123456789)
+    assert seen == Seen(12, 1_700_000_000_123_456_789, -5, 2**64 - 1) != Seen(13, 0, 0, 0)
+    assert copy.copy(seen) == seen == pickle.loads(pickle.dumps(seen))
+    assert type(pickle.loads(pickle.dumps(seen))) is Seen
+    assert (
+        repr(seen)
+        == f"Seen(st_size=12, st_mtime_ns={seen.st_mtime_ns}, st_ctime_ns=-5, st_ino={2**64 - 1})"
+    )
+    stat = os.stat(__file__)
+    assert Seen.of(stat).st_mtime_ns == stat.st_mtime_ns
+    assert sys.getsizeof(seen) < 100
+
+
+@pytest.mark.parametrize(
+    ("file", "hint"),
+    [
+        ("/h/session-state/abc/events.jsonl", "abc"),
+        ("events.jsonl", ""),
+        ("/h/x/flat-id.jsonl", "flat-id"),
+        ("/h/x/a.b.jsonl", "a.b"),
+        ("/h/x/.jsonl", ".jsonl"),
+        ("/h/x/chat.json", "chat"),
+        ("rel/opencode.db", "opencode"),
+        ("/h/x/noext", "noext"),
+    ],
+)
+def test_a_logs_own_hint_is_what_its_path_names(file: str, hint: str) -> None:
+    """``own_hint``: what discovery gave each log as its session hint (``Path.stem``, or a
+    session directory's name for its ``events.jsonl``), without storing it; a hint given
+    is kept."""
+    path = Path(file)
+    assert own_hint(file) == (path.parent.name if path.name == "events.jsonl" else path.stem)
+    assert own_hint(file) == hint
+    assert LogFile(file).session_hint == hint
+    assert LogFile(file, "given").session_hint == "given"

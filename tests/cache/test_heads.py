@@ -111,7 +111,8 @@ def test_a_memo_entry_of_another_size_or_mtime_is_not_used(tmp_path: Path, memo:
     rollout = str(root / "more" / "rollout.jsonl")
     memo_of = Heads.of([root])
     stat = discovery.Seen.of(os.stat(rollout))
-    for other in (stat._replace(st_size=stat.st_size + 1), stat._replace(st_mtime_ns=1)):
+    size, mtime, ctime, ino = stat.fields()
+    for other in (discovery.Seen(size + 1, mtime, ctime, ino), discovery.Seen(size, 1, ctime, ino)):
         memo_of.note(rollout, other, ("log", None, "copilot"))
         assert memo_of.recall(rollout) is None
     memo_of.note(rollout, stat, ("log", None, "codex"))

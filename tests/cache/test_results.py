@@ -234,3 +234,26 @@ def test_the_result_cache_stores_and_loads_the_agent_table() -> None:
     assert table == table_again and rows.height == fresh.sessions.height
     assert rows_again.equals(rows)
     assert loaded.session_view.equals(fresh.session_view)
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        {},
+        {"groups": []},
+        {"groups": [["/a/x.jsonl", 'q"uoted/ü']] * 9000, "prints": ["f" * 64] * 4097},
+        {"analysis": None, "n": list(range(4096)), "m": list(range(4097))},
+    ],
+)
+def test_a_note_is_written_in_pieces_as_json_dumps_writes_it(note: dict[str, Any]) -> None:
+    """``note_text``: a note's text is ``json.dumps``'s, a long list written a slice of its
+    items at a time (a note listing every file of a large tree is never one string)."""
+    import json
+
+    pieces = list(result_cache.note_text(note))
+    assert "".join(pieces) == json.dumps(note)
+    longest = max(
+        len(json.dumps(value[:4096] if isinstance(value, list) else value))
+        for value in [0, *note.values()]
+    )
+    assert max(map(len, pieces)) <= longest + 16  # and a separator, or a key

@@ -98,3 +98,9 @@ def test_an_agent_table_joins_by_session_id_and_places_its_columns() -> None:
     assert view.columns == ["session_id", "a", "x", "y", "b", "z"]
     assert view.rows() == [("s2", 1, None, None, 3, None), ("s1", 2, 7, "seven", 4, 9)]
     assert joined(sessions, []).equals(sessions)
+    # a table that names a session twice: the join's rows, as before
+    twice = pl.concat([rows, rows])
+    doubled = joined(sessions, [(table, twice)])
+    expected = sessions.join(twice, on="session_id", how="left", maintain_order="left")
+    assert doubled.equals(expected.select(doubled.columns))
+    assert doubled.height == 3

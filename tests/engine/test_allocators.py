@@ -86,3 +86,12 @@ def test_tune_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, expe
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == expected
+
+
+def test_release_trims_the_heap_and_never_fails() -> None:
+    """``release``: after many small blocks are freed, glibc's free pages go back (where the
+    C library has ``malloc_trim``); a no-op elsewhere, safe to call at any time."""
+    blocks = [bytes(1000) for _ in range(20_000)]
+    del blocks
+    assert allocators.release() is None
+    assert allocators.release() is None
