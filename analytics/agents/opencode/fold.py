@@ -26,6 +26,7 @@ The counting rules (``docs/agents/opencode.md``):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -33,7 +34,7 @@ from typing import NamedTuple
 import polars as pl
 
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
-from analytics.agents.opencode import database, legacy
+from analytics.agents.opencode import database, legacy, slices
 from analytics.core import items as kinds
 from analytics.core.registry import OPENCODE
 
@@ -72,17 +73,26 @@ def _tagged(frame: pl.DataFrame, file: pl.Expr, line: pl.Expr, index: int) -> pl
     )
 
 
-def _read(files: Sequence[Path], items: bool) -> _Read:
+def _read(
+    files: Sequence[Path],
+    items: bool,
+    only: database.Sessions | None = None,
+    session_rows: pl.DataFrame | None = None,
+) -> _Read:
     """Every file's sessions, messages and parts (and those parts that are calls and items:
     with their context items' fields unless ``items`` is false), tagged with their file,
     each once (a database's before the legacy store's, then the first file's), and the
-    issues of reading them: unreadable files, invalid rows, tables not counted."""
+    issues of reading them: unreadable files, invalid rows, tables not counted. ``only``:
+    the sessions whose messages and parts are read (of a group of one database, whose
+    ``session_rows`` are given: ``slices.plan``), else all."""
     found: list[tuple[database.Rows, pl.Expr, pl.Expr, int]] = []
     issues = []
     for index, path in enumerate(path for path in files if not legacy.claims(path)):
         name = str(path)
         try:
-            rows = database.read(path, items=items)
+            rows = database.read(path, items=items, only=only)
+            if session_rows is not None:
+                rows = dataclasses.replace(rows, sessions=session_rows)
         except database.UnreadableError as error:
             issues.append(issue(name, None, "error", f"{error}; file skipped"))
             continue
@@ -449,12 +459,59 @@ def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataF
 
 def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
-    databases ``files``, folded as one group."""
-    read = _read(files, items)
+    databases ``files``, folded as one group: a slice of session trees at a time where
+    that is the same (``_sliced``), else at once."""
+    return _sliced(files, items) or _folded(_read(files, items), items)
+
+
+def _sliced(files: Sequence[Path], items: bool) -> AgentTables | None:
+    """The fold of a group of one database cut into slices (``slices``), each folded on its
+    own, their rows in the whole fold's order; None where it is not cut (one slice, or
+    unreadable), where a slice has an issue (the issues, and the sessions' count of them,
+    are the whole file's: then it is folded at once, which reports them as they are) or
+    where two slices hold steps of messages created at the same millisecond (a fork's copy
+    and its original, which count once: ``_calls``)."""
+    if len(files) != 1 or legacy.claims(files[0]):
+        return None
+    try:
+        plan, sessions = database.opened(files[0], slices.plan)
+    except database.UnreadableError:
+        return None
+    if len(plan) < 2:
+        return None
+    folded: list[AgentTables] = []
+    stamps: list[pl.Series] = []
+    for only in plan:
+        mine = sessions.filter(pl.col("session").is_in(pl.Series(only).implode()))
+        part = _folded(_read(files, items, only, mine), items, stamps)
+        if part.issues.height:
+            return None
+        folded.append(part)
+    del sessions
+    if pl.concat(stamps).is_duplicated().any():  # a fork's copy in another slice
+        return None
+
+    def joined(name: str, *order: str) -> pl.DataFrame:
+        frames: list[pl.DataFrame] = [getattr(part, name) for part in folded]
+        return pl.concat(frames).sort(order, nulls_last=True)
+
+    return AgentTables(
+        calls=joined("calls", "session_id", "event_seq"),
+        sessions=joined("sessions", "start_time", "session_id"),
+        issues=folded[0].issues,
+        items=joined("items", "session_id", "event_seq"),
+    )
+
+
+def _folded(read: _Read, items: bool, stamps: list[pl.Series] | None = None) -> AgentTables:
+    """The tables of the rows ``read`` (with context items unless ``items`` is false);
+    ``stamps`` is given the creation stamps of the calls' messages, each once."""
     sessions, messages, problems = read.sessions, read.messages, read.issues
     parts = _rooted(read.parts, sessions)
     steps = _said(_owned(_rooted(read.steps, sessions), sessions), messages)
     steps = steps.sort(ORDER, nulls_last=True)
+    if stamps is not None:
+        stamps.append(steps["message_created"].drop_nulls().unique())
     givers = _owned(_rooted(read.items, sessions), sessions)
     # each frame is let go once the next is made of it: the peak holds no frame twice
     del read
