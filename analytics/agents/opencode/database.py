@@ -545,3 +545,19 @@ def rows_of(
         invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )
+
+
+def stamps_met(fetch: Fetch, sessions: Sessions, stamps: list[pl.Series]) -> bool:
+    """Whether a message of a session other than ``sessions`` was created (its ``data``'s
+    ``time.created``) at one of the milliseconds ``stamps``."""
+    found = pl.concat([pl.Series([], dtype=_INT), *(s.cast(_INT) for s in stamps)]).drop_nulls()
+    if found.is_empty():
+        return False
+    at = json.dumps(found.unique().sort().to_list())
+    others = _among("session_id", sessions).replace(" WHERE ", " WHERE NOT ", 1)
+    query = (
+        f"SELECT count(*) FROM (SELECT data FROM message{others})"
+        f" WHERE iif(json_valid(data), data ->> '$.time.created', NULL)"
+        f" IN (SELECT value FROM json_each('{at}'))"
+    )
+    return bool(fetch(query, {"n": _INT}).item())

@@ -27,7 +27,7 @@ The counting rules (``docs/agents/opencode.md``):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -538,3 +538,49 @@ def _folded(read: _Read, items: bool, stamps: list[pl.Series] | None = None) -> 
         issues=issues,
         items=_conformed(context, item_columns()),
     )
+
+
+def refolded(
+    files: Sequence[Path], items: bool, before: AgentTables, changed: Collection[str]
+) -> AgentTables | None:
+    """The tables of the database ``files`` (a group of one) with the session trees whose
+    roots are ``changed`` folded again and the others' rows taken from ``before`` (its
+    fold's tables, with no issue); None where that is not the fold of the whole (the
+    database unreadable, an issue in the trees folded, or a message of another tree created
+    at the millisecond of one of theirs or of a call they had: a fork's copy, which counts
+    once among them all)."""
+    if len(files) != 1 or legacy.claims(files[0]) or before.issues.height:
+        return None
+    path, wanted = files[0], pl.Series(sorted(changed), dtype=pl.String).implode()
+    try:
+        rows = database.opened(path, lambda fetch: fetch(database.SESSIONS, _SESSIONS))
+    except database.UnreadableError:
+        return None
+    own = rows.filter(pl.col("root").is_in(wanted))["session"]
+    only = tuple(pl.concat([own, wanted.explode()]).unique(maintain_order=True))
+    session_rows = rows.filter(pl.col("session").is_in(pl.Series(only).implode()))
+    stamps: list[pl.Series] = []
+    fresh = _folded(_read(files, items, only, session_rows), items, stamps)
+    had = before.calls.filter(pl.col("session_id").is_in(wanted))["start_time"]
+    stamps.append(had.dt.epoch("ms"))
+    try:
+        met = database.opened(path, lambda fetch: database.stamps_met(fetch, only, stamps))
+    except database.UnreadableError:
+        return None
+    if fresh.issues.height or met:
+        return None
+    kept = ~pl.col("session_id").is_in(wanted)
+
+    def joined(name: str, *order: str) -> pl.DataFrame:
+        frames: list[pl.DataFrame] = [getattr(before, name).filter(kept), getattr(fresh, name)]
+        return pl.concat(frames).sort(order, nulls_last=True)
+
+    return AgentTables(
+        calls=joined("calls", "session_id", "event_seq"),
+        sessions=joined("sessions", "start_time", "session_id"),
+        issues=fresh.issues,
+        items=joined("items", "session_id", "event_seq"),
+    )
+
+
+_SESSIONS = database.schema(database.SESSION_COLUMNS)

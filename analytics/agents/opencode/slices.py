@@ -59,3 +59,42 @@ def _packed(units: pl.DataFrame) -> list[Sessions]:
         pl.col("session").list.explode(keep_nulls=False, empty_as_null=False)
     )
     return [tuple(sessions) for sessions in sliced["session"]]
+
+
+#: What changes when a session's rows do (OpenCode sets ``time_updated`` on every write of a
+#: row): per session named by a row, its part and message rows' count, ids (``rowid``) and
+#: times, and its ``session`` row's parent and times, read from the columns alone.
+_PRINTED = """
+WITH counted AS (
+    SELECT session_id, 0 AS kind, count(*) AS n, sum(rowid) AS ids,
+           sum(coalesce(time_updated, time_created)) AS times,
+           max(coalesce(time_updated, time_created)) AS last
+    FROM part GROUP BY session_id
+    UNION ALL
+    SELECT session_id, 1, count(*), sum(rowid), sum(coalesce(time_updated, time_created)),
+           max(coalesce(time_updated, time_created))
+    FROM message GROUP BY session_id
+    UNION ALL
+    SELECT id, 2, rowid, coalesce(parent_id, ''), time_created, time_updated FROM session
+)
+SELECT session_id, kind, n, ids, times, last FROM counted
+"""
+
+
+def prints(fetch: Fetch, sessions: pl.DataFrame) -> pl.DataFrame:
+    """Each session tree's print (``session_id``: its root; ``print``): a hash of what its
+    sessions' rows are (``_PRINTED``), which changes when a row of the tree is added,
+    removed or written again. ``sessions``: the database's (``database.SESSIONS``)."""
+    text, whole = pl.String(), pl.Int64()
+    rows = fetch(
+        _PRINTED,
+        {"session": text, "kind": whole, "n": whole, "ids": text, "times": whole, "last": whole},
+    )
+    # a sum of the rows' hashes (each cut to 40 bits: no overflow) is the same in any order
+    hashed = pl.struct(rows.columns).hash(seed=7) // (1 << 24)
+    return (
+        rows.select("session", hashed.cast(whole).alias("print"))
+        .join(sessions.select("session", "root"), on="session", how="left")
+        .group_by(pl.coalesce("root", "session").alias("session_id"))
+        .agg(pl.col("print").sum())
+    )
