@@ -130,12 +130,8 @@ def session_prints(files: Sequence[Path]) -> pl.DataFrame | None:
     if len(files) != 1 or legacy.claims(files[0]):
         return None
 
-    def printed(fetch: database.Fetch) -> pl.DataFrame:
-        sessions = fetch(database.SESSIONS, database.schema(database.SESSION_COLUMNS))
-        return slices.prints(fetch, sessions)
-
     try:
-        return database.opened(files[0], printed)
+        return database.opened(files[0], slices.prints)
     except database.UnreadableError:
         return None
 

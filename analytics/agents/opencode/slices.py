@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from analytics.agents.opencode.database import SESSION_COLUMNS, SESSIONS, Fetch, Sessions, schema
+from analytics.agents.opencode.database import (
+    _ROOTS,
+    SESSION_COLUMNS,
+    SESSIONS,
+    Fetch,
+    Sessions,
+    schema,
+)
 
 #: The parts a slice holds (about: whole trees).
 SLICE_PARTS = 131_072
@@ -62,10 +69,11 @@ def _packed(units: pl.DataFrame) -> list[Sessions]:
 
 
 #: What changes when a session's rows do (OpenCode sets ``time_updated`` on every write of a
-#: row): per session named by a row, its part and message rows' count, ids (``rowid``) and
-#: times, and its ``session`` row's parent and times, read from the columns alone.
-_PRINTED = """
-WITH counted AS (
+#: row): per session named by a row, with its tree's root, its part and message rows' count,
+#: ids (``rowid``) and times, and its ``session`` row's parent and times, read from the
+#: columns alone.
+_PRINTED = f"""{_ROOTS},
+counted AS (
     SELECT session_id, 0 AS kind, count(*) AS n, sum(rowid) AS ids,
            sum(coalesce(time_updated, time_created)) AS times,
            max(coalesce(time_updated, time_created)) AS last
@@ -77,24 +85,23 @@ WITH counted AS (
     UNION ALL
     SELECT id, 2, rowid, coalesce(parent_id, ''), time_created, time_updated FROM session
 )
-SELECT session_id, kind, n, ids, times, last FROM counted
+SELECT coalesce(t.root_id, c.session_id), c.session_id, kind, n, ids, times, last
+FROM counted c LEFT JOIN tree t ON t.id = c.session_id
 """
 
 
-def prints(fetch: Fetch, sessions: pl.DataFrame) -> pl.DataFrame:
+def prints(fetch: Fetch) -> pl.DataFrame:
     """Each session tree's print (``session_id``: its root; ``print``): a hash of what its
     sessions' rows are (``_PRINTED``), which changes when a row of the tree is added,
-    removed or written again. ``sessions``: the database's (``database.SESSIONS``)."""
+    removed or written again."""
     text, whole = pl.String(), pl.Int64()
     rows = fetch(
         _PRINTED,
-        {"session": text, "kind": whole, "n": whole, "ids": text, "times": whole, "last": whole},
-    )
+        {"root": text, "session": text, "kind": whole, "n": whole, "ids": text, "times": whole,
+         "last": whole},
+    )  # fmt: skip
     # a sum of the rows' hashes (each cut to 40 bits: no overflow) is the same in any order
-    hashed = pl.struct(rows.columns).hash(seed=7) // (1 << 24)
-    return (
-        rows.select("session", hashed.cast(whole).alias("print"))
-        .join(sessions.select("session", "root"), on="session", how="left")
-        .group_by(pl.coalesce("root", "session").alias("session_id"))
-        .agg(pl.col("print").sum())
+    hashed = pl.struct(rows.columns[1:]).hash(seed=7) // (1 << 24)
+    return rows.group_by(pl.col("root").alias("session_id")).agg(
+        hashed.cast(whole).sum().alias("print")
     )
