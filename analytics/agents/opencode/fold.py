@@ -491,16 +491,25 @@ def _sliced(files: Sequence[Path], items: bool) -> AgentTables | None:
     if pl.concat(stamps).is_duplicated().any():  # a fork's copy in another slice
         return None
 
-    def joined(name: str, *order: str) -> pl.DataFrame:
-        frames: list[pl.DataFrame] = [getattr(part, name) for part in folded]
-        return pl.concat(frames).sort(order, nulls_last=True)
-
     return AgentTables(
-        calls=joined("calls", "session_id", "event_seq"),
-        sessions=joined("sessions", "start_time", "session_id"),
+        calls=_joined([part.calls for part in folded], *_BY_SESSION),
+        sessions=_joined([part.sessions for part in folded], *_BY_START, nulls_last=True),
         issues=folded[0].issues,
-        items=joined("items", "session_id", "event_seq"),
+        items=_joined([part.items for part in folded], *_BY_SESSION),
     )
+
+
+#: The order of the calls and items of a fold, and of its sessions.
+_BY_SESSION, _BY_START = ("session_id", "event_seq"), ("start_time", "session_id")
+
+
+def _joined(frames: list[pl.DataFrame], *order: str, nulls_last: bool = False) -> pl.DataFrame:
+    """``frames`` one after another in ``order`` (a fold's order of that table): as they
+    are where they are in it already (the slices' calls and items, ``slices._packed``),
+    without the copy a sort makes of the whole table."""
+    joined = pl.concat(frames)
+    place = joined.select(pl.arg_sort_by(order, nulls_last=nulls_last)).to_series()
+    return joined if place.is_sorted() else joined.sort(order, nulls_last=nulls_last)
 
 
 def _folded(read: _Read, items: bool, stamps: list[pl.Series] | None = None) -> AgentTables:
@@ -571,15 +580,15 @@ def refolded(
         return None
     kept = ~pl.col("session_id").is_in(wanted)
 
-    def joined(name: str, *order: str) -> pl.DataFrame:
+    def joined(name: str, *order: str, nulls_last: bool = False) -> pl.DataFrame:
         frames: list[pl.DataFrame] = [getattr(before, name).filter(kept), getattr(fresh, name)]
-        return pl.concat(frames).sort(order, nulls_last=True)
+        return _joined(frames, *order, nulls_last=nulls_last)
 
     return AgentTables(
-        calls=joined("calls", "session_id", "event_seq"),
-        sessions=joined("sessions", "start_time", "session_id"),
+        calls=joined("calls", *_BY_SESSION),
+        sessions=joined("sessions", *_BY_START, nulls_last=True),
         issues=fresh.issues,
-        items=joined("items", "session_id", "event_seq"),
+        items=joined("items", *_BY_SESSION),
     )
 
 

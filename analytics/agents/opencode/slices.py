@@ -36,10 +36,12 @@ _PARTS = "SELECT session_id, count(*) FROM part GROUP BY session_id"
 
 def plan(fetch: Fetch) -> tuple[list[Sessions], pl.DataFrame]:
     """The slices of the database read through ``fetch`` (each the ids of the sessions of
-    whole sub-agent trees, as its rows name them, about ``SLICE_PARTS`` parts: ``_packed``)
-    and its sessions (``database.SESSIONS``)."""
+    whole sub-agent trees, as its rows name them, about ``SLICE_PARTS`` parts: ``_packed``;
+    none where a part names no session) and its sessions (``database.SESSIONS``)."""
     sessions = fetch(SESSIONS, schema(SESSION_COLUMNS))
     parts = fetch(_PARTS, {"session": pl.String(), "parts": pl.Int64()})
+    if parts["session"].null_count():  # parts of no session: no slice names them
+        return [], sessions
     units = (
         pl.concat([sessions.select("session"), parts.select("session")])
         .unique(maintain_order=True)
@@ -56,11 +58,11 @@ def plan(fetch: Fetch) -> tuple[list[Sessions], pl.DataFrame]:
 
 def _packed(units: pl.DataFrame) -> list[Sessions]:
     """The sessions of ``units`` (``session``, ``parts``, ``unit``) in slices of whole units,
-    in the order the units first appear: a unit joins the slice its first part falls in when
-    the parts are cut every ``SLICE_PARTS`` (a slice holds at most one unit's parts more)."""
-    sizes = units.group_by("unit", maintain_order=True).agg(
-        pl.col("parts").sum(), pl.col("session")
-    )
+    in the order of the units (their roots' ids: the calls and items of the slices one
+    after another are in the order of the whole fold's, by session): a unit joins the slice
+    its first part falls in when the parts are cut every ``SLICE_PARTS`` (a slice holds at
+    most one unit's parts more)."""
+    sizes = units.group_by("unit").agg(pl.col("parts").sum(), pl.col("session")).sort("unit")
     cut = (pl.col("parts").cum_sum() - pl.col("parts")) // SLICE_PARTS
     sliced = sizes.group_by(cut.alias("slice"), maintain_order=True).agg(
         pl.col("session").list.explode(keep_nulls=False, empty_as_null=False)
