@@ -41,10 +41,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import polars as pl
 
@@ -73,6 +73,10 @@ class Folds:
         self.files: list[tuple[LogFile, ...] | None] = []
         self.tables: dict[str, pl.DataFrame] | None = None
         self.pending: list[int] = []
+        #: each group's session prints, where its reader gives them (``SessionPrints``)
+        self.prints: dict[int, pl.DataFrame] = {}
+        #: the sessions of a group folded again in part whose rows are the previous run's
+        self.kept: dict[int, set[str]] = {}
 
     def add(self, files: Sequence[LogFile]) -> int:
         """A group of files not folded yet; its index."""
@@ -98,6 +102,11 @@ class Folds:
         groups = [[log.file for log in self.files[at] or ()] for at in todo]
         if counter is not None:
             counter.extend(len(group) for group in groups)
+        printer = getattr(reader, "session_prints", None)
+        for at, group in zip(todo, groups, strict=True):  # before the fold: see SessionPrints
+            printed = printer([Path(p) for p in group]) if printer else None
+            if printed is not None:
+                self.prints[at] = printed
         self.take(_fold_groups(agent, reader, groups, items, todo))
 
     def merge(self) -> bool:
@@ -137,6 +146,8 @@ class Folds:
             self.add([log for at in members for log in self.files[at] or ()])
             for at in members:
                 self.files[at] = None
+                self.prints.pop(at, None)
+                self.kept.pop(at, None)
         self.tables = {
             name: t.filter(~pl.col(GROUP).is_in(gone)) for name, t in self.tables.items()
         }
@@ -181,8 +192,8 @@ def agent_tables(
             same = frozenset(tables["sessions"]["session_id"].to_list())
             return Folded(_plain(tables), same, _noted(note))
     previous = _previous(cache, _slot(slot, agent, items)) if slot else None
-    kept = _reuse(previous, logs, folds)
-    reused = list(range(len(folds.files)))
+    kept = _reuse(previous, logs, folds, reader, items)
+    reused = [at for at in range(len(folds.files)) if at not in folds.kept]
     known = {path for group in previous.groups for path in group} if previous else set()
     for fine in (True, False):  # the changed groups' files apart, new ones by directory
         chosen = [log for log in logs if log.file not in kept and (log.file in known) == fine]
@@ -195,8 +206,11 @@ def agent_tables(
         (folds.tables or {})["sessions"].filter(pl.col(GROUP).is_in(reused))["session_id"].to_list()
         if reused
         else ()
-    )
+    ).union(*(sessions for at, sessions in folds.kept.items() if folds.files[at]))
+    printed = _prints_of(folds)
     groups, tables = _together(folds)
+    if printed is not None:
+        tables = {**tables, PRINTS: printed}
     if key:
         note = {
             "groups": [[log.file for log in group] for group in groups],
@@ -265,24 +279,33 @@ class _Previous:
     groups: list[list[str]]
     prints: list[str]
     analysis: str | None
+    #: the groups' session prints (``PRINTS``), where their reader gave them
+    session_prints: pl.DataFrame | None = None
 
 
 def _previous(cache: ResultCache, slot: str) -> _Previous | None:
     """The tables last stored under ``slot`` with their note's groups, or None."""
     key = cache.recall(slot)
     stored = _load(cache, key) if key else None
-    if stored is None:
+    if stored is None or key is None:
         return None
     tables, note = stored
     groups, prints = note.get("groups"), note.get("prints")
     if not (isinstance(groups, list) and isinstance(prints, list) and len(groups) == len(prints)):
         return None
-    return _Previous(tables, groups, prints, _noted(note))
+    return _Previous(tables, groups, prints, _noted(note), cache.load_table(key, PRINTS))
 
 
-def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) -> set[str]:
+def _reuse(
+    previous: _Previous | None,
+    logs: Sequence[LogFile],
+    folds: Folds,
+    reader: Reader,
+    items: bool,
+) -> set[str]:
     """Give ``folds`` the previous run's groups whose files are all still there and
-    unchanged, with their rows; the paths of their files."""
+    unchanged, with their rows, and those whose files changed but whose reader folds again
+    only the sessions that did (``_in_part``); the paths of their files."""
     if previous is None:
         return set()
     now = {log.file: log for log in logs}
@@ -292,6 +315,8 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
         if len(files) == len(group) and files and _print(files) == printed:
             folds.files.append(files)
             index[at] = len(folds.files) - 1
+        elif len(files) == len(group) and files:
+            _in_part(previous, at, files, folds, reader, items)
     if index:
         moved = pl.col(GROUP).replace_strict(index, default=None, return_dtype=pl.Int64)
         folds.take(
@@ -300,7 +325,81 @@ def _reuse(previous: _Previous | None, logs: Sequence[LogFile], folds: Folds) ->
                 for name, table in previous.tables.items()
             }
         )
-    return {log.file for at in index.values() for log in folds.files[at] or ()}
+    taken = [*index.values(), *folds.kept]
+    return {log.file for at in taken for log in folds.files[at] or ()}
+
+
+#: The stored table of each group's session prints (``SessionPrints``), beside ``NAMES``.
+PRINTS = "prints"
+
+
+class SessionPrints(Protocol):
+    """What a reader may offer (optional in the contract) to fold again only the sessions
+    of a group that changed: the OpenCode database, one file holding every session. A
+    session whose print is gone folds the whole group again."""
+
+    def session_prints(self, files: Sequence[Path]) -> pl.DataFrame | None:
+        """Each session's print (``session_id``, ``print``: what changes when the session's
+        rows do), None where the group has none; taken before the group is folded, so a
+        write meanwhile shows in the next run's prints."""
+        ...
+
+    def read_changed(
+        self, files: Sequence[Path], before: AgentTables, changed: Collection[str], *, items: bool
+    ) -> AgentTables | None:
+        """The group's fold from ``before`` (its tables when it had the stored prints) with
+        the sessions ``changed`` folded again; None where the whole group must be."""
+        ...
+
+
+def _in_part(
+    previous: _Previous,
+    at: int,
+    files: tuple[LogFile, ...],
+    folds: Folds,
+    reader: Reader,
+    items: bool,
+) -> None:
+    """Give ``folds`` the previous group ``at`` (whose files changed) folded again in part
+    (``SessionPrints``), where its reader can; else nothing (it is folded anew)."""
+    stored = previous.session_prints
+    if stored is None or not hasattr(reader, "read_changed"):
+        return
+    offered = cast("SessionPrints", reader)
+    printer, again = offered.session_prints, offered.read_changed
+    before = stored.filter(pl.col(GROUP) == at).drop(GROUP)
+    paths = [log.path for log in files]
+    if before.is_empty() or (printed := printer(paths)) is None:
+        return
+    compared = printed.join(before, on="session_id", how="full", suffix="_before", coalesce=True)
+    if compared["print"].null_count():  # a session gone
+        return
+    changed = compared.filter(pl.col("print").ne_missing(pl.col("print_before")))["session_id"]
+    rows = {name: t.filter(pl.col(GROUP) == at).drop(GROUP) for name, t in previous.tables.items()}
+    tables = (
+        AgentTables(**rows)
+        if changed.is_empty()
+        else again(paths, AgentTables(**rows), changed.to_list(), items=items)
+    )
+    if tables is None:
+        return
+    folds.files.append(files)
+    placed = len(folds.files) - 1
+    folds.take(_tagged(tables, placed))
+    folds.prints[placed] = printed
+    folds.kept[placed] = set(rows["sessions"]["session_id"].to_list()) - set(changed.to_list())
+
+
+def _prints_of(folds: Folds) -> pl.DataFrame | None:
+    """The session prints of the groups left (``PRINTS``), each row with its group's index
+    among them (as ``_together`` numbers them); None where no group has any."""
+    live = [at for at, files in enumerate(folds.files) if files is not None]
+    printed = [
+        folds.prints[at].with_columns(pl.lit(place, pl.Int64).alias(GROUP))
+        for place, at in enumerate(live)
+        if at in folds.prints
+    ]
+    return pl.concat(printed) if printed else None
 
 
 def _units(reader: Reader, logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analytics.agents import AgentTables
 from analytics.agents.opencode import legacy
 from analytics.core.registry import OPENCODE
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The names of OpenCode's and Kilo's databases.
 DATABASE_NAME = re.compile(r"(opencode(-[\w.-]+)?|kilo)\.db")
@@ -114,6 +118,33 @@ def read_files(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     from analytics.agents.opencode import fold
 
     return fold.tables(files, items=items)
+
+
+def session_prints(files: Sequence[Path]) -> pl.DataFrame | None:
+    """Each session tree's print (``session_id``, ``print``: ``slices.prints``) of a group of
+    one database, which changes when a row of the tree does; None for another group or a
+    database that cannot be read. Taken before the group is folded: a write meanwhile makes
+    the next run fold the trees it changed again."""
+    from analytics.agents.opencode import database, slices
+
+    if len(files) != 1 or legacy.claims(files[0]):
+        return None
+
+    try:
+        return database.opened(files[0], slices.prints)
+    except database.UnreadableError:
+        return None
+
+
+def read_changed(
+    files: Sequence[Path], before: AgentTables, changed: Collection[str], *, items: bool = True
+) -> AgentTables | None:
+    """The fold of ``files`` from ``before`` (their fold when the session trees ``changed``
+    were otherwise): those trees folded again, the others' rows kept (``fold.refolded``);
+    None where a fold of all of them is needed."""
+    from analytics.agents.opencode import fold
+
+    return fold.refolded(files, items, before, changed)
 
 
 def read(paths: Sequence[Path] | None = None, *, items: bool = True) -> AgentTables:

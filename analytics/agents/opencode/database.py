@@ -22,6 +22,7 @@ A file that cannot be read (locked, truncated, not a database, not OpenCode's) g
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -99,18 +100,37 @@ SESSIONS = f"{_ROOTS}{select(SESSION_COLUMNS)}\nFROM session s LEFT JOIN tree t 
 PAGE_ROWS = 65_536
 
 
-def _checked(table: str, columns: str, fields: dict[str, str], after: int | None) -> str:
-    """The page of ``table``'s rows after row ``after`` (from the first if it is None):
-    their ``columns``, ``data``, ``line`` (the row), ``valid`` (whether its ``data`` is
-    JSON: SQLite's ``json_valid``, null for a null ``data``) and ``fields`` (name -> SQL of
-    ``data``), null where ``data`` is not JSON: nothing is taken from such a row, which is
-    reported, not read. SQLite keeps a row's parse for its next fields: its JSON is parsed
-    once."""
+#: Which rows of a table a query reads: a page of them (``int | None``: those after that
+#: row, ``PAGE_ROWS`` at most), or those of the sessions named (``Sessions``: all at once).
+Sessions = tuple[str, ...]
+Span = int | None | Sessions
+
+
+def _among(column: str, sessions: Sessions) -> str:
+    """A WHERE clause: ``column`` is one of ``sessions`` (given as a JSON array)."""
+    named = json.dumps(list(sessions)).replace("'", "''")
+    return f" WHERE {column} IN (SELECT value FROM json_each('{named}'))"
+
+
+def _checked(table: str, columns: str, fields: dict[str, str], span: Span) -> str:
+    """The rows of ``table`` in ``span`` (``Span``): their ``columns``, ``data``, ``line``
+    (the row), ``valid`` (whether its ``data`` is JSON: SQLite's ``json_valid``, null for a
+    null ``data``) and ``fields`` (name -> SQL of ``data``), null where ``data`` is not
+    JSON: nothing is taken from such a row, which is reported, not read. SQLite keeps a
+    row's parse for its next fields: its JSON is parsed once. The rows of sessions are
+    found through the table's ``session_id`` index (not in row order with a limit, which
+    SQLite would answer by scanning the whole table for each), then read in row order:
+    no sort of the rows read."""
     taken = "".join(f", iif(valid, {sql}, NULL) AS {name}" for name, sql in fields.items())
-    where = "" if after is None else f" WHERE rowid > {after}"
+    if isinstance(span, tuple):  # the rows found through the index, then read in order
+        where = f" WHERE rowid IN (SELECT rowid FROM {table}{_among('session_id', span)})"
+        where += " ORDER BY rowid"
+    else:
+        where = "" if span is None else f" WHERE rowid > {span}"
+        where += f" ORDER BY rowid LIMIT {PAGE_ROWS}"
     return (
         f"(SELECT *{taken} FROM (SELECT {columns}, data, rowid AS line,"
-        f" json_valid(data) AS valid FROM {table}{where} ORDER BY rowid LIMIT {PAGE_ROWS}))"
+        f" json_valid(data) AS valid FROM {table}{where}))"
     )
 
 
@@ -144,9 +164,9 @@ MESSAGE_COLUMNS = {
 }
 
 
-def messages_query(after: int | None) -> str:
-    """The query of a page of messages (``MESSAGE_COLUMNS``, after row ``after``)."""
-    return _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS, after), "m")
+def messages_query(span: Span) -> str:
+    """The query of the messages in ``span`` (``MESSAGE_COLUMNS``)."""
+    return _query(MESSAGE_COLUMNS, _checked("message", "id", _MESSAGE_FIELDS, span), "m")
 
 
 #: The type of a part that is a call, and those of the parts that are context items.
@@ -258,13 +278,13 @@ def _item_fields(items: bool) -> dict[str, tuple[pl.DataType, str]]:
     return ITEM_FIELDS if items else _ITEM_FIELDS_UNASKED
 
 
-def parts_query(items: bool, after: int | None) -> str:
-    """The query of a page of parts (``_part_columns``, after row ``after``)."""
+def parts_query(items: bool, span: Span) -> str:
+    """The query of the parts in ``span`` (``_part_columns``)."""
     rows = _checked(
         "part",
         "id, session_id, message_id, time_created, time_updated",
         {"type": "data ->> '$.type'"},
-        after,
+        span,
     )
     return _query(_part_columns(items), rows, "p")
 
@@ -373,14 +393,15 @@ def _run(connection: adbc_driver_manager.AdbcConnection, sql: str) -> None:
         statement.execute_update()
 
 
-def read(path: Path, *, items: bool = True) -> Rows:
+def read(path: Path, *, items: bool = True, only: Sessions | None = None) -> Rows:
     """The rows of the database at ``path`` (with its context items' fields unless ``items``
-    is false); :class:`UnreadableError` if it cannot be read. Its messages and sessions are
-    read on a connection of their own, in a thread, while the parts are read: SQLite runs
-    without Python's lock, so the two reads share the machine's cores."""
+    is false): all, or the messages and parts of the sessions ``only`` (and no sessions);
+    :class:`UnreadableError` if it cannot be read. Its messages and sessions are read on a
+    connection of their own, in a thread, while the parts are read: SQLite runs without
+    Python's lock, so the two reads share the machine's cores."""
     with ThreadPoolExecutor(1) as pool:
-        others = pool.submit(opened, path, _others)
-        return opened(path, lambda fetch: rows_of(fetch, items=items, others=others))
+        others = pool.submit(opened, path, lambda fetch: _others(fetch, only))
+        return opened(path, lambda fetch: rows_of(fetch, items=items, others=others, only=only))
 
 
 def opened(path: Path, use: Callable[[Fetch], T]) -> T:
@@ -408,14 +429,16 @@ def opened(path: Path, use: Callable[[Fetch], T]) -> T:
 
 def _valid(
     fetch: Fetch,
-    query: Callable[[int | None], str],
+    query: Callable[[Span], str],
     columns: dict[str, tuple[pl.DataType, str]],
     invalid: list[pl.DataFrame],
+    only: Sessions | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The rows of ``query`` (``valid`` then ``columns``, ``line`` then the row's id first;
-    ``query(after)``: the page after row ``after``, ``PAGE_ROWS`` rows) whose ``data`` is
-    JSON, a page at a time; the others' rows and ids are put in ``invalid``."""
-    after = None
+    ``query(span)``: the rows of ``span``) whose ``data`` is JSON, a page of ``PAGE_ROWS``
+    at a time (those of the sessions ``only`` at once, when named); the others' rows and
+    ids are put in ``invalid``."""
+    after: Span = only
     while True:
         page = fetch(query(after), {"valid": _INT, **schema(columns)})
         valid = page["valid"].eq(1).fill_null(False)
@@ -425,7 +448,7 @@ def _valid(
             bad = page.filter(~valid)
             invalid.append(bad.select("line", pl.col(bad.columns[2]).alias("id")))
             yield page.filter(valid).drop("valid")
-        if page.height < PAGE_ROWS:
+        if only is not None or page.height < PAGE_ROWS:
             return
         after = page.item(-1, "line")
 
@@ -458,16 +481,17 @@ def nothing() -> Rows:
     )
 
 
-def _others(fetch: Fetch) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _others(
+    fetch: Fetch, only: Sessions | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The messages, the messages whose ``data`` is not JSON (``_INVALID``) and the sessions
-    of a database of OpenCode's tables."""
+    of a database of OpenCode's tables: the messages of the sessions ``only`` when they are
+    named, and then no sessions (the caller has them: ``slices.plan``)."""
     invalid: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
-    messages = list(_valid(fetch, messages_query, MESSAGE_COLUMNS, invalid))
-    return (
-        _frames(messages, schema(MESSAGE_COLUMNS)),
-        pl.concat(invalid),
-        fetch(SESSIONS, schema(SESSION_COLUMNS)),
-    )
+    messages = list(_valid(fetch, messages_query, MESSAGE_COLUMNS, invalid, only))
+    columns = schema(SESSION_COLUMNS)
+    sessions = fetch(SESSIONS, columns) if only is None else pl.DataFrame(schema=columns)
+    return _frames(messages, schema(MESSAGE_COLUMNS)), pl.concat(invalid), sessions
 
 
 def rows_of(
@@ -475,11 +499,13 @@ def rows_of(
     *,
     items: bool = True,
     others: Future[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] | None = None,
+    only: Sessions | None = None,
 ) -> Rows:
     """The rows of a database of OpenCode's tables, read through ``fetch`` (with the fields
     of their context items unless ``items`` is false; :class:`UnreadableError` if it lacks
-    them). ``others``: its messages and sessions (``_others``), read elsewhere, else read
-    here after the parts."""
+    them): all, or the messages and parts of the sessions ``only`` (and no sessions).
+    ``others``: its messages and sessions (``_others``), read elsewhere, else read here
+    after the parts."""
     listed = fetch(
         "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", {"name": _TEXT}
     )
@@ -494,14 +520,16 @@ def rows_of(
     }
     bad_parts: list[pl.DataFrame] = [pl.DataFrame(schema=_INVALID)]
     parts, steps, givers, at = [], [], [], 0
-    pages = _valid(fetch, lambda after: parts_query(items, after), _part_columns(items), bad_parts)
+    pages = _valid(
+        fetch, lambda span: parts_query(items, span), _part_columns(items), bad_parts, only
+    )
     for page in pages:
         placed = page.with_row_index("at", at).with_columns(pl.col("at").cast(_INT))
         at += page.height
         parts.append(page.select(*PART_KEYS))
         steps.append(_of_types(placed, (STEP,), STEP_FIELDS))
         givers.append(_of_types(placed, ITEM_TYPES, ITEM_FIELDS))
-    messages, bad_messages, sessions = others.result() if others else _others(fetch)
+    messages, bad_messages, sessions = others.result() if others else _others(fetch, only)
     invalid = pl.concat(
         [
             pl.concat(bad_parts).select(pl.lit("part").alias("table"), "line", "id"),
@@ -517,3 +545,19 @@ def rows_of(
         invalid=invalid.sort("table", "line", descending=[True, False]),
         unread=unread,
     )
+
+
+def stamps_met(fetch: Fetch, sessions: Sessions, stamps: list[pl.Series]) -> bool:
+    """Whether a message of a session other than ``sessions`` was created (its ``data``'s
+    ``time.created``) at one of the milliseconds ``stamps``."""
+    found = pl.concat([pl.Series([], dtype=_INT), *(s.cast(_INT) for s in stamps)]).drop_nulls()
+    if found.is_empty():
+        return False
+    at = json.dumps(found.unique().sort().to_list())
+    others = _among("session_id", sessions).replace(" WHERE ", " WHERE NOT ", 1)
+    query = (
+        f"SELECT count(*) FROM (SELECT data FROM message{others})"
+        f" WHERE iif(json_valid(data), data ->> '$.time.created', NULL)"
+        f" IN (SELECT value FROM json_each('{at}'))"
+    )
+    return bool(fetch(query, {"n": _INT}).item())

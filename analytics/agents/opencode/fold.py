@@ -26,14 +26,15 @@ The counting rules (``docs/agents/opencode.md``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import polars as pl
 
 from analytics.agents import AgentTables, call_columns, issue_columns, item_columns, session_columns
-from analytics.agents.opencode import database, legacy
+from analytics.agents.opencode import database, legacy, slices
 from analytics.core import items as kinds
 from analytics.core.registry import OPENCODE
 
@@ -72,17 +73,26 @@ def _tagged(frame: pl.DataFrame, file: pl.Expr, line: pl.Expr, index: int) -> pl
     )
 
 
-def _read(files: Sequence[Path], items: bool) -> _Read:
+def _read(
+    files: Sequence[Path],
+    items: bool,
+    only: database.Sessions | None = None,
+    session_rows: pl.DataFrame | None = None,
+) -> _Read:
     """Every file's sessions, messages and parts (and those parts that are calls and items:
     with their context items' fields unless ``items`` is false), tagged with their file,
     each once (a database's before the legacy store's, then the first file's), and the
-    issues of reading them: unreadable files, invalid rows, tables not counted."""
+    issues of reading them: unreadable files, invalid rows, tables not counted. ``only``:
+    the sessions whose messages and parts are read (of a group of one database, whose
+    ``session_rows`` are given: ``slices.plan``), else all."""
     found: list[tuple[database.Rows, pl.Expr, pl.Expr, int]] = []
     issues = []
     for index, path in enumerate(path for path in files if not legacy.claims(path)):
         name = str(path)
         try:
-            rows = database.read(path, items=items)
+            rows = database.read(path, items=items, only=only)
+            if session_rows is not None:
+                rows = dataclasses.replace(rows, sessions=session_rows)
         except database.UnreadableError as error:
             issues.append(issue(name, None, "error", f"{error}; file skipped"))
             continue
@@ -449,12 +459,68 @@ def _conformed(frame: pl.DataFrame, columns: dict[str, pl.DataType]) -> pl.DataF
 
 def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
     """The calls, sessions, issues (and, unless ``items`` is false, context items) of the
-    databases ``files``, folded as one group."""
-    read = _read(files, items)
+    databases ``files``, folded as one group: a slice of session trees at a time where
+    that is the same (``_sliced``), else at once."""
+    return _sliced(files, items) or _folded(_read(files, items), items)
+
+
+def _sliced(files: Sequence[Path], items: bool) -> AgentTables | None:
+    """The fold of a group of one database cut into slices (``slices``), each folded on its
+    own, their rows in the whole fold's order; None where it is not cut (one slice, or
+    unreadable), where a slice has an issue (the issues, and the sessions' count of them,
+    are the whole file's: then it is folded at once, which reports them as they are) or
+    where two slices hold steps of messages created at the same millisecond (a fork's copy
+    and its original, which count once: ``_calls``)."""
+    if len(files) != 1 or legacy.claims(files[0]):
+        return None
+    try:
+        plan, sessions = database.opened(files[0], slices.plan)
+    except database.UnreadableError:
+        return None
+    if len(plan) < 2:
+        return None
+    folded: list[AgentTables] = []
+    stamps: list[pl.Series] = []
+    for only in plan:
+        mine = sessions.filter(pl.col("session").is_in(pl.Series(only).implode()))
+        part = _folded(_read(files, items, only, mine), items, stamps)
+        if part.issues.height:
+            return None
+        folded.append(part)
+    del sessions
+    if pl.concat(stamps).is_duplicated().any():  # a fork's copy in another slice
+        return None
+
+    return AgentTables(
+        calls=_joined([part.calls for part in folded], *_BY_SESSION),
+        sessions=_joined([part.sessions for part in folded], *_BY_START, nulls_last=True),
+        issues=folded[0].issues,
+        items=_joined([part.items for part in folded], *_BY_SESSION),
+    )
+
+
+#: The order of the calls and items of a fold, and of its sessions.
+_BY_SESSION, _BY_START = ("session_id", "event_seq"), ("start_time", "session_id")
+
+
+def _joined(frames: list[pl.DataFrame], *order: str, nulls_last: bool = False) -> pl.DataFrame:
+    """``frames`` one after another in ``order`` (a fold's order of that table): as they
+    are where they are in it already (the slices' calls and items, ``slices._packed``),
+    without the copy a sort makes of the whole table."""
+    joined = pl.concat(frames)
+    place = joined.select(pl.arg_sort_by(order, nulls_last=nulls_last)).to_series()
+    return joined if place.is_sorted() else joined.sort(order, nulls_last=nulls_last)
+
+
+def _folded(read: _Read, items: bool, stamps: list[pl.Series] | None = None) -> AgentTables:
+    """The tables of the rows ``read`` (with context items unless ``items`` is false);
+    ``stamps`` is given the creation stamps of the calls' messages, each once."""
     sessions, messages, problems = read.sessions, read.messages, read.issues
     parts = _rooted(read.parts, sessions)
     steps = _said(_owned(_rooted(read.steps, sessions), sessions), messages)
     steps = steps.sort(ORDER, nulls_last=True)
+    if stamps is not None:
+        stamps.append(steps["message_created"].drop_nulls().unique())
     givers = _owned(_rooted(read.items, sessions), sessions)
     # each frame is let go once the next is made of it: the peak holds no frame twice
     del read
@@ -481,3 +547,49 @@ def tables(files: Sequence[Path], *, items: bool = True) -> AgentTables:
         issues=issues,
         items=_conformed(context, item_columns()),
     )
+
+
+def refolded(
+    files: Sequence[Path], items: bool, before: AgentTables, changed: Collection[str]
+) -> AgentTables | None:
+    """The tables of the database ``files`` (a group of one) with the session trees whose
+    roots are ``changed`` folded again and the others' rows taken from ``before`` (its
+    fold's tables, with no issue); None where that is not the fold of the whole (the
+    database unreadable, an issue in the trees folded, or a message of another tree created
+    at the millisecond of one of theirs or of a call they had: a fork's copy, which counts
+    once among them all)."""
+    if len(files) != 1 or legacy.claims(files[0]) or before.issues.height:
+        return None
+    path, wanted = files[0], pl.Series(sorted(changed), dtype=pl.String).implode()
+    try:
+        rows = database.opened(path, lambda fetch: fetch(database.SESSIONS, _SESSIONS))
+    except database.UnreadableError:
+        return None
+    own = rows.filter(pl.col("root").is_in(wanted))["session"]
+    only = tuple(pl.concat([own, wanted.explode()]).unique(maintain_order=True))
+    session_rows = rows.filter(pl.col("session").is_in(pl.Series(only).implode()))
+    stamps: list[pl.Series] = []
+    fresh = _folded(_read(files, items, only, session_rows), items, stamps)
+    had = before.calls.filter(pl.col("session_id").is_in(wanted))["start_time"]
+    stamps.append(had.dt.epoch("ms"))
+    try:
+        met = database.opened(path, lambda fetch: database.stamps_met(fetch, only, stamps))
+    except database.UnreadableError:
+        return None
+    if fresh.issues.height or met:
+        return None
+    kept = ~pl.col("session_id").is_in(wanted)
+
+    def joined(name: str, *order: str, nulls_last: bool = False) -> pl.DataFrame:
+        frames: list[pl.DataFrame] = [getattr(before, name).filter(kept), getattr(fresh, name)]
+        return _joined(frames, *order, nulls_last=nulls_last)
+
+    return AgentTables(
+        calls=joined("calls", *_BY_SESSION),
+        sessions=joined("sessions", *_BY_START, nulls_last=True),
+        issues=fresh.issues,
+        items=joined("items", *_BY_SESSION),
+    )
+
+
+_SESSIONS = database.schema(database.SESSION_COLUMNS)

@@ -1,0 +1,93 @@
+"""A database folded a slice of session trees at a time (``slices``) gives the tables of its
+fold at once: on the real exported rows with a sub-agent tree beside them, and where a
+slice would change the answer (a fork's copy in another slice, a row that is an issue) the
+database is folded at once."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analytics.agents import AgentTables
+from analytics.agents.opencode import database, fold, slices
+from tests.agents.opencode.projection import create, database_of
+from tests.agents.opencode.rows import fork, part, session, step, usage
+from tests.conftest import REAL_LOGS
+
+REAL = REAL_LOGS / "opencode"
+
+
+def both(path: Path, monkeypatch: pytest.MonkeyPatch, items: bool = True) -> tuple[
+    AgentTables, AgentTables, int
+]:  # fmt: skip
+    """The fold of ``path`` at once and a tree a slice (every tree a slice of its own), and
+    how many slices that is."""
+    monkeypatch.setattr(slices, "SLICE_PARTS", 1_000_000_000)
+    whole = fold.tables([path], items=items)
+    monkeypatch.setattr(slices, "SLICE_PARTS", 1)
+    cut, _ = database.opened(path, slices.plan)
+    return whole, fold.tables([path], items=items), len(cut)
+
+
+def same(one: AgentTables, other: AgentTables) -> None:
+    for name in ("calls", "sessions", "issues", "items"):
+        assert getattr(one, name).equals(getattr(other, name)), name
+
+
+@pytest.mark.parametrize("items", [True, False])
+def test_the_real_rows_in_slices_are_their_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, items: bool
+) -> None:
+    files = sorted(REAL.rglob("transcript.jsonl"))
+    if not files:
+        pytest.skip(f"real OpenCode logs not present at {REAL} (the shared/ folder is absent)")
+    path = database_of(files, tmp_path / "opencode.db")
+    with closing(sqlite3.connect(path)) as db:  # a sub-agent tree: its calls are its root's
+        root = session(db, 9_000_000_000_000)
+        step(db, root, 9_000_000_000_000, usage(10, 1))
+        child = session(db, 9_000_000_001_000, parent=root)
+        step(db, child, 9_000_000_001_000, usage(20, 2))
+        db.commit()
+    whole, cut, count = both(path, monkeypatch, items)
+    assert count > 2
+    assert whole.calls.height == 45 and whole.issues.height == 0
+    assert (whole.calls.filter(pl.col("session_id") == root)["kind"] == "subagent").any()
+    assert fold._sliced([path], items) is not None  # folded in slices, not at once
+    same(whole, cut)
+
+
+def test_a_fork_copy_in_another_slice_counts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with closing(create(tmp_path / "opencode.db")) as db:
+        original = session(db, 1000)
+        step(db, original, 1000, usage(100, 1))
+        forked = fork(db, original, 3000)
+        step(db, forked, 4000, usage(300, 3))
+        db.commit()
+    whole, cut, count = both(tmp_path / "opencode.db", monkeypatch)
+    assert count == 2
+    assert whole.calls.height == 2
+    assert fold._sliced([tmp_path / "opencode.db"], True) is None  # folded at once
+    same(whole, cut)
+
+
+def test_a_row_that_is_an_issue_is_reported_as_by_the_whole_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with closing(create(tmp_path / "opencode.db")) as db:
+        first = session(db, 1000)
+        step(db, first, 1000, usage(100, 1))
+        second = session(db, 5000)
+        step(db, second, 5000, usage(200, 2))
+        part(db, second, "msg_none", '{"type": "text", "tex', 6000)
+        db.commit()
+    whole, cut, count = both(tmp_path / "opencode.db", monkeypatch)
+    assert count == 2
+    assert whole.issues.height == 1 and set(whole.sessions["issues"]) == {1}
+    assert fold._sliced([tmp_path / "opencode.db"], True) is None  # folded at once
+    same(whole, cut)
