@@ -21,6 +21,9 @@ that is imported only when its logs are analysed:
   ``captures_as_logs(paths)``: other inputs it reads (an SDK capture) as the logs it writes;
 - the tools that make its logs: ``write_capture(capture, out)`` and ``simulator()`` (the
   module of ``agentcost simulate``: its parameters, parsers and ``simulate``);
+- ``reconstruction()``: the module of its per-call reconstruction (``call_tokens_and_fit``
+  and the session columns it reads, ``SESSION_INPUT``), which ``validate`` runs blind
+  against observed calls and the corpus runs on other agents' logs (``engine.corpus``);
 - ``event_of_item()``: its own event type of each row's neutral ``item``
   (``analytics.core.items``), for another agent's items handed to its reconstruction
   (``engine.corpus``);
@@ -112,6 +115,8 @@ class Pipeline(Protocol):
     def write_capture(self, capture: Path, out: Path) -> Path: ...
 
     def simulator(self) -> ModuleType: ...
+
+    def reconstruction(self) -> ModuleType: ...
 
     def event_of_item(self) -> pl.Expr: ...
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import polars as pl
 
 from analytics.agents.pipeline import pipeline
-from analytics.core.call_tokens import SESSION_INPUT, call_tokens_and_fit
 from analytics.core.schema import CALLS, EVENTS, MODEL_METRICS, padded
 
 #: Sessions with fewer calls say little about how a conversation grows; issue 19 measures
@@ -52,12 +51,16 @@ def corpus_errors(
     if calls.is_empty():
         return _compared(calls, calls)
     items = items.join(kept, on="session_id", how="semi")
-    blind, _, _ = call_tokens_and_fit(
-        _as_calls(calls),
-        _as_events(items, calls, with_totals=with_totals),
-        _as_sessions(calls, with_totals=with_totals),
-        _totals(calls) if with_totals else padded(pl.DataFrame(), MODEL_METRICS).clear(),
-        use_observed=False,
+    blind, _, _ = (
+        pipeline()
+        .reconstruction()
+        .call_tokens_and_fit(
+            _as_calls(calls),
+            _as_events(items, calls, with_totals=with_totals),
+            _as_sessions(calls, with_totals=with_totals),
+            _totals(calls) if with_totals else padded(pl.DataFrame(), MODEL_METRICS).clear(),
+            use_observed=False,
+        )
     )
     return _compared(calls, blind)
 
@@ -128,9 +131,9 @@ def _as_events(items: pl.DataFrame, calls: pl.DataFrame, *, with_totals: bool) -
 
 
 def _as_sessions(calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
-    """One row per session, with what the token stage reads of it (``SESSION_INPUT``):
-    with totals, a cumulative shutdown counting its main and sub-agent calls; without, no
-    shutdown."""
+    """One row per session, with what the token stage reads of it (the reconstruction's
+    ``SESSION_INPUT``): with totals, a cumulative shutdown counting its main and sub-agent
+    calls; without, no shutdown."""
     requests = (pl.col("kind") != "compaction").sum()
     return padded(
         calls.group_by("session_id", maintain_order=True).agg(
@@ -138,7 +141,7 @@ def _as_sessions(calls: pl.DataFrame, *, with_totals: bool) -> pl.DataFrame:
             (requests if with_totals else pl.lit(None, pl.Int64)).alias("shutdown_requests"),
             pl.len().alias("llm_calls"),
         ),
-        SESSION_INPUT,
+        pipeline().reconstruction().SESSION_INPUT,
     )
 
 

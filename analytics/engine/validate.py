@@ -2,9 +2,9 @@
 
 Wherever a session has observed per-call tokens (session-store rows, OTel spans, SDK
 ``assistant.usage``), the calls are reconstructed again as if those records did not exist
-(``tokens.call_tokens_and_fit(..., use_observed=False)``: calibrated to the shutdown totals where
-the log has them) and compared call by call. The result is the reconstruction's measured
-error, per session and overall; the README quotes it.
+(the pipeline's ``reconstruction().call_tokens_and_fit(..., use_observed=False)``: calibrated
+to the shutdown totals where the log has them) and compared call by call. The result is the
+reconstruction's measured error, per session and overall; the README quotes it.
 
 Claude Code sessions hold every call's true usage and its content, so they are measured too
 (``corpus.py``): reconstructed from content with only each session's per-model totals known,
@@ -17,9 +17,9 @@ import polars as pl
 
 from analytics.agents.checks import CHECK_COLUMNS
 from analytics.agents.discover import COPILOT
+from analytics.agents.pipeline import pipeline
 from analytics.agents.reader import log_checks as agent_log_checks
 from analytics.core import registry
-from analytics.core.call_tokens import call_tokens_and_fit
 from analytics.core.schema import CALLS, conform
 from analytics.engine.analyze import Analysis
 from analytics.engine.corpus import beside_truth, corpus_errors
@@ -88,8 +88,12 @@ def log_checks(result: Analysis) -> pl.DataFrame:
 def _errors(result: Analysis) -> pl.DataFrame:
     """``reconstruction_errors`` of whole sessions whose events are at hand."""
     copilot = result.calls.filter(pl.col("agent") == COPILOT)
-    blind, _, _ = call_tokens_and_fit(
-        copilot, result.events, result.session_view, result.model_metrics, use_observed=False
+    blind, _, _ = (
+        pipeline()
+        .reconstruction()
+        .call_tokens_and_fit(
+            copilot, result.events, result.session_view, result.model_metrics, use_observed=False
+        )
     )
     return _compared(copilot.filter(pl.col("token_source") == "observed"), blind)
 
@@ -154,12 +158,16 @@ def with_reconstruction(analysis: Analysis) -> pl.DataFrame:
     rebuilt = []
     copilot = analysis.calls.filter(pl.col("agent") == COPILOT)
     if not copilot.is_empty():
-        calls, _, _ = call_tokens_and_fit(
-            conform(copilot, CALLS),
-            analysis.events,
-            analysis.session_view,
-            analysis.model_metrics,
-            use_observed=False,
+        calls, _, _ = (
+            pipeline()
+            .reconstruction()
+            .call_tokens_and_fit(
+                conform(copilot, CALLS),
+                analysis.events,
+                analysis.session_view,
+                analysis.model_metrics,
+                use_observed=False,
+            )
         )
         rebuilt.append(calls.select("session_id", "call_index", "input_tokens"))
     claude = analysis.calls.filter(

@@ -4,19 +4,20 @@ The polars stages (``order_events`` -> ``drop_repeats`` -> ``place_model_metrics
 ``build_calls`` -> ``summarize_sessions`` -> ``session_issues``; the priced lines ``log_prices``
 decodes; the token stage, ``tests/oracle/reference/tokens.py``, with its reconstruction and
 calibration) are the oracle; the engine (``analytics.agents.copilot.engine_pass.pass_group``,
-``native/agents/copilot/pass.rs`` and ``fold.rs``; ``analytics.core.call_tokens``, ``tokens.rs``
-with ``fit.rs`` and ``calibrate.rs``) must give the same ordered EVENTS (repeats dropped), placed
-MODEL_METRICS, reading issues (the scan's, repeated lines, unknown event types), CALLS, SESSIONS,
-orphan-end and session issues, LOG_PRICES, and calls with tokens, sessions with their sums and fit,
-and token issues: same columns, dtypes, rows and row order (issues as sets: ``analysis`` sorts
-them), a reconstructed figure within a token (see ``assert_calls_close``). The token stage is
-compared with the per-call rows beside the logs and without (``use_observed=False``, what
-``validate`` runs). Compared on ``sample_logs/`` (whole with its session store, and one file at a
-time), every real Copilot log one file at a time, the real SDK captures with their per-call truth,
-simulated sessions (``analytics.agents.copilot.simulate``: resumes, crashes, compactions,
-sub-agents, autopilot) with and without damage (lines dropped, repeated, swapped, torn), and
-generated event sequences over the event types the rules name, with odd values (repeated ids, torn
-lines, priced and odd ``tokenDetails``) and generated per-call rows.
+``native/agents/copilot/pass.rs`` and ``fold.rs``; ``analytics.agents.copilot.call_tokens``,
+``tokens.rs`` with ``fit.rs`` and ``calibrate.rs``) must give the same ordered EVENTS (repeats
+dropped), placed MODEL_METRICS, reading issues (the scan's, repeated lines, unknown event
+types), CALLS, SESSIONS, orphan-end and session issues, LOG_PRICES, and calls with tokens,
+sessions with their sums and fit, and token issues: same columns, dtypes, rows and row order
+(issues as sets: ``analysis`` sorts them), a reconstructed figure within a token (see
+``assert_calls_close``). The token stage is compared with the per-call rows beside the logs and
+without (``use_observed=False``, what ``validate`` runs). Compared on ``sample_logs/`` (whole
+with its session store, and one file at a time), every real Copilot log one file at a time, the
+real SDK captures with their per-call truth, simulated sessions
+(``analytics.agents.copilot.simulate``: resumes, crashes, compactions, sub-agents, autopilot)
+with and without damage (lines dropped, repeated, swapped, torn), and generated event sequences
+over the event types the rules name, with odd values (repeated ids, torn lines, priced and odd
+``tokenDetails``) and generated per-call rows.
 ``AGENTCOST_DIFFERENTIAL_EXAMPLES`` sets the number of generated cases (200 by default)."""
 
 from __future__ import annotations
@@ -34,15 +35,15 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from analytics import _scanner
+from analytics.agents.copilot import call_tokens as tokens
 from analytics.agents.copilot import engine_pass as engine
 from analytics.agents.copilot.events import scan_logs
 from analytics.agents.copilot.log_prices import log_prices
 from analytics.agents.copilot.sdk_capture import read_capture
 from analytics.agents.copilot.simulate import SimulationParams, simulate, write_capture_tree
 from analytics.agents.copilot.store import read_session_store
-from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.agents.discover import LogFile
-from analytics.core import call_tokens as tokens
 from analytics.core.schema import EVENTS, OBSERVED_USAGE, empty, padded
 from benchmarks.profile import ENGINE_STAGES, with_stages
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS
@@ -139,7 +140,6 @@ def token_pairs(
             metrics,
             records,
             use_observed=use_observed,
-            contract=PASS_CALLS,
         )
         keys = ["session_id", "event_seq"]
         pairs += [
@@ -168,7 +168,6 @@ def pass_pairs(
         passed.sessions,
         passed.model_metrics,
         records,
-        contract=PASS_CALLS,
     )
     return [
         ("calls in the pass", calls, inside.calls),

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 import polars as pl
 
 from analytics import _scanner
+from analytics.agents.copilot.call_tokens import with_call_totals, with_tokens
 from analytics.agents.copilot.event_types import KNOWN_EVENT_TYPES
 from analytics.agents.copilot.events import ScannedLogs, unknown_type_issues
 from analytics.agents.copilot.events import batch_frame as frame
 from analytics.agents.copilot.items import item_of_event
-from analytics.agents.copilot.tables import PASS_CALLS, PASS_SESSIONS
-from analytics.core.call_tokens import with_call_totals, with_tokens
+from analytics.agents.copilot.tables import PASS_SESSIONS
 from analytics.core.schema import (
     CALLS,
     EVENTS,
@@ -86,7 +86,7 @@ def pass_group(
 ) -> Passed:
     """The one native pass over ``scanned``; ``columns``: the EVENTS columns to return of
     the lines kept, in each session's order (None: no events); ``usage``: the OBSERVED_USAGE
-    rows beside the logs, to run the token stage (``core.call_tokens``) on each session's fold
+    rows beside the logs, to run the token stage (``call_tokens``) on each session's fold
     in the same pass (None: the caller runs it)."""
     metrics = conform(scanned.model_metrics, MODEL_METRICS).rechunk()
     rows = None if usage is None else conform(usage, OBSERVED_USAGE).rechunk()
@@ -127,7 +127,7 @@ def pass_group(
     else:
         # The token stage's tables come aligned with the fold's: each conformed once.
         figures, totals, stage_issues = tokens
-        calls = with_tokens(calls, figures, PASS_CALLS)
+        calls = with_tokens(calls, figures)
         sessions = with_call_totals(sessions, frame(totals), PASS_SESSIONS)
         token_issues = conform(frame(stage_issues), ISSUES)
     return Passed(

@@ -39,6 +39,7 @@ __all__ = [
     "forget_scans",
     "has_records",
     "ordered_events",
+    "reconstruction",
     "records",
     "scan",
     "session_ids",
@@ -171,6 +172,13 @@ def session_table() -> AgentTable:
     from analytics.agents.copilot.tables import COPILOT_SESSIONS
 
     return COPILOT_SESSIONS
+
+
+def reconstruction() -> ModuleType:
+    """The per-call reconstruction (``agents.copilot.call_tokens``)."""
+    from analytics.agents.copilot import call_tokens
+
+    return call_tokens
 
 
 def call_table() -> AgentTable:

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.core.call_tokens import call_tokens_and_fit
+from analytics.agents.copilot.call_tokens import call_tokens_and_fit
 from analytics.core.schema import MODEL_METRICS, OBSERVED_USAGE, empty, padded
 from analytics.engine.analyze import Analysis, analyze
 from tests.conftest import REAL_LOGS, SAMPLE_LOGS

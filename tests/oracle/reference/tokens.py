@@ -107,8 +107,9 @@ def with_call_totals(
 ) -> pl.DataFrame:
     """SESSIONS with the sums of their calls' tokens, their models as the calls now name
     them, and the fit figures of ``call_tokens_and_fit`` (``reconstruct.FIT``): the oracle of
-    ``analytics.core.call_tokens.with_call_totals``, whose docstring says what the sums hold
-    (a session without calls sent nothing, 0; one whose calls give no figure is null)."""
+    ``analytics.agents.copilot.call_tokens.with_call_totals``, whose docstring says what the
+    sums hold (a session without calls sent nothing, 0; one whose calls give no figure is
+    null)."""
     sums = calls.group_by("session_id").agg(
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
         for c in ["input_tokens", "output_tokens", *_TOKENS[1:]]

@@ -1,4 +1,5 @@
-"""CALLS -> CALLS with per-call tokens, from the best source available for each call.
+"""Copilot's reconstruction: CALLS -> CALLS with per-call tokens, from the best source
+available for each call.
 
 1. ``observed``: a per-call record. In the log itself: ``assistant.usage`` (SDK captures) and
    ``compactionTokensUsed``; beside it: ``session-store.db`` rows and OpenTelemetry spans
@@ -21,7 +22,9 @@ shutdown's cache totals, exactly. Token arithmetic is integer.
 The native engine runs the whole stage, one session at a time and in parallel
 (``native/agents/copilot/tokens.rs``, with ``fit.rs`` and ``calibrate.rs``); this module
 hands it the frames as Arrow streams and takes back the columns it sets. The polars stage it
-replaced is the oracle in ``tests/oracle/reference/tokens.py``.
+replaced is the oracle in ``tests/oracle/reference/tokens.py``. The engine's pass runs it
+on its folds (``engine_pass``); ``validate`` and the corpus of other agents' logs measure
+it through the pipeline contract (``Pipeline.reconstruction``).
 """
 
 from __future__ import annotations
@@ -31,13 +34,12 @@ from collections.abc import Mapping
 import polars as pl
 
 from analytics import _scanner
+from analytics.agents.copilot.tables import PASS_CALLS
 from analytics.core.schema import (
-    CALL_TOKENS,
     CALLS,
     ISSUES,
     MODEL_METRICS,
     OBSERVED_USAGE,
-    combine,
     conform,
     empty,
 )
@@ -80,10 +82,9 @@ def call_tokens_and_fit(
     observed: pl.DataFrame | None = None,
     *,
     use_observed: bool = True,
-    contract: Mapping[str, pl.DataType] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(CALLS + CALL_TOKENS in session and event order, or in ``contract``: ``with_tokens``;
-    ISSUES; the sessions' figures). ``observed`` is an OBSERVED_USAGE frame.
+    """(Copilot's calls with their tokens, ``PASS_CALLS``, in session and event order; ISSUES;
+    the sessions' figures). ``observed`` is an OBSERVED_USAGE frame.
     ``use_observed=False`` ignores every per-call record and reconstructs all calls: what
     ``agentcost validate`` compares against the records to measure the reconstruction's error.
 
@@ -105,24 +106,16 @@ def call_tokens_and_fit(
         use_observed=use_observed,
     )
     return (
-        with_tokens(ordered, figures, contract),
+        with_tokens(ordered, figures),
         conform(pl.DataFrame(issues), ISSUES),
         pl.DataFrame(totals),
     )
 
 
-def with_tokens(
-    calls: pl.DataFrame,
-    figures: _scanner.ArrowTable,
-    contract: Mapping[str, pl.DataType] | None = None,
-) -> pl.DataFrame:
-    """CALLS + CALL_TOKENS (or ``contract``, the pipeline's: with the bill of each call the
-    stage also sets, which only its agent's own call table keeps): ``calls`` with the columns
-    the engine's token stage set, aligned with its rows."""
-    return conform(
-        calls.with_columns(pl.DataFrame(figures).get_columns()),
-        contract if contract is not None else combine(CALLS, CALL_TOKENS),
-    )
+def with_tokens(calls: pl.DataFrame, figures: _scanner.ArrowTable) -> pl.DataFrame:
+    """Copilot's calls (``PASS_CALLS``: CALLS + CALL_TOKENS and the bill of each): ``calls``
+    with the columns the engine's token stage set, aligned with its rows."""
+    return conform(calls.with_columns(pl.DataFrame(figures).get_columns()), PASS_CALLS)
 
 
 def with_call_totals(

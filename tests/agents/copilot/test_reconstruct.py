@@ -27,7 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analytics import _scanner
-from analytics.core.call_tokens import call_tokens_and_fit
+from analytics.agents.copilot.call_tokens import call_tokens_and_fit
 from analytics.core.schema import EVENTS, MODEL_METRICS, OBSERVED_USAGE, padded
 from tests.oracle.reference.calls import build_calls
 from tests.oracle.reference.events import order_events
