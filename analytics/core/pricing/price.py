@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import polars as pl
 
@@ -126,15 +126,7 @@ def price_calls(
     """
     if calls.height <= PRICED_AT_ONCE:
         return _price_each(calls, table, model_map or {}, log_prices)
-    # each call is priced by its own row: a slice at a time, the same rows, and a large
-    # tree's intermediate columns (each variant's prices set beside every call) are held
-    # for one slice, not for all its calls
-    parts = [
-        _price_each(part, table, model_map or {}, log_prices)
-        for part in calls.iter_slices(PRICED_AT_ONCE)
-    ]
-    priced = pl.concat(parts, how="vertical")
-    del parts
+    priced = _priced_in_slices(calls, table, model_map or {}, log_prices, None)
     # Not left in chunks, which a sort copies whole (``analyze --calls``): the calls' own
     # columns, which each slice passes on as they are, are the calls' again; the priced
     # ones are made contiguous.
@@ -147,6 +139,68 @@ def price_calls(
 
 #: Calls priced at a time (``price_calls``).
 PRICED_AT_ONCE = 1 << 16
+
+
+def priced_sessions(
+    calls: pl.DataFrame,
+    sessions: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The sessions of ``price_analysis``, for a caller that does not show the priced calls
+    (``analyze``'s sessions): each slice of calls is priced and kept only in the columns
+    the per-session sums read (``_SUMMED``). The priced calls are never held whole: on
+    the 1 GB pi tree they and their contiguous copy were some 130 MB of the run's peak."""
+    if calls.height <= PRICED_AT_ONCE:
+        narrow = _summed(_price_each(calls, table, model_map or {}, log_prices))
+    else:
+        narrow = _priced_in_slices(calls, table, model_map or {}, log_prices, _summed)
+    return _sessions(narrow, sessions, is_copilot_table(table))
+
+
+def _priced_in_slices(
+    calls: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str],
+    log_prices: pl.DataFrame | None,
+    kept: Callable[[pl.DataFrame], pl.DataFrame] | None,
+) -> pl.DataFrame:
+    """``calls`` priced a slice at a time (each call is priced by its own row: the same
+    rows), each slice narrowed by ``kept`` if given, then put together in chunks. A large
+    tree's intermediate columns (each variant's prices set beside every call) are held
+    for one slice, not for all its calls."""
+    parts = []
+    for part in calls.iter_slices(PRICED_AT_ONCE):
+        priced = _price_each(part, table, model_map, log_prices)
+        parts.append(priced if kept is None else kept(priced))
+        del priced
+    return pl.concat(parts, how="vertical", rechunk=False)
+
+
+#: The columns of the priced calls that ``_sessions`` reads (``is_byok`` and ``agent``
+#: where the calls have them).
+_SUMMED = (
+    "session_id",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "token_source",
+    "is_byok",
+    "agent",
+    "rates",
+    "priced_model",
+    *_PARTS,
+    "cost_usd",
+    "cost_source",
+)
+
+
+def _summed(priced: pl.DataFrame) -> pl.DataFrame:
+    """``priced`` calls in the columns ``_sessions`` reads (``_SUMMED``)."""
+    return priced.select(c for c in _SUMMED if c in priced.columns)
+
+
 #: The columns pricing adds to the calls (or replaces).
 _PRICED = frozenset({*COSTS, *AGENT_COSTS, "billed_usd"})
 
