@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.cache import fingerprints
-from analytics.core.pricing.price import price_analysis, priced_sessions
+from analytics.core.pricing.price import price_calls, price_sessions, priced_sessions
 
 if TYPE_CHECKING:
     from analytics.cache.results import ResultCache
@@ -80,12 +80,15 @@ def _priced(
     log_prices: pl.DataFrame,
     names: Sequence[str],
 ) -> dict[str, pl.DataFrame]:
-    """The priced tables ``names`` of ``calls`` and ``sessions``: the sessions alone are
-    priced without holding the priced calls (``price.priced_sessions``)."""
+    """The priced tables ``names`` of ``calls`` and ``sessions``, only those: the sessions
+    alone are priced without holding the priced calls (``price.priced_sessions``), the
+    calls alone are not summed per session."""
     if "calls" not in names:
         return {"sessions": priced_sessions(calls, sessions, table, model_map, log_prices)}
-    priced_calls, priced = price_analysis(calls, sessions, table, model_map, log_prices)
-    tables = {"calls": priced_calls, "sessions": priced}
+    priced = price_calls(calls, table, model_map=model_map, log_prices=log_prices)
+    tables = {"calls": priced}
+    if "sessions" in names:
+        tables["sessions"] = price_sessions(priced, sessions, table)
     return {name: tables[name] for name in names}
 
 
