@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from analytics.cache import fingerprints
-from analytics.core.pricing.price import price_analysis
+from analytics.core.pricing.price import price_calls, price_sessions, priced_sessions
 
 if TYPE_CHECKING:
     from analytics.cache.results import ResultCache
@@ -67,10 +67,28 @@ def priced_tables(
 def _price(
     result: Analysis, table: RateTable, model_map: Mapping[str, str], names: Sequence[str]
 ) -> dict[str, pl.DataFrame]:
-    calls, sessions = price_analysis(
-        result.call_view, result.session_view, table, model_map, result.log_prices
+    return _priced(
+        result.call_view, result.session_view, table, model_map, result.log_prices, names
     )
-    tables = {"calls": calls, "sessions": sessions}
+
+
+def _priced(
+    calls: pl.DataFrame,
+    sessions: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str],
+    log_prices: pl.DataFrame,
+    names: Sequence[str],
+) -> dict[str, pl.DataFrame]:
+    """The priced tables ``names`` of ``calls`` and ``sessions``, only those: the sessions
+    alone are priced without holding the priced calls (``price.priced_sessions``), the
+    calls alone are not summed per session."""
+    if "calls" not in names:
+        return {"sessions": priced_sessions(calls, sessions, table, model_map, log_prices)}
+    priced = price_calls(calls, table, model_map=model_map, log_prices=log_prices)
+    tables = {"calls": priced}
+    if "sessions" in names:
+        tables["sessions"] = price_sessions(priced, sessions, table)
     return {name: tables[name] for name in names}
 
 
@@ -98,14 +116,14 @@ def _repriced(
     if kept is None or quoted is None or not quoted.equals(result.log_prices):
         return None
     unchanged = pl.col("session_id").is_in(pl.Series(sorted(same), dtype=pl.String).implode())
-    calls, sessions = price_analysis(
+    fresh = _priced(
         result.previous.calls().filter(~unchanged),
         result.session_view.filter(~unchanged),
         table,
         model_map,
         result.log_prices,
+        names,
     )
-    fresh = {"calls": calls, "sessions": sessions}
     tables = {}
     for name in names:
         rows, mine = _ROW[name], getattr(result, name)

@@ -21,6 +21,7 @@ from analytics.agents.reader import readers
 from analytics.cache import priced_tables, results
 from analytics.cache.agent_results import _looked_up, _units, agent_tables
 from analytics.cache.results import ResultCache
+from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
 from analytics.engine.analyze import analyze
 from tests.conftest import REAL_LOGS
@@ -239,13 +240,13 @@ def test_a_touched_tree_prices_only_the_changed_sessions(
     fresh pricing."""
     monkeypatch.setenv("AGENTCOST_CACHE_DIR", str(tmp_path / "cache"))
     seen: list[int] = []
-    real = priced_tables.price_analysis
+    real = priced_tables._priced
 
     def spy(calls: pl.DataFrame, *args: Any) -> Any:
         seen.append(calls.height)
         return real(calls, *args)
 
-    monkeypatch.setattr(priced_tables, "price_analysis", spy)
+    monkeypatch.setattr(priced_tables, "_priced", spy)
     root = tmp_path / "projects"
     write(root, {f"p{n}/s{n}.jsonl": reply(f"s{n}", f"m{n}", n, n) for n in range(1, 5)})
     table = load_rates("github-copilot")
@@ -255,7 +256,9 @@ def test_a_touched_tree_prices_only_the_changed_sessions(
         tables = priced_tables.priced_tables(result, table, {}, ["calls", "sessions"])
         results.flush()
         fresh = analyze([root], agent_items=items)
-        calls, sessions = real(fresh.call_view, fresh.session_view, table, {}, fresh.log_prices)
+        calls, sessions = price_analysis(
+            fresh.call_view, fresh.session_view, table, {}, fresh.log_prices
+        )
         assert_frame_equal(tables["sessions"], sessions)
         assert_frame_equal(tables["calls"], calls)
         return tables["calls"], tables["sessions"]

@@ -48,8 +48,7 @@ def test_a_stored_analysis_keeps_its_priced_tables_and_loads_them(
     second = analyze([logs], use_cache=True, keep_events=False)
     calls: list[int] = []
     monkeypatch.setattr(
-        "analytics.cache.priced_tables.price_analysis",
-        lambda *a, **k: calls.append(1) or price_analysis(*a),
+        "analytics.cache.priced_tables._priced", lambda *a, **k: calls.append(1) or {}
     )
     assert_equal(
         priced_tables(second, table, {}, ["sessions"]), {"sessions": fresh(first)["sessions"]}

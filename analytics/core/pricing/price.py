@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import polars as pl
 
@@ -126,15 +126,7 @@ def price_calls(
     """
     if calls.height <= PRICED_AT_ONCE:
         return _price_each(calls, table, model_map or {}, log_prices)
-    # each call is priced by its own row: a slice at a time, the same rows, and a large
-    # tree's intermediate columns (each variant's prices set beside every call) are held
-    # for one slice, not for all its calls
-    parts = [
-        _price_each(part, table, model_map or {}, log_prices)
-        for part in calls.iter_slices(PRICED_AT_ONCE)
-    ]
-    priced = pl.concat(parts, how="vertical")
-    del parts
+    priced = _priced_in_slices(calls, table, model_map or {}, log_prices, None)
     # Not left in chunks, which a sort copies whole (``analyze --calls``): the calls' own
     # columns, which each slice passes on as they are, are the calls' again; the priced
     # ones are made contiguous.
@@ -147,6 +139,68 @@ def price_calls(
 
 #: Calls priced at a time (``price_calls``).
 PRICED_AT_ONCE = 1 << 16
+
+
+def priced_sessions(
+    calls: pl.DataFrame,
+    sessions: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str] | None = None,
+    log_prices: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The sessions of ``price_analysis``, for a caller that does not show the priced calls
+    (``analyze``'s sessions): each slice of calls is priced and kept only in the columns
+    the per-session sums read (``_SUMMED``). The priced calls are never held whole: on
+    the 1 GB pi tree they and their contiguous copy were some 130 MB of the run's peak."""
+    if calls.height <= PRICED_AT_ONCE:
+        narrow = _summed(_price_each(calls, table, model_map or {}, log_prices))
+    else:
+        narrow = _priced_in_slices(calls, table, model_map or {}, log_prices, _summed)
+    return _sessions(narrow, sessions, is_copilot_table(table))
+
+
+def _priced_in_slices(
+    calls: pl.DataFrame,
+    table: RateTable,
+    model_map: Mapping[str, str],
+    log_prices: pl.DataFrame | None,
+    kept: Callable[[pl.DataFrame], pl.DataFrame] | None,
+) -> pl.DataFrame:
+    """``calls`` priced a slice at a time (each call is priced by its own row: the same
+    rows), each slice narrowed by ``kept`` if given, then put together in chunks. A large
+    tree's intermediate columns (each variant's prices set beside every call) are held
+    for one slice, not for all its calls."""
+    parts = []
+    for part in calls.iter_slices(PRICED_AT_ONCE):
+        priced = _price_each(part, table, model_map, log_prices)
+        parts.append(priced if kept is None else kept(priced))
+        del priced
+    return pl.concat(parts, how="vertical", rechunk=False)
+
+
+#: The columns of the priced calls that ``_sessions`` reads (``is_byok`` and ``agent``
+#: where the calls have them).
+_SUMMED = (
+    "session_id",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "token_source",
+    "is_byok",
+    "agent",
+    "rates",
+    "priced_model",
+    *_PARTS,
+    "cost_usd",
+    "cost_source",
+)
+
+
+def _summed(priced: pl.DataFrame) -> pl.DataFrame:
+    """``priced`` calls in the columns ``_sessions`` reads (``_SUMMED``)."""
+    return priced.select(c for c in _SUMMED if c in priced.columns)
+
+
 #: The columns pricing adds to the calls (or replaces).
 _PRICED = frozenset({*COSTS, *AGENT_COSTS, "billed_usd"})
 
@@ -275,52 +329,12 @@ def _is_byok(calls: pl.DataFrame) -> pl.Expr:
 
 def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl.DataFrame:
     """Each session's calls summed exactly and set beside its bill."""
-    unpriced = pl.col("cost_usd").is_null()
-    any_priced = pl.col("cost_usd").is_not_null().any()
-    byok = _not_billed_by_copilot(priced) if copilot else pl.lit(False)
-    # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls and other
-    # agents' calls nothing.
-    charged = pl.col("cost_usd").filter(~byok)
-    # lazily: only the columns the sums read are grouped (an eager group_by takes every
-    # column of the priced calls along, some 200 MB more on a 1 GB tree)
-    per_session = (
-        priced.lazy()
-        .group_by("session_id")
-        .agg(
-            pl.col("rates").first(),
-            *(pl.when(any_priced).then(pl.col(part).sum()).alias(part) for part in _PARTS),
-            pl.when(any_priced).then(pl.col("cost_usd").sum()).alias("cost_usd"),
-            unpriced.sum().alias("unpriced_calls"),
-            (unpriced & byok).sum().alias("_unpriced_byok"),
-            pl.when(charged.is_not_null().all()).then(charged.sum()).alias("_charged"),
-            *(
-                (pl.col("cost_source") == source).any().alias(f"_{source}")
-                for source in ("log_rates", "byok_provider", "vendor_api", "local")
-            ),
-            # Only models the table has no price for: a priced model whose tokens are unknown
-            # leaves its call without a cost too, but it is not unpriced.
-            pl.col("model")
-            .filter(pl.col("priced_model").is_null())
-            .drop_nulls()
-            .unique()
-            .sort()
-            .alias("unpriced_models"),
-            *(
-                pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"calls_{c}")
-                for c in ("input_tokens", "output_tokens")
-            ),
-            pl.struct(*((pl.col("token_source") == s).sum().alias(s) for s in _SOURCES)).alias(
-                "token_sources"
-            ),
-        )
-        .collect()
-    )
     # A session without calls (say, one whose only call failed) cost nothing: an exact 0.
     no_calls = pl.col("unpriced_calls").is_null()
     # the log's own bill, where the sessions carry it (an agent's own table, joined)
     nano = "billed_nano_aiu"
     bill = nano_aiu_usd(pl.col(nano)) if nano in sessions.columns else pl.lit(None, dtype=MONEY)
-    joined = beside(sessions, per_session, "session_id").with_columns(
+    joined = beside(sessions, _per_session(priced, copilot), "session_id").with_columns(
         bill.alias("billed_usd"),
         *(
             pl.when(no_calls).then(pl.lit(0, dtype=MONEY)).otherwise(pl.col(c)).alias(c)
@@ -352,3 +366,64 @@ def _sessions(priced: pl.DataFrame, sessions: pl.DataFrame, copilot: bool) -> pl
         .then((pl.col("_charged") - pl.col("billed_usd")).cast(MONEY))
         .alias("cost_minus_billed_usd"),
     ).drop("_unpriced_byok", "_charged", "_log_rates", "_byok_provider", "_vendor_api", "_local")
+
+
+#: The cost sources each session says whether any of its calls has (``_per_session``).
+_FLAGGED = ("log_rates", "byok_provider", "vendor_api", "local")
+
+
+def _per_session(priced: pl.DataFrame, copilot: bool) -> pl.DataFrame:
+    """One row per session of ``priced`` calls: its costs summed exactly, its unpriced calls
+    and models, what Copilot charges for it (``_charged``: null when a call it bills is
+    unpriced), its calls' cost sources (``_FLAGGED``), token sums and token sources.
+
+    Each call's flags are set before grouping, so that every sum is a plain per-group
+    aggregation and the conditions are applied to the sums after: polars evaluates a
+    conditional or filtered expression inside a group_by by gathering each group's rows
+    of every column it reads, some 100 MB on the 1 GB pi tree's calls."""
+    byok = _not_billed_by_copilot(priced) if copilot else pl.lit(False)
+    unpriced = pl.col("cost_usd").is_null()
+    tokens = ("input_tokens", "output_tokens")
+    flagged = priced.lazy().with_columns(
+        unpriced.alias("_unpriced"),
+        (unpriced & byok).alias("_unpriced_byok"),
+        # What Copilot charges: its calls at the table's (or the log's) prices, BYOK calls
+        # and other agents' calls nothing.
+        pl.when(~byok).then(pl.col("cost_usd")).alias("_charged"),
+        (unpriced & ~byok).alias("_uncharged"),
+        *((pl.col("cost_source") == source).alias(f"_{source}") for source in _FLAGGED),
+        *((pl.col("token_source") == source).alias(f"_{source}") for source in _SOURCES),
+        # Only models the table has no price for: a priced model whose tokens are unknown
+        # leaves its call without a cost too, but it is not unpriced.
+        pl.when(pl.col("priced_model").is_null()).then(pl.col("model")).alias("_unpriced_model"),
+    )
+    sums = flagged.group_by("session_id").agg(
+        pl.col("rates").first(),
+        *(pl.col(part).sum() for part in (*_PARTS, "cost_usd")),
+        pl.col("cost_usd").count().alias("_priced"),
+        pl.col("_unpriced").sum().alias("unpriced_calls"),
+        pl.col("_unpriced_byok").sum(),
+        pl.col("_charged").sum(),
+        pl.col("_uncharged").sum(),
+        *(pl.col(f"_{source}").any() for source in _FLAGGED),
+        pl.col("_unpriced_model").drop_nulls().unique().sort().alias("unpriced_models"),
+        *(pl.col(c).sum().alias(f"calls_{c}") for c in tokens),
+        *(pl.col(c).null_count().alias(f"_unknown_{c}") for c in tokens),
+        *(pl.col(f"_{source}").sum().alias(source) for source in _SOURCES),
+    )
+    any_priced = pl.col("_priced") > 0
+    return sums.select(
+        "session_id",
+        "rates",
+        *(pl.when(any_priced).then(pl.col(part)).alias(part) for part in (*_PARTS, "cost_usd")),
+        "unpriced_calls",
+        "_unpriced_byok",
+        pl.when(pl.col("_uncharged") == 0).then(pl.col("_charged")).alias("_charged"),
+        *(f"_{source}" for source in _FLAGGED),
+        "unpriced_models",
+        *(
+            pl.when(pl.col(f"_unknown_{c}") == 0).then(pl.col(f"calls_{c}")).alias(f"calls_{c}")
+            for c in tokens
+        ),
+        pl.struct(*_SOURCES).alias("token_sources"),
+    ).collect()

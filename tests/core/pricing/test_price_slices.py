@@ -28,3 +28,20 @@ def test_calls_priced_in_slices_are_the_calls_priced_at_once(
         price.price_sessions(sliced, analysis.sessions, table),
         price.price_sessions(whole, analysis.sessions, table),
     )
+
+
+@pytest.mark.parametrize("at_once", [3, 1 << 16])
+def test_sessions_priced_without_the_calls_are_those_of_price_analysis(
+    monkeypatch: pytest.MonkeyPatch, at_once: int
+) -> None:
+    """``priced_sessions`` (only the columns the sums read kept, a slice at a time or all at
+    once) gives ``price_analysis``'s sessions, under Copilot's table and a vendor's."""
+    analysis = analyze([SAMPLE_LOGS])
+    calls, sessions = analysis.call_view, analysis.session_view
+    for name in ("github-copilot", "anthropic"):
+        table = load_rates(name)
+        _, expected = price.price_analysis(calls, sessions, table, log_prices=analysis.log_prices)
+        monkeypatch.setattr(price, "PRICED_AT_ONCE", at_once)
+        got = price.priced_sessions(calls, sessions, table, log_prices=analysis.log_prices)
+        monkeypatch.undo()
+        assert_frame_equal(got, expected)
