@@ -191,14 +191,16 @@ def full(result: Analysis) -> pl.DataFrame:
 
 @pytest.fixture
 def priced_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many calls each pricing priced."""
+    """How many calls each pricing priced (``priced_tables._priced`` prices every table
+    the cache computes, whichever of them a caller asks for)."""
     heights: list[int] = []
+    real = priced_tables._priced
 
     def spy(calls: pl.DataFrame, *args: Any) -> Any:
         heights.append(calls.height)
-        return price_analysis(calls, *args)
+        return real(calls, *args)
 
-    monkeypatch.setattr(priced_tables, "price_analysis", spy)
+    monkeypatch.setattr(priced_tables, "_priced", spy)
     return heights
 
 
