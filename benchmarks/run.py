@@ -40,6 +40,9 @@ RESULTS = HERE / "results"
 #: Where ``measure`` writes the child's stdout.
 STDOUT = RESULTS / "stdout.tmp"
 TOOLS = HERE / ".tools"
+#: The newest ccusage that runs here. 20.0.26 (2026-09-29, the version issue 37 names) ships
+#: only a launcher on npm; its binary for this platform, ``@ccusage/ccusage-linux-x64``, stops
+#: at 20.0.24 in the registry (``npm view @ccusage/ccusage-linux-x64 versions``, 2026-12-07).
 CCUSAGE_VERSION = "20.0.24"
 CCUSAGE = TOOLS / "node_modules" / ".bin" / "ccusage"
 AGENTCOST = Path(sys.executable).parent / "agentcost"
