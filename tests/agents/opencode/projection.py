@@ -16,6 +16,10 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import REAL_LOGS
+
 #: OpenCode's v1 tables (``session.sql.ts``), as its migrations create them.
 SCHEMA = """
 CREATE TABLE project (id text PRIMARY KEY, worktree text NOT NULL, vcs text, name text,
@@ -178,6 +182,16 @@ def database_of(projections: list[Path], path: Path) -> Path:
         for index, projection in enumerate(projections):
             load(projection, connection, prefix=f"{index:03d}")
     return path
+
+
+def real_database(path: Path) -> Path:
+    """The shared real OpenCode rows (``real_logs/opencode``) as a new database at ``path``;
+    the calling test is skipped, saying why, when the shared folder is absent."""
+    real = REAL_LOGS / "opencode"
+    files = sorted(real.rglob("transcript.jsonl"))
+    if not files:
+        pytest.skip(f"real OpenCode logs not present at {real} (the shared/ folder is absent)")
+    return database_of(files, path)
 
 
 def legacy_tree(database: Path, data: Path) -> list[Path]:

@@ -22,20 +22,14 @@ from analytics.agents.reader import readers
 from analytics.cache import results
 from analytics.cache.agent_results import Folded, agent_tables
 from analytics.cache.results import ResultCache
-from tests.agents.opencode.projection import database_of
+from tests.agents.opencode.projection import real_database
 from tests.agents.opencode.rows import fork, step, usage
-from tests.conftest import REAL_LOGS
-
-REAL = REAL_LOGS / "opencode"
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    files = sorted(REAL.rglob("transcript.jsonl"))
-    if not files:
-        pytest.skip(f"real OpenCode logs not present at {REAL} (the shared/ folder is absent)")
     (tmp_path / "home").mkdir()
-    database_of(files, tmp_path / "home" / "opencode.db")
+    real_database(tmp_path / "home" / "opencode.db")
     return tmp_path / "home"
 
 

@@ -10,19 +10,13 @@ from pathlib import Path
 import pytest
 
 from analytics.agents import opencode
-from tests.agents.opencode.projection import create, database_of, legacy_tree
+from tests.agents.opencode.projection import create, legacy_tree, real_database
 from tests.agents.opencode.rows import session, step, usage
-from tests.conftest import REAL_LOGS
-
-REAL = REAL_LOGS / "opencode"
 
 
 @pytest.fixture
 def real_rows(tmp_path: Path) -> Path:
-    files = sorted(REAL.rglob("transcript.jsonl"))
-    if not files:
-        pytest.skip(f"real OpenCode logs not present at {REAL} (the shared/ folder is absent)")
-    return database_of(files, tmp_path / "rows.db")
+    return real_database(tmp_path / "rows.db")
 
 
 def totals(tables: opencode.AgentTables) -> tuple[int, int, int]:

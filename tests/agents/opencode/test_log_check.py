@@ -6,21 +6,15 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-import pytest
-
 from analytics.agents import opencode
 from analytics.agents.opencode.log_check import log_check
 from analytics.agents.reader import log_checks
-from tests.agents.opencode.projection import create, database_of
+from tests.agents.opencode.projection import create, real_database
 from tests.agents.opencode.rows import fork, session, step, usage
-from tests.conftest import REAL_LOGS
 
 
 def test_the_real_rows_agree(tmp_path: Path) -> None:
-    files = sorted((REAL_LOGS / "opencode").rglob("transcript.jsonl"))
-    if not files:
-        pytest.skip("real OpenCode logs not present (the shared/ folder is absent)")
-    path = database_of(files, tmp_path / "opencode.db")
+    path = real_database(tmp_path / "opencode.db")
     row = log_check([str(path)], opencode.read_files([path]).calls).row(0, named=True)
     assert (row["calls"], row["agree"], row["disagree"], row["usage_lines"]) == (43, 43, 0, 43)
     assert row["tokens"] == row["checked_tokens"] == 890_132 + 1_810

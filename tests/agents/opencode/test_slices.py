@@ -14,11 +14,8 @@ import pytest
 
 from analytics.agents import AgentTables
 from analytics.agents.opencode import database, fold, slices
-from tests.agents.opencode.projection import create, database_of
+from tests.agents.opencode.projection import create, real_database
 from tests.agents.opencode.rows import fork, part, session, step, usage
-from tests.conftest import REAL_LOGS
-
-REAL = REAL_LOGS / "opencode"
 
 
 def both(path: Path, monkeypatch: pytest.MonkeyPatch, items: bool = True) -> tuple[
@@ -42,10 +39,7 @@ def same(one: AgentTables, other: AgentTables) -> None:
 def test_the_real_rows_in_slices_are_their_fold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, items: bool
 ) -> None:
-    files = sorted(REAL.rglob("transcript.jsonl"))
-    if not files:
-        pytest.skip(f"real OpenCode logs not present at {REAL} (the shared/ folder is absent)")
-    path = database_of(files, tmp_path / "opencode.db")
+    path = real_database(tmp_path / "opencode.db")
     with closing(sqlite3.connect(path)) as db:  # a sub-agent tree: its calls are its root's
         root = session(db, 9_000_000_000_000)
         step(db, root, 9_000_000_000_000, usage(10, 1))
