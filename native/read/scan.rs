@@ -16,9 +16,9 @@
 //! Speed (see `benchmarks/README.md`, "Scanner speed"): string bodies are searched 16 bytes at
 //! a time for a quote, backslash or control character; unwanted values are validated without
 //! being recorded; keys are found by a hash of their first 16 bytes; a block's complete lines
-//! are checked for UTF-8 and NULs at once; a row fills only the columns of the fields its line
-//! has, the others padded with nulls in bulk; a batch's columns are sized from the rows per
-//! byte of the thread's batch before.
+//! are checked for UTF-8 at once, and for NULs only when a line is not JSON; a row fills only
+//! the columns of the fields its line has, the others padded with nulls in bulk; a batch's
+//! columns are sized from the rows per byte of the thread's batch before.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
@@ -36,7 +36,7 @@ use crate::read::line;
 use crate::read::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise. A block is read into
-/// the buffer, then passed over four times (newlines, UTF-8, NULs, the lines themselves):
+/// the buffer, then passed over three times (newlines, UTF-8, the lines themselves):
 /// small enough to stay in a core's L2 cache for all of them, where 4 MB went back to the
 /// shared cache or memory each time (the scanner's CPU time on the 1 GB Copilot tree, AMD
 /// EPYC with 1 MB of L2 a core, median of 21 runs: 1.26 s with 4 MB blocks, 1.17 s with 256
@@ -784,16 +784,16 @@ impl<'s> Builder<'s> {
                 continue;
             };
             // The block's complete lines are checked at once for bytes that are not UTF-8
-            // and for NULs (nearly always there are none); only if there are, line by line.
+            // (nearly always there are none); only if there are, line by line. NULs are
+            // looked for only in lines that are not JSON (see `Builder::line`).
             let complete = buffer.get(..searched + last + 1).unwrap_or(&[]);
-            let clean = simdutf8::basic::from_utf8(complete).is_ok()
-                && memchr::memchr(0, complete).is_none();
+            let utf8 = simdutf8::basic::from_utf8(complete).is_ok();
             let mut start = 0;
             let new = buffer.get(searched..complete.len()).unwrap_or(&[]);
             for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
-                self.line(line, number, state, clean);
+                self.line(line, number, state, utf8);
                 state.offset += i64::try_from(end - start + 1).unwrap_or(0);
                 start = end + 1;
             }
@@ -819,19 +819,28 @@ impl<'s> Builder<'s> {
     }
 
     /// One line: an event row, or an issue (or a row with warnings). The line's hygiene and
-    /// the words of its issues are every agent's (`line`). `clean`: the line is known to be
-    /// UTF-8 without NULs.
-    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
+    /// the words of its issues are every agent's (`line`). `utf8`: the line is known to be
+    /// UTF-8. NULs are looked for only in a line that is not JSON: JSON has no NUL byte (not
+    /// in a string, where it is a control character, nor between tokens), so a line that
+    /// parses has none, and a line that does not is read again with its NULs removed (and
+    /// their warning) if it has any.
+    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, utf8: bool) {
         let mut notes: Vec<&'static str> = Vec::new();
-        let text = line::clean(raw, clean, |note| notes.push(note));
+        let text = line::clean(raw, utf8, |note| notes.push(note));
+        let scanner = self.scanner;
+        let parsed = text
+            .as_ref()
+            .map(|text| json::parse(text, &scanner.schema, &mut self.fields));
+        if utf8 && matches!(parsed, Some(Err(_))) && memchr::memchr(0, raw).is_some() {
+            return self.line(raw, number, state, false);
+        }
         for note in notes {
             self.issue(state, number, "warning", note.into());
         }
-        let Some(text) = text else {
+        let (Some(text), Some(parsed)) = (text, parsed) else {
             return;
         };
-        let scanner = self.scanner;
-        match json::parse(&text, &scanner.schema, &mut self.fields) {
+        match parsed {
             Err(error) => {
                 let message = line::invalid_json(&text, &error);
                 self.issue(state, number, "error", message);
