@@ -160,6 +160,9 @@ pub struct Scanner {
     /// (never null, or depending on the event type).
     by_node: Vec<Vec<usize>>,
     always: Vec<usize>,
+    /// With 64 columns or fewer (one word of marks): the bit of each rank in `by_node[n]`,
+    /// and of those in `always`, so a row's marks are one OR per field it has.
+    node_bits: Option<(Vec<u64>, u64)>,
     type_node: usize,
     time_node: usize,
     session_node: usize,
@@ -255,10 +258,16 @@ impl Scanner {
                 }
             }
         }
+        let bits = |ranks: &[usize]| ranks.iter().fold(0u64, |bits, &rank| bits | 1 << rank);
+        let node_bits = (columns.len() <= 64).then(|| {
+            let nodes = by_node.iter().map(|ranks| bits(ranks)).collect();
+            (nodes, bits(&always))
+        });
         Scanner {
             by_rank,
             by_node,
             always,
+            node_bits,
             columns,
             type_node: node(format.type_field),
             time_node: node(format.time_field),
@@ -924,14 +933,19 @@ impl<'s> Builder<'s> {
         // needs them to be.
         let mut todo = std::mem::take(&mut self.todo);
         todo.clear();
-        let ranks = self
-            .fields
-            .touched()
-            .iter()
-            .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
-        for &rank in ranks.chain(&scanner.always) {
-            if let Some(word) = self.marked.get_mut(rank / 64) {
-                *word |= 1 << (rank % 64);
+        if let (Some((nodes, always)), [word]) = (&scanner.node_bits, &mut self.marked[..]) {
+            let touched = self.fields.touched().iter();
+            *word = touched.fold(*always, |bits, &node| bits | nodes.get(node).unwrap_or(&0));
+        } else {
+            let ranks = self
+                .fields
+                .touched()
+                .iter()
+                .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
+            for &rank in ranks.chain(&scanner.always) {
+                if let Some(word) = self.marked.get_mut(rank / 64) {
+                    *word |= 1 << (rank % 64);
+                }
             }
         }
         for (at_word, word) in self.marked.iter_mut().enumerate() {
