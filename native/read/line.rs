@@ -23,7 +23,9 @@ pub const BLANK: &str = "blank line ignored";
 
 /// The text of a raw line (its newline already cut) to parse, each repair noted as a warning
 /// through `note`; None for a blank line (noted too). `known_clean`: the caller has checked
-/// that the bytes are UTF-8 without NULs (the scanner checks a whole block at once).
+/// that the bytes are UTF-8 without NULs (the scanner checks a whole block at once for
+/// UTF-8, and cleans a line again, unchecked, if it is not JSON and has a NUL: a line with a
+/// NUL is never JSON, nor blank).
 pub fn clean<'a>(
     raw: &'a [u8],
     known_clean: bool,

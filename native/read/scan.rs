@@ -16,8 +16,9 @@
 //! Speed (see `benchmarks/README.md`, "Scanner speed"): string bodies are searched 16 bytes at
 //! a time for a quote, backslash or control character; unwanted values are validated without
 //! being recorded; keys are found by a hash of their first 16 bytes; a block's complete lines
-//! are checked for UTF-8 and NULs at once; a row fills only the columns of the fields its line
-//! has, the others padded with nulls in bulk.
+//! are checked for UTF-8 at once, and for NULs only when a line is not JSON; a row fills only
+//! the columns of the fields its line has, the others padded with nulls in bulk; a batch's
+//! columns are sized from the rows per byte of the thread's batch before.
 #![forbid(unsafe_code)]
 
 use std::borrow::Cow;
@@ -35,7 +36,7 @@ use crate::read::line;
 use crate::read::table::{BoolColumn, Column, Int32Column, IntColumn, StrColumn, Table};
 
 /// Bytes read from a file at once, unless the caller says otherwise. A block is read into
-/// the buffer, then passed over four times (newlines, UTF-8, NULs, the lines themselves):
+/// the buffer, then passed over three times (newlines, UTF-8, the lines themselves):
 /// small enough to stay in a core's L2 cache for all of them, where 4 MB went back to the
 /// shared cache or memory each time (the scanner's CPU time on the 1 GB Copilot tree, AMD
 /// EPYC with 1 MB of L2 a core, median of 21 runs: 1.26 s with 4 MB blocks, 1.17 s with 256
@@ -46,9 +47,19 @@ thread_local! {
     static BUFFERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Bytes per row that a batch's columns are sized for up front (fewer than most logs have,
-/// so they rarely grow; memory reserved and never written is never made resident).
+/// Bytes per row that a thread's first batch's columns are sized for up front (fewer than
+/// most logs have, so they rarely grow; memory reserved and never written is never made
+/// resident). Later batches are sized from the rows the thread's last batch had for its
+/// bytes (`ROW_BYTES_SEEN`), less an eighth, so columns have little room to spare: their
+/// memory is reused by the next batches (the allocator's freed memory, or `table::Pool`)
+/// only as far as it was written, and memory not yet written costs a page fault per 4 KB.
+/// On the 1 GB Copilot tree (2,000 bytes a row, batches within 7% of it) that took
+/// `scan_bench`'s page faults from 41,500 to 27,800 a run (its digest included).
 const ROW_BYTES: u64 = 1024;
+thread_local! {
+    /// Bytes scanned per row in this thread's last batch (0: none yet).
+    static ROW_BYTES_SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 /// One file to scan: its path, the session it belongs to when it has no session start (the
 /// directory name or file stem), and how many bytes to read (what discovery saw).
@@ -149,6 +160,9 @@ pub struct Scanner {
     /// (never null, or depending on the event type).
     by_node: Vec<Vec<usize>>,
     always: Vec<usize>,
+    /// With 64 columns or fewer (one word of marks): the bit of each rank in `by_node[n]`,
+    /// and of those in `always`, so a row's marks are one OR per field it has.
+    node_bits: Option<(Vec<u64>, u64)>,
     type_node: usize,
     time_node: usize,
     session_node: usize,
@@ -244,10 +258,16 @@ impl Scanner {
                 }
             }
         }
+        let bits = |ranks: &[usize]| ranks.iter().fold(0u64, |bits, &rank| bits | 1 << rank);
+        let node_bits = (columns.len() <= 64).then(|| {
+            let nodes = by_node.iter().map(|ranks| bits(ranks)).collect();
+            (nodes, bits(&always))
+        });
         Scanner {
             by_rank,
             by_node,
             always,
+            node_bits,
             columns,
             type_node: node(format.type_field),
             time_node: node(format.time_field),
@@ -357,7 +377,12 @@ impl Scanner {
                     .iter()
                     .filter_map(|&i| files.get(i).and_then(|f| f.size))
                     .sum();
-                out.reserve(usize::try_from(bytes / ROW_BYTES).unwrap_or(0).min(1 << 20));
+                let seen = ROW_BYTES_SEEN.with(std::cell::Cell::get);
+                let per_row = match seen {
+                    0 => ROW_BYTES,
+                    seen => (seen - seen / 8).clamp(64, 4 * ROW_BYTES),
+                };
+                out.reserve(usize::try_from(bytes / per_row).unwrap_or(0).min(1 << 20));
                 for &index in indexes {
                     if let Some(file) = files.get(index) {
                         let start = from.map(|f| f.get(index).cloned().unwrap_or_default());
@@ -365,6 +390,10 @@ impl Scanner {
                             out.ends.push((index, end));
                         }
                     }
+                }
+                let rows = u64::try_from(out.source_line.values.len()).unwrap_or(0);
+                if rows > 0 && out.scanned > 0 {
+                    ROW_BYTES_SEEN.with(|seen| seen.set(out.scanned / rows));
                 }
                 out.finish()
             }))
@@ -457,6 +486,22 @@ struct FileState {
     partial: bool,
 }
 
+/// Read into all of `into` (fewer bytes only at the end of the file), as `read_to_end` reads
+/// a `take` of it: the bytes read, or the error (the bytes read before it are dropped).
+fn read_full(file: &mut File, into: Option<&mut [u8]>) -> std::io::Result<usize> {
+    let into = into.unwrap_or_default();
+    let mut got = 0;
+    while let Some(rest) = into.get_mut(got..).filter(|rest| !rest.is_empty()) {
+        match file.read(rest) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(got)
+}
+
 /// Columns and issues of one batch, filled line by line.
 struct Builder<'s> {
     scanner: &'s Scanner,
@@ -479,6 +524,8 @@ struct Builder<'s> {
     block: usize,
     /// Rows the batch's columns are sized for (`Builder::reserve`).
     room: usize,
+    /// Bytes of lines scanned in the batch.
+    scanned: u64,
 }
 
 impl<'s> Builder<'s> {
@@ -512,6 +559,7 @@ impl<'s> Builder<'s> {
             buffer: Vec::new(),
             block: BLOCK,
             room: 0,
+            scanned: 0,
         }
     }
 
@@ -579,7 +627,10 @@ impl<'s> Builder<'s> {
             lines: carry.lines,
             partial: resumed,
         };
-        let failed = if let Err(error) = self.read_lines(spec, &mut state) {
+        let start = state.offset;
+        let read = self.read_lines(spec, &mut state);
+        self.scanned += u64::try_from(state.offset.saturating_sub(start)).unwrap_or(0);
+        let failed = if let Err(error) = read {
             self.failures.push(Failure {
                 file: index,
                 errno: error.raw_os_error(),
@@ -709,21 +760,25 @@ impl<'s> Builder<'s> {
         let mut left = spec
             .size
             .map_or(u64::MAX, |size| size.saturating_sub(start));
-        // One buffer per batch, reused: a block is appended to the unfinished line before it,
-        // and only the new bytes are searched for newlines (a line may span many blocks).
+        // One buffer per batch, reused: a block is read in after the unfinished line before
+        // it (the buffer's first `filled` bytes), and only the new bytes are searched for
+        // newlines (a line may span many blocks). Its bytes stay initialised from block to
+        // block, so each block is one `read` into them (read_to_end started at 8 KB and
+        // doubled: six reads a block).
         let mut buffer = std::mem::take(&mut self.buffer);
         if buffer.capacity() == 0 {
             buffer = BUFFERS.with(|b| b.take());
         }
-        buffer.clear();
+        let mut filled = 0;
         let mut number: i64 = state.lines;
         let mut result = Ok(());
         while left > 0 {
-            let searched = buffer.len();
-            let got = match (&mut file)
-                .take(left.min(self.block as u64))
-                .read_to_end(&mut buffer)
-            {
+            let searched = filled;
+            let want = usize::try_from(left.min(self.block as u64)).unwrap_or(self.block);
+            if buffer.len() < filled + want {
+                buffer.resize(filled + want, 0);
+            }
+            let got = match read_full(&mut file, buffer.get_mut(filled..filled + want)) {
                 Ok(0) => break,
                 Ok(got) => got,
                 Err(error) => {
@@ -731,30 +786,32 @@ impl<'s> Builder<'s> {
                     break;
                 }
             };
+            filled += got;
             left = left.saturating_sub(got as u64);
-            let new = buffer.get(searched..).unwrap_or(&[]);
+            let new = buffer.get(searched..filled).unwrap_or(&[]);
             let Some(last) = memchr::memrchr(b'\n', new) else {
                 continue;
             };
             // The block's complete lines are checked at once for bytes that are not UTF-8
-            // and for NULs (nearly always there are none); only if there are, line by line.
+            // (nearly always there are none); only if there are, line by line. NULs are
+            // looked for only in lines that are not JSON (see `Builder::line`).
             let complete = buffer.get(..searched + last + 1).unwrap_or(&[]);
-            let clean = simdutf8::basic::from_utf8(complete).is_ok()
-                && memchr::memchr(0, complete).is_none();
+            let utf8 = simdutf8::basic::from_utf8(complete).is_ok();
             let mut start = 0;
             let new = buffer.get(searched..complete.len()).unwrap_or(&[]);
             for end in memchr::memchr_iter(b'\n', new).map(|at| at + searched) {
                 number += 1;
                 let line = buffer.get(start..end).unwrap_or(&[]);
-                self.line(line, number, state, clean);
+                self.line(line, number, state, utf8);
                 state.offset += i64::try_from(end - start + 1).unwrap_or(0);
                 start = end + 1;
             }
-            buffer.drain(..start);
+            buffer.copy_within(start..filled, 0);
+            filled -= start;
         }
-        if result.is_ok() && !buffer.is_empty() && !state.partial {
+        if result.is_ok() && filled > 0 && !state.partial {
             number += 1;
-            self.line(&buffer, number, state, false);
+            self.line(buffer.get(..filled).unwrap_or(&[]), number, state, false);
         }
         state.lines = number;
         self.buffer = buffer;
@@ -771,19 +828,28 @@ impl<'s> Builder<'s> {
     }
 
     /// One line: an event row, or an issue (or a row with warnings). The line's hygiene and
-    /// the words of its issues are every agent's (`line`). `clean`: the line is known to be
-    /// UTF-8 without NULs.
-    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, clean: bool) {
+    /// the words of its issues are every agent's (`line`). `utf8`: the line is known to be
+    /// UTF-8. NULs are looked for only in a line that is not JSON: JSON has no NUL byte (not
+    /// in a string, where it is a control character, nor between tokens), so a line that
+    /// parses has none, and a line that does not is read again with its NULs removed (and
+    /// their warning) if it has any.
+    fn line(&mut self, raw: &[u8], number: i64, state: &mut FileState, utf8: bool) {
         let mut notes: Vec<&'static str> = Vec::new();
-        let text = line::clean(raw, clean, |note| notes.push(note));
+        let text = line::clean(raw, utf8, |note| notes.push(note));
+        let scanner = self.scanner;
+        let parsed = text
+            .as_ref()
+            .map(|text| json::parse(text, &scanner.schema, &mut self.fields));
+        if utf8 && matches!(parsed, Some(Err(_))) && memchr::memchr(0, raw).is_some() {
+            return self.line(raw, number, state, false);
+        }
         for note in notes {
             self.issue(state, number, "warning", note.into());
         }
-        let Some(text) = text else {
+        let (Some(text), Some(parsed)) = (text, parsed) else {
             return;
         };
-        let scanner = self.scanner;
-        match json::parse(&text, &scanner.schema, &mut self.fields) {
+        match parsed {
             Err(error) => {
                 let message = line::invalid_json(&text, &error);
                 self.issue(state, number, "error", message);
@@ -867,14 +933,19 @@ impl<'s> Builder<'s> {
         // needs them to be.
         let mut todo = std::mem::take(&mut self.todo);
         todo.clear();
-        let ranks = self
-            .fields
-            .touched()
-            .iter()
-            .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
-        for &rank in ranks.chain(&scanner.always) {
-            if let Some(word) = self.marked.get_mut(rank / 64) {
-                *word |= 1 << (rank % 64);
+        if let (Some((nodes, always)), [word]) = (&scanner.node_bits, &mut self.marked[..]) {
+            let touched = self.fields.touched().iter();
+            *word = touched.fold(*always, |bits, &node| bits | nodes.get(node).unwrap_or(&0));
+        } else {
+            let ranks = self
+                .fields
+                .touched()
+                .iter()
+                .flat_map(|&node| scanner.by_node.get(node).map_or(&[][..], Vec::as_slice));
+            for &rank in ranks.chain(&scanner.always) {
+                if let Some(word) = self.marked.get_mut(rank / 64) {
+                    *word |= 1 << (rank % 64);
+                }
             }
         }
         for (at_word, word) in self.marked.iter_mut().enumerate() {

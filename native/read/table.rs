@@ -296,7 +296,9 @@ impl StrColumn {
 
     /// Append a string likely repeated on other rows: stored once, pointed at by all of them.
     pub fn push_shared(&mut self, text: &[u8]) {
-        self.push_shared_n(text, 1);
+        let view = self.shared_view(text);
+        self.views.push(view);
+        self.valid.push(true);
     }
 
     /// Append `n` rows of a shared string (see [`StrColumn::push_shared`]).
