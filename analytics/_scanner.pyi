@@ -140,3 +140,11 @@ def copilot_tokens(
 
 def copilot_token_columns() -> list[str]:
     """The EVENTS columns the token stage reads beyond the fold's."""
+
+def read_heads(
+    paths: Sequence[str], limit: int
+) -> list[tuple[bytes | None, tuple[int, int, int, int] | None]]:
+    """The first ``limit`` bytes of each of ``paths`` (all of a shorter file; None when it
+    cannot be read) and its size, ``mtime_ns``, ``ctime_ns`` and inode (None when no status
+    can be had: a file that cannot be opened is seen by its path), read in parallel with
+    the GIL released: ``discover.read_head_seen`` of each."""

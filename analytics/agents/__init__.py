@@ -181,9 +181,13 @@ def fold(
     import polars as pl
 
     from analytics import _scanner
+    from analytics.agents import fold_ahead
 
     named = [[str(path) for path in group] for group in groups]
-    calls, sessions, issues, items_table = _scanner.fold_agent(agent, named, items)
+    started = fold_ahead.take(agent, named, items)  # the same fold, begun after discovery
+    calls, sessions, issues, items_table = (
+        started.result() if started is not None else _scanner.fold_agent(agent, named, items)
+    )
     group = {GROUP: pl.Int64()} if grouped else {}
     return AgentTables(
         calls=_frame(calls, call_columns() | group),

@@ -39,8 +39,6 @@ first file (in discovery's order), each group's own order kept within.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +47,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 import polars as pl
 
 from analytics.agents import GROUP, AgentTables
-from analytics.cache import fingerprints
+from analytics.cache.agent_groups import in_order, tables_key, tables_slot, units
 from analytics.cache.results import ResultCache
 
 if TYPE_CHECKING:
@@ -80,7 +78,7 @@ class Folds:
 
     def add(self, files: Sequence[LogFile]) -> int:
         """A group of files not folded yet; its index."""
-        self.files.append(tuple(sorted(files, key=lambda log: self.order[log.file])))
+        self.files.append(in_order(files, self.order))
         self.pending.append(len(self.files) - 1)
         return len(self.files) - 1
 
@@ -184,20 +182,20 @@ def agent_tables(
     if cache is None:
         return Folded(reader.read_files([log.path for log in logs], items=items))
     folds = Folds({log.file: at for at, log in enumerate(logs)})
-    key = _key(agent, logs, items)
+    key = tables_key(agent, logs, items)
     if key:
         stored = _load(cache, key)
         if stored is not None and _spelled_alike(stored[1], logs):
             tables, note = stored
             same = frozenset(tables["sessions"]["session_id"].to_list())
             return Folded(_plain(tables), same, _noted(note))
-    previous = _previous(cache, _slot(slot, agent, items)) if slot else None
+    previous = _previous(cache, tables_slot(slot, agent, items)) if slot else None
     kept = _reuse(previous, logs, folds, reader, items)
     reused = [at for at in range(len(folds.files)) if at not in folds.kept]
     known = {path for group in previous.groups for path in group} if previous else set()
     for fine in (True, False):  # the changed groups' files apart, new ones by directory
         chosen = [log for log in logs if log.file not in kept and (log.file in known) == fine]
-        for unit in _units(reader, chosen, fine=fine):
+        for unit in units(reader, chosen, fine=fine):
             folds.add(unit)
     folds.fold(agent, reader, items, fold_counter)
     while folds.merge():
@@ -217,7 +215,7 @@ def agent_tables(
             "prints": [_print(group) for group in groups],
             "analysis": analysis,
         }
-        cache.save_later(key, tables, note, _slot(slot, agent, items) if slot else None)
+        cache.save_later(key, tables, note, tables_slot(slot, agent, items) if slot else None)
     return Folded(_plain(tables), same, previous.analysis if previous else None)
 
 
@@ -238,23 +236,11 @@ def _noted(note: dict[str, object]) -> str | None:
     return analysis if isinstance(analysis, str) else None
 
 
-def _key(agent: Agent, logs: Sequence[LogFile], items: bool) -> str | None:
-    """The key of the agent's tables folded from exactly ``logs`` as they are on disk."""
-    inputs: list[fingerprints.Input] = [(log.real_path or log.file, log.stat) for log in logs]
-    return fingerprints.digest("agent", inputs, json.dumps([agent.id, items]))
-
-
-def _slot(slot: str | None, agent: Agent, items: bool) -> str:
-    """The slot the agent's latest tables of the paths whose slot is ``slot`` are noted in."""
-    return hashlib.sha256(f"{slot} {agent.id} {items}".encode()).hexdigest()[:32]
-
-
 def _print(files: Sequence[LogFile]) -> str:
     """A digest of the files' identities on disk (path, size, mtime, ctime, inode)."""
     lines = []
     for log in files:
-        stat = log.stat
-        seen = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) if stat else None
+        seen = log.stat.fields() if log.stat else None  # (size, mtime, ctime, inode)
         lines.append(f"{log.real_path or log.file} {seen}\n")
     return hashlib.sha256("".join(lines).encode()).hexdigest()
 
@@ -400,50 +386,6 @@ def _prints_of(folds: Folds) -> pl.DataFrame | None:
         if at in folds.prints
     ]
     return pl.concat(printed) if printed else None
-
-
-def _units(reader: Reader, logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
-    """The first groups of files to fold (see the module's docstring): each JSON-lines file
-    with the files under the directory named as it, and, unless ``fine``, with the other
-    JSON-lines files of its directory (a tree never folded before: fewer groups to fold
-    again when files share a session); other files (a chat spread over several JSON files, a
-    database, a Gemini CLI legacy document) by the reader's own groups."""
-    lines = [log for log in logs if log.file.endswith(".jsonl")]
-    others = [log for log in logs if not log.file.endswith(".jsonl")]
-    return _by_directory(lines, fine=fine) + _reader_units(reader, others)
-
-
-def _by_directory(logs: Sequence[LogFile], *, fine: bool) -> list[list[LogFile]]:
-    """``_units`` of JSON-lines files."""
-    owner: dict[str, int] = {}
-    units: list[list[LogFile]] = []
-    for log in logs:  # in path order: a file comes before the files under its stem
-        path = log.file
-        directory = path[: path.rfind(os.sep)]
-        home, above = owner.get(directory), directory
-        while home is None and os.sep in above:
-            above = above[: above.rfind(os.sep)]
-            home = owner.get(above)
-        if home is None:
-            home = len(units)
-            units.append([])
-            if not fine:
-                owner[directory] = home
-        units[home].append(log)
-        stem = path[: path.rfind(".")] if "." in path[path.rfind(os.sep) :] else path
-        owner.setdefault(stem, home)
-    return units
-
-
-def _reader_units(reader: Reader, logs: Sequence[LogFile]) -> list[list[LogFile]]:
-    """``_units`` of files the reader groups: its groups, then each file it left out."""
-    if not logs:
-        return []
-    by_path = {log.file: log for log in logs}
-    groups = reader.discover([log.path for log in logs])
-    found = [[by_path[p] for p in map(str, group) if p in by_path] for group in groups]
-    placed = {log.file for unit in found for log in unit}
-    return [unit for unit in found if unit] + [[log] for log in logs if log.file not in placed]
 
 
 def _fold_groups(

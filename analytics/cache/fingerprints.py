@@ -171,6 +171,10 @@ def digest(kind: str, inputs: list[Input], extra: str, more: Iterable[str] = ())
     for line in _code():
         lines.add(line)
     for path, seen in inputs:
+        if isinstance(seen, Seen):  # its four fields unpacked at once, not one at a time
+            size, mtime, ctime, ino = seen.fields()
+            lines.add(f"input {path} {size} {mtime} {ctime} {ino}\n")
+            continue
         try:
             stat = seen or os.stat(path)
         except FileNotFoundError:

@@ -94,12 +94,13 @@ class Heads:
         """``discover.Memo.note``: not for a file changed within ``SETTLING_NS`` of this
         discovery's start, which could change again within the same tick of its clock and
         be seen as unchanged next time."""
-        if seen.st_ctime_ns > self._began - SETTLING_NS or seen.st_mtime_ns > self._began:
+        fields = seen.fields()  # (size, mtime, ctime, inode), unpacked once
+        if fields[2] > self._began - SETTLING_NS or fields[1] > self._began:
             return
         number = self._numbers.setdefault(answer, len(self._answers))
         if number == len(self._answers):
             self._answers.append(answer)
-        self._now[path] = (*seen.fields(), number)
+        self._now[path] = (*fields, number)
         self._changed = True
 
     def close(self) -> None:

@@ -103,17 +103,21 @@ class Replays(NamedTuple):
         invocation = Invocation(command, [str(p) for p in named], shape, written, today_in)
         return cls(OutputCache(), key, found, named, use_cache, invocation if early else None)
 
-    def replayed(self, output: Path | None) -> bool:
+    def replayed(self, output: Path | None, *, agent_items: bool = False) -> bool:
         """Print the stored output, if there is one, as the command printed it: the report
         (to ``output`` or stdout), then stderr; exit with its status. If there is none, the
         command analyses next: the first groups of logs start being read meanwhile
-        (``engine.groups.scan_ahead``), while it imports what comes after the scan."""
+        (``engine.groups.scan_ahead``), and the other agents' logs folded
+        (``cache.agent_groups.fold_ahead``; ``agent_items``: as the command loads them), while
+        it imports what comes after."""
         stored = self.cache.load(self.key) if self.cache and self.key else None
         if stored is None:
             if self.found is not None:
+                from analytics.cache.agent_groups import fold_ahead
                 from analytics.engine.groups import scan_ahead
 
                 scan_ahead(self.found, self.paths, use_cache=self.use_cache)
+                fold_ahead(self.found, self.paths, items=agent_items, use_cache=self.use_cache)
             return False
         if stored.report is not None:
             printing.print_report(stored.report, output)

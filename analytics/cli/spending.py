@@ -47,7 +47,7 @@ def report(
     try:
         # the page is stored and replayed as a report is
         replays = Replays.of(ctx, "report", paths, None, html_file, timezone, locals())
-        if replays.replayed(html_file):
+        if replays.replayed(html_file, agent_items=True):
             return
         from analytics.core.pricing.rates import bundled_rate_tables, load_rates
         from analytics.engine.html_frames import report_frames
@@ -252,7 +252,7 @@ def top(
     """Where the input money goes: context items re-sent on every call, and what they cost."""
     try:
         replays = Replays.of(ctx, "top", paths, output_format, output, timezone, locals())
-        if replays.replayed(output):
+        if replays.replayed(output, agent_items=True):
             return
         from analytics.core.attribution import top_sections
         from analytics.render import views

@@ -33,7 +33,7 @@ use arrow_schema::{ArrowError, DataType, Field};
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyBytes, PyCapsule, PyTuple};
 
 use crate::agents::copilot::format::COPILOT;
 use crate::agents::copilot::model_metrics::ModelRow;
@@ -708,6 +708,21 @@ fn fold_agent(
     fold_groups(py, groups, native.id, native.fold, with_items)
 }
 
+/// A file's first bytes (None: it could not be read) and its size, `mtime_ns`, `ctime_ns` and
+/// inode (None: no status could be had).
+type HeadOut = (Option<Py<PyBytes>>, Option<crate::read::heads::Seen>);
+
+/// The first `limit` bytes of each of `paths` (all of a shorter file) and its status, read in
+/// parallel with the GIL released (`read::heads`): discovery's one read of each file.
+#[pyfunction]
+fn read_heads(py: Python<'_>, paths: Vec<PathBuf>, limit: usize) -> Vec<HeadOut> {
+    let heads = py.detach(|| crate::read::heads::heads(&paths, limit));
+    heads
+        .into_iter()
+        .map(|(bytes, seen)| (bytes.map(|b| PyBytes::new(py, &b).unbind()), seen))
+        .collect()
+}
+
 /// The column names of the folds' calls, sessions, issues and items tables.
 #[pyfunction]
 fn fold_columns() -> (
@@ -763,6 +778,7 @@ fn _scanner(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(solve_systems, module)?)?;
     module.add_function(wrap_pyfunction!(fold_agent, module)?)?;
     module.add_function(wrap_pyfunction!(fold_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(read_heads, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_pass::pass_copilot, module)?)?;
     module.add_function(wrap_pyfunction!(copilot_tokens::copilot_tokens, module)?)?;
     module.add_function(wrap_pyfunction!(

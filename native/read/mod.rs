@@ -7,6 +7,7 @@
 
 pub mod compact;
 pub mod format;
+pub mod heads;
 pub mod json;
 pub mod line;
 pub mod scan;

@@ -19,7 +19,8 @@ from analytics.agents import AgentTables
 from analytics.agents.discover import LogFile, discover
 from analytics.agents.reader import readers
 from analytics.cache import priced_tables, results
-from analytics.cache.agent_results import _looked_up, _units, agent_tables
+from analytics.cache.agent_groups import units
+from analytics.cache.agent_results import _looked_up, agent_tables
 from analytics.cache.results import ResultCache
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
@@ -109,17 +110,16 @@ def test_json_lines_files_are_grouped_by_directory_and_other_files_by_the_reader
     names = ["a/chats/s1.jsonl", "a/chats/s1/sub.jsonl", "a/chats/s2.jsonl", "b/chats/s3.jsonl"]
     names += ["a/chats/old1.json", "b/chats/old2.json"]
     logs = [LogFile(str(Path("/t", name)), "") for name in names]
-    units = [
+    grouped = [
         [str(log.path.relative_to("/t")) for log in unit]
-        for unit in _units(gemini, logs, fine=False)
+        for unit in units(gemini, logs, fine=False)
     ]
     # the reader (Gemini CLI's) makes one group of whatever it is given
-    assert units == [names[:3], names[3:4], names[4:]]
-    units = [
-        [str(log.path.relative_to("/t")) for log in unit]
-        for unit in _units(gemini, logs, fine=True)
+    assert grouped == [names[:3], names[3:4], names[4:]]
+    grouped = [
+        [str(log.path.relative_to("/t")) for log in unit] for unit in units(gemini, logs, fine=True)
     ]
-    assert units == [names[:2], names[2:3], names[3:4], names[4:]]
+    assert grouped == [names[:2], names[2:3], names[3:4], names[4:]]
 
 
 @pytest.mark.parametrize("warm", [False, True])

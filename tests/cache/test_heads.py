@@ -5,7 +5,7 @@ absent memo is no memo; a library call of ``discover`` keeps none."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -36,13 +36,18 @@ def memo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files discovery opens to read their head, in order."""
     opened: list[str] = []
-    read = discovery.read_head_seen
+    read, read_all = discovery.read_head_seen, discovery.read_heads
 
     def counted(path: Path | str) -> tuple[bytes | None, discovery.Seen | None]:
         opened.append(str(path))
         return read(path)
 
+    def all_counted(paths: Sequence[str]) -> list[discovery.HeadSeen]:
+        opened.extend(paths)
+        return read_all(paths)
+
     monkeypatch.setattr(discovery, "read_head_seen", counted)
+    monkeypatch.setattr(discovery, "read_heads", all_counted)
     return opened
 
 
