@@ -159,3 +159,27 @@ def test_a_library_discovery_keeps_no_memo(tmp_path: Path, reads: list[str]) -> 
     discovery.discover([root])
     assert len(reads) == 8
     assert not (Path(os.environ["AGENTCOST_CACHE_DIR"]) / f"heads-v{heads.FORMAT}").exists()
+
+
+def test_heads_are_read_a_part_at_a_time_and_judged_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery reads ``HEADS_AT_ONCE`` heads at a time (all of a 1 GB tree's at once held
+    some 700 MB); what it finds does not depend on where the queue is cut."""
+    root = tree(tmp_path / "home")
+    for n in range(3):
+        (root / "more" / f"rollout-{n}.jsonl").write_text(CODEX_LINE)
+    whole = discovery.discover([root])
+    parts: list[int] = []
+    read_all = discovery.read_heads
+
+    def counted(paths: Sequence[str]) -> list[discovery.HeadSeen]:
+        parts.append(len(paths))
+        return read_all(paths)
+
+    monkeypatch.setattr(discovery, "HEADS_AT_ONCE", 2)
+    monkeypatch.setattr(discovery, "read_heads", counted)
+    cut = discovery.discover([root])
+    assert sum(parts) == 7 and max(parts) == 2
+    assert seen(cut) == seen(whole)
+    assert [agent for agent, _ in cut.agent_logs] == ["codex"] * 4
