@@ -56,7 +56,7 @@ _STAGES: list[tuple[Any, str]] = [
     (_scanner, "pass_copilot"),
     (pipeline, "_analyse"),
     (priced_tables, "_repriced"),  # the previous result's priced rows, and the rest priced
-    (priced_tables, "price_analysis"),  # as the command calls it
+    (priced_tables, "_priced"),  # as the command calls it: the tables asked for, priced
     (views, "render_json"),
     (result_cache, "flush"),
 ]
