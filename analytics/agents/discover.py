@@ -408,12 +408,7 @@ class _Walk:
                 wanted.append(path)
         self._heads = dict(zip(wanted, read_heads(wanted), strict=True)) if wanted else {}
         for kind, path, other in part:
-            if kind == _PROBLEM:
-                self.found.problems.append((path, other))
-            elif kind == "log":
-                self._log(path, other)
-            else:
-                self._claimed(path, other)
+            self._judge(kind, path, other)
 
     def _put_off(self, kind: str, path: str, other: str) -> None:
         """A file to judge (``kind`` ``log`` or ``claim``; ``other``: its resolved path) or a
@@ -421,7 +416,12 @@ class _Walk:
         (``_tree``), or done now outside a walk."""
         if self._queue is not None:
             self._queue.append((kind, path, other))
-        elif kind == _PROBLEM:
+        else:
+            self._judge(kind, path, other)
+
+    def _judge(self, kind: str, path: str, other: str) -> None:
+        """Do one thing ``_put_off`` names: judge the file, or note the problem."""
+        if kind == _PROBLEM:
             self.found.problems.append((path, other))
         elif kind == "log":
             self._log(path, other)
