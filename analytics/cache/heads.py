@@ -8,7 +8,10 @@ its path, with its identity on disk (``Seen``: size, ``mtime_ns``, ``ctime_ns``,
 file is stat'ed, and judged again when any of them differs (``ctime`` changes on every write
 and cannot be set back, so a file rewritten with its old size and mtime is judged again). A
 memo keeps the files the last discovery met, and no other: it is as large as its tree's
-listing (about 200 bytes a file: some 35 MB for 170,000 logs).
+listing (about 200 bytes a file: some 35 MB for 170,000 logs). While a discovery runs, a
+file's entry holds the ``Seen`` its log keeps anyway: five integers a file would take some
+40 MB on a tree of 170,000 logs, and, freed between the logs discovery keeps, stay resident
+to the end of the run.
 
 Memos live in agentcost's cache directory, never beside the logs, keyed by the targets
 (absolute) and agentcost's code and version (``fingerprints.digest``); the ``KEEP`` most
@@ -31,7 +34,7 @@ from analytics.agents.discover import Answer, Seen, remember_heads
 from analytics.cache.location import cache_dir, drop_least_recent
 
 #: Bump when a memo changes shape.
-FORMAT = 1
+FORMAT = 2
 #: Memos kept, and the bytes they may take together; the least recently used go first.
 KEEP = 16
 BUDGET_BYTES = 256 << 20
@@ -40,9 +43,10 @@ BUDGET_BYTES = 256 << 20
 #: its nanoseconds).
 SETTLING_NS = 2_000_000_000
 
-#: What a memo keeps of a file: its ``Seen`` fields, then the index of its answer among the
-#: memo's answers (a tree's files share a handful of answers).
-Kept = tuple[int, int, int, int, int]
+#: What a memo keeps of a file: its ``Seen`` (as plain bytes in the file, which ``marshal``
+#: writes), then the index of its answer among the memo's answers (a tree's files share a
+#: handful of answers).
+Kept = tuple[bytes, int]
 
 
 def use(enabled: bool = True) -> None:
@@ -82,25 +86,26 @@ class Heads:
         except OSError:
             return None
         try:
-            if tuple(kept[:4]) != seen.fields():
+            stated, number = kept
+            if stated != seen:
                 return None
-            answer = self._answers[kept[4]]
-        except (TypeError, IndexError):  # a damaged entry: judged again
+            answer = self._answers[number]
+        except (TypeError, ValueError, IndexError):  # a damaged entry: judged again
             return None
-        self._now[path] = kept
+        self._now[path] = (seen, number)
         return seen, answer
 
     def note(self, path: str, seen: Seen, answer: Answer) -> None:
         """``discover.Memo.note``: not for a file changed within ``SETTLING_NS`` of this
         discovery's start, which could change again within the same tick of its clock and
         be seen as unchanged next time."""
-        fields = seen.fields()  # (size, mtime, ctime, inode), unpacked once
-        if fields[2] > self._began - SETTLING_NS or fields[1] > self._began:
+        _, mtime, ctime, _ = seen.fields()
+        if ctime > self._began - SETTLING_NS or mtime > self._began:
             return
         number = self._numbers.setdefault(answer, len(self._answers))
         if number == len(self._answers):
             self._answers.append(answer)
-        self._now[path] = (*fields, number)
+        self._now[path] = (seen, number)
         self._changed = True
 
     def close(self) -> None:
@@ -118,7 +123,8 @@ class Heads:
         temporary = path.parent / f".{path.name}.{uuid.uuid4().hex}"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_bytes(marshal.dumps((FORMAT, answers, now)))
+            entries = {name: (bytes(seen), number) for name, (seen, number) in now.items()}
+            temporary.write_bytes(marshal.dumps((FORMAT, answers, entries)))
             temporary.replace(path)
         except OSError:
             with contextlib.suppress(OSError):
