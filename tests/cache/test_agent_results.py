@@ -71,6 +71,27 @@ def run(
     return folded.tables
 
 
+def one_fold(root: Path) -> AgentTables | None:
+    """The oracle: every file under ``root`` folded as one group by its reader, no groups
+    guessed, merged or reused. Both ways of ``agent_tables`` (with the cache and without)
+    must give exactly this."""
+    found = discover([root])
+    if not found.agent_logs:
+        return None
+    (agent_id,) = {name for name, _ in found.agent_logs}
+    reader = next(r for a, r in readers() if a.id == agent_id)
+    return reader.read_files([log.path for name, log in found.agent_logs], items=True)
+
+
+def assert_all_same(root: Path, cache: ResultCache) -> AgentTables | None:
+    """``root``'s tables with ``cache`` and without any, each checked against the oracle
+    (``one_fold``); the cached ones."""
+    got, expected = run(root, cache), one_fold(root)
+    assert_same(got, expected)
+    assert_same(run(root, None), expected)
+    return got
+
+
 def assert_same(a: AgentTables | None, b: AgentTables | None) -> None:
     assert (a is None) == (b is None)
     if a is None or b is None:
@@ -94,13 +115,17 @@ def test_a_touched_file_folds_again_only_its_group(tmp_path: Path) -> None:
     run(root, cache, counter)
     assert sum(counter) == 3  # cold: every file, once
     counter.clear()
-    assert_same(run(root, cache, counter), run(root, None))
+    assert_same(run(root, cache, counter), one_fold(root))
     assert counter == []  # warm: nothing folded
     with (root / "p2/s2.jsonl").open("a") as log:
         log.write(reply("s2", "m4", 8, 4))
     got = run(root, cache, counter)
     assert counter == [1]  # the touched file alone
-    assert_same(got, run(root, None))
+    assert_same(got, one_fold(root))
+    counter.clear()
+    assert_same(run(root, None, counter), got)
+    # without the cache too, a group at a time (a fold holds its group's rows whole)
+    assert counter == [1, 1, 1]
     assert got is not None
     assert got.calls.height == 4
 
@@ -138,7 +163,8 @@ def test_a_request_copied_into_another_group_counts_once(tmp_path: Path, warm: b
         },
     )
     got = run(root, cache)
-    assert_same(got, run(root, None))
+    assert_same(got, one_fold(root))
+    assert_same(run(root, None), got)
     assert got is not None
     assert sorted(got.calls["api_call_id"].to_list()) == ["m1", "m2", "m3"]
     assert_same(run(root, cache), got)  # and warm after it
@@ -153,7 +179,8 @@ def test_a_deleted_file_drops_its_calls(tmp_path: Path) -> None:
     got = run(root, cache)
     assert got is not None
     assert got.calls["session_id"].to_list() == ["s1"]
-    assert_same(got, run(root, None))
+    assert_same(got, one_fold(root))
+    assert_same(run(root, None), got)
 
 
 #: Lines the edits write: requests of three sessions, some shared between them.
@@ -200,7 +227,7 @@ def test_any_edits_give_what_a_cold_fold_gives(edits: list[tuple[str, str, str, 
             elif what == "copy" and path.exists() and path != target:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(path, target)
-            assert_same(run(root, cache), run(root, None))
+            assert_all_same(root, cache)
 
 
 def real_trees() -> list[object]:
@@ -219,7 +246,8 @@ def test_real_logs_cached_cold_warm_and_touched(tmp_path: Path, agent: str) -> N
     root = tmp_path / agent
     shutil.copytree(REAL_LOGS / agent, root)
     cache = ResultCache(tmp_path / "cache")
-    cold = run(root, None)
+    cold = one_fold(root)
+    assert_same(run(root, None), cold)
     assert_same(run(root, cache), cold)
     assert_same(run(root, cache), cold)
     files = sorted(root.rglob("*.jsonl"))
@@ -228,7 +256,7 @@ def test_real_logs_cached_cold_warm_and_touched(tmp_path: Path, agent: str) -> N
     with last.open("ab") as log:
         log.write(lines[-1] if lines[-1].endswith(b"\n") else b"\n" + lines[-1])
     files[0].unlink()
-    assert_same(run(root, cache), run(root, None))
+    assert_all_same(root, cache)
 
 
 @pytest.mark.parametrize("items", [False, True])
