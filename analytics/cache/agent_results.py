@@ -49,6 +49,7 @@ import polars as pl
 from analytics.agents import GROUP, AgentTables
 from analytics.cache.agent_groups import in_order, tables_key, tables_slot, units
 from analytics.cache.results import ResultCache
+from analytics.core.schema import in_row_order
 
 if TYPE_CHECKING:
     from analytics.agents.discover import LogFile
@@ -498,10 +499,18 @@ def _looked_up(values: pl.Series, keys: pl.Series, found: pl.Series) -> pl.Serie
 
 def _in_order(table: pl.DataFrame, key: pl.Series) -> pl.DataFrame:
     """``table`` sorted by ``key`` (nulls last), rows of equal keys in their order;
-    ``table`` itself when it is in that order already."""
+    ``table`` itself when it is in that order already. On a touched tree the groups folded
+    again come after the reused ones, each in order: the sorted table is then a few runs of
+    ``table``'s rows, set as slices rather than copied (``schema.in_row_order``)."""
     if key.is_sorted(nulls_last=True):
         return table
-    return table.sort(key, maintain_order=True, nulls_last=True)
+    order = (
+        key.alias("key")
+        .to_frame()
+        .select(pl.arg_sort_by("key", maintain_order=True, nulls_last=True))
+        .to_series()
+    )
+    return in_row_order(table, order)
 
 
 def _plain(tables: dict[str, pl.DataFrame]) -> AgentTables:

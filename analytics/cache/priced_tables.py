@@ -32,6 +32,7 @@ import polars as pl
 
 from analytics.cache import fingerprints
 from analytics.core.pricing.price import price_calls, price_sessions, priced_sessions
+from analytics.core.schema import in_row_order
 
 if TYPE_CHECKING:
     from analytics.cache.results import ResultCache
@@ -126,16 +127,29 @@ def _repriced(
     )
     tables = {}
     for name in names:
-        rows, mine = _ROW[name], getattr(result, name)
-        if kept[name].schema != fresh[name].schema or mine.select(rows).is_duplicated().any():
+        rows, mine, old, new = _ROW[name], getattr(result, name), kept[name], fresh[name]
+        if old.schema != new.schema or mine.select(rows).is_duplicated().any():
             return None
-        whole = pl.concat([kept[name].filter(unchanged), fresh[name]])
-        if whole.height != mine.height or whole.select(rows).is_duplicated().any():
+        # each row's place in ``old`` then ``new`` (the kept rows of unchanged sessions, the
+        # others priced now), found on the key columns alone: the rows are then taken in
+        # ``mine``'s order without a copy where they stand as they stood (``in_row_order``)
+        places = pl.concat(
+            [
+                old.select(*rows, unchanged.alias("_kept")).with_row_index(_AT).filter("_kept"),
+                new.select(rows).with_row_index(_AT, offset=old.height),
+            ],
+            how="diagonal",
+        ).drop("_kept")
+        if places.height != mine.height or places.select(rows).is_duplicated().any():
             return None
-        ordered = mine.select(rows).join(
-            whole, on=rows, how="inner", maintain_order="left", nulls_equal=True
-        )
-        if ordered.height != mine.height:
+        at = mine.select(rows).join(
+            places, on=rows, how="inner", maintain_order="left", nulls_equal=True
+        )[_AT]
+        if at.len() != mine.height:
             return None
-        tables[name] = ordered.select(whole.columns)
+        tables[name] = in_row_order(pl.concat([old, new], rechunk=False), at)
     return tables
+
+
+#: The column of a row's place among the kept and the fresh rows (``_repriced``).
+_AT = "__place"

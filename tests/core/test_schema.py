@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analytics.core.schema import (
     ISSUES,
@@ -11,6 +13,7 @@ from analytics.core.schema import (
     beside,
     conform,
     empty,
+    in_row_order,
     padded,
     with_nulls,
 )
@@ -76,6 +79,28 @@ def test_beside_is_a_left_join_in_the_frames_order() -> None:
     joined = frame.join(per_key, on="id", how="left", maintain_order="left")
     assert beside(frame, per_key, "id").equals(joined)
     assert beside(frame.clear(), per_key, "id").equals(joined.clear())
+
+
+def test_rows_in_a_few_runs_are_slices_of_the_frame() -> None:
+    """A live session's tree: the rows moved stand after the others, so the frame is set as
+    slices of itself (a chunk per run), not gathered into a copy."""
+    frame = pl.DataFrame({"x": list(range(10)), "s": [f"row {i} of ten" for i in range(10)]})
+    rows = pl.Series([0, 1, 2, 7, 8, 3, 4, 5, 6, 9], dtype=pl.UInt32)
+    ordered = in_row_order(frame, rows)
+    assert ordered.equals(frame[rows])
+    assert ordered.n_chunks() == 4  # one per run: 0-2, 7-8, 3-6, 9
+    assert in_row_order(frame, pl.Series([], dtype=pl.UInt32)).equals(frame.clear())
+
+
+@given(st.permutations(list(range(80))), st.integers(0, 80))
+def test_in_row_order_is_a_gather(order: list[int], cut: int) -> None:
+    """Any rows, in any order (runs or not, more runs than it slices or fewer), give what
+    ``gather`` gives."""
+    frame = pl.DataFrame({"x": list(range(80)), "s": [str(i) * 13 for i in range(80)]})
+    runs = sorted(order[:cut]) + order[cut:]  # a sorted part: long runs
+    for rows in (order, runs, list(range(80))):
+        picked = pl.Series(rows, dtype=pl.UInt32)
+        assert in_row_order(frame, picked).equals(frame[picked])
 
 
 def test_an_agent_table_joins_by_session_id_and_places_its_columns() -> None:
