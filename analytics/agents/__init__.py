@@ -158,36 +158,17 @@ GROUP = "_group"
 
 def _frame(table: ArrowTable, columns: dict[str, pl.DataType]) -> pl.DataFrame:
     """A native table as a polars frame with exactly ``columns`` (names, order, dtypes), each
-    column that holds one value in every row, or none, kept as that value (``_one_value``)."""
+    column that holds one value in every row, or none, kept as that value
+    (``schema.as_literals``: most of a fold's columns are the agent's constants or what it
+    never logs)."""
     import polars as pl
+
+    from analytics.core.schema import as_literals
 
     if len(table) == 0:
         return pl.DataFrame(schema=columns)
     frame = pl.DataFrame([pl.Series(column).alias(name) for name, column in table.columns()])
-    frame = frame.select(pl.col(name).cast(dtype) for name, dtype in columns.items())
-    return frame.with_columns(
-        pl.lit(value, frame.schema[name]).alias(name) for name, value in _one_value(frame)
-    )
-
-
-def _one_value(frame: pl.DataFrame) -> list[tuple[str, object]]:
-    """The columns of ``frame`` (not lists or structs) whose rows are all null or all one
-    value, with that value. polars keeps a column made of a literal as the value and a
-    length, where the fold's column holds a 16-byte view or 8 bytes a row: most of a fold's
-    columns are the agent's constants (its id, ``observed``) or what it never logs (a
-    sub-agent's name, the speed, the 1-hour cache writes), some 60 MB of the 1 GB pi tree's
-    300,000 calls and 170,000 sessions."""
-    import polars as pl
-
-    found: list[tuple[str, object]] = []
-    for series in frame.iter_columns():
-        if isinstance(series.dtype, pl.List | pl.Struct | pl.Object):
-            continue
-        if series.null_count() == series.len():
-            found.append((series.name, None))
-        elif series.null_count() == 0 and series.min() == series.max():
-            found.append((series.name, series[0]))
-    return found
+    return as_literals(frame.select(pl.col(name).cast(dtype) for name, dtype in columns.items()))
 
 
 def fold(

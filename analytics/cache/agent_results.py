@@ -49,7 +49,7 @@ import polars as pl
 from analytics.agents import GROUP, AgentTables
 from analytics.cache.agent_groups import in_order, tables_key, tables_slot, units
 from analytics.cache.results import ResultCache
-from analytics.core.schema import in_row_order
+from analytics.core.schema import as_literals, in_row_order
 
 if TYPE_CHECKING:
     from analytics.agents.discover import LogFile
@@ -258,7 +258,7 @@ def _load(cache: ResultCache, key: str) -> tuple[dict[str, pl.DataFrame], dict[s
         table = cache.load_table(key, name)
         if table is None or GROUP not in table.columns:
             return None
-        tables[name] = table
+        tables[name] = as_literals(table)  # as the fold gave them: read back, each row's own
     return tables, note
 
 

@@ -431,6 +431,25 @@ def in_row_order(frame: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
 _RUNS = 64
 
 
+def as_literals(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with each column (not a list or a struct) whose rows are all null, or all
+    one value, made of that value as a literal: polars keeps such a column as the value and
+    a length, where a column of text holds a 16-byte view a row and one of numbers 8 bytes.
+    An agent's folded calls and sessions carry many (its id, ``observed``, what it never
+    logs: a sub-agent's name, the speed, the 1-hour cache writes): some 60 MB of the 1 GB pi
+    tree's 300,000 calls and 170,000 sessions, 110 MB of Gemini CLI's. The values are the
+    same; only their memory differs."""
+    same: list[pl.Expr] = []
+    for series in frame.iter_columns():
+        if isinstance(series.dtype, pl.List | pl.Struct | pl.Object) or series.is_empty():
+            continue
+        if series.null_count() == series.len():
+            same.append(pl.lit(None, series.dtype).alias(series.name))
+        elif series.null_count() == 0 and series.min() == series.max():
+            same.append(pl.lit(series[0], series.dtype).alias(series.name))
+    return frame.with_columns(same) if same else frame
+
+
 #: ``empty``'s frames by contract (the contract held too, so its id stays its own).
 _EMPTY: dict[int, tuple[Mapping[str, pl.DataType], pl.DataFrame]] = {}
 _EMPTY_HELD = 64

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from analytics.core.schema import (
     ISSUES,
     TIMESTAMP,
+    as_literals,
     beside,
     conform,
     empty,
@@ -101,6 +102,34 @@ def test_in_row_order_is_a_gather(order: list[int], cut: int) -> None:
     for rows in (order, runs, list(range(80))):
         picked = pl.Series(rows, dtype=pl.UInt32)
         assert in_row_order(frame, picked).equals(frame[picked])
+
+
+def test_columns_of_one_value_are_the_same_as_literals() -> None:
+    """``as_literals`` changes no value, dtype or order: null and one-valued columns of every
+    kind a fold gives, a list column left as it is, a frame with no row."""
+    frame = pl.DataFrame(
+        {
+            "agent": ["pi"] * 4,
+            "speed": pl.Series([None] * 4, dtype=pl.String),
+            "tokens": [5, 5, 5, 5],
+            "web": pl.Series([None] * 4, dtype=pl.Int64),
+            "done": [True] * 4,
+            "at": pl.Series([1_700_000_000_000] * 4).cast(TIMESTAMP),
+            "model": ["a", "b", "a", None],
+            "files": [["x"], ["x"], ["x"], ["x"]],
+        }
+    )
+    assert as_literals(frame).equals(frame)
+    assert as_literals(frame).schema == frame.schema
+    assert as_literals(frame.clear()).equals(frame.clear())
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b"])), min_size=1, max_size=20))
+def test_as_literals_keeps_every_value(values: list[str | None]) -> None:
+    frame = pl.DataFrame(
+        {"s": pl.Series(values, dtype=pl.String), "n": [len(values)] * len(values)}
+    )
+    assert as_literals(frame).equals(frame)
 
 
 def test_an_agent_table_joins_by_session_id_and_places_its_columns() -> None:
