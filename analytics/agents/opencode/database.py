@@ -36,6 +36,8 @@ import adbc_driver_manager
 import adbc_driver_sqlite
 import polars as pl
 
+from analytics.engine.allocators import release
+
 T = TypeVar("T")
 
 #: A query's whole result as a frame of ``columns`` (name -> dtype): its values are
@@ -406,7 +408,19 @@ def read(path: Path, *, items: bool = True, only: Sessions | None = None) -> Row
 
 def opened(path: Path, use: Callable[[Fetch], T]) -> T:
     """What ``use`` reads from the database at ``path``, opened read-only (see :func:`uri`)
-    with the ADBC SQLite driver; :class:`UnreadableError` if it cannot be opened or read."""
+    with the ADBC SQLite driver; :class:`UnreadableError` if it cannot be opened or read.
+    Once it is closed, the free pages of glibc's heap are handed back (``release``): the
+    driver builds its Arrow batches, and SQLite its pages, of blocks too small to be
+    mapped apart, and what they freed would stay resident under the frames kept (on the
+    954 MB bench database a cold ``analyze`` peaked 630-639 MB before, 560-605 after)."""
+    try:
+        return _opened(path, use)
+    finally:
+        release()
+
+
+def _opened(path: Path, use: Callable[[Fetch], T]) -> T:
+    """``opened``, without the release."""
     try:
         database = adbc_driver_sqlite.connect(uri(path))
     except adbc_driver_manager.Error as error:
