@@ -562,7 +562,7 @@ def refolded(
         return None
     path, wanted = files[0], pl.Series(sorted(changed), dtype=pl.String).implode()
     try:
-        rows = database.opened(path, lambda fetch: fetch(database.SESSIONS, _SESSIONS))
+        rows = database.opened(path, database.sessions_of)
     except database.UnreadableError:
         return None
     own = rows.filter(pl.col("root").is_in(wanted))["session"]
@@ -590,6 +590,3 @@ def refolded(
         issues=fresh.issues,
         items=joined("items", *_BY_SESSION),
     )
-
-
-_SESSIONS = database.schema(database.SESSION_COLUMNS)

@@ -85,3 +85,12 @@ def test_a_row_that_is_an_issue_is_reported_as_by_the_whole_fold(
     assert whole.issues.height == 1 and set(whole.sessions["issues"]) == {1}
     assert fold._sliced([tmp_path / "opencode.db"], True) is None  # folded at once
     same(whole, cut)
+
+
+def test_shared_texts_are_the_texts() -> None:
+    """``database.shared`` (a session's directory, a message's model, held once) changes no
+    value: repeated, distinct, empty and missing texts come back as they were, in order."""
+    texts = pl.Series("cwd", ["/a/long/project/path/one", None, "", "/a/long/project/path/one",
+                              "/b", None, "/a/long/project/path/two"])  # fmt: skip
+    assert database.shared(texts).equals(texts)
+    assert database.shared(texts.clear()).equals(texts.clear())
