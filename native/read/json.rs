@@ -871,6 +871,29 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// A key whose body starts at `body`: as [`Parser::string`], but first one look at the
+    /// 16 bytes there (two words, branch-free), where nearly every key ends without an
+    /// escape (98% of them in the Copilot logs), instead of the search of any string.
+    #[inline(always)]
+    fn key(&self, body: usize) -> Result<Str, Error> {
+        if let Some(chunk) = self.s.get(body..).and_then(<[u8]>::first_chunk::<16>) {
+            let (lo, hi) = chunk.split_at(8);
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+            let bits =
+                u128::from(special_bits(word(lo))) | (u128::from(special_bits(word(hi))) << 64);
+            let len = usize::try_from(bits.trailing_zeros() / 8).unwrap_or(LANES);
+            if chunk.get(len) == Some(&b'"') {
+                return Ok(Str {
+                    end: body + len + 1,
+                    escaped: false,
+                    decoded: len,
+                    measured: 2 + len,
+                });
+            }
+        }
+        self.string(body)
+    }
+
     /// A `\uXXXX` escape whose `u` is at `u` (and a following low surrogate, as CPython joins
     /// them): the code point (U+FFFD for a lone surrogate) and the offset after it.
     fn unicode_escape(&self, u: usize) -> Result<(u32, usize), Error> {
@@ -947,7 +970,7 @@ impl Parser<'_, '_> {
                 at: i,
             });
         }
-        let key = self.string(i + 1)?;
+        let key = self.key(i + 1)?;
         let colon = self.skip_ws(key.end);
         if self.at(colon) != Some(b':') {
             return Err(Error {
@@ -1190,6 +1213,14 @@ mod tests {
             ("{", "Expecting property name enclosed in double quotes", 1),
             ("{\"a\":\"\\u00e9é\",\"b\":x}", "Expecting value", 19),
             ("{\"a\":[1,2}", "Expecting ',' delimiter", 9),
+            ("{\"a\u{1}\":1}", "Invalid control character at", 3),
+            ("{\"abc", "Unterminated string starting at", 1),
+            (
+                "{\"aaaaaaaaaaaaaaaaaaaa\u{1}\":1}",
+                "Invalid control character at",
+                22,
+            ),
+            ("{\"a\\q\":1}", "Invalid \\escape", 3),
         ];
         for (line, message, at) in cases {
             assert_eq!(err(line), (message.to_string(), at), "{line}");
@@ -1210,6 +1241,25 @@ mod tests {
             result.measured,
             Some(r#"{"content":[1.5,"a\nb"],"k":1000.0}"#.len())
         );
+    }
+
+    #[test]
+    fn keys_are_found_whatever_their_length_or_escapes() {
+        let s = schema();
+        let mut f = Fields::new(&s);
+        let node = s.find("type").unwrap();
+        for line in [
+            &br#"{"type":"x"}"#[..],
+            br#"{"t\u0079pe":"x"}"#,
+            br#"{"aaaaaaaaaaaaaaaaaaaaaaaa":1,"type":"x","b":2}"#,
+            br#"{"a\"b":1,"type":"x"}"#,
+            br#"{"type" : "x" }"#,
+        ] {
+            assert_eq!(parse(line, &s, &mut f), Ok(Kind::Object));
+            assert_eq!(f.get(node).kind, Kind::Str, "{line:?}");
+        }
+        assert_eq!(parse(br#"{"typ":"x"}"#, &s, &mut f), Ok(Kind::Object));
+        assert_eq!(f.get(node).kind, Kind::Missing);
     }
 
     #[test]
