@@ -436,8 +436,23 @@ impl Quotes {
         // The least byte, branch-free (vectorised), and one test: a control character is
         // any byte below 0x20.
         let search = self.0.as_ref()?;
-        (line.iter().fold(u8::MAX, |m, &b| m.min(b)) >= 0x20).then_some(search)
+        (least_byte(line) >= 0x20).then_some(search)
     }
+}
+
+/// The least byte of `bytes` (0xFF for none): 64 at a time into 64 lanes, independent
+/// vector minimums with no branch, then the lanes and the tail.
+fn least_byte(bytes: &[u8]) -> u8 {
+    let mut lanes = [u8::MAX; 64];
+    let chunks = bytes.chunks_exact(64);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &b) in lanes.iter_mut().zip(chunk) {
+            *lane = (*lane).min(b);
+        }
+    }
+    let least = lanes.iter().fold(u8::MAX, |m, &b| m.min(b));
+    tail.iter().fold(least, |m, &b| m.min(b))
 }
 
 /// The offset of the first special byte at or after `i` in `s` (`s.len()` if none), as
@@ -1300,6 +1315,13 @@ mod tests {
         }
         assert!(Quotes::new().for_line(b"{\"a\":\t1}").is_none());
         assert!(Quotes::new().for_line(b"{\"a\":1}").is_some());
+        for at in [0, 63, 64, 100, 127, 128, 199] {
+            let mut long = vec![b'a'; 200];
+            assert_eq!(least_byte(&long), b'a');
+            long[at] = 0x1F;
+            assert_eq!(least_byte(&long), 0x1F, "{at}");
+        }
+        assert_eq!(least_byte(b""), u8::MAX);
     }
 
     #[test]
