@@ -519,7 +519,9 @@ fn special_bits(w: u64) -> u64 {
 /// The offset of the first byte at or after `i` that is [`special`] (`s.len()` if none).
 /// One pass, `LANES` bytes at a time: a branch-free test of the chunk (vector compares and
 /// one mask test), then the position within it from two words, without a branch; an escape
-/// costs a restart here, nothing more.
+/// costs a restart here, nothing more. Not inlined: lines with a control character are few,
+/// and [`special_at`], inlined where strings are read, stays small without it.
+#[inline(never)]
 fn plain_end(s: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = s.get(i..).and_then(<[u8]>::first_chunk::<LANES>) {
         if chunk.iter().fold(false, |m, &b| m | special(b)) {
