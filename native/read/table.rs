@@ -508,8 +508,17 @@ pub enum Column {
 }
 
 impl Column {
-    /// Nulls up to `rows` rows.
+    /// Nulls up to `rows` rows (inline: a column filled row after row has none to add, and
+    /// a row fills a few columns).
+    #[inline]
     pub fn pad(&mut self, rows: usize) {
+        if self.len() < rows {
+            self.pad_to(rows);
+        }
+    }
+
+    #[inline(never)]
+    fn pad_to(&mut self, rows: usize) {
         match self {
             Column::Str(c) => c.pad(rows),
             Column::Int(c) | Column::Time(c) => c.pad(rows),
@@ -520,6 +529,7 @@ impl Column {
 
     /// Room for `rows` rows if the column has none yet: called before its first value, so a
     /// column no row fills takes no memory (recycled memory goes to the columns written).
+    #[inline]
     pub fn reserve_first(&mut self, rows: usize) {
         let empty = match self {
             Column::Str(c) => c.views.capacity() == 0,
@@ -528,12 +538,17 @@ impl Column {
             Column::Bool(c) => c.values.bytes.capacity() == 0,
         };
         if empty {
-            match self {
-                Column::Str(c) => c.reserve(rows),
-                Column::Int(c) | Column::Time(c) => c.reserve(rows),
-                Column::Int32(c) => c.reserve(rows),
-                Column::Bool(c) => c.reserve(rows),
-            }
+            self.reserve(rows);
+        }
+    }
+
+    #[inline(never)]
+    fn reserve(&mut self, rows: usize) {
+        match self {
+            Column::Str(c) => c.reserve(rows),
+            Column::Int(c) | Column::Time(c) => c.reserve(rows),
+            Column::Int32(c) => c.reserve(rows),
+            Column::Bool(c) => c.reserve(rows),
         }
     }
 
