@@ -35,7 +35,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from analytics.engine import allocators
+from analytics.core import allocators
 
 allocators.tune()
 

@@ -160,7 +160,7 @@ def stages(tree: Path, cache_root: Path) -> str:
             "groups' rows come from the previous result, read beside it). Later runs share "
             "the process with earlier ones, so their RSS includes what those left allocated. "
             "This process also loaded polars before agentcost's allocator options could apply "
-            "(`engine/allocators.py`), so its RSS is higher than the command's: the table "
+            "(`core/allocators.py`), so its RSS is higher than the command's: the table "
             "above has the peak of fresh processes.",
             "",
             "| stage | "

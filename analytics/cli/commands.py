@@ -464,7 +464,7 @@ def main() -> NoReturn:
     writes is closed by then (the result cache's background write is waited for). Before any
     command runs, the allocators are told to return freed memory (``allocators.tune``).
     """
-    from analytics.engine.allocators import tune
+    from analytics.core.allocators import tune
 
     tune()
     _only_the_command_named(sys.argv[1:2])

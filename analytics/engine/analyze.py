@@ -35,6 +35,7 @@ import polars as pl
 from analytics.agents.discover import COPILOT, Found, LogFile, discover
 from analytics.cache import fingerprints
 from analytics.cache.results import TABLES, ResultCache, Stored
+from analytics.core.allocators import release
 from analytics.core.schema import (
     AGENT_CALLS,
     ANALYSIS_CALLS,
@@ -46,7 +47,6 @@ from analytics.core.schema import (
     with_nulls,
 )
 from analytics.engine import groups as grouping
-from analytics.engine.allocators import release
 from analytics.engine.group_analysis import (
     GROUP_ISSUES,
     Previous,

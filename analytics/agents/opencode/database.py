@@ -36,7 +36,7 @@ import adbc_driver_manager
 import adbc_driver_sqlite
 import polars as pl
 
-from analytics.engine.allocators import release
+from analytics.core.allocators import release
 
 T = TypeVar("T")
 

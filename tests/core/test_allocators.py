@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from analytics.engine import allocators
+from analytics.core import allocators
 
 _PROBE = (
     "import os, sys\n"
-    "from analytics.engine.allocators import tune\n"
+    "from analytics.core.allocators import tune\n"
     "tune()\n"
     "import polars as pl\n"
     "assert pl.DataFrame({'a': [1, 2]})['a'].sum() == 3\n"
@@ -78,7 +78,7 @@ def test_tune_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, expe
     env = clean if given is None else clean | {"OPENBLAS_NUM_THREADS": given}
     probe = (
         "import os\n"
-        "from analytics.engine.allocators import tune\n"
+        "from analytics.core.allocators import tune\n"
         "tune()\n"
         "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     )
