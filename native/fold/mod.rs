@@ -770,11 +770,34 @@ pub struct Frame {
 
 /// Builds a [`Frame`] a group of rows at a time: each group lays out the same columns in the
 /// same order, appended to those of the groups before it.
+///
+/// A plain column is built only once its rows differ ([`Lazy`]): until then it is held as
+/// "every row null" or "every row this text". Most of a fold's columns are what its agent
+/// never logs (a sub-agent's name, the speed, the 1-hour cache writes) or its constants (its
+/// id): built row by row they were a 16-byte view (or 8 bytes) a row, some 100 MB of the
+/// 1 GB Gemini CLI tree's fold held until its end, to be made one value a column by
+/// `schema.as_literals` on the Python side.
 #[derive(Default)]
 struct Builder {
     frame: Frame,
+    /// Each column's state, by place.
+    lazy: Vec<Lazy>,
     /// The column the group being laid out fills next.
     next: usize,
+}
+
+/// What a plain column holds before it is built row by row (its rows: the frame's so far).
+#[derive(Default)]
+enum Lazy {
+    /// No row is null or has a value yet (no group had a row).
+    #[default]
+    Empty,
+    /// Every row is null.
+    Nulls,
+    /// Every row is this text (a text column only).
+    Same(Vec<u8>),
+    /// Built: the column holds its rows.
+    Built,
 }
 
 impl Builder {
@@ -784,6 +807,7 @@ impl Builder {
         if self.next == self.frame.columns.len() {
             self.frame.names.push(name);
             self.frame.columns.push(empty());
+            self.lazy.push(Lazy::Empty);
         }
         self.next += 1;
         self.next - 1
@@ -799,32 +823,99 @@ impl Builder {
 
     fn text<'a>(&mut self, name: &'static str, values: impl Iterator<Item = Option<&'a str>>) {
         let at = self.slot(name, || Out::Plain(Column::Str(StrColumn::default())));
-        if let Some(Out::Plain(Column::Str(column))) = self.frame.columns.get_mut(at) {
-            for value in values {
-                column.push_opt(value.map(str::as_bytes), true);
+        let base = self.frame.rows;
+        let (Some(Out::Plain(Column::Str(column))), Some(lazy)) =
+            (self.frame.columns.get_mut(at), self.lazy.get_mut(at))
+        else {
+            return;
+        };
+        for (row, value) in values.enumerate() {
+            let value = value.map(str::as_bytes);
+            match lazy {
+                Lazy::Built => {
+                    column.push_opt(value, true);
+                    continue;
+                }
+                Lazy::Empty => {
+                    *lazy = value.map_or(Lazy::Nulls, |v| Lazy::Same(v.to_vec()));
+                    continue;
+                }
+                Lazy::Nulls if value.is_none() => continue,
+                Lazy::Same(same) if value == Some(same.as_slice()) => continue,
+                Lazy::Nulls => column.pad(base + row),
+                Lazy::Same(same) => column.push_shared_n(same, base + row),
             }
+            *lazy = Lazy::Built;
+            column.push_opt(value, true);
+        }
+    }
+
+    /// A fixed-width column: `push` appends a row to it (its kind's), `pad` nulls up to a
+    /// row count; built lazily as far as nulls go ([`Lazy::Nulls`]).
+    fn fixed<T>(
+        &mut self,
+        name: &'static str,
+        empty: fn() -> Out,
+        values: impl Iterator<Item = Option<T>>,
+        push: fn(&mut Column, Option<T>),
+    ) {
+        let at = self.slot(name, empty);
+        let base = self.frame.rows;
+        let (Some(Out::Plain(column)), Some(lazy)) =
+            (self.frame.columns.get_mut(at), self.lazy.get_mut(at))
+        else {
+            return;
+        };
+        for (row, value) in values.enumerate() {
+            if !matches!(lazy, Lazy::Built) {
+                if value.is_none() {
+                    *lazy = Lazy::Nulls;
+                    continue;
+                }
+                column.pad(base + row);
+                *lazy = Lazy::Built;
+            }
+            push(column, value);
         }
     }
 
     fn int(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
-        let at = self.slot(name, || Out::Plain(Column::Int(IntColumn::default())));
-        if let Some(Out::Plain(Column::Int(column))) = self.frame.columns.get_mut(at) {
-            values.for_each(|v| column.push(v));
-        }
+        let empty = || Out::Plain(Column::Int(IntColumn::default()));
+        self.fixed(name, empty, values, |column, value| {
+            if let Column::Int(column) = column {
+                column.push(value);
+            }
+        });
     }
 
     fn time(&mut self, name: &'static str, values: impl Iterator<Item = Option<i64>>) {
-        let at = self.slot(name, || Out::Plain(Column::Time(IntColumn::default())));
-        if let Some(Out::Plain(Column::Time(column))) = self.frame.columns.get_mut(at) {
-            values.for_each(|v| column.push(v));
-        }
+        let empty = || Out::Plain(Column::Time(IntColumn::default()));
+        self.fixed(name, empty, values, |column, value| {
+            if let Column::Time(column) = column {
+                column.push(value);
+            }
+        });
     }
 
     fn flag(&mut self, name: &'static str, values: impl Iterator<Item = Option<bool>>) {
-        let at = self.slot(name, || Out::Plain(Column::Bool(BoolColumn::default())));
-        if let Some(Out::Plain(Column::Bool(column))) = self.frame.columns.get_mut(at) {
-            values.for_each(|v| column.push(v));
+        let empty = || Out::Plain(Column::Bool(BoolColumn::default()));
+        self.fixed(name, empty, values, |column, value| {
+            if let Column::Bool(column) = column {
+                column.push(value);
+            }
+        });
+    }
+
+    /// The frame, each column of one text in every row built now; a column every row of
+    /// which is null is left without rows (an all-null array: `python::column_array`).
+    fn finish(mut self) -> Frame {
+        let rows = self.frame.rows;
+        for (column, lazy) in self.frame.columns.iter_mut().zip(self.lazy) {
+            if let (Out::Plain(Column::Str(column)), Lazy::Same(same)) = (column, lazy) {
+                column.push_shared_n(&same, rows);
+            }
         }
+        self.frame
     }
 
     fn strings<'a, L: Iterator<Item = &'a str>>(
@@ -977,10 +1068,10 @@ impl Tables {
     /// The calls, sessions, issues and items frames.
     pub fn finish(self) -> (Frame, Frame, Frame, Frame) {
         (
-            self.calls.frame,
-            self.sessions.frame,
-            self.issues.frame,
-            self.items.frame,
+            self.calls.finish(),
+            self.sessions.finish(),
+            self.issues.finish(),
+            self.items.finish(),
         )
     }
 }
@@ -1101,6 +1192,94 @@ mod tests {
         assert_eq!(io_reason(&denied), "permission denied");
         let issue = file_issue(0, &denied);
         assert_eq!(issue.message, "cannot read the file: permission denied");
+    }
+
+    /// The rows of column `name` of `frame` as `Option<String>`s (a column without rows is
+    /// all null: `python::column_array`).
+    fn texts(frame: &Frame, name: &str) -> Vec<Option<String>> {
+        let at = frame
+            .names
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or(usize::MAX);
+        match frame.columns.get(at) {
+            Some(Out::Plain(Column::Str(column))) if column.is_empty() => vec![None; frame.rows],
+            Some(Out::Plain(Column::Str(column))) => (0..frame.rows)
+                .map(|row| {
+                    column
+                        .get(row)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn ints(frame: &Frame, name: &str) -> Vec<Option<i64>> {
+        let at = frame
+            .names
+            .iter()
+            .position(|n| *n == name)
+            .unwrap_or(usize::MAX);
+        match frame.columns.get(at) {
+            Some(Out::Plain(Column::Int(column))) if column.values.is_empty() => {
+                vec![None; frame.rows]
+            }
+            Some(Out::Plain(Column::Int(column))) => (0..frame.rows)
+                .map(|row| column.valid.get(row).then(|| column.values[row]))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A group's rows of a text column and of an integer column.
+    type Rows = (Vec<Option<&'static str>>, Vec<Option<i64>>);
+
+    #[test]
+    fn lazy_columns_hold_the_rows_they_were_given() {
+        let long = "a value longer than twelve bytes";
+        // (text rows, int rows) of each group, laid out one group after another
+        let groups: [Rows; 5] = [
+            (vec![], vec![]),
+            (vec![None, None], vec![None, None]),
+            (vec![None, Some(long)], vec![None, Some(4)]),
+            (
+                vec![Some(long), Some("short"), None],
+                vec![None, Some(5), Some(6)],
+            ),
+            (vec![], vec![]),
+        ];
+        let mut b = Builder::default();
+        let (mut texts_in, mut ints_in) = (Vec::new(), Vec::new());
+        // every state: a column all null, one all one text, one null then one text, one
+        // changing text, and integers null until a value
+        for (at, (text, int)) in groups.iter().enumerate() {
+            let rows = text.len();
+            b.text("nulls", std::iter::repeat_n(None, rows));
+            b.text("same", std::iter::repeat_n(Some(long), rows));
+            b.text("mixed", text.iter().copied());
+            b.int("count", int.iter().copied());
+            b.group(i64::try_from(at).unwrap_or(0), rows);
+            texts_in.extend(text.iter().map(|t| t.map(str::to_owned)));
+            ints_in.extend(int.iter().copied());
+        }
+        let frame = b.finish();
+        assert_eq!(frame.rows, 7);
+        assert_eq!(texts(&frame, "nulls"), vec![None; 7]);
+        assert_eq!(texts(&frame, "same"), vec![Some(long.to_owned()); 7]);
+        assert_eq!(texts(&frame, "mixed"), texts_in);
+        assert_eq!(ints(&frame, "count"), ints_in);
+        // what never held a value or a second text was never built row by row
+        let built = |name: &str| {
+            let at = frame
+                .names
+                .iter()
+                .position(|n| *n == name)
+                .unwrap_or(usize::MAX);
+            matches!(frame.columns.get(at), Some(Out::Plain(c)) if c.len() == frame.rows)
+        };
+        assert!(!built("nulls"));
+        assert!(built("same") && built("mixed") && built("count"));
     }
 
     #[test]
