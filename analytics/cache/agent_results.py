@@ -220,7 +220,8 @@ def agent_tables(
             "prints": [_print(group) for group in groups],
             "analysis": analysis,
         }
-        cache.save_later(key, tables, note, tables_slot(slot, agent, items) if slot else None)
+        numbered = _numbered(tables, _paths_of(note))
+        cache.save_later(key, numbered, note, tables_slot(slot, agent, items) if slot else None)
     return Folded(_plain(tables), same, previous.analysis if previous else None)
 
 
@@ -256,12 +257,71 @@ def _load(cache: ResultCache, key: str) -> tuple[dict[str, pl.DataFrame], dict[s
     if note is None:
         return None
     tables = {}
+    paths = _paths_of(note)
     for name in NAMES:
         table = cache.load_table(key, name)
         if table is None or GROUP not in table.columns:
             return None
-        tables[name] = as_literals(table)  # as the fold gave them: read back, each row's own
+        # as the fold gave them: read back, each row's own
+        tables[name] = as_literals(_named(table, paths))
     return tables, note
+
+
+#: The stored tables' columns of paths, each kept as the number of its path among those of
+#: the note's groups (``_numbered``): the column of a table, and its column of numbers.
+_PATH_COLUMNS = {"source_file": "_file", "source_files": "_files"}
+
+
+def _paths_of(note: dict[str, object]) -> pl.Series:
+    """The paths of a note's groups, one after another: what a stored path's number counts."""
+    groups = note.get("groups")
+    files = [
+        path
+        for group in (groups if isinstance(groups, list) else [])
+        if isinstance(group, list)
+        for path in group
+    ]
+    return pl.Series(files, dtype=pl.String)
+
+
+def _numbered(tables: dict[str, pl.DataFrame], paths: pl.Series) -> dict[str, pl.DataFrame]:
+    """``tables`` as they are stored: each path (a call's and an item's ``source_file``, a
+    session's ``source_files``) as its number among ``paths``. Written as text, a path was
+    held once per row while the table was written (+35 MB on the 1 GB pi tree's calls, the
+    run's peak then) and read back once per row (+64 MB); its number is 4 bytes."""
+    numbers = pl.Series(range(len(paths)), dtype=pl.Int32)
+    out = dict(tables)
+    for name, table in tables.items():
+        for column, stored in _PATH_COLUMNS.items():
+            if column not in table.columns:
+                continue
+            values = table[column]
+            if isinstance(values.dtype, pl.List):
+                as_numbers = values.list.eval(
+                    pl.element().replace_strict(paths, numbers, default=None)
+                )
+            else:
+                as_numbers = _looked_up(values, paths, numbers)
+            out[name] = out[name].with_columns(as_numbers.alias(column)).rename({column: stored})
+    return out
+
+
+def _named(table: pl.DataFrame, paths: pl.Series) -> pl.DataFrame:
+    """A stored table with its paths again (``_numbered``'s inverse), each row's a view of
+    ``paths``' text, not a copy of its own."""
+    numbers = pl.Series(range(len(paths)), dtype=pl.Int32)
+    for column, stored in _PATH_COLUMNS.items():
+        if stored not in table.columns:
+            continue
+        values = table[stored]
+        if isinstance(values.dtype, pl.List):
+            as_paths = values.list.eval(
+                pl.element().replace_strict(numbers, paths, default=None, return_dtype=pl.String)
+            )
+        else:
+            as_paths = paths.gather(values)
+        table = table.with_columns(as_paths.alias(stored)).rename({stored: column})
+    return table
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from analytics.agents.discover import LogFile, discover
 from analytics.agents.reader import readers
 from analytics.cache import priced_tables, results
 from analytics.cache.agent_groups import units
-from analytics.cache.agent_results import _looked_up, agent_tables
+from analytics.cache.agent_results import _looked_up, _named, _numbered, _paths_of, agent_tables
 from analytics.cache.results import ResultCache
 from analytics.core.pricing.price import price_analysis
 from analytics.core.pricing.rates import load_rates
@@ -313,3 +313,56 @@ def test_a_lookup_is_the_replacement_it_stands_for(
     key = pl.Series(keys, dtype=pl.String)
     expected = named.replace_strict(key, found, default=None, return_dtype=pl.Int64)
     assert_series_equal(_looked_up(named, key, found), expected)
+
+
+_PATHS = ["/h/p1/a.jsonl", "/h/p1/b.jsonl", "/h/p2/c.jsonl"]
+
+
+@given(
+    files=st.lists(st.sampled_from([*_PATHS, None]), max_size=8),
+    lists=st.lists(st.one_of(st.none(), st.lists(st.sampled_from(_PATHS), max_size=3)), max_size=6),
+)
+def test_stored_paths_are_numbers_that_name_the_same_paths(
+    files: list[str | None], lists: list[list[str] | None]
+) -> None:
+    """A table is stored with each path as its number among the note's groups' paths, and
+    read back as the same table: nulls, empty lists and column order kept."""
+    paths = _paths_of({"groups": [_PATHS[:2], _PATHS[2:]]})
+    tables = {
+        "calls": pl.DataFrame(
+            {"source_file": files, "line": list(range(len(files)))},
+            schema={"source_file": pl.String, "line": pl.Int64},
+        ),
+        "sessions": pl.DataFrame(
+            {"session_id": [f"s{i}" for i in range(len(lists))], "source_files": lists},
+            schema={"session_id": pl.String, "source_files": pl.List(pl.String)},
+        ),
+    }
+    stored = _numbered(tables, paths)
+    assert stored["calls"].columns == ["_file", "line"]
+    assert stored["sessions"].schema["_files"] == pl.List(pl.Int32)
+    for name, table in tables.items():
+        assert_frame_equal(_named(stored[name], paths), table)
+
+
+def test_the_stored_tables_hold_no_path_text(tmp_path: Path) -> None:
+    """The cache's tables name each file by number (its text was held once a row while
+    written, and read back once a row), and a warm run still names every file."""
+    root = tmp_path / "projects"
+    write(root, {"p1/s1.jsonl": reply("s1", "m1", 5, 1), "p2/s2.jsonl": reply("s2", "m2", 6, 2)})
+    cache = ResultCache(tmp_path / "cache")
+    cold = run(root, cache)
+    stored = [
+        pl.read_ipc(path)
+        for path in (tmp_path / "cache").rglob("*.arrow")
+        if path.name.startswith(("calls", "sessions"))
+    ]
+    assert stored
+    assert all("source_file" not in t.columns and "source_files" not in t.columns for t in stored)
+    assert any("_file" in t.columns for t in stored)
+    warm = run(root, cache)
+    assert cold is not None and warm is not None
+    assert sorted(warm.calls["source_file"].to_list()) == sorted(
+        str(root / name) for name in ("p1/s1.jsonl", "p2/s2.jsonl")
+    )
+    assert_same(warm, cold)
