@@ -24,7 +24,7 @@ use crate::read::format;
 use crate::read::json::{self, Fields, Kind, Schema, Value};
 use crate::read::line;
 use crate::read::scan::Issue;
-use crate::read::table::{BoolColumn, Column, IntColumn, StrColumn};
+use crate::read::table::{Bits, BoolColumn, Column, IntColumn, StrColumn};
 
 /// One line of a log that is a JSON object, its wanted fields parsed.
 pub struct Line<'a> {
@@ -758,6 +758,18 @@ pub enum Out {
         offsets: Vec<i32>,
         values: StrColumn,
     },
+    /// A column of paths: each row's view of its text in the frames' one store of paths
+    /// ([`Tables::finish`]), so a path is held once however many rows and tables name it
+    /// (a call's and an item's `source_file`, a session's `source_files`, an issue's file).
+    Paths {
+        views: Vec<u128>,
+        valid: Bits,
+    },
+    /// A list of paths per row (see [`Out::Lists`]), as views into the store of paths.
+    PathLists {
+        offsets: Vec<i32>,
+        views: Vec<u128>,
+    },
 }
 
 /// Named columns of equal length.
@@ -936,14 +948,55 @@ impl Builder {
         }
     }
 
-    /// The columns a call's and an item's row start with: its file (by name), line, agent
-    /// and session, from each row's (file index, line, session) as `at` gives them.
-    fn located<T>(&mut self, group: &Folded, rows: &[T], at: fn(&T) -> (usize, i64, &str)) {
+    /// A column of paths, each row's given as its view in the store of paths (None: null).
+    fn paths(&mut self, name: &'static str, values: impl Iterator<Item = Option<u128>>) {
+        let at = self.slot(name, || Out::Paths {
+            views: Vec::new(),
+            valid: Bits::default(),
+        });
+        if let Some(Out::Paths { views, valid }) = self.frame.columns.get_mut(at) {
+            for value in values {
+                views.push(value.unwrap_or(0));
+                valid.push(value.is_some());
+            }
+        }
+        if let Some(lazy) = self.lazy.get_mut(at) {
+            *lazy = Lazy::Built;
+        }
+    }
+
+    /// A column of lists of paths, each given as its views in the store of paths.
+    fn path_lists<L: Iterator<Item = u128>>(
+        &mut self,
+        name: &'static str,
+        lists: impl Iterator<Item = L>,
+    ) {
+        let at = self.slot(name, || Out::PathLists {
+            offsets: vec![0],
+            views: Vec::new(),
+        });
+        if let Some(Out::PathLists { offsets, views }) = self.frame.columns.get_mut(at) {
+            for list in lists {
+                views.extend(list);
+                offsets.push(i32::try_from(views.len()).unwrap_or(i32::MAX));
+            }
+        }
+    }
+
+    /// The columns a call's and an item's row start with: its file (as its view in the
+    /// store of paths, `files` by the group's file index), line, agent and session, from
+    /// each row's (file index, line, session) as `at` gives them.
+    fn located<T>(
+        &mut self,
+        group: &Folded,
+        files: &[u128],
+        rows: &[T],
+        at: fn(&T) -> (usize, i64, &str),
+    ) {
         let each = || rows.iter().map(at);
-        let paths = &group.paths;
-        self.text(
+        self.paths(
             "source_file",
-            each().map(|(file, _, _)| paths.get(file).map(String::as_str)),
+            each().map(|(file, _, _)| files.get(file).copied()),
         );
         self.int("source_line", each().map(|(_, line, _)| Some(line)));
         self.text("agent", each().map(|_| Some(group.agent)));
@@ -1039,6 +1092,8 @@ pub struct Tables {
     items: Builder,
     /// The number of groups added.
     groups: i64,
+    /// Every group's paths, each once: the text the tables' paths are views of.
+    paths: StrColumn,
 }
 
 impl Tables {
@@ -1047,31 +1102,41 @@ impl Tables {
     pub fn add(&mut self, mut group: Folded) {
         let at = self.groups;
         self.groups += 1;
+        let files: Vec<u128> = group
+            .paths
+            .iter()
+            .map(|path| {
+                self.paths.push(path.as_bytes());
+                self.paths.views.last().copied().unwrap_or(0)
+            })
+            .collect();
         let calls = std::mem::take(&mut group.calls);
         self.calls
-            .located(&group, &calls, |c| (c.file, c.line, &c.session));
+            .located(&group, &files, &calls, |c| (c.file, c.line, &c.session));
         call_columns(&mut self.calls, &calls);
         self.calls.group(at, calls.len());
         drop(calls);
         let items = std::mem::take(&mut group.items);
         self.items
-            .located(&group, &items, |i| (i.file, i.line, &i.session));
+            .located(&group, &files, &items, |i| (i.file, i.line, &i.session));
         item_columns(&mut self.items, &items);
         self.items.group(at, items.len());
         drop(items);
-        session_columns(&mut self.sessions, &group);
+        session_columns(&mut self.sessions, &group, &files);
         self.sessions.group(at, group.sessions.len());
-        issue_columns(&mut self.issues, &group);
+        issue_columns(&mut self.issues, &group, &files);
         self.issues.group(at, group.issues.len());
     }
 
-    /// The calls, sessions, issues and items frames.
-    pub fn finish(self) -> (Frame, Frame, Frame, Frame) {
+    /// The calls, sessions, issues and items frames, and the text of the store of paths
+    /// their paths are views of ([`Out::Paths`]: the data buffers of every such column).
+    pub fn finish(self) -> (Frame, Frame, Frame, Frame, Vec<Vec<u8>>) {
         (
             self.calls.finish(),
             self.sessions.finish(),
             self.issues.finish(),
             self.items.finish(),
+            self.paths.buffers,
         )
     }
 }
@@ -1110,17 +1175,13 @@ fn call_columns(b: &mut Builder, calls: &[Call]) {
 }
 
 /// The SESSIONS columns of a group; a session's `issues` counts the issues of its files.
-fn session_columns(b: &mut Builder, group: &Folded) {
+fn session_columns(b: &mut Builder, group: &Folded, files: &[u128]) {
     let each = || group.sessions.iter();
     b.text("session_id", each().map(|s| Some(s.id.as_str())));
     b.text("agent", each().map(|_| Some(group.agent)));
-    b.strings(
+    b.path_lists(
         "source_files",
-        each().map(|s| {
-            s.files
-                .iter()
-                .filter_map(|&f| group.paths.get(f).map(String::as_str))
-        }),
+        each().map(|s| s.files.iter().filter_map(|&f| files.get(f).copied())),
     );
     b.time("start_time", each().map(|s| s.start_time));
     b.time("end_time", each().map(|s| s.end_time));
@@ -1170,12 +1231,9 @@ fn item_columns(b: &mut Builder, items: &[Item]) {
 }
 
 /// The ISSUES columns of a group.
-fn issue_columns(b: &mut Builder, group: &Folded) {
+fn issue_columns(b: &mut Builder, group: &Folded, files: &[u128]) {
     let each = || group.issues.iter();
-    b.text(
-        "file",
-        each().map(|i| group.paths.get(i.file).map(String::as_str)),
-    );
+    b.paths("file", each().map(|i| files.get(i.file).copied()));
     b.int("line", each().map(|i| i.line));
     b.text("severity", each().map(|i| Some(i.severity)));
     b.text("message", each().map(|i| Some(i.message.as_str())));
@@ -1280,6 +1338,77 @@ mod tests {
         };
         assert!(!built("nulls"));
         assert!(built("same") && built("mixed") && built("count"));
+    }
+
+    /// The text a view of the store of paths stands for (`store`: its buffers).
+    fn path_of(store: &[Vec<u8>], view: u128) -> String {
+        let bytes = view.to_le_bytes();
+        let word = |at: usize| {
+            let four: [u8; 4] = bytes[at..at + 4].try_into().unwrap_or_default();
+            u32::from_le_bytes(four) as usize
+        };
+        let len = word(0);
+        let text = if len <= 12 {
+            &bytes[4..4 + len]
+        } else {
+            &store[word(8)][word(12)..word(12) + len]
+        };
+        String::from_utf8_lossy(text).into_owned()
+    }
+
+    #[test]
+    fn every_table_names_a_path_from_one_copy_of_it() {
+        let paths = [
+            "/home/u/.pi/sessions/a.jsonl",
+            "/home/u/.pi/sessions/b.jsonl",
+        ];
+        let group = |calls: usize| Folded {
+            agent: "pi",
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            calls: (0..calls)
+                .map(|at| Call {
+                    file: at % 2,
+                    session: "s".into(),
+                    kind: "main",
+                    ..Call::default()
+                })
+                .collect(),
+            sessions: vec![Session {
+                files: vec![1, 0],
+                lines: 1,
+                ..Session::new("s")
+            }],
+            issues: vec![Issue {
+                file: 1,
+                line: Some(3),
+                severity: "warning",
+                message: "m".into(),
+            }],
+            ..Folded::default()
+        };
+        let mut tables = Tables::default();
+        tables.add(group(3));
+        tables.add(group(1));
+        let (calls, sessions, issues, _, store) = tables.finish();
+        // each group's paths once: two groups of two paths
+        let held: usize = store.iter().map(Vec::len).sum();
+        assert_eq!(held, 2 * paths.iter().map(|p| p.len()).sum::<usize>());
+        let column = |frame: &Frame, name: &str| {
+            let at = frame.names.iter().position(|n| *n == name);
+            at.and_then(|at| frame.columns.get(at))
+                .map(|out| match out {
+                    Out::Paths { views, .. } => views.iter().map(|v| path_of(&store, *v)).collect(),
+                    Out::PathLists { views, .. } => {
+                        views.iter().map(|v| path_of(&store, *v)).collect()
+                    }
+                    _ => Vec::new(),
+                })
+                .unwrap_or_default()
+        };
+        let [a, b] = paths;
+        assert_eq!(column(&calls, "source_file"), [a, b, a, a]);
+        assert_eq!(column(&sessions, "source_files"), [b, a, b, a]);
+        assert_eq!(column(&issues, "file"), [b, b]);
     }
 
     #[test]

@@ -587,20 +587,31 @@ fn column_array(column: Column, rows: usize, memory: Memory) -> Result<ArrayRef,
     })
 }
 
-/// A frame of folded calls, sessions or issues as an Arrow table.
-fn frame_table(frame: Frame) -> Result<ArrowTable, ArrowError> {
+/// A frame of folded calls, sessions or issues as an Arrow table; `paths`: the data buffers
+/// of its columns of paths ([`Out::Paths`]), shared with the other frames of the fold.
+fn frame_table(frame: Frame, paths: &[Buffer]) -> Result<ArrowTable, ArrowError> {
     let rows = frame.rows;
+    let list = |offsets: Vec<i32>, values: ArrayRef| -> Result<ArrayRef, ArrowError> {
+        let item = Arc::new(Field::new("item", DataType::Utf8View, true));
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(fitted(offsets)));
+        Ok(Arc::new(ListArray::try_new(item, offsets, values, None)?))
+    };
+    let views = |views: Vec<u128>, valid: Option<NullBuffer>| -> Result<ArrayRef, ArrowError> {
+        let views = ScalarBuffer::from(Buffer::from_vec(fitted(views)));
+        Ok(Arc::new(StringViewArray::try_new(
+            views,
+            paths.to_vec(),
+            valid,
+        )?))
+    };
     let arrays = frame
         .columns
         .into_iter()
         .map(|column| match column {
             Out::Plain(column) => column_array(column, rows, Memory::Fitted),
-            Out::Lists { offsets, values } => {
-                let values = strings(values, Memory::Fitted)?;
-                let item = Arc::new(Field::new("item", DataType::Utf8View, true));
-                let offsets = OffsetBuffer::new(ScalarBuffer::from(fitted(offsets)));
-                Ok(Arc::new(ListArray::try_new(item, offsets, values, None)?) as ArrayRef)
-            }
+            Out::Lists { offsets, values } => list(offsets, strings(values, Memory::Fitted)?),
+            Out::Paths { views: v, valid } => views(v, nulls(valid)),
+            Out::PathLists { offsets, views: v } => list(offsets, views(v, None)?),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ArrowTable {
@@ -653,12 +664,16 @@ fn fold_groups(
         });
         tables
     });
-    let (calls, sessions, issues, items) = tables.finish();
+    let (calls, sessions, issues, items, paths) = tables.finish();
+    let paths: Vec<Buffer> = paths
+        .into_iter()
+        .map(|text| Buffer::from_vec(fitted(text)))
+        .collect();
     let tables = (
-        frame_table(calls).map_err(to_py)?,
-        frame_table(sessions).map_err(to_py)?,
-        frame_table(issues).map_err(to_py)?,
-        frame_table(items).map_err(to_py)?,
+        frame_table(calls, &paths).map_err(to_py)?,
+        frame_table(sessions, &paths).map_err(to_py)?,
+        frame_table(issues, &paths).map_err(to_py)?,
+        frame_table(items, &paths).map_err(to_py)?,
     );
     give_back_freed_memory();
     Ok(tables)
