@@ -290,37 +290,33 @@ def _numbered(tables: dict[str, pl.DataFrame], paths: pl.Series) -> dict[str, pl
     held once per row while the table was written (+35 MB on the 1 GB pi tree's calls, the
     run's peak then) and read back once per row (+64 MB); its number is 4 bytes."""
     numbers = pl.Series(range(len(paths)), dtype=pl.Int32)
-    out = dict(tables)
-    for name, table in tables.items():
-        for column, stored in _PATH_COLUMNS.items():
-            if column not in table.columns:
-                continue
-            values = table[column]
-            if isinstance(values.dtype, pl.List):
-                as_numbers = values.list.eval(
-                    pl.element().replace_strict(paths, numbers, default=None)
-                )
-            else:
-                as_numbers = _looked_up(values, paths, numbers)
-            out[name] = out[name].with_columns(as_numbers.alias(column)).rename({column: stored})
-    return out
+    return {name: _relabelled(t, paths, numbers, _PATH_COLUMNS) for name, t in tables.items()}
 
 
 def _named(table: pl.DataFrame, paths: pl.Series) -> pl.DataFrame:
     """A stored table with its paths again (``_numbered``'s inverse), each row's a view of
     ``paths``' text, not a copy of its own."""
     numbers = pl.Series(range(len(paths)), dtype=pl.Int32)
-    for column, stored in _PATH_COLUMNS.items():
-        if stored not in table.columns:
+    return _relabelled(table, numbers, paths, {v: k for k, v in _PATH_COLUMNS.items()})
+
+
+def _relabelled(
+    table: pl.DataFrame, keys: pl.Series, labels: pl.Series, columns: dict[str, str]
+) -> pl.DataFrame:
+    """``table`` with each value of each of ``columns`` (a column, or a column of lists) that
+    it has replaced by its label (the value of ``labels`` at its place among ``keys``; null
+    where it is not among them), the column renamed as ``columns`` names it."""
+    for column, renamed in columns.items():
+        if column not in table.columns:
             continue
-        values = table[stored]
+        values = table[column]
         if isinstance(values.dtype, pl.List):
-            as_paths = values.list.eval(
-                pl.element().replace_strict(numbers, paths, default=None, return_dtype=pl.String)
+            relabelled = values.list.eval(
+                pl.element().replace_strict(keys, labels, default=None, return_dtype=labels.dtype)
             )
         else:
-            as_paths = paths.gather(values)
-        table = table.with_columns(as_paths.alias(stored)).rename({stored: column})
+            relabelled = _looked_up(values, keys, labels)
+        table = table.with_columns(relabelled.alias(column)).rename({column: renamed})
     return table
 
 

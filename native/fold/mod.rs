@@ -756,7 +756,7 @@ pub enum Out {
     Plain(Column),
     Lists {
         offsets: Vec<i32>,
-        values: StrColumn,
+        values: ListValues,
     },
     /// A column of paths: each row's view of its text in the frames' one store of paths
     /// ([`Tables::finish`]), so a path is held once however many rows and tables name it
@@ -765,11 +765,45 @@ pub enum Out {
         views: Vec<u128>,
         valid: Bits,
     },
-    /// A list of paths per row (see [`Out::Lists`]), as views into the store of paths.
-    PathLists {
-        offsets: Vec<i32>,
-        views: Vec<u128>,
-    },
+}
+
+/// The values of an [`Out::Lists`] column, one row's list after another.
+pub enum ListValues {
+    Text(StrColumn),
+    /// Paths, as views into the store of paths (see [`Out::Paths`]).
+    Paths(Vec<u128>),
+}
+
+/// A value of a list column: it knows its kind of [`ListValues`].
+trait ListValue {
+    fn push_to(self, values: &mut ListValues);
+}
+
+impl ListValue for &str {
+    /// Shared: a session's models are often the ones before it.
+    fn push_to(self, values: &mut ListValues) {
+        if let ListValues::Text(column) = values {
+            column.push_shared(self.as_bytes());
+        }
+    }
+}
+
+impl ListValue for u128 {
+    /// A path's view into the store of paths.
+    fn push_to(self, values: &mut ListValues) {
+        if let ListValues::Paths(views) = values {
+            views.push(self);
+        }
+    }
+}
+
+impl ListValues {
+    fn len(&self) -> usize {
+        match self {
+            ListValues::Text(column) => column.len(),
+            ListValues::Paths(views) => views.len(),
+        }
+    }
 }
 
 /// Named columns of equal length.
@@ -815,7 +849,7 @@ enum Lazy {
 impl Builder {
     /// The place of the group's next column, named `name`: made by `empty` for the first
     /// group, the one of the same place after.
-    fn slot(&mut self, name: &'static str, empty: fn() -> Out) -> usize {
+    fn slot(&mut self, name: &'static str, empty: impl FnOnce() -> Out) -> usize {
         if self.next == self.frame.columns.len() {
             self.frame.names.push(name);
             self.frame.columns.push(empty());
@@ -930,19 +964,20 @@ impl Builder {
         self.frame
     }
 
-    fn strings<'a, L: Iterator<Item = &'a str>>(
+    /// A column of a list of values per row, its values made by `empty`.
+    fn lists<V: ListValue, L: Iterator<Item = V>>(
         &mut self,
         name: &'static str,
+        empty: fn() -> ListValues,
         lists: impl Iterator<Item = L>,
     ) {
         let at = self.slot(name, || Out::Lists {
             offsets: vec![0],
-            values: StrColumn::default(),
+            values: empty(),
         });
         if let Some(Out::Lists { offsets, values }) = self.frame.columns.get_mut(at) {
             for list in lists {
-                // shared: a session's files and models are often the ones before it
-                list.for_each(|value| values.push_shared(value.as_bytes()));
+                list.for_each(|value| value.push_to(values));
                 offsets.push(i32::try_from(values.len()).unwrap_or(i32::MAX));
             }
         }
@@ -962,24 +997,6 @@ impl Builder {
         }
         if let Some(lazy) = self.lazy.get_mut(at) {
             *lazy = Lazy::Built;
-        }
-    }
-
-    /// A column of lists of paths, each given as its views in the store of paths.
-    fn path_lists<L: Iterator<Item = u128>>(
-        &mut self,
-        name: &'static str,
-        lists: impl Iterator<Item = L>,
-    ) {
-        let at = self.slot(name, || Out::PathLists {
-            offsets: vec![0],
-            views: Vec::new(),
-        });
-        if let Some(Out::PathLists { offsets, views }) = self.frame.columns.get_mut(at) {
-            for list in lists {
-                views.extend(list);
-                offsets.push(i32::try_from(views.len()).unwrap_or(i32::MAX));
-            }
         }
     }
 
@@ -1179,8 +1196,9 @@ fn session_columns(b: &mut Builder, group: &Folded, files: &[u128]) {
     let each = || group.sessions.iter();
     b.text("session_id", each().map(|s| Some(s.id.as_str())));
     b.text("agent", each().map(|_| Some(group.agent)));
-    b.path_lists(
+    b.lists(
         "source_files",
+        || ListValues::Paths(Vec::new()),
         each().map(|s| s.files.iter().filter_map(|&f| files.get(f).copied())),
     );
     b.time("start_time", each().map(|s| s.start_time));
@@ -1188,8 +1206,9 @@ fn session_columns(b: &mut Builder, group: &Folded, files: &[u128]) {
     b.text("cwd", each().map(|s| s.cwd.as_deref()));
     b.text("agent_version", each().map(|s| s.agent_version.as_deref()));
     b.text("parent_session_id", each().map(|s| s.parent.as_deref()));
-    b.strings(
+    b.lists(
         "models",
+        || ListValues::Text(StrColumn::default()),
         each().map(|s| s.models.iter().map(String::as_str)),
     );
     b.int("llm_calls", each().map(|s| Some(s.calls)));
@@ -1252,15 +1271,16 @@ mod tests {
         assert_eq!(issue.message, "cannot read the file: permission denied");
     }
 
+    /// Column `name` of `frame`.
+    fn column_named<'f>(frame: &'f Frame, name: &str) -> Option<&'f Out> {
+        let at = frame.names.iter().position(|n| *n == name)?;
+        frame.columns.get(at)
+    }
+
     /// The rows of column `name` of `frame` as `Option<String>`s (a column without rows is
     /// all null: `python::column_array`).
     fn texts(frame: &Frame, name: &str) -> Vec<Option<String>> {
-        let at = frame
-            .names
-            .iter()
-            .position(|n| *n == name)
-            .unwrap_or(usize::MAX);
-        match frame.columns.get(at) {
+        match column_named(frame, name) {
             Some(Out::Plain(Column::Str(column))) if column.is_empty() => vec![None; frame.rows],
             Some(Out::Plain(Column::Str(column))) => (0..frame.rows)
                 .map(|row| {
@@ -1274,12 +1294,7 @@ mod tests {
     }
 
     fn ints(frame: &Frame, name: &str) -> Vec<Option<i64>> {
-        let at = frame
-            .names
-            .iter()
-            .position(|n| *n == name)
-            .unwrap_or(usize::MAX);
-        match frame.columns.get(at) {
+        match column_named(frame, name) {
             Some(Out::Plain(Column::Int(column))) if column.values.is_empty() => {
                 vec![None; frame.rows]
             }
@@ -1328,14 +1343,7 @@ mod tests {
         assert_eq!(texts(&frame, "mixed"), texts_in);
         assert_eq!(ints(&frame, "count"), ints_in);
         // what never held a value or a second text was never built row by row
-        let built = |name: &str| {
-            let at = frame
-                .names
-                .iter()
-                .position(|n| *n == name)
-                .unwrap_or(usize::MAX);
-            matches!(frame.columns.get(at), Some(Out::Plain(c)) if c.len() == frame.rows)
-        };
+        let built = |name: &str| matches!(column_named(&frame, name), Some(Out::Plain(c)) if c.len() == frame.rows);
         assert!(!built("nulls"));
         assert!(built("same") && built("mixed") && built("count"));
     }
@@ -1394,13 +1402,13 @@ mod tests {
         let held: usize = store.iter().map(Vec::len).sum();
         assert_eq!(held, 2 * paths.iter().map(|p| p.len()).sum::<usize>());
         let column = |frame: &Frame, name: &str| {
-            let at = frame.names.iter().position(|n| *n == name);
-            at.and_then(|at| frame.columns.get(at))
+            column_named(frame, name)
                 .map(|out| match out {
-                    Out::Paths { views, .. } => views.iter().map(|v| path_of(&store, *v)).collect(),
-                    Out::PathLists { views, .. } => {
-                        views.iter().map(|v| path_of(&store, *v)).collect()
-                    }
+                    Out::Paths { views, .. }
+                    | Out::Lists {
+                        values: ListValues::Paths(views),
+                        ..
+                    } => views.iter().map(|v| path_of(&store, *v)).collect(),
                     _ => Vec::new(),
                 })
                 .unwrap_or_default()

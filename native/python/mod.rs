@@ -37,7 +37,9 @@ use pyo3::types::{PyBytes, PyCapsule, PyTuple};
 
 use crate::agents::copilot::format::COPILOT;
 use crate::agents::copilot::model_metrics::ModelRow;
-use crate::fold::{Folded, Frame, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS};
+use crate::fold::{
+    Folded, Frame, ListValues, Out, Tables, CALL_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS,
+};
 use crate::read::format::Rule;
 use crate::read::json::Shape;
 use crate::read::scan::{Batch, Failure, FileSpec, Issue, Resume, Scanner, Totals, BLOCK};
@@ -609,9 +611,15 @@ fn frame_table(frame: Frame, paths: &[Buffer]) -> Result<ArrowTable, ArrowError>
         .into_iter()
         .map(|column| match column {
             Out::Plain(column) => column_array(column, rows, Memory::Fitted),
-            Out::Lists { offsets, values } => list(offsets, strings(values, Memory::Fitted)?),
+            Out::Lists {
+                offsets,
+                values: ListValues::Text(values),
+            } => list(offsets, strings(values, Memory::Fitted)?),
+            Out::Lists {
+                offsets,
+                values: ListValues::Paths(v),
+            } => list(offsets, views(v, None)?),
             Out::Paths { views: v, valid } => views(v, nulls(valid)),
-            Out::PathLists { offsets, views: v } => list(offsets, views(v, None)?),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ArrowTable {
