@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,21 @@ REAL_LOGS = REPO.parent / "shared" / "real_logs"
 #: The tests' fixed data: rate tables, ccusage's answers, and the reviewed snapshots.
 FIXTURES = REPO / "tests" / "fixtures"
 SNAPSHOTS = REPO / "tests" / "snapshots"
+
+
+def python_prints(script: str, env: Mapping[str, str] | None = None) -> str:
+    """What ``script`` prints (stripped), run by a fresh interpreter from the checkout (with
+    ``env`` for its environment, else this one's): what a process imports, or which
+    allocator options it starts with, seen from outside. A failing script fails the test."""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 @pytest.fixture

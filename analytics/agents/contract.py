@@ -82,11 +82,11 @@ def _session_sums(calls: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
         for c in [*_SUMMED, "reasoning_tokens", "logged_cost_usd"]
     ]
-    runs = pl.col("session_id").rle_id()
+    runs = calls["session_id"].rle_id().alias(_RUN)
     with_calls = int((sessions["llm_calls"] > 0).sum())
-    if calls.height and calls.select(runs.max() + 1).item() == with_calls:
-        by_runs = calls.lazy().group_by(runs.alias(_RUN)).agg(pl.col("session_id").first(), *summed)
-        return by_runs.drop(_RUN).collect()
+    if calls.height and runs[-1] + 1 == with_calls:  # run ids count up from 0
+        by_runs = calls.lazy().with_columns(runs).group_by(_RUN)
+        return by_runs.agg(pl.col("session_id").first(), *summed).drop(_RUN).collect()
     # lazily: only the summed columns are grouped, not every column of the calls
     return calls.lazy().group_by("session_id").agg(summed).collect()
 

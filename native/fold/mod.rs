@@ -995,9 +995,6 @@ impl Builder {
                 valid.push(value.is_some());
             }
         }
-        if let Some(lazy) = self.lazy.get_mut(at) {
-            *lazy = Lazy::Built;
-        }
     }
 
     /// The columns a call's and an item's row start with: its file (as its view in the
@@ -1122,10 +1119,7 @@ impl Tables {
         let files: Vec<u128> = group
             .paths
             .iter()
-            .map(|path| {
-                self.paths.push(path.as_bytes());
-                self.paths.views.last().copied().unwrap_or(0)
-            })
+            .map(|path| self.paths.view(path.as_bytes()))
             .collect();
         let calls = std::mem::take(&mut group.calls);
         self.calls

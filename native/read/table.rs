@@ -346,8 +346,9 @@ impl StrColumn {
         }
     }
 
-    /// The view of `text`, its bytes copied into a data buffer unless it is inline.
-    fn view(&mut self, text: &[u8]) -> u128 {
+    /// The view of `text`, its bytes copied into a data buffer unless it is inline (no row
+    /// is added: a store of text, as the fold's store of paths, keeps only the buffers).
+    pub fn view(&mut self, text: &[u8]) -> u128 {
         let len = text.len();
         let length = u32::try_from(len).unwrap_or(u32::MAX);
         if len <= 12 {

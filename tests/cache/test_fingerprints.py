@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from analytics.agents.discover import discover
 from analytics.cache import fingerprints
 from tests.cli.test_analyze import write_session
-from tests.conftest import REPO
+from tests.conftest import python_prints
 
 
 def test_the_key_follows_the_scanner_and_the_bundled_tables() -> None:
@@ -54,10 +52,7 @@ def test_fingerprints_never_import_polars_or_rich() -> None:
         "fingerprints.digest('tree', [], '')\n"
         "print('polars' in sys.modules or 'rich' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "False"
+    assert python_prints(script) == "False"
 
 
 def test_the_output_key_follows_inputs_and_options(tmp_path: Path) -> None:

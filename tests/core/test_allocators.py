@@ -5,12 +5,11 @@ changes (jemalloc has read its options by then)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from analytics.core import allocators
+from tests.conftest import python_prints
 
 _PROBE = (
     "import os, sys\n"
@@ -24,10 +23,7 @@ _PROBE = (
 
 def _probe(**env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE], env=clean | env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
+    return python_prints(_PROBE, clean | env)
 
 
 def test_tune_sets_the_jemalloc_option_before_polars_loads() -> None:
@@ -64,10 +60,7 @@ def test_the_console_script_tunes_before_any_command() -> None:
         "cli.main()\n"
     )
     clean = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=clean, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.split() == [allocators.JEMALLOC_OPTIONS, "False"]
+    assert python_prints(script, clean).split() == [allocators.JEMALLOC_OPTIONS, "False"]
 
 
 @pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
@@ -82,10 +75,7 @@ def test_tune_keeps_numpy_to_one_blas_thread_unless_told(given: str | None, expe
         "tune()\n"
         "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == expected
+    assert python_prints(probe, env) == expected
 
 
 def test_release_trims_the_heap_and_never_fails() -> None:

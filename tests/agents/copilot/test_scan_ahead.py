@@ -27,7 +27,7 @@ from analytics.cache.location import results_dir
 from analytics.cache.results import flush
 from analytics.cli.commands import app
 from analytics.engine import groups
-from tests.conftest import REPO, SAMPLE_LOGS
+from tests.conftest import REPO, SAMPLE_LOGS, python_prints
 
 RUNNER = CliRunner()
 
@@ -199,7 +199,4 @@ def test_the_scans_begin_before_polars_is_imported() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'polars'"
         " or m.endswith(('engine_pass', 'events'))))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", script], check=True, capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()
-    assert loaded == "[]"
+    assert python_prints(script) == "[]"
