@@ -6,6 +6,7 @@ database is folded at once."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -85,6 +86,39 @@ def test_a_row_that_is_an_issue_is_reported_as_by_the_whole_fold(
     assert whole.issues.height == 1 and set(whole.sessions["issues"]) == {1}
     assert fold._sliced([tmp_path / "opencode.db"], True) is None  # folded at once
     same(whole, cut)
+
+
+def test_slices_are_read_ahead_and_given_in_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next slice is read while one is waited for, at most ``READS_AT_ONCE`` at once,
+    and each is given in the plan's order even when a later read ends first; a caller that
+    stops early starts no further read."""
+    started: list[str] = []
+    second_done = threading.Event()
+    lock = threading.Lock()
+
+    def read(
+        files: object, items: bool, only: database.Sessions, mine: pl.DataFrame
+    ) -> tuple[str, ...]:
+        with lock:
+            started.append(only[0])
+        if only == ("a",):  # the first read ends only once the second has
+            assert second_done.wait(10)
+        if only == ("b",):
+            second_done.set()
+        return only
+
+    monkeypatch.setattr(fold, "_read", read)
+    sessions = pl.DataFrame({"session": ["a", "b", "c", "d"]})
+    plan = [("a",), ("b",), ("c",), ("d",)]
+    given = list(fold._read_ahead([], True, plan, sessions))
+    assert given == plan
+    assert started == ["a", "b", "c", "d"]
+    started.clear()
+    second_done.clear()
+    ahead = fold._read_ahead([], True, plan, sessions)
+    assert next(ahead) == ("a",)
+    ahead.close()
+    assert started == ["a", "b"]  # the first waited for the second; none after
 
 
 def test_shared_texts_are_the_texts() -> None:
