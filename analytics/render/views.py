@@ -113,10 +113,23 @@ def _tool_counts(column: pl.Expr) -> pl.Expr:
     return (pl.lit("{") + column.list.eval(entry).list.join(",") + pl.lit("}")).fill_null("null")
 
 
-def render_csv(frame: pl.DataFrame) -> str:
+def render_csv(frame: pl.DataFrame) -> Iterator[str]:
     """CSV with lists joined by ``;``, lists of pairs as ``key=value`` (tool counts as
     ``tool=n``, fit parameters as ``name=value``), struct fields as columns named
-    ``struct.field``."""
+    ``struct.field``; in pieces, ``_CSV_SLICE`` rows at a time, each flattened when it is
+    asked for (the header with the first). The 1 GB pi tree's 300,000 calls flattened at
+    once, and their 180 MB of CSV held whole, took some 280 MB beside the calls."""
+    yield _csv(frame.slice(0, _CSV_SLICE), header=True)
+    for start in range(_CSV_SLICE, frame.height, _CSV_SLICE):
+        yield _csv(frame.slice(start, _CSV_SLICE), header=False)
+
+
+#: Rows of a CSV report written at a time (``render_csv``).
+_CSV_SLICE = 16_384
+
+
+def _csv(frame: pl.DataFrame, *, header: bool) -> str:
+    """``render_csv`` of the rows of ``frame`` (after the header, when ``header``)."""
     structs = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Struct)]
     frame = frame.with_columns(
         pl.col(name).struct.unnest().name.prefix(f"{name}.") for name in structs
@@ -134,7 +147,7 @@ def render_csv(frame: pl.DataFrame) -> str:
     )
     temporal = [name for name, dtype in flat.schema.items() if isinstance(dtype, pl.Datetime)]
     flat = flat.with_columns(pl.col(name).dt.strftime(_ISO) for name in temporal)
-    return flat.write_csv()
+    return flat.write_csv(include_header=header)
 
 
 def _as_text(frame: pl.DataFrame, fields: Sequence[str]) -> pl.DataFrame:
