@@ -62,7 +62,10 @@ def report_issues(
 
 def issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
     """What ``report_issues`` prints on stderr: first a line for each file that is not a
-    log or is empty (what was read is not what the reader meant), then the count."""
+    log or is empty (what was read is not what the reader meant), ``NAMED_FILES`` at most
+    and then how many more (a tree of recordings beside its logs gave two dozen lines of the
+    same words; each file is still an issue, which ``agentcost issues`` lists), then the
+    count."""
     from analytics.engine.analyze import issue_summary
     from analytics.engine.inputs import EMPTY
 
@@ -70,7 +73,13 @@ def issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
         return []
     found = result.found
     files = found.not_logs + [problem for problem in found.problems if problem[1] == EMPTY]
-    notes = [f"agentcost: {path}: {what}" for path, what in files]
+    notes = [f"agentcost: {path}: {what}" for path, what in files[:NAMED_FILES]]
+    if len(files) > NAMED_FILES:
+        more = len(files) - NAMED_FILES
+        notes.append(
+            f"agentcost: and {more} more {'file' if more == 1 else 'files'} that "
+            f"{'is' if more == 1 else 'are'} not a session log, or empty"
+        )
     if show:
         from analytics.render import views
 
@@ -78,6 +87,10 @@ def issue_notes(result: Analysis, show: bool, *, wide: bool) -> list[str]:
     summary = issue_summary(result.issues)
     them = "it" if result.issues.height == 1 else "them"
     return [*notes, f"agentcost: {summary} in the input; agentcost issues lists {them}"]
+
+
+#: The files that are not logs (or are empty) ``issue_notes`` names a line each, at most.
+NAMED_FILES = 3
 
 
 def layout(wide: bool, output: Path | None = None, stream: TextIO | None = None) -> Layout:

@@ -109,6 +109,26 @@ def test_a_non_log_beside_logs_is_one_error_issue_and_one_line(tmp_path: Path) -
     assert [(row["file"], row["severity"]) for row in rows] == [(str(readme), "error")]
 
 
+def test_many_non_logs_are_named_three_and_counted(tmp_path: Path) -> None:
+    """Five JSON-lines files that are no agent's log, in a tree beside a log: the first
+    three named a line each, the other two counted in one line; each is still an issue."""
+    readmes = [tmp_path / f"{n}-notes.jsonl" for n in range(5)]
+    for readme in readmes:
+        readme.write_text('{"note": "mine"}\n', encoding="utf-8")
+    log = tmp_path / "s" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_text(START + "\n", encoding="utf-8")
+    code, _, err = run("analyze", str(tmp_path), "--format", "json")
+    assert code == 0
+    lines = err.splitlines()
+    named = [f"agentcost: {readme}: JSON lines, but not the session log" for readme in readmes[:3]]
+    assert [line[: len(start)] for line, start in zip(lines, named, strict=False)] == named
+    assert lines[3] == "agentcost: and 2 more files that are not a session log, or empty"
+    assert lines[4].startswith("agentcost: 5 issues (5 errors, 0 warnings) in the input")
+    code, out, _ = run("issues", str(tmp_path), "--format", "json")
+    assert sorted(row["file"] for row in json.loads(out)["issues"]) == sorted(map(str, readmes))
+
+
 def test_an_empty_log_says_it_is_empty(tmp_path: Path) -> None:
     log = tmp_path / "empty.jsonl"
     log.write_bytes(b"")
