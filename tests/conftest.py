@@ -30,11 +30,14 @@ FIXTURES = REPO / "tests" / "fixtures"
 SNAPSHOTS = REPO / "tests" / "snapshots"
 
 
-def python_prints(script: str, env: Mapping[str, str] | None = None) -> str:
-    """What ``script`` prints (stripped), run by a fresh interpreter from the checkout (with
-    ``env`` for its environment, else this one's): what a process imports, or which
-    allocator options it starts with, seen from outside. A failing script fails the test."""
-    done = subprocess.run(
+def python_run(
+    script: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run by a fresh interpreter from the checkout (with ``env`` for its
+    environment, else this one's), its stdout and stderr captured as text: what a process
+    imports, or which allocator options it starts with, seen from outside. A failing script
+    fails the test."""
+    return subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
         env=env,
@@ -42,7 +45,11 @@ def python_prints(script: str, env: Mapping[str, str] | None = None) -> str:
         text=True,
         check=True,
     )
-    return done.stdout.strip()
+
+
+def python_prints(script: str, env: Mapping[str, str] | None = None) -> str:
+    """What ``script`` prints on stdout (stripped), run as ``python_run`` runs it."""
+    return python_run(script, env).stdout.strip()
 
 
 @pytest.fixture

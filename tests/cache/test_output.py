@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from analytics.cache import output as output_cache
 from analytics.cache.output import KEEP, Output, OutputCache
 from analytics.cli.commands import app
 from tests.cli.test_analyze import write_session
-from tests.conftest import REPO, SAMPLE_LOGS
+from tests.conftest import SAMPLE_LOGS, python_run
 
 RUNNER = CliRunner()
 
@@ -306,17 +304,7 @@ def test_a_replay_never_imports_polars(tmp_path: Path) -> None:
         "print('polars' in sys.modules, file=sys.stderr)\n"
     )
     env = os.environ | {"AGENTCOST_CACHE_DIR": str(tmp_path)}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        for _ in range(2)
-    ]
+    runs = [python_run(script, env) for _ in range(2)]
     assert runs[0].stdout == runs[1].stdout and runs[0].stdout.startswith('{\n  "sessions"')
     assert runs[0].stderr.splitlines()[-1] == "True"
     assert runs[1].stderr.splitlines()[-1] == "False"
